@@ -1,0 +1,36 @@
+//! Stagehand's on-disk formats, as pure codecs plus thin file adapters.
+//!
+//! Every format a Stagehand dataset can hold lives here, with no MPI and no
+//! knowledge of training:
+//!
+//! - [`manifest`]: the `manifest.json` at a dataset's root (schema, one row per
+//!   file with size, sample count and xxh3-64), with a parallel [`manifest::scan`].
+//! - [`tfrecord`]: zero-copy TFRecord framing (both masked CRC32C values checked,
+//!   errors carry file and byte offset), GZIP files, and the sidecar offset index.
+//! - [`example`]: `tf.train.Example` as hand-written `prost` messages.
+//! - [`cosmoflow`]: the MLPerf HPC CosmoFlow sample (`x` int16 (D,D,D,C), `y` f32[4]).
+//! - [`climate`]: the DeepCAM HDF5 sample and `stats.h5`, with raw byte extents of
+//!   contiguous datasets so readers can bypass the HDF5 lock.
+//! - [`lmdb`]: a u64-keyed LMDB sample store and the Etalumis-style trace store.
+//!
+//! ```
+//! use formats::cosmoflow::{CosmoSample, CosmoShape};
+//! use formats::tfrecord::{self, RecordWriter};
+//!
+//! let shape = CosmoShape { size: 4, channels: 2 };
+//! let sample = CosmoSample::new(shape, vec![1; shape.voxels()], [0.1, -0.2, 0.3, 0.9]).unwrap();
+//! let mut writer = RecordWriter::new(Vec::new());
+//! writer.write_record(&sample.to_example_bytes()).unwrap();
+//! let bytes = writer.into_inner();
+//! let record = tfrecord::records(&bytes).next().unwrap().unwrap();
+//! let back = CosmoSample::from_example_bytes(record.data, shape).unwrap();
+//! assert_eq!(back, sample);
+//! ```
+
+pub mod checksum;
+pub mod climate;
+pub mod cosmoflow;
+pub mod example;
+pub mod lmdb;
+pub mod manifest;
+pub mod tfrecord;

@@ -1,0 +1,327 @@
+//! The trace store of Etalumis-style simulator traces: an address dictionary
+//! (address string <-> id), and traces kept in trace-type order (the type of a
+//! trace is its sequence of controlled address ids), so that a bucketed
+//! sampler reading consecutive traces reads them sequentially.
+//!
+//! The writer stages traces under (type id, arrival) keys, which LMDB keeps
+//! sorted on disk, then copies them out in that order on `finish`: an external
+//! sort whose memory does not grow with the number of traces.
+
+use std::collections::HashMap;
+use std::fs;
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+
+use heed::byteorder::BigEndian;
+use heed::types::{Bytes, Str, U32, U64};
+use heed::{CompactionOption, Database, Env};
+
+use super::trace_codec::{self, Trace};
+use super::{LmdbError, create_env, grow_map, io_error, is_map_full, lmdb_error, open_read_only, temp_dir_for};
+
+const ADDRESSES: &str = "addresses";
+const TRACES: &str = "traces";
+const TYPES: &str = "trace_types";
+const STAGING: &str = "staging";
+const MAX_DBS: u32 = 8;
+const BATCH_TRACES: usize = 4096;
+
+/// One trace type: its controlled addresses and where its traces lie.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceType {
+    /// Controlled address ids, in order.
+    pub addresses: Vec<u32>,
+    /// Index of its first trace.
+    pub first: u64,
+    /// Number of its traces.
+    pub count: u64,
+}
+
+fn encode_type(t: &TraceType) -> Vec<u8> {
+    let mut out = Vec::with_capacity(20 + 4 * t.addresses.len());
+    out.extend_from_slice(&t.first.to_le_bytes());
+    out.extend_from_slice(&t.count.to_le_bytes());
+    out.extend_from_slice(&(t.addresses.len() as u32).to_le_bytes());
+    for a in &t.addresses {
+        out.extend_from_slice(&a.to_le_bytes());
+    }
+    out
+}
+
+fn decode_type(bytes: &[u8]) -> Option<TraceType> {
+    let u64_at = |i: usize| bytes.get(i..i + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+    let u32_at = |i: usize| bytes.get(i..i + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
+    let n = u32_at(16)? as usize;
+    if bytes.len() != 20 + 4 * n {
+        return None;
+    }
+    let addresses = (0..n).map(|i| u32_at(20 + 4 * i)).collect::<Option<_>>()?;
+    Some(TraceType { first: u64_at(0)?, count: u64_at(8)?, addresses })
+}
+
+/// Builds a trace store; visible under its final name only after `finish`.
+pub struct TraceStoreWriter {
+    env: Env,
+    path: PathBuf,
+    temp: PathBuf,
+    staging: Database<Bytes, Bytes>,
+    addresses: HashMap<String, u32>,
+    types: HashMap<Vec<u32>, u32>,
+    type_list: Vec<Vec<u32>>,
+    type_counts: Vec<u64>,
+    pending: Vec<([u8; 12], Vec<u8>)>,
+    arrivals: u64,
+}
+
+impl TraceStoreWriter {
+    /// Start a store at `path` (a directory).
+    pub fn create(path: &Path) -> Result<Self, LmdbError> {
+        let (env, temp) = create_env(path, MAX_DBS)?;
+        let mut txn = env.write_txn().map_err(lmdb_error(path, "starting a write"))?;
+        let staging = env
+            .create_database(&mut txn, Some(STAGING))
+            .map_err(lmdb_error(path, "creating the staging database"))?;
+        txn.commit().map_err(lmdb_error(path, "committing"))?;
+        Ok(TraceStoreWriter {
+            env,
+            path: path.to_owned(),
+            temp,
+            staging,
+            addresses: HashMap::new(),
+            types: HashMap::new(),
+            type_list: Vec::new(),
+            type_counts: Vec::new(),
+            pending: Vec::new(),
+            arrivals: 0,
+        })
+    }
+
+    /// The id of an address, assigned on first use.
+    pub fn address_id(&mut self, address: &str) -> u32 {
+        let next = self.addresses.len() as u32;
+        *self.addresses.entry(address.to_owned()).or_insert(next)
+    }
+
+    /// Add a trace whose choices use ids from [`address_id`](Self::address_id).
+    pub fn add(&mut self, trace: &Trace) -> Result<(), LmdbError> {
+        let trace_type = trace.trace_type();
+        let next = self.type_list.len() as u32;
+        let type_id = *self.types.entry(trace_type.clone()).or_insert_with(|| {
+            self.type_list.push(trace_type);
+            self.type_counts.push(0);
+            next
+        });
+        self.type_counts[type_id as usize] += 1;
+        let mut key = [0u8; 12];
+        key[..4].copy_from_slice(&type_id.to_be_bytes());
+        key[4..].copy_from_slice(&self.arrivals.to_be_bytes());
+        self.arrivals += 1;
+        let mut value = Vec::new();
+        trace_codec::encode(trace, &mut value);
+        self.pending.push((key, value));
+        if self.pending.len() >= BATCH_TRACES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), LmdbError> {
+        let pending = std::mem::take(&mut self.pending);
+        let staging = self.staging;
+        self.with_growth("staging traces", |env| {
+            let mut txn = env.write_txn()?;
+            for (k, v) in &pending {
+                staging.put(&mut txn, k, v)?;
+            }
+            txn.commit()
+        })
+    }
+
+    /// Run a write, doubling the map and retrying while it is full.
+    fn with_growth(
+        &mut self,
+        what: &'static str,
+        mut write: impl FnMut(&Env) -> Result<(), heed::Error>,
+    ) -> Result<(), LmdbError> {
+        loop {
+            match write(&self.env) {
+                Ok(()) => return Ok(()),
+                Err(e) if is_map_full(&e) => grow_map(&self.env, &self.path)?,
+                Err(e) => return Err(lmdb_error(&self.path, what)(e)),
+            }
+        }
+    }
+
+    /// Sort the staged traces into type order, write the dictionary and the
+    /// type table, compact, and move the store into place.
+    pub fn finish(mut self) -> Result<(), LmdbError> {
+        self.flush()?;
+        let (traces, types, addresses) = {
+            let mut txn = self.env.write_txn().map_err(lmdb_error(&self.path, "starting a write"))?;
+            let traces: Database<U64<BigEndian>, Bytes> =
+                self.env.create_database(&mut txn, Some(TRACES)).map_err(lmdb_error(&self.path, "creating traces"))?;
+            let types: Database<U32<BigEndian>, Bytes> =
+                self.env.create_database(&mut txn, Some(TYPES)).map_err(lmdb_error(&self.path, "creating types"))?;
+            let addresses: Database<U32<BigEndian>, Str> = self
+                .env
+                .create_database(&mut txn, Some(ADDRESSES))
+                .map_err(lmdb_error(&self.path, "creating addresses"))?;
+            txn.commit().map_err(lmdb_error(&self.path, "committing"))?;
+            (traces, types, addresses)
+        };
+
+        // Copy staged traces out in key order, one bounded chunk per transaction.
+        let staging = self.staging;
+        let mut next_index = 0u64;
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let chunk: Vec<(Vec<u8>, Vec<u8>)> = {
+                let txn = self.env.read_txn().map_err(lmdb_error(&self.path, "reading staged traces"))?;
+                let start = match &after {
+                    None => Bound::Unbounded,
+                    Some(k) => Bound::Excluded(k.as_slice()),
+                };
+                let iter = staging
+                    .range(&txn, &(start, Bound::Unbounded))
+                    .map_err(lmdb_error(&self.path, "reading staged traces"))?;
+                iter.take(BATCH_TRACES)
+                    .map(|item| item.map(|(k, v)| (k.to_vec(), v.to_vec())))
+                    .collect::<Result<_, _>>()
+                    .map_err(lmdb_error(&self.path, "reading staged traces"))?
+            };
+            let Some((last, _)) = chunk.last() else { break };
+            after = Some(last.clone());
+            let first = next_index;
+            self.with_growth("writing sorted traces", |env| {
+                let mut txn = env.write_txn()?;
+                for (i, (_, v)) in chunk.iter().enumerate() {
+                    traces.put(&mut txn, &(first + i as u64), v)?;
+                }
+                txn.commit()
+            })?;
+            next_index += chunk.len() as u64;
+        }
+
+        let mut first = 0u64;
+        let table: Vec<(u32, Vec<u8>)> = self
+            .type_list
+            .iter()
+            .zip(&self.type_counts)
+            .enumerate()
+            .map(|(id, (addrs, &count))| {
+                let t = TraceType { addresses: addrs.clone(), first, count };
+                first += count;
+                (id as u32, encode_type(&t))
+            })
+            .collect();
+        let names: Vec<(u32, String)> = self.addresses.iter().map(|(name, &id)| (id, name.clone())).collect();
+        self.with_growth("writing the dictionary", |env| {
+            let mut txn = env.write_txn()?;
+            for (id, bytes) in &table {
+                types.put(&mut txn, id, bytes)?;
+            }
+            for (id, name) in &names {
+                addresses.put(&mut txn, id, name)?;
+            }
+            staging.clear(&mut txn)?;
+            txn.commit()
+        })?;
+
+        // Compact into a fresh directory so the staging pages are not kept.
+        let compact = temp_dir_for(&self.temp);
+        fs::create_dir_all(&compact).map_err(io_error(&compact))?;
+        self.env
+            .copy_to_path(compact.join("data.mdb"), CompactionOption::Enabled)
+            .map_err(lmdb_error(&self.path, "compacting"))?;
+        self.env.prepare_for_closing().wait();
+        fs::remove_dir_all(&self.temp).map_err(io_error(&self.temp))?;
+        fs::rename(&compact, &self.temp).map_err(io_error(&self.temp))?;
+        if self.path.exists() {
+            fs::remove_dir_all(&self.path).map_err(io_error(&self.path))?;
+        }
+        fs::rename(&self.temp, &self.path).map_err(io_error(&self.path))
+    }
+}
+
+/// A finished trace store, opened read-only; share it between threads.
+pub struct TraceStore {
+    env: Env,
+    path: PathBuf,
+    traces: Database<U64<BigEndian>, Bytes>,
+    addresses: Vec<String>,
+    types: Vec<TraceType>,
+}
+
+impl TraceStore {
+    /// Open the store at `path`, loading the dictionary and type table.
+    pub fn open(path: &Path) -> Result<Self, LmdbError> {
+        let env = open_read_only(path, MAX_DBS)?;
+        let missing = |database| LmdbError::Missing { path: path.to_owned(), kind: "trace", database };
+        let txn = env.read_txn().map_err(lmdb_error(path, "starting a read"))?;
+        let traces = env
+            .open_database(&txn, Some(TRACES))
+            .map_err(lmdb_error(path, "opening traces"))?
+            .ok_or_else(|| missing(TRACES))?;
+        let names: Database<U32<BigEndian>, Str> = env
+            .open_database(&txn, Some(ADDRESSES))
+            .map_err(lmdb_error(path, "opening addresses"))?
+            .ok_or_else(|| missing(ADDRESSES))?;
+        let type_db: Database<U32<BigEndian>, Bytes> = env
+            .open_database(&txn, Some(TYPES))
+            .map_err(lmdb_error(path, "opening trace types"))?
+            .ok_or_else(|| missing(TYPES))?;
+        let mut addresses = Vec::new();
+        for (i, item) in names.iter(&txn).map_err(lmdb_error(path, "reading addresses"))?.enumerate() {
+            let (id, name) = item.map_err(lmdb_error(path, "reading addresses"))?;
+            if id as usize != i {
+                return Err(LmdbError::Corrupt { path: path.to_owned(), key: id.into(), at: 0, reason: "address ids are not dense" });
+            }
+            addresses.push(name.to_owned());
+        }
+        let mut types = Vec::new();
+        for item in type_db.iter(&txn).map_err(lmdb_error(path, "reading trace types"))? {
+            let (id, bytes) = item.map_err(lmdb_error(path, "reading trace types"))?;
+            let t = decode_type(bytes).ok_or(LmdbError::Corrupt {
+                path: path.to_owned(),
+                key: id.into(),
+                at: 0,
+                reason: "malformed trace type",
+            })?;
+            types.push(t);
+        }
+        // Committing (not dropping) keeps the database handles open.
+        txn.commit().map_err(lmdb_error(path, "finishing the open"))?;
+        Ok(TraceStore { env, path: path.to_owned(), traces, addresses, types })
+    }
+
+    /// Number of traces.
+    pub fn len(&self) -> u64 {
+        self.types.iter().map(|t| t.count).sum()
+    }
+
+    /// True if the store holds no trace.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The address dictionary, indexed by id.
+    pub fn addresses(&self) -> &[String] {
+        &self.addresses
+    }
+
+    /// Trace types in storage order, each with its contiguous range of traces.
+    pub fn trace_types(&self) -> &[TraceType] {
+        &self.types
+    }
+
+    /// Trace `index` (in trace-type order).
+    pub fn get(&self, index: u64) -> Result<Option<Trace>, LmdbError> {
+        let txn = self.env.read_txn().map_err(lmdb_error(&self.path, "starting a read"))?;
+        let Some(bytes) = self.traces.get(&txn, &index).map_err(lmdb_error(&self.path, "reading a trace"))? else {
+            return Ok(None);
+        };
+        trace_codec::decode(bytes)
+            .map(Some)
+            .map_err(|e| LmdbError::Corrupt { path: self.path.clone(), key: index, at: e.at, reason: e.reason })
+    }
+}

@@ -1,0 +1,484 @@
+//! The dataset manifest: `manifest.json` at a dataset's root.
+//!
+//! It names the format and version, the sample schema, and one row per file
+//! (relative path, bytes, samples, xxh3-64). Paths are relative to the root
+//! and may not leave it: absolute paths, `..`, and symlinks that resolve
+//! outside the root are errors naming the entry. [`scan`] builds a manifest
+//! from a directory, hashing files on a pool of threads.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::checksum::{Checksum, hash_file};
+use crate::climate::{ClimateShape, STATS_FILE};
+use crate::cosmoflow::CosmoShape;
+use crate::tfrecord::{TfRecordFile, scan_headers};
+
+/// File name of the manifest at a dataset's root.
+pub const MANIFEST_FILE: &str = "manifest.json";
+/// Value of the `format` field.
+pub const FORMAT: &str = "stagehand-manifest";
+/// Highest manifest version this build reads and the one it writes.
+pub const VERSION: u32 = 1;
+
+/// What kind of samples a dataset holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SampleKind {
+    /// CosmoFlow TFRecords (MLPerf HPC layout).
+    Cosmoflow,
+    /// DeepCAM HDF5 files, one sample each, plus `stats.h5`.
+    Deepcam,
+    /// Multislice scattering samples in LMDB.
+    Scattering,
+    /// Simulator traces in LMDB.
+    Traces,
+    /// Files Stagehand moves but does not interpret.
+    Opaque,
+}
+
+/// Element type of a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum Dtype {
+    U8,
+    I16,
+    I32,
+    F16,
+    F32,
+    F64,
+}
+
+/// One named array of a sample.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Field {
+    /// Name (`x`, `climate/data`, ...).
+    pub name: String,
+    /// Element type.
+    pub dtype: Dtype,
+    /// Shape, C order.
+    pub shape: Vec<usize>,
+}
+
+/// The sample schema of a dataset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Schema {
+    /// Kind of sample.
+    pub kind: SampleKind,
+    /// Its arrays.
+    #[serde(default)]
+    pub fields: Vec<Field>,
+}
+
+impl Schema {
+    /// CosmoFlow: `x` int16 (D,D,D,C), `y` float32 (4).
+    pub fn cosmoflow(shape: CosmoShape) -> Self {
+        Schema {
+            kind: SampleKind::Cosmoflow,
+            fields: vec![
+                Field { name: "x".into(), dtype: Dtype::I16, shape: shape.dims().to_vec() },
+                Field { name: "y".into(), dtype: Dtype::F32, shape: vec![crate::cosmoflow::TARGETS] },
+            ],
+        }
+    }
+
+    /// DeepCAM: `climate/data` float32 (H,W,C), `climate/labels_0` int32 (H,W).
+    pub fn deepcam(shape: ClimateShape) -> Self {
+        Schema {
+            kind: SampleKind::Deepcam,
+            fields: vec![
+                Field {
+                    name: crate::climate::DATA.into(),
+                    dtype: Dtype::F32,
+                    shape: vec![shape.height, shape.width, shape.channels],
+                },
+                Field { name: crate::climate::LABELS.into(), dtype: Dtype::I32, shape: vec![shape.height, shape.width] },
+            ],
+        }
+    }
+
+    /// Files of no interpreted kind.
+    pub fn opaque() -> Self {
+        Schema { kind: SampleKind::Opaque, fields: Vec::new() }
+    }
+
+    /// The CosmoFlow shape, if this is a CosmoFlow schema with a valid `x`.
+    pub fn cosmo_shape(&self) -> Option<CosmoShape> {
+        let x = self.fields.iter().find(|f| f.name == "x")?;
+        match (self.kind, x.shape.as_slice()) {
+            (SampleKind::Cosmoflow, &[d, d2, d3, c]) if d == d2 && d == d3 => Some(CosmoShape { size: d, channels: c }),
+            _ => None,
+        }
+    }
+}
+
+/// One file of the dataset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// Path relative to the dataset root, `/`-separated.
+    pub path: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Samples it holds (0 for files that are not samples, like `stats.h5`).
+    pub samples: u64,
+    /// xxh3-64 of its bytes.
+    pub xxh3: Checksum,
+}
+
+/// A dataset manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Manifest version.
+    pub version: u32,
+    /// Sample schema.
+    pub schema: Schema,
+    /// Files, sorted by path.
+    pub files: Vec<FileEntry>,
+}
+
+/// What is wrong with a manifest or a dataset directory.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManifestError {
+    /// Reading or writing failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// File or directory.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// Not valid manifest JSON.
+    #[error("{}: not a valid manifest: {source}", path.display())]
+    Json {
+        /// Manifest file.
+        path: PathBuf,
+        /// Cause.
+        source: serde_json::Error,
+    },
+    /// Wrong `format` or a version from the future.
+    #[error("{}: format {format:?} version {version} is not a {FORMAT} of version <= {VERSION}", path.display())]
+    Version {
+        /// Manifest file.
+        path: PathBuf,
+        /// Format found.
+        format: String,
+        /// Version found.
+        version: u32,
+    },
+    /// An entry's path is absolute, has `..`, or is otherwise not a plain relative path.
+    #[error("manifest entry {entry:?}: {reason}")]
+    BadPath {
+        /// The entry's path.
+        entry: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// The same path twice.
+    #[error("manifest entry {0:?} appears more than once")]
+    Duplicate(String),
+    /// An entry resolves (through a symlink) outside the dataset root.
+    #[error("manifest entry {entry:?} resolves to {} outside the dataset root {}", resolved.display(), root.display())]
+    OutsideRoot {
+        /// The entry's path.
+        entry: String,
+        /// Where it resolves.
+        resolved: PathBuf,
+        /// The root.
+        root: PathBuf,
+    },
+    /// Counting the samples of a file failed.
+    #[error("manifest entry {entry:?}: cannot count samples: {reason}")]
+    Samples {
+        /// The entry's path.
+        entry: String,
+        /// What failed.
+        reason: String,
+    },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ManifestError {
+    let path = path.to_owned();
+    move |source| ManifestError::Io { path, source }
+}
+
+/// Check that `entry` is a plain relative path: no root, no `..`, no `.`, not empty.
+pub fn check_relative_path(entry: &str) -> Result<(), ManifestError> {
+    let bad = |reason| Err(ManifestError::BadPath { entry: entry.to_owned(), reason });
+    if entry.is_empty() {
+        return bad("empty path");
+    }
+    if entry.contains('\0') {
+        return bad("contains a NUL byte");
+    }
+    if entry.contains('\\') {
+        return bad("contains a backslash; manifest paths use `/`");
+    }
+    if entry.starts_with('/') {
+        return bad("is absolute");
+    }
+    // Split by hand: `Path::components` silently drops interior `.` and `//`.
+    for segment in entry.split('/') {
+        match segment {
+            "" => return bad("has an empty path component"),
+            "." => return bad("contains `.`"),
+            ".." => return bad("contains `..`"),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+impl Manifest {
+    /// A manifest of `files` (sorted here by path).
+    pub fn new(schema: Schema, mut files: Vec<FileEntry>) -> Self {
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        Manifest { format: FORMAT.into(), version: VERSION, schema, files }
+    }
+
+    /// Sum of file sizes.
+    pub fn total_bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.bytes).sum()
+    }
+
+    /// Sum of samples.
+    pub fn total_samples(&self) -> u64 {
+        self.files.iter().map(|f| f.samples).sum()
+    }
+
+    /// The entry for `path`.
+    pub fn entry(&self, path: &str) -> Option<&FileEntry> {
+        self.files.binary_search_by(|f| f.path.as_str().cmp(path)).ok().map(|i| &self.files[i])
+    }
+
+    /// Check every entry's path and that no path repeats. Pure: touches no file.
+    pub fn validate(&self) -> Result<(), ManifestError> {
+        let mut seen = BTreeSet::new();
+        for entry in &self.files {
+            check_relative_path(&entry.path)?;
+            if !seen.insert(entry.path.as_str()) {
+                return Err(ManifestError::Duplicate(entry.path.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// [`validate`](Self::validate), then check that every entry exists under
+    /// `root` and does not resolve (through symlinks) outside it.
+    pub fn validate_against_root(&self, root: &Path) -> Result<(), ManifestError> {
+        self.validate()?;
+        let root = root.canonicalize().map_err(io_error(root))?;
+        for entry in &self.files {
+            resolve_inside(&root, &entry.path)?;
+        }
+        Ok(())
+    }
+
+    /// Parse from JSON bytes (as broadcast between ranks); `origin` names them in errors.
+    pub fn from_json(bytes: &[u8], origin: &Path) -> Result<Self, ManifestError> {
+        let manifest: Manifest = serde_json::from_slice(bytes)
+            .map_err(|source| ManifestError::Json { path: origin.to_owned(), source })?;
+        if manifest.format != FORMAT || manifest.version > VERSION {
+            return Err(ManifestError::Version {
+                path: origin.to_owned(),
+                format: manifest.format,
+                version: manifest.version,
+            });
+        }
+        manifest.validate()?;
+        Ok(manifest)
+    }
+
+    /// Serialise to pretty JSON.
+    pub fn to_json(&self) -> Vec<u8> {
+        // Serialising plain structs with string keys cannot fail.
+        serde_json::to_vec_pretty(self).unwrap_or_default()
+    }
+
+    /// Load and validate a manifest file.
+    pub fn load(path: &Path) -> Result<Self, ManifestError> {
+        let bytes = fs::read(path).map_err(io_error(path))?;
+        Self::from_json(&bytes, path)
+    }
+
+    /// Write atomically (temp file, fsync, rename).
+    pub fn save(&self, path: &Path) -> Result<(), ManifestError> {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let temp = path.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            use std::io::Write;
+            let mut file = fs::File::create(&temp)?;
+            file.write_all(&self.to_json())?;
+            file.write_all(b"\n")?;
+            file.sync_all()?;
+            fs::rename(&temp, path)
+        };
+        write().map_err(|e| {
+            let _ = fs::remove_file(&temp);
+            ManifestError::Io { path: path.to_owned(), source: e }
+        })
+    }
+}
+
+/// The canonical path of `entry` under the canonical `root`, refusing any
+/// that resolves outside it.
+pub fn resolve_inside(root: &Path, entry: &str) -> Result<PathBuf, ManifestError> {
+    check_relative_path(entry)?;
+    let joined = root.join(entry);
+    let resolved = joined.canonicalize().map_err(io_error(&joined))?;
+    if !resolved.starts_with(root) {
+        return Err(ManifestError::OutsideRoot { entry: entry.to_owned(), resolved, root: root.to_owned() });
+    }
+    Ok(resolved)
+}
+
+/// How to scan a dataset directory.
+#[derive(Debug, Clone)]
+pub struct ScanOptions<'a> {
+    /// Hashing threads (at least 1).
+    pub threads: usize,
+    /// Schema to record; also decides how samples are counted.
+    pub schema: Schema,
+    /// Bytes hashed so far, for a progress display.
+    pub progress: Option<&'a AtomicU64>,
+}
+
+impl ScanOptions<'_> {
+    /// One thread per core, the given schema, no progress counter.
+    pub fn new(schema: Schema) -> Self {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        ScanOptions { threads, schema, progress: None }
+    }
+}
+
+/// Build the manifest of the dataset under `root`: every regular file
+/// (hidden files and the manifest itself excepted) hashed on `threads`
+/// threads, largest files first. A symlink is followed only if it resolves
+/// inside `root`; one that leaves it is an error naming the entry.
+pub fn scan(root: &Path, options: &ScanOptions<'_>) -> Result<Manifest, ManifestError> {
+    let canonical_root = root.canonicalize().map_err(io_error(root))?;
+    let mut files = list_files(&canonical_root)?;
+    files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(Vec::with_capacity(files.len()));
+    let first_error = Mutex::new(None);
+    let threads = options.threads.clamp(1, files.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let mut buffer = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((rel, _)) = files.get(i) else { break };
+                    match scan_one(&canonical_root, rel, &options.schema, &mut buffer, options.progress) {
+                        Ok(entry) => lock(&results).push(entry),
+                        Err(e) => {
+                            lock(&first_error).get_or_insert(e);
+                            next.store(files.len(), Ordering::Relaxed);
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = lock(&first_error).take() {
+        return Err(e);
+    }
+    let entries = std::mem::take(&mut *lock(&results));
+    Ok(Manifest::new(options.schema.clone(), entries))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// (relative path, size) of every file to include.
+fn list_files(root: &Path) -> Result<Vec<(String, u64)>, ManifestError> {
+    let mut out = Vec::new();
+    for item in walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name() {
+        let item = item.map_err(|e| {
+            let path = e.path().map(Path::to_owned).unwrap_or_else(|| root.to_owned());
+            ManifestError::Io { path, source: e.into() }
+        })?;
+        if item.depth() == 0 {
+            continue;
+        }
+        let hidden = item.file_name().to_string_lossy().starts_with('.');
+        if hidden {
+            continue;
+        }
+        let rel_path = item.path().strip_prefix(root).unwrap_or(item.path());
+        let Some(rel) = rel_path.to_str().map(str::to_owned) else {
+            return Err(ManifestError::BadPath { entry: rel_path.to_string_lossy().into_owned(), reason: "is not UTF-8" });
+        };
+        if item.depth() == 1 && rel == MANIFEST_FILE {
+            continue;
+        }
+        let file_type = item.file_type();
+        if file_type.is_dir() {
+            continue;
+        }
+        let meta = if file_type.is_symlink() {
+            let resolved = resolve_inside(root, &rel)?;
+            let meta = fs::metadata(&resolved).map_err(io_error(&resolved))?;
+            if !meta.is_file() {
+                return Err(ManifestError::BadPath { entry: rel, reason: "is a symlink to a directory, which is not followed" });
+            }
+            meta
+        } else if file_type.is_file() {
+            item.metadata().map_err(|e| ManifestError::Io { path: item.path().to_owned(), source: e.into() })?
+        } else {
+            return Err(ManifestError::BadPath { entry: rel, reason: "is not a regular file" });
+        };
+        out.push((rel, meta.len()));
+    }
+    Ok(out)
+}
+
+fn scan_one(
+    root: &Path,
+    rel: &str,
+    schema: &Schema,
+    buffer: &mut Vec<u8>,
+    progress: Option<&AtomicU64>,
+) -> Result<FileEntry, ManifestError> {
+    let path = root.join(rel);
+    let (bytes, xxh3) = hash_file(&path, buffer).map_err(io_error(&path))?;
+    if let Some(p) = progress {
+        p.fetch_add(bytes, Ordering::Relaxed);
+    }
+    let samples = count_samples(&path, rel, schema)?;
+    Ok(FileEntry { path: rel.to_owned(), bytes, samples, xxh3 })
+}
+
+/// Samples in a file, by the schema's kind: TFRecord records for CosmoFlow,
+/// one per `.h5` file but `stats.h5` for DeepCAM, none otherwise (LMDB stores
+/// keep their own counts).
+fn count_samples(path: &Path, rel: &str, schema: &Schema) -> Result<u64, ManifestError> {
+    let name = Path::new(rel).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    match schema.kind {
+        SampleKind::Cosmoflow if name.contains(".tfrecord") && !name.ends_with(".idx") => {
+            let samples = |reason: String| ManifestError::Samples { entry: rel.to_owned(), reason };
+            let file = TfRecordFile::open(path).map_err(|e| samples(e.to_string()))?;
+            let spans = scan_headers(file.as_bytes(), path).map_err(|e| samples(e.to_string()))?;
+            Ok(spans.len() as u64)
+        }
+        SampleKind::Deepcam if name.ends_with(".h5") && name != STATS_FILE => Ok(1),
+        _ => Ok(0),
+    }
+}
+
+#[cfg(test)]
+#[path = "manifest_tests.rs"]
+mod tests;

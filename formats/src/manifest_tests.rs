@@ -1,0 +1,122 @@
+use std::os::unix::fs::symlink;
+
+use super::*;
+use crate::tfrecord::TfRecordFileWriter;
+
+fn entry(path: &str) -> FileEntry {
+    FileEntry { path: path.into(), bytes: 1, samples: 1, xxh3: Checksum(1) }
+}
+
+#[test]
+fn relative_paths_are_accepted_and_escapes_refused() {
+    for ok in ["a", "a/b.tfrecord", "deep/er/file.h5", "..a", "a..b"] {
+        check_relative_path(ok).unwrap();
+    }
+    for bad in ["", "/etc/passwd", "../x", "a/../../x", "a/./b", "./a", "a//b", "a/", "a\\b"] {
+        let err = check_relative_path(bad).unwrap_err();
+        assert!(err.to_string().contains(&format!("{bad:?}")), "{err}");
+    }
+}
+
+#[test]
+fn duplicate_entries_are_refused() {
+    let m = Manifest::new(Schema::opaque(), vec![entry("a"), entry("a")]);
+    assert!(matches!(m.validate(), Err(ManifestError::Duplicate(p)) if p == "a"));
+}
+
+#[test]
+fn manifest_round_trips_through_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manifest::new(Schema::cosmoflow(CosmoShape::MLPERF), vec![entry("b"), entry("a")]);
+    assert_eq!(m.files[0].path, "a");
+    let path = dir.path().join(MANIFEST_FILE);
+    m.save(&path).unwrap();
+    assert_eq!(Manifest::load(&path).unwrap(), m);
+    assert_eq!(m.schema.cosmo_shape(), Some(CosmoShape::MLPERF));
+    assert_eq!(m.entry("b").unwrap().path, "b");
+    assert!(m.entry("c").is_none());
+}
+
+#[test]
+fn manifest_with_escaping_entry_is_refused_on_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manifest::new(Schema::opaque(), vec![entry("../../etc/passwd")]);
+    let path = dir.path().join(MANIFEST_FILE);
+    std::fs::write(&path, m.to_json()).unwrap();
+    let err = Manifest::load(&path).unwrap_err();
+    assert!(err.to_string().contains("../../etc/passwd"), "{err}");
+}
+
+#[test]
+fn future_version_and_foreign_format_are_refused() {
+    let mut m = Manifest::new(Schema::opaque(), vec![]);
+    m.version = VERSION + 1;
+    assert!(matches!(Manifest::from_json(&m.to_json(), Path::new("m")), Err(ManifestError::Version { .. })));
+    let err = Manifest::from_json(b"{\"hello\": 1}", Path::new("m.json")).unwrap_err();
+    assert!(err.to_string().contains("m.json"), "{err}");
+}
+
+#[test]
+fn scan_hashes_counts_and_skips_hidden_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub/plain.bin"), b"hello").unwrap();
+    std::fs::write(root.join(".hidden.tmp.1"), b"partial").unwrap();
+    let mut w = TfRecordFileWriter::create(&root.join("a.tfrecord"), false, true).unwrap();
+    for i in 0..3u8 {
+        w.write_record(&[i; 10]).unwrap();
+    }
+    w.finish().unwrap();
+    let mut w = TfRecordFileWriter::create(&root.join("b.tfrecord.gz"), true, false).unwrap();
+    w.write_record(b"one").unwrap();
+    w.finish().unwrap();
+    Manifest::new(Schema::opaque(), vec![]).save(&root.join(MANIFEST_FILE)).unwrap();
+
+    let progress = AtomicU64::new(0);
+    let options = ScanOptions { threads: 3, schema: Schema::cosmoflow(CosmoShape { size: 1, channels: 1 }), progress: Some(&progress) };
+    let m = scan(root, &options).unwrap();
+    let paths: Vec<_> = m.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["a.tfrecord", "a.tfrecord.idx", "b.tfrecord.gz", "sub/plain.bin"]);
+    assert_eq!(m.entry("a.tfrecord").unwrap().samples, 3);
+    assert_eq!(m.entry("b.tfrecord.gz").unwrap().samples, 1);
+    assert_eq!(m.entry("a.tfrecord.idx").unwrap().samples, 0);
+    let plain = m.entry("sub/plain.bin").unwrap();
+    assert_eq!((plain.bytes, plain.xxh3), (5, Checksum::of(b"hello")));
+    assert_eq!(progress.load(Ordering::Relaxed), m.total_bytes());
+    m.validate_against_root(root).unwrap();
+}
+
+#[test]
+fn scan_follows_symlinks_inside_the_root_only() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), b"s").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("real"), b"data").unwrap();
+    symlink("real", dir.path().join("alias")).unwrap();
+    let m = scan(dir.path(), &ScanOptions::new(Schema::opaque())).unwrap();
+    assert_eq!(m.entry("alias").unwrap().xxh3, Checksum::of(b"data"));
+
+    symlink(outside.path().join("secret"), dir.path().join("leak")).unwrap();
+    let err = scan(dir.path(), &ScanOptions::new(Schema::opaque())).unwrap_err();
+    assert!(matches!(&err, ManifestError::OutsideRoot { entry, .. } if entry == "leak"), "{err}");
+}
+
+#[test]
+fn validate_against_root_refuses_symlinked_directory_escape() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("f"), b"x").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    symlink(outside.path(), dir.path().join("d")).unwrap();
+    let m = Manifest::new(Schema::opaque(), vec![entry("d/f")]);
+    let err = m.validate_against_root(dir.path()).unwrap_err();
+    assert!(matches!(&err, ManifestError::OutsideRoot { entry, .. } if entry == "d/f"), "{err}");
+}
+
+#[test]
+fn missing_file_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manifest::new(Schema::opaque(), vec![entry("gone.bin")]);
+    let err = m.validate_against_root(dir.path()).unwrap_err();
+    assert!(err.to_string().contains("gone.bin"), "{err}");
+}

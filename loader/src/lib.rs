@@ -1,0 +1,1 @@
+//! Feeds trainers: datasets over the `formats` codecs, seeded distributed samplers, a worker pool with a bounded prefetch queue (issue: loader). Not built yet: this crate is a placeholder so the workspace has its final shape.

@@ -1,0 +1,1 @@
+//! Generates scientific training data (cosmology volumes, multislice scattering, climate fields, simulator traces) straight into node-local storage (issue: simgen). Not built yet: this crate is a placeholder so the workspace has its final shape.

@@ -1,0 +1,1 @@
+//! Stages a dataset from the shared parallel file system into node-local storage over MPI: each file read once, fanned out point-to-point to every node that needs it (issue: stager). Not built yet: this crate is a placeholder so the workspace has its final shape.
