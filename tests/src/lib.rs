@@ -1,1 +1,67 @@
-//! End-to-end tests.
+//! End-to-end checks that span Stagehand's crates, and the demo.
+//!
+//! The binaries in `src/bin` are real MPI programs; the tests in `tests/`
+//! launch them with [`mpirun`] (Open MPI), so multi-rank behaviour is checked
+//! for real, never mocked.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Run `program args` under `mpirun -np ranks --oversubscribe` with the
+/// given extra environment, as root if need be. Panics only when `mpirun`
+/// itself cannot be started (a broken test machine, not a test failure).
+pub fn mpirun(ranks: usize, env: &[(&str, &str)], program: &Path, args: &[&str]) -> Output {
+    let mut command = Command::new("mpirun");
+    command
+        .args(["--oversubscribe", "--bind-to", "none", "-np", &ranks.to_string()])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        // Containers often forbid the cross-memory-attach syscalls Open MPI's
+        // shared-memory transport tries first; skip them rather than warn.
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+    for (key, value) in env {
+        command.env(key, value).args(["-x", key]);
+    }
+    command.arg(program).args(args);
+    match command.output() {
+        Ok(output) => output,
+        Err(e) => panic!("cannot start mpirun (run deploy/setup.sh): {e}"),
+    }
+}
+
+/// A deterministic stream of pseudo-random numbers (SplitMix64), so a sample
+/// can be regenerated from its id and checked bit for bit after a round trip.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A stream seeded by `seed`.
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    /// The next value.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// The demo's synthetic CosmoFlow sample `id`: Poisson-like small counts and
+/// targets in [-1, 1], a pure function of (seed, id).
+pub fn demo_sample(seed: u64, id: u64, shape: formats::cosmoflow::CosmoShape) -> formats::cosmoflow::CosmoSample {
+    let mut rng = SplitMix64::new(seed ^ id.wrapping_mul(0x2545_f491_4f6c_dd1d));
+    let x = (0..shape.voxels()).map(|_| (rng.next() % 5 + rng.next() % 3) as i16).collect();
+    let mut y = [0f32; 4];
+    for v in &mut y {
+        *v = (rng.next() % 2001) as f32 / 1000.0 - 1.0;
+    }
+    match formats::cosmoflow::CosmoSample::new(shape, x, y) {
+        Ok(sample) => sample,
+        Err(_) => unreachable!("x has shape.voxels() values by construction"),
+    }
+}

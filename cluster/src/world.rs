@@ -1,0 +1,121 @@
+//! The MPI world: initialisation, rank, size and node topology.
+
+use mpi::Threading;
+use mpi::environment::Universe;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::*;
+
+use crate::topology::{RANKS_PER_NODE_ENV, Topology, TopologyError};
+
+/// MPI could not be brought up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorldError {
+    /// `MPI_Init_thread` was already called in this process.
+    #[error("MPI is already initialised in this process")]
+    AlreadyInitialised,
+    /// The topology override is malformed.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+}
+
+/// This process's view of the job: MPI, rank, size and node topology.
+/// MPI is finalised when the `World` is dropped.
+pub struct World {
+    world: SimpleCommunicator,
+    topology: Topology,
+    node_of_rank: Vec<usize>,
+    threading: Threading,
+    // Dropped last: finalises MPI.
+    _universe: Universe,
+}
+
+impl World {
+    /// Initialise MPI (asking for `MPI_THREAD_MULTIPLE`, so worker threads
+    /// and the progress reporter may communicate) and work out the topology:
+    /// `STAGEHAND_RANKS_PER_NODE=k` groups consecutive ranks into pretend
+    /// nodes; otherwise the shared-memory split of `MPI_COMM_WORLD` decides.
+    pub fn init() -> Result<World, WorldError> {
+        let (universe, threading) =
+            mpi::initialize_with_threading(Threading::Multiple).ok_or(WorldError::AlreadyInitialised)?;
+        let world = universe.world();
+        let rank = world.rank() as usize;
+        let size = world.size() as usize;
+        let override_value = std::env::var(RANKS_PER_NODE_ENV).ok();
+        let leaders = match Topology::parse_override(override_value.as_deref())? {
+            Some(k) => (0..size).map(|r| r / k * k).collect(),
+            None => shared_memory_leaders(&world),
+        };
+        let topology = Topology::from_leaders(rank, &leaders)?;
+        let node_of_rank = (0..size)
+            .map(|r| Topology::from_leaders(r, &leaders).map(|t| t.node))
+            .collect::<Result<_, _>>()?;
+        Ok(World { world, topology, node_of_rank, threading, _universe: universe })
+    }
+
+    /// The world communicator.
+    pub fn comm(&self) -> &SimpleCommunicator {
+        &self.world
+    }
+
+    /// This rank's place.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// World rank.
+    pub fn rank(&self) -> usize {
+        self.topology.rank
+    }
+
+    /// World size.
+    pub fn size(&self) -> usize {
+        self.topology.size
+    }
+
+    /// True on rank 0, which prints progress and reports.
+    pub fn is_root(&self) -> bool {
+        self.topology.rank == 0
+    }
+
+    /// The node of every rank, indexed by rank.
+    pub fn node_of_rank(&self) -> &[usize] {
+        &self.node_of_rank
+    }
+
+    /// The ranks of `node`, in rank order.
+    pub fn ranks_of_node(&self, node: usize) -> Vec<usize> {
+        self.node_of_rank.iter().enumerate().filter(|&(_, &n)| n == node).map(|(r, _)| r).collect()
+    }
+
+    /// The thread support level MPI granted.
+    pub fn threading(&self) -> Threading {
+        self.threading
+    }
+
+    /// True if any thread may make MPI calls.
+    pub fn supports_thread_multiple(&self) -> bool {
+        self.threading == Threading::Multiple
+    }
+
+    /// Wait for every rank.
+    pub fn barrier(&self) {
+        self.world.barrier();
+    }
+
+    /// End every rank of the job with `code` (`MPI_Abort`): what a rank does
+    /// when it fails, so no other rank waits forever in a collective.
+    pub fn abort(&self, code: i32) -> ! {
+        self.world.abort(code)
+    }
+}
+
+/// Every rank's node leader: the lowest world rank in its shared-memory group.
+fn shared_memory_leaders(world: &SimpleCommunicator) -> Vec<usize> {
+    let node = world.split_shared(world.rank());
+    let mut leader = world.rank() as u64;
+    node.process_at_rank(0).broadcast_into(&mut leader);
+    let mut leaders = vec![0u64; world.size() as usize];
+    world.all_gather_into(&leader, &mut leaders[..]);
+    leaders.into_iter().map(|l| l as usize).collect()
+}
