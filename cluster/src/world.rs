@@ -103,6 +103,14 @@ impl World {
         self.world.barrier();
     }
 
+    /// Print `error` as one line naming this rank and node, then end every
+    /// rank of the job with exit code 1. What a binary does when a rank fails.
+    pub fn fail(&self, error: impl std::fmt::Display) -> ! {
+        let t = &self.topology;
+        eprintln!("error: rank {} (node {}): {error}", t.rank, t.node);
+        self.abort(1)
+    }
+
     /// End every rank of the job with `code` (`MPI_Abort`): what a rank does
     /// when it fails, so no other rank waits forever in a collective.
     pub fn abort(&self, code: i32) -> ! {

@@ -65,3 +65,10 @@ pub fn demo_sample(seed: u64, id: u64, shape: formats::cosmoflow::CosmoShape) ->
         Err(_) => unreachable!("x has shape.voxels() values by construction"),
     }
 }
+
+/// Print an error as one line (`error: cause: cause...`) and exit 1. For
+/// failures before MPI is up; after, use `cluster::World::fail`.
+pub fn exit_with(error: &anyhow::Error) -> ! {
+    eprintln!("error: {error:#}");
+    std::process::exit(1)
+}

@@ -5,9 +5,15 @@ use anyhow::Context;
 use cluster::World;
 use cluster::progress::Progress;
 
-fn main() -> anyhow::Result<()> {
-    let world = World::init()?;
+fn main() {
+    let world = World::init().unwrap_or_else(|e| e2e::exit_with(&e.into()));
     cluster::logging::init(world.topology(), Some("warn"));
+    if let Err(e) = run(&world) {
+        world.fail(format!("{e:#}"));
+    }
+}
+
+fn run(world: &World) -> anyhow::Result<()> {
     let template = std::env::args().nth(1).unwrap_or_else(|| "/tmp/bb/node{node}/r{local_rank}".into());
     let t = *world.topology();
     let path = cluster::paths::expand(&template, &t.path_vars()).context("expanding the template")?;
@@ -21,7 +27,7 @@ fn main() -> anyhow::Result<()> {
         })
     );
 
-    let progress = Progress::start(&world, "probe", 0, 0);
+    let progress = Progress::start(world, "probe", 0, 0);
     let counters = progress.counters().clone();
     let worker = std::thread::spawn(move || {
         for _ in 0..=t.rank {
