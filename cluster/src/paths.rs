@@ -66,7 +66,8 @@ pub fn expand_with(
 ) -> Result<PathBuf, TemplateError> {
     let unclosed = || TemplateError::Unclosed { template: template.to_owned() };
     let variable = |name: &str| {
-        lookup(name).ok_or_else(|| TemplateError::UnsetVariable { template: template.to_owned(), name: name.to_owned() })
+        lookup(name)
+            .ok_or_else(|| TemplateError::UnsetVariable { template: template.to_owned(), name: name.to_owned() })
     };
     let mut out = String::with_capacity(template.len() + 16);
     let mut rest = template;
@@ -100,9 +101,8 @@ pub fn expand_with(
                 rest = &rest[close + 1..];
             }
             '$' => {
-                let name_len = rest[1..]
-                    .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
-                    .unwrap_or(rest.len() - 1);
+                let name_len =
+                    rest[1..].find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_')).unwrap_or(rest.len() - 1);
                 if name_len == 0 {
                     out.push('$');
                     rest = &rest[1..];
@@ -157,7 +157,9 @@ mod tests {
 
     #[test]
     fn bad_templates_are_named_errors() {
-        assert!(matches!(expand_with("/x/{host}", &VARS, env), Err(TemplateError::UnknownPlaceholder { name, .. }) if name == "host"));
+        assert!(
+            matches!(expand_with("/x/{host}", &VARS, env), Err(TemplateError::UnknownPlaceholder { name, .. }) if name == "host")
+        );
         assert!(matches!(expand_with("/x/{node", &VARS, env), Err(TemplateError::Unclosed { .. })));
         assert!(matches!(expand_with("/x/${TMPDIR", &VARS, env), Err(TemplateError::Unclosed { .. })));
         let err = expand_with("$SLURM_TMP/x", &VARS, env).unwrap_err();

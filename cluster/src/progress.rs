@@ -103,7 +103,11 @@ impl Progress {
             .name("progress".into())
             .spawn(move || {
                 let comm = comm;
-                if rank == 0 { gather_and_draw(&comm.0, size, &c, &s, display) } else { send_until_stopped(&comm.0, &c, &s) }
+                if rank == 0 {
+                    gather_and_draw(&comm.0, size, &c, &s, display)
+                } else {
+                    send_until_stopped(&comm.0, &c, &s)
+                }
             })
             .ok();
         Progress { counters, stop, reporter, fallback: None, rank }

@@ -64,14 +64,7 @@ impl Topology {
     pub fn grouped(rank: usize, size: usize, ranks_per_node: usize) -> Self {
         let k = ranks_per_node.max(1);
         let node = rank / k;
-        Topology {
-            rank,
-            size,
-            node,
-            nodes: size.div_ceil(k),
-            local_rank: rank % k,
-            local_size: k.min(size - node * k),
-        }
+        Topology { rank, size, node, nodes: size.div_ceil(k), local_rank: rank % k, local_size: k.min(size - node * k) }
     }
 
     /// From every rank's node leader (the lowest world rank sharing its

@@ -47,9 +47,8 @@ impl World {
             None => shared_memory_leaders(&world),
         };
         let topology = Topology::from_leaders(rank, &leaders)?;
-        let node_of_rank = (0..size)
-            .map(|r| Topology::from_leaders(r, &leaders).map(|t| t.node))
-            .collect::<Result<_, _>>()?;
+        let node_of_rank =
+            (0..size).map(|r| Topology::from_leaders(r, &leaders).map(|t| t.node)).collect::<Result<_, _>>()?;
         Ok(World { world, topology, node_of_rank, threading, _universe: universe })
     }
 

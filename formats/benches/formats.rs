@@ -1,1 +1,104 @@
-fn main() {}
+//! Throughput of the formats hot paths, each beside a peer measured in the
+//! same run (see docs/benchmarks.md for the command and results):
+//!
+//! - TFRecord read + verify of 16 MiB records from the page cache: ours
+//!   (mmap, and read into memory) against the `tfrecord` crate's reader.
+//! - Manifest scan (read + xxh3 of every file) against raw xxh3 over the
+//!   same bytes already in memory.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use formats::manifest::{self, ScanOptions, Schema};
+use formats::tfrecord::{Access, TfRecordFile, TfRecordFileWriter};
+
+const RECORD_BYTES: usize = 16 << 20;
+const RECORDS: usize = 16;
+
+fn payload(seed: u64) -> Vec<u8> {
+    let mut state = seed;
+    (0..RECORD_BYTES / 8)
+        .flat_map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state.to_le_bytes()
+        })
+        .collect()
+}
+
+fn write_file(path: &Path) -> u64 {
+    let mut w = TfRecordFileWriter::create(path, false, false).unwrap();
+    for i in 0..RECORDS {
+        w.write_record(&payload(i as u64)).unwrap();
+    }
+    w.finish().unwrap();
+    std::fs::metadata(path).unwrap().len()
+}
+
+fn tfrecord_read_verify(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.tfrecord");
+    let bytes = write_file(&path);
+    let mut group = c.benchmark_group("tfrecord_read_verify_16MiB_records");
+    group.throughput(Throughput::Bytes(bytes)).sample_size(20).measurement_time(Duration::from_secs(8));
+    for (name, access) in [("stagehand_mmap", Access::Map), ("stagehand_read", Access::Read)] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let file = TfRecordFile::open_with(&path, access).unwrap();
+                let mut n = 0usize;
+                for record in file.records() {
+                    n += black_box(record.unwrap().data.len());
+                }
+                assert_eq!(n, RECORDS * RECORD_BYTES);
+            })
+        });
+    }
+    group.bench_function("peer_tfrecord_crate", |b| {
+        b.iter(|| {
+            let config = tfrecord::RecordReaderConfig { check_integrity: true };
+            let iter = tfrecord::BytesIter::open(&path, config).unwrap();
+            let mut n = 0usize;
+            for record in iter {
+                n += black_box(record.unwrap().len());
+            }
+            assert_eq!(n, RECORDS * RECORD_BYTES);
+        })
+    });
+    group.finish();
+}
+
+fn manifest_scan(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut in_memory = Vec::new();
+    for i in 0..RECORDS {
+        let data = payload(1000 + i as u64);
+        std::fs::write(dir.path().join(format!("f{i:02}.bin")), &data).unwrap();
+        in_memory.push(data);
+    }
+    let total: u64 = in_memory.iter().map(|d| d.len() as u64).sum();
+    let mut group = c.benchmark_group("manifest_scan_256MiB");
+    group.throughput(Throughput::Bytes(total)).sample_size(20).measurement_time(Duration::from_secs(8));
+    group.bench_function("peer_raw_xxh3_in_memory", |b| {
+        b.iter(|| {
+            for d in &in_memory {
+                black_box(xxhash_rust::xxh3::xxh3_64(d));
+            }
+        })
+    });
+    for threads in [1, 2] {
+        group.bench_function(format!("stagehand_scan_{threads}_threads"), |b| {
+            let options = ScanOptions { threads, schema: Schema::opaque(), progress: None };
+            b.iter(|| {
+                let m = manifest::scan(dir.path(), &options).unwrap();
+                assert_eq!(m.total_bytes(), total);
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, tfrecord_read_verify, manifest_scan);
+criterion_main!(benches);

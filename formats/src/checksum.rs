@@ -50,9 +50,7 @@ impl FromStr for Checksum {
         if s.len() != 16 {
             return Err(ParseChecksumError(s.to_owned()));
         }
-        u64::from_str_radix(s, 16)
-            .map(Checksum)
-            .map_err(|_| ParseChecksumError(s.to_owned()))
+        u64::from_str_radix(s, 16).map(Checksum).map_err(|_| ParseChecksumError(s.to_owned()))
     }
 }
 

@@ -33,11 +33,7 @@ pub struct ClimateShape {
 
 impl ClimateShape {
     /// The DeepCAM shape: 768 x 1152 x 16.
-    pub const DEEPCAM: ClimateShape = ClimateShape {
-        height: 768,
-        width: 1152,
-        channels: 16,
-    };
+    pub const DEEPCAM: ClimateShape = ClimateShape { height: 768, width: 1152, channels: 16 };
 
     /// H * W.
     pub fn pixels(&self) -> usize {
@@ -154,11 +150,7 @@ fn h5err(path: &Path, what: impl Into<String>) -> impl FnOnce(hdf5::Error) -> Cl
 }
 
 fn check_len(what: &'static str, got: usize, expected: usize) -> Result<(), ClimateError> {
-    if got == expected {
-        Ok(())
-    } else {
-        Err(ClimateError::BufferLen { what, got, expected })
-    }
+    if got == expected { Ok(()) } else { Err(ClimateError::BufferLen { what, got, expected }) }
 }
 
 fn write_dataset<T: H5Type>(
@@ -168,11 +160,7 @@ fn write_dataset<T: H5Type>(
     shape: &[usize],
     values: &[T],
 ) -> Result<(), ClimateError> {
-    let ds = file
-        .new_dataset::<T>()
-        .shape(shape)
-        .create(name)
-        .map_err(h5err(path, format!("creating {name}")))?;
+    let ds = file.new_dataset::<T>().shape(shape).create(name).map_err(h5err(path, format!("creating {name}")))?;
     ds.write_raw(values).map_err(h5err(path, format!("writing {name}")))
 }
 
@@ -189,10 +177,7 @@ fn write_atomically(
         file.close().map_err(h5err(path, "closing file"))
     })();
     match result {
-        Ok(()) => fs::rename(&temp, path).map_err(|source| ClimateError::Io {
-            path: path.to_owned(),
-            source,
-        }),
+        Ok(()) => fs::rename(&temp, path).map_err(|source| ClimateError::Io { path: path.to_owned(), source }),
         Err(e) => {
             let _ = fs::remove_file(&temp);
             Err(e)
@@ -210,12 +195,7 @@ pub fn write_sample(path: &Path, shape: ClimateShape, data: &[f32], labels: &[i3
     })
 }
 
-fn open_checked(
-    file: &hdf5::File,
-    path: &Path,
-    name: &str,
-    expected: &[usize],
-) -> Result<hdf5::Dataset, ClimateError> {
+fn open_checked(file: &hdf5::File, path: &Path, name: &str, expected: &[usize]) -> Result<hdf5::Dataset, ClimateError> {
     let ds = file.dataset(name).map_err(h5err(path, format!("opening dataset {name}")))?;
     let got = ds.shape();
     if got != expected {
@@ -229,17 +209,18 @@ fn open_checked(
     Ok(ds)
 }
 
-fn check_dtype<T: H5Type>(ds: &hdf5::Dataset, path: &Path, name: &str, expected: &'static str) -> Result<(), ClimateError> {
+fn check_dtype<T: H5Type>(
+    ds: &hdf5::Dataset,
+    path: &Path,
+    name: &str,
+    expected: &'static str,
+) -> Result<(), ClimateError> {
     let dtype = ds.dtype().map_err(h5err(path, format!("reading type of {name}")))?;
     let wanted = hdf5::Datatype::from_type::<T>().map_err(h5err(path, "building type"))?;
     if dtype.to_descriptor().ok() == wanted.to_descriptor().ok() {
         Ok(())
     } else {
-        Err(ClimateError::Dtype {
-            path: path.to_owned(),
-            dataset: name.to_owned(),
-            expected,
-        })
+        Err(ClimateError::Dtype { path: path.to_owned(), dataset: name.to_owned(), expected })
     }
 }
 
@@ -261,10 +242,7 @@ pub fn read_sample(path: &Path, shape: ClimateShape) -> Result<ClimateSample, Cl
 pub fn contiguous_extent(path: &Path, dataset: &str, expected_shape: &[usize]) -> Result<Extent, ClimateError> {
     let file = hdf5::File::open(path).map_err(h5err(path, "opening file"))?;
     let ds = open_checked(&file, path, dataset, expected_shape)?;
-    let not_contiguous = || ClimateError::NotContiguous {
-        path: path.to_owned(),
-        dataset: dataset.to_owned(),
-    };
+    let not_contiguous = || ClimateError::NotContiguous { path: path.to_owned(), dataset: dataset.to_owned() };
     if ds.layout() != hdf5::dataset::Layout::Contiguous {
         return Err(not_contiguous());
     }
@@ -284,10 +262,7 @@ pub fn write_stats(path: &Path, stats: &ChannelStats) -> Result<(), ClimateError
         check_len(what, v.len(), c)?;
     }
     write_atomically(path, |file, path| {
-        let count = file
-            .new_dataset::<i64>()
-            .create("climate/count")
-            .map_err(h5err(path, "creating climate/count"))?;
+        let count = file.new_dataset::<i64>().create("climate/count").map_err(h5err(path, "creating climate/count"))?;
         count.write_scalar(&stats.count).map_err(h5err(path, "writing climate/count"))?;
         for (name, values) in [
             ("climate/mean", &stats.mean),
@@ -305,9 +280,7 @@ pub fn write_stats(path: &Path, stats: &ChannelStats) -> Result<(), ClimateError
 pub fn read_stats(path: &Path) -> Result<ChannelStats, ClimateError> {
     let file = hdf5::File::open(path).map_err(h5err(path, "opening file"))?;
     let read = |name: &str| -> Result<Vec<f32>, ClimateError> {
-        file.dataset(name)
-            .and_then(|d| d.read_raw::<f32>())
-            .map_err(h5err(path, format!("reading {name}")))
+        file.dataset(name).and_then(|d| d.read_raw::<f32>()).map_err(h5err(path, format!("reading {name}")))
     };
     let count = file
         .dataset("climate/count")
@@ -321,7 +294,9 @@ pub fn read_stats(path: &Path) -> Result<ChannelStats, ClimateError> {
         maxval: read("climate/maxval")?,
     };
     let c = stats.mean.len();
-    for (name, v) in [("climate/sqmean", &stats.sqmean), ("climate/minval", &stats.minval), ("climate/maxval", &stats.maxval)] {
+    for (name, v) in
+        [("climate/sqmean", &stats.sqmean), ("climate/minval", &stats.minval), ("climate/maxval", &stats.maxval)]
+    {
         if v.len() != c {
             return Err(ClimateError::Shape {
                 path: path.to_owned(),

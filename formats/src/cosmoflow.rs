@@ -24,10 +24,7 @@ pub struct CosmoShape {
 
 impl CosmoShape {
     /// The MLPerf HPC shape: (128, 128, 128, 4).
-    pub const MLPERF: CosmoShape = CosmoShape {
-        size: 128,
-        channels: 4,
-    };
+    pub const MLPERF: CosmoShape = CosmoShape { size: 128, channels: 4 };
 
     /// D^3 * C.
     pub fn voxels(&self) -> usize {
@@ -98,10 +95,7 @@ impl CosmoSample {
     /// A sample of `shape` with counts `x` (C order, channel fastest) and targets `y`.
     pub fn new(shape: CosmoShape, x: Vec<i16>, y: [f32; TARGETS]) -> Result<Self, CosmoError> {
         if x.len() != shape.voxels() {
-            return Err(CosmoError::DataLen {
-                got: x.len(),
-                expected: shape.voxels(),
-            });
+            return Err(CosmoError::DataLen { got: x.len(), expected: shape.voxels() });
         }
         Ok(CosmoSample { shape, x, y })
     }
@@ -127,20 +121,13 @@ impl CosmoSample {
         for v in &self.x {
             raw.extend_from_slice(&v.to_le_bytes());
         }
-        Example::new()
-            .with_bytes("x", vec![raw])
-            .with_floats("y", self.y.to_vec())
-            .encode_to_vec()
+        Example::new().with_bytes("x", vec![raw]).with_floats("y", self.y.to_vec()).encode_to_vec()
     }
 
     /// Decode and check against the expected shape.
     pub fn from_example_bytes(bytes: &[u8], shape: CosmoShape) -> Result<Self, CosmoError> {
         let view = CosmoSampleView::parse(bytes, shape)?;
-        Ok(CosmoSample {
-            shape,
-            x: view.x_values().collect(),
-            y: view.y,
-        })
+        Ok(CosmoSample { shape, x: view.x_values().collect(), y: view.y })
     }
 }
 
@@ -179,20 +166,14 @@ impl<'a> CosmoSampleView<'a> {
         let x = x.ok_or(CosmoError::Missing("x"))?;
         let y = y.ok_or(CosmoError::Missing("y"))?;
         if x.len() != shape.x_bytes() {
-            return Err(CosmoError::XSize {
-                got: x.len(),
-                expected: shape.x_bytes(),
-                dims: shape.dims(),
-            });
+            return Err(CosmoError::XSize { got: x.len(), expected: shape.x_bytes(), dims: shape.dims() });
         }
         Ok(CosmoSampleView { x, y })
     }
 
     /// The counts as int16 values.
     pub fn x_values(&self) -> impl Iterator<Item = i16> + 'a {
-        self.x
-            .chunks_exact(2)
-            .map(|pair| i16::from_le_bytes([pair[0], pair[1]]))
+        self.x.chunks_exact(2).map(|pair| i16::from_le_bytes([pair[0], pair[1]]))
     }
 }
 
@@ -226,10 +207,7 @@ fn single_bytes(feature: &[u8], base: usize) -> Result<&[u8], CosmoError> {
                 }
             }
         } else {
-            return Err(CosmoError::Example(ExampleError::WrongKind {
-                name: "x".into(),
-                expected: "bytes_list",
-            }));
+            return Err(CosmoError::Example(ExampleError::WrongKind { name: "x".into(), expected: "bytes_list" }));
         }
     }
     found.ok_or(CosmoError::Missing("x"))
@@ -240,25 +218,15 @@ fn floats(feature: &[u8], base: usize) -> Result<[f32; TARGETS], CosmoError> {
     let mut values = Vec::with_capacity(TARGETS);
     for field in Wire::new(feature, base) {
         let (2, WireValue::Len(list), at) = field? else {
-            return Err(CosmoError::Example(ExampleError::WrongKind {
-                name: "y".into(),
-                expected: "float_list",
-            }));
+            return Err(CosmoError::Example(ExampleError::WrongKind { name: "y".into(), expected: "float_list" }));
         };
         for item in Wire::new(list, at) {
             match item? {
                 (1, WireValue::Len(packed), at) => {
                     if packed.len() % 4 != 0 {
-                        return Err(CosmoError::Wire {
-                            at,
-                            reason: "packed floats not a multiple of 4 bytes",
-                        });
+                        return Err(CosmoError::Wire { at, reason: "packed floats not a multiple of 4 bytes" });
                     }
-                    values.extend(
-                        packed
-                            .chunks_exact(4)
-                            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-                    );
+                    values.extend(packed.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])));
                 }
                 (1, WireValue::Fixed32(bits), _) => values.push(f32::from_bits(bits)),
                 _ => {}
@@ -287,12 +255,7 @@ struct Wire<'a> {
 
 impl<'a> Wire<'a> {
     fn new(bytes: &'a [u8], base: usize) -> Self {
-        Wire {
-            bytes,
-            pos: 0,
-            base,
-            failed: false,
-        }
+        Wire { bytes, pos: 0, base, failed: false }
     }
 
     fn varint(&mut self) -> Result<u64, CosmoError> {
@@ -321,10 +284,7 @@ impl<'a> Wire<'a> {
     }
 
     fn error(&self, reason: &'static str) -> CosmoError {
-        CosmoError::Wire {
-            at: self.base + self.pos,
-            reason,
-        }
+        CosmoError::Wire { at: self.base + self.pos, reason }
     }
 
     fn field(&mut self) -> Result<(u64, WireValue<'a>, usize), CosmoError> {
@@ -414,8 +374,8 @@ mod tests {
     #[test]
     fn wrong_shape_is_named() {
         let s = sample(CosmoShape { size: 4, channels: 4 });
-        let err = CosmoSample::from_example_bytes(&s.to_example_bytes(), CosmoShape { size: 8, channels: 4 })
-            .unwrap_err();
+        let err =
+            CosmoSample::from_example_bytes(&s.to_example_bytes(), CosmoShape { size: 8, channels: 4 }).unwrap_err();
         assert!(err.to_string().contains("[8, 8, 8, 4]"), "{err}");
     }
 

@@ -93,9 +93,7 @@ pub enum ExampleError {
 impl Example {
     /// An empty example.
     pub fn new() -> Self {
-        Example {
-            features: Some(Features::default()),
-        }
+        Example { features: Some(Features::default()) }
     }
 
     fn insert(mut self, name: &str, kind: Kind) -> Self {
@@ -160,10 +158,7 @@ impl Example {
 }
 
 fn wrong(name: &str, expected: &'static str) -> ExampleError {
-    ExampleError::WrongKind {
-        name: name.to_owned(),
-        expected,
-    }
+    ExampleError::WrongKind { name: name.to_owned(), expected }
 }
 
 #[cfg(test)]

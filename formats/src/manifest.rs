@@ -99,7 +99,11 @@ impl Schema {
                     dtype: Dtype::F32,
                     shape: vec![shape.height, shape.width, shape.channels],
                 },
-                Field { name: crate::climate::LABELS.into(), dtype: Dtype::I32, shape: vec![shape.height, shape.width] },
+                Field {
+                    name: crate::climate::LABELS.into(),
+                    dtype: Dtype::I32,
+                    shape: vec![shape.height, shape.width],
+                },
             ],
         }
     }
@@ -285,8 +289,8 @@ impl Manifest {
 
     /// Parse from JSON bytes (as broadcast between ranks); `origin` names them in errors.
     pub fn from_json(bytes: &[u8], origin: &Path) -> Result<Self, ManifestError> {
-        let manifest: Manifest = serde_json::from_slice(bytes)
-            .map_err(|source| ManifestError::Json { path: origin.to_owned(), source })?;
+        let manifest: Manifest =
+            serde_json::from_slice(bytes).map_err(|source| ManifestError::Json { path: origin.to_owned(), source })?;
         if manifest.format != FORMAT || manifest.version > VERSION {
             return Err(ManifestError::Version {
                 path: origin.to_owned(),
@@ -420,7 +424,10 @@ fn list_files(root: &Path) -> Result<Vec<(String, u64)>, ManifestError> {
         }
         let rel_path = item.path().strip_prefix(root).unwrap_or(item.path());
         let Some(rel) = rel_path.to_str().map(str::to_owned) else {
-            return Err(ManifestError::BadPath { entry: rel_path.to_string_lossy().into_owned(), reason: "is not UTF-8" });
+            return Err(ManifestError::BadPath {
+                entry: rel_path.to_string_lossy().into_owned(),
+                reason: "is not UTF-8",
+            });
         };
         if item.depth() == 1 && rel == MANIFEST_FILE {
             continue;
@@ -433,7 +440,10 @@ fn list_files(root: &Path) -> Result<Vec<(String, u64)>, ManifestError> {
             let resolved = resolve_inside(root, &rel)?;
             let meta = fs::metadata(&resolved).map_err(io_error(&resolved))?;
             if !meta.is_file() {
-                return Err(ManifestError::BadPath { entry: rel, reason: "is a symlink to a directory, which is not followed" });
+                return Err(ManifestError::BadPath {
+                    entry: rel,
+                    reason: "is a symlink to a directory, which is not followed",
+                });
             }
             meta
         } else if file_type.is_file() {

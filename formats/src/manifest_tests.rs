@@ -74,7 +74,11 @@ fn scan_hashes_counts_and_skips_hidden_files() {
     Manifest::new(Schema::opaque(), vec![]).save(&root.join(MANIFEST_FILE)).unwrap();
 
     let progress = AtomicU64::new(0);
-    let options = ScanOptions { threads: 3, schema: Schema::cosmoflow(CosmoShape { size: 1, channels: 1 }), progress: Some(&progress) };
+    let options = ScanOptions {
+        threads: 3,
+        schema: Schema::cosmoflow(CosmoShape { size: 1, channels: 1 }),
+        progress: Some(&progress),
+    };
     let m = scan(root, &options).unwrap();
     let paths: Vec<_> = m.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(paths, ["a.tfrecord", "a.tfrecord.idx", "b.tfrecord.gz", "sub/plain.bin"]);

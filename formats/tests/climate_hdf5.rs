@@ -1,5 +1,6 @@
 //! DeepCAM HDF5 layout against real libhdf5 files.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(unsafe_code)]
 
 use std::fs::File;

@@ -6,6 +6,8 @@
 //! compared byte for byte, and multi-feature ones (CosmoFlow's `x` and `y`)
 //! are compared after decoding each side with the other's decoder.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::HashMap;
 
 use formats::cosmoflow::{CosmoSample, CosmoShape};

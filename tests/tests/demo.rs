@@ -1,5 +1,7 @@
 //! The demo end to end under mpirun: 4 ranks as 2 pretend nodes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[test]
 fn demo_writes_scans_and_verifies_on_four_ranks_as_two_nodes() {
     let dir = tempfile::tempdir().unwrap();
@@ -9,9 +11,25 @@ fn demo_writes_scans_and_verifies_on_four_ranks_as_two_nodes() {
         4,
         &[("STAGEHAND_RANKS_PER_NODE", "2")],
         env!("CARGO_BIN_EXE_stagehand-demo").as_ref(),
-        &["--out", out.to_str().unwrap(), "--samples", "10", "--samples-per-file", "3", "--size", "8", "--report", report.to_str().unwrap()],
+        &[
+            "--out",
+            out.to_str().unwrap(),
+            "--samples",
+            "10",
+            "--samples-per-file",
+            "3",
+            "--size",
+            "8",
+            "--report",
+            report.to_str().unwrap(),
+        ],
     );
-    assert!(output.status.success(), "{}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     assert_eq!(report["nodes"], 2);
     assert_eq!(report["verified"]["samples"], 10);

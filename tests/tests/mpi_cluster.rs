@@ -1,11 +1,23 @@
 //! The cluster layer under a real `mpirun`: topology, paths, progress.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use serde_json::Value;
 
 fn probe(ranks: usize, env: &[(&str, &str)]) -> (Vec<Value>, Value) {
-    let output = e2e::mpirun(ranks, env, env!("CARGO_BIN_EXE_mpi-topology-probe").as_ref(), &["/tmp/bb/node{node}/r{local_rank}"]);
+    let output = e2e::mpirun(
+        ranks,
+        env,
+        env!("CARGO_BIN_EXE_mpi-topology-probe").as_ref(),
+        &["/tmp/bb/node{node}/r{local_rank}"],
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "mpirun failed: {}\n{stdout}\n{}", output.status, String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "mpirun failed: {}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
     let lines: Vec<Value> = stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let progress = lines.iter().find(|l| l.get("progress").is_some()).cloned().expect("rank 0 printed progress");
     let mut ranks_lines: Vec<Value> = lines.into_iter().filter(|l| l.get("rank").is_some()).collect();
@@ -37,7 +49,10 @@ fn four_ranks_as_two_pretend_nodes() {
 fn four_ranks_as_four_pretend_nodes() {
     let (ranks, _) = probe(4, &[("STAGEHAND_RANKS_PER_NODE", "1")]);
     for (r, line) in ranks.iter().enumerate() {
-        assert_eq!((line["node"].as_u64(), line["nodes"].as_u64(), line["local_rank"].as_u64()), (Some(r as u64), Some(4), Some(0)));
+        assert_eq!(
+            (line["node"].as_u64(), line["nodes"].as_u64(), line["local_rank"].as_u64()),
+            (Some(r as u64), Some(4), Some(0))
+        );
     }
 }
 
@@ -45,13 +60,17 @@ fn four_ranks_as_four_pretend_nodes() {
 fn without_override_one_machine_is_one_node() {
     let (ranks, _) = probe(3, &[]);
     for (r, line) in ranks.iter().enumerate() {
-        assert_eq!((line["node"].as_u64(), line["nodes"].as_u64(), line["local_rank"].as_u64()), (Some(0), Some(1), Some(r as u64)));
+        assert_eq!(
+            (line["node"].as_u64(), line["nodes"].as_u64(), line["local_rank"].as_u64()),
+            (Some(0), Some(1), Some(r as u64))
+        );
     }
 }
 
 #[test]
 fn malformed_override_fails_every_rank_with_a_clear_message() {
-    let output = e2e::mpirun(2, &[("STAGEHAND_RANKS_PER_NODE", "two")], env!("CARGO_BIN_EXE_mpi-topology-probe").as_ref(), &[]);
+    let output =
+        e2e::mpirun(2, &[("STAGEHAND_RANKS_PER_NODE", "two")], env!("CARGO_BIN_EXE_mpi-topology-probe").as_ref(), &[]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("STAGEHAND_RANKS_PER_NODE=\"two\""), "{stderr}");

@@ -25,9 +25,8 @@ impl SampleStoreWriter {
     pub fn create(path: &Path) -> Result<Self, LmdbError> {
         let (env, temp) = create_env(path, 4)?;
         let mut txn = env.write_txn().map_err(lmdb_error(path, "starting a write"))?;
-        let db = env
-            .create_database(&mut txn, Some(SAMPLES))
-            .map_err(lmdb_error(path, "creating the samples database"))?;
+        let db =
+            env.create_database(&mut txn, Some(SAMPLES)).map_err(lmdb_error(path, "creating the samples database"))?;
         txn.commit().map_err(lmdb_error(path, "committing"))?;
         Ok(SampleStoreWriter { env, db, path: path.to_owned(), temp, growths: 0 })
     }

@@ -139,7 +139,12 @@ fn categorical_and_poisson_choices_round_trip() {
         shape: vec![3],
         observation: vec![1.0, 2.0, 3.0],
         choices: vec![
-            Choice { address: 0, controlled: true, distribution: Distribution::Categorical { probs: vec![0.2, 0.8] }, value: 1.0 },
+            Choice {
+                address: 0,
+                controlled: true,
+                distribution: Distribution::Categorical { probs: vec![0.2, 0.8] },
+                value: 1.0,
+            },
             Choice { address: 1, controlled: true, distribution: Distribution::Poisson { rate: 3.5 }, value: 2.0 },
             Choice { address: 2, controlled: false, distribution: Distribution::Bernoulli { p: 0.1 }, value: 0.0 },
         ],

@@ -159,11 +159,8 @@ pub fn decode(bytes: &[u8]) -> Result<Trace, DecodeError> {
     let values = values
         .filter(|n| n.saturating_mul(4) <= bytes.len() - c.pos)
         .ok_or(DecodeError { at, reason: "observation larger than the value" })?;
-    let observation = c
-        .take(values * 4)?
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let observation =
+        c.take(values * 4)?.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
     let n = c.count(MIN_CHOICE_BYTES)?;
     let mut choices = Vec::with_capacity(n);
     for _ in 0..n {

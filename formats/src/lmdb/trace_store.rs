@@ -78,9 +78,8 @@ impl TraceStoreWriter {
     pub fn create(path: &Path) -> Result<Self, LmdbError> {
         let (env, temp) = create_env(path, MAX_DBS)?;
         let mut txn = env.write_txn().map_err(lmdb_error(path, "starting a write"))?;
-        let staging = env
-            .create_database(&mut txn, Some(STAGING))
-            .map_err(lmdb_error(path, "creating the staging database"))?;
+        let staging =
+            env.create_database(&mut txn, Some(STAGING)).map_err(lmdb_error(path, "creating the staging database"))?;
         txn.commit().map_err(lmdb_error(path, "committing"))?;
         Ok(TraceStoreWriter {
             env,
@@ -274,7 +273,12 @@ impl TraceStore {
         for (i, item) in names.iter(&txn).map_err(lmdb_error(path, "reading addresses"))?.enumerate() {
             let (id, name) = item.map_err(lmdb_error(path, "reading addresses"))?;
             if id as usize != i {
-                return Err(LmdbError::Corrupt { path: path.to_owned(), key: id.into(), at: 0, reason: "address ids are not dense" });
+                return Err(LmdbError::Corrupt {
+                    path: path.to_owned(),
+                    key: id.into(),
+                    at: 0,
+                    reason: "address ids are not dense",
+                });
             }
             addresses.push(name.to_owned());
         }
@@ -320,8 +324,11 @@ impl TraceStore {
         let Some(bytes) = self.traces.get(&txn, &index).map_err(lmdb_error(&self.path, "reading a trace"))? else {
             return Ok(None);
         };
-        trace_codec::decode(bytes)
-            .map(Some)
-            .map_err(|e| LmdbError::Corrupt { path: self.path.clone(), key: index, at: e.at, reason: e.reason })
+        trace_codec::decode(bytes).map(Some).map_err(|e| LmdbError::Corrupt {
+            path: self.path.clone(),
+            key: index,
+            at: e.at,
+            reason: e.reason,
+        })
     }
 }

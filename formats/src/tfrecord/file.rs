@@ -45,10 +45,7 @@ impl TfRecordFile {
 
     /// Open `path` with the given access for plain files.
     pub fn open_with(path: &Path, access: Access) -> Result<Self, TfRecordError> {
-        let io = |source| TfRecordError::Io {
-            path: path.to_owned(),
-            source,
-        };
+        let io = |source| TfRecordError::Io { path: path.to_owned(), source };
         let mut file = File::open(path).map_err(io)?;
         let mut magic = [0u8; 2];
         let got = read_up_to(&mut file, &mut magic).map_err(io)?;
@@ -72,11 +69,7 @@ impl TfRecordFile {
                 Bytes::Mapped(unsafe { Mmap::map(&file) }.map_err(io)?)
             }
         };
-        Ok(TfRecordFile {
-            path: path.to_owned(),
-            bytes,
-            gzip,
-        })
+        Ok(TfRecordFile { path: path.to_owned(), bytes, gzip })
     }
 
     /// The file's path.

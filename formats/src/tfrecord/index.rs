@@ -26,9 +26,7 @@ impl RecordIndex {
     /// Build the index of a buffer by walking its headers (length CRCs are
     /// checked, data CRCs are left to the reader).
     pub fn build(bytes: &[u8], path: &Path) -> Result<Self, TfRecordError> {
-        Ok(RecordIndex {
-            entries: scan_headers(bytes, path)?,
-        })
+        Ok(RecordIndex { entries: scan_headers(bytes, path)? })
     }
 
     pub(crate) fn push(&mut self, offset: u64, framed_len: u64) {
@@ -78,20 +76,14 @@ impl RecordIndex {
             let _ = writeln!(text, "{offset} {len}");
         }
         let temp = super::writer::temp_path_for(path);
-        let io = |source| TfRecordError::Io {
-            path: path.to_owned(),
-            source,
-        };
+        let io = |source| TfRecordError::Io { path: path.to_owned(), source };
         fs::write(&temp, &text).map_err(io)?;
         fs::rename(&temp, path).map_err(io)
     }
 
     /// Read an index written by [`save`](Self::save) or by DALI.
     pub fn load(path: &Path) -> Result<Self, TfRecordError> {
-        let text = fs::read_to_string(path).map_err(|source| TfRecordError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text = fs::read_to_string(path).map_err(|source| TfRecordError::Io { path: path.to_owned(), source })?;
         let mut entries = Vec::new();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -108,9 +100,5 @@ impl RecordIndex {
 }
 
 fn index_error(path: &Path, line: usize, reason: String) -> TfRecordError {
-    TfRecordError::Index {
-        path: path.to_owned(),
-        line,
-        reason,
-    }
+    TfRecordError::Index { path: path.to_owned(), line, reason }
 }

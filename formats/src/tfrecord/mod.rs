@@ -118,37 +118,22 @@ impl Record<'_> {
 }
 
 /// Read and verify the record whose header starts at `offset`.
-pub fn read_record_at<'a>(
-    bytes: &'a [u8],
-    offset: u64,
-    path: &Path,
-) -> Result<Record<'a>, TfRecordError> {
+pub fn read_record_at<'a>(bytes: &'a [u8], offset: u64, path: &Path) -> Result<Record<'a>, TfRecordError> {
     let total = bytes.len() as u64;
     if offset >= total {
-        return Err(TfRecordError::OffsetOutOfRange {
-            path: path.to_owned(),
-            offset,
-            len: total,
-        });
+        return Err(TfRecordError::OffsetOutOfRange { path: path.to_owned(), offset, len: total });
     }
     let start = offset as usize;
     let rest = &bytes[start..];
-    let truncated = |needed: u64| TfRecordError::Truncated {
-        path: path.to_owned(),
-        offset,
-        needed,
-        available: rest.len() as u64,
-    };
+    let truncated =
+        |needed: u64| TfRecordError::Truncated { path: path.to_owned(), offset, needed, available: rest.len() as u64 };
     let Some((header, after_header)) = rest.split_first_chunk::<HEADER_LEN>() else {
         return Err(truncated(HEADER_LEN as u64));
     };
     let (len_bytes, len_crc) = header.split_at(8);
     let stored_len_crc = u32::from_le_bytes([len_crc[0], len_crc[1], len_crc[2], len_crc[3]]);
     if masked_crc32c(len_bytes) != stored_len_crc {
-        return Err(TfRecordError::LengthCrc {
-            path: path.to_owned(),
-            offset,
-        });
+        return Err(TfRecordError::LengthCrc { path: path.to_owned(), offset });
     }
     let len = u64::from_le_bytes([
         len_bytes[0],
@@ -168,11 +153,7 @@ pub fn read_record_at<'a>(
     let (data, footer) = after_header.split_at(len);
     let stored_data_crc = u32::from_le_bytes([footer[0], footer[1], footer[2], footer[3]]);
     if masked_crc32c(data) != stored_data_crc {
-        return Err(TfRecordError::DataCrc {
-            path: path.to_owned(),
-            offset,
-            len: len as u64,
-        });
+        return Err(TfRecordError::DataCrc { path: path.to_owned(), offset, len: len as u64 });
     }
     Ok(Record { offset, data })
 }
@@ -198,10 +179,7 @@ pub fn scan_headers(bytes: &[u8], path: &Path) -> Result<Vec<(u64, u64)>, TfReco
         len_bytes.copy_from_slice(&header[..8]);
         let stored = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
         if masked_crc32c(&len_bytes) != stored {
-            return Err(TfRecordError::LengthCrc {
-                path: path.to_owned(),
-                offset,
-            });
+            return Err(TfRecordError::LengthCrc { path: path.to_owned(), offset });
         }
         let framed = u64::from_le_bytes(len_bytes).saturating_add((HEADER_LEN + FOOTER_LEN) as u64);
         if framed > rest.len() as u64 {
@@ -255,12 +233,7 @@ pub fn records(bytes: &[u8]) -> Records<'_> {
 
 /// The records of `bytes`, which came from `path` (used in errors).
 pub fn records_of<'a>(bytes: &'a [u8], path: &'a Path) -> Records<'a> {
-    Records {
-        bytes,
-        pos: 0,
-        path,
-        failed: false,
-    }
+    Records { bytes, pos: 0, path, failed: false }
 }
 
 #[cfg(test)]

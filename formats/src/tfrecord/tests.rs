@@ -36,10 +36,9 @@ fn error_offset(e: &TfRecordError) -> u64 {
 
 #[test]
 fn masked_crc_matches_tensorflow_reference_value() {
-    // crc32c("123456789") = 0xE3069283 (RFC 3720 check value); masked per TensorFlow.
-    let crc: u32 = 0xE306_9283;
-    let masked = ((crc >> 15) | (crc << 17)).wrapping_add(0xa282_ead8);
-    assert_eq!(masked_crc32c(b"123456789"), masked);
+    // crc32c("123456789") = 0xE3069283 (RFC 3720 check value), masked as in
+    // tensorflow/core/lib/hash/crc32c.h: ((crc >> 15) | (crc << 17)) + 0xa282ead8.
+    assert_eq!(masked_crc32c(b"123456789"), 0xc78a_b0e5);
 }
 
 #[test]
@@ -74,10 +73,7 @@ fn huge_length_field_is_truncation_not_overflow() {
 fn reading_at_a_non_record_offset_is_an_error() {
     let bytes = framed(&[b"abc".to_vec(), b"defgh".to_vec()]);
     assert!(read_record_at(&bytes, 3, Path::new("x")).is_err());
-    assert!(matches!(
-        read_record_at(&bytes, 10_000, Path::new("x")),
-        Err(TfRecordError::OffsetOutOfRange { .. })
-    ));
+    assert!(matches!(read_record_at(&bytes, 10_000, Path::new("x")), Err(TfRecordError::OffsetOutOfRange { .. })));
 }
 
 #[test]

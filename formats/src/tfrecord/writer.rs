@@ -20,11 +20,7 @@ pub struct RecordWriter<W: Write> {
 impl<W: Write> RecordWriter<W> {
     /// Frame records onto `inner`.
     pub fn new(inner: W) -> Self {
-        RecordWriter {
-            inner,
-            index: RecordIndex::default(),
-            offset: 0,
-        }
+        RecordWriter { inner, index: RecordIndex::default(), offset: 0 }
     }
 
     /// Append one record; returns its byte offset (in the uncompressed stream).
@@ -96,31 +92,17 @@ impl TfRecordFileWriter {
     /// `finish` also writes the sidecar index ([`index_path_for`]).
     pub fn create(path: &Path, gzip: bool, write_index: bool) -> Result<Self, TfRecordError> {
         let temp = temp_path_for(path);
-        let file = File::create(&temp).map_err(|source| TfRecordError::Io {
-            path: temp.clone(),
-            source,
-        })?;
+        let file = File::create(&temp).map_err(|source| TfRecordError::Io { path: temp.clone(), source })?;
         let buffered = BufWriter::with_capacity(1 << 20, file);
-        let sink = if gzip {
-            Sink::Gzip(GzEncoder::new(buffered, Compression::default()))
-        } else {
-            Sink::Plain(buffered)
-        };
-        Ok(TfRecordFileWriter {
-            writer: Some(RecordWriter::new(sink)),
-            path: path.to_owned(),
-            temp,
-            write_index,
-        })
+        let sink =
+            if gzip { Sink::Gzip(GzEncoder::new(buffered, Compression::default())) } else { Sink::Plain(buffered) };
+        Ok(TfRecordFileWriter { writer: Some(RecordWriter::new(sink)), path: path.to_owned(), temp, write_index })
     }
 
     /// Append one record; returns its offset in the uncompressed stream.
     pub fn write_record(&mut self, data: &[u8]) -> Result<u64, TfRecordError> {
         let temp = &self.temp;
-        let io = |source| TfRecordError::Io {
-            path: temp.clone(),
-            source,
-        };
+        let io = |source| TfRecordError::Io { path: temp.clone(), source };
         let writer = self.writer.as_mut().ok_or_else(|| io(closed()))?;
         writer.write_record(data).map_err(io)
     }
@@ -131,9 +113,7 @@ impl TfRecordFileWriter {
         let index = writer.index().clone();
         let file = match writer.into_inner() {
             Sink::Plain(w) => w.into_inner().map_err(|e| e.into_error()),
-            Sink::Gzip(w) => w
-                .finish()
-                .and_then(|b| b.into_inner().map_err(|e| e.into_error())),
+            Sink::Gzip(w) => w.finish().and_then(|b| b.into_inner().map_err(|e| e.into_error())),
         }
         .map_err(|e| self.io_error(e))?;
         file.sync_all().map_err(|e| self.io_error(e))?;
@@ -141,18 +121,12 @@ impl TfRecordFileWriter {
         if self.write_index {
             index.save(&index_path_for(&self.path))?;
         }
-        fs::rename(&self.temp, &self.path).map_err(|source| TfRecordError::Io {
-            path: self.path.clone(),
-            source,
-        })?;
+        fs::rename(&self.temp, &self.path).map_err(|source| TfRecordError::Io { path: self.path.clone(), source })?;
         Ok(index)
     }
 
     fn io_error(&self, source: io::Error) -> TfRecordError {
-        TfRecordError::Io {
-            path: self.temp.clone(),
-            source,
-        }
+        TfRecordError::Io { path: self.temp.clone(), source }
     }
 }
 
@@ -171,9 +145,6 @@ fn closed() -> io::Error {
 
 /// `dir/.name.tmp.<pid>`: hidden, beside the target so the rename is atomic.
 pub(crate) fn temp_path_for(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     path.with_file_name(format!(".{name}.tmp.{}", std::process::id()))
 }

@@ -129,7 +129,10 @@ fn run(world: &World, args: &Args) -> anyhow::Result<()> {
     let mut totals = [0u64; 3];
     world.comm().all_reduce_into(&checked[..], &mut totals[..], mpi::collective::SystemOperation::sum());
     let verify_secs = started.elapsed().as_secs_f64();
-    ensure!(totals[0] == manifest.files.iter().filter(|f| f.samples > 0).count() as u64, "not every data file was verified");
+    ensure!(
+        totals[0] == manifest.files.iter().filter(|f| f.samples > 0).count() as u64,
+        "not every data file was verified"
+    );
     ensure!(totals[1] == args.samples, "verified {} samples, wrote {}", totals[1], args.samples);
 
     if world.is_root() {
@@ -166,24 +169,42 @@ fn broadcast_manifest(world: &World, mut json: Vec<u8>) -> anyhow::Result<Manife
 }
 
 /// Check one file against the manifest and regenerate its samples.
-fn verify_file(dir: &Path, manifest: &Manifest, index: u64, args: &Args, shape: CosmoShape) -> anyhow::Result<(u64, u64)> {
+fn verify_file(
+    dir: &Path,
+    manifest: &Manifest,
+    index: u64,
+    args: &Args,
+    shape: CosmoShape,
+) -> anyhow::Result<(u64, u64)> {
     let name = file_name(index);
     let entry = manifest.entry(&name).with_context(|| format!("{name} is missing from the manifest"))?;
     let path = dir.join(&name);
     let (bytes, sum) = hash_file(&path, &mut Vec::new()).with_context(|| format!("hashing {}", path.display()))?;
-    ensure!(sum == entry.xxh3 && bytes == entry.bytes, "{}: checksum {sum} differs from the manifest's {}", path.display(), entry.xxh3);
+    ensure!(
+        sum == entry.xxh3 && bytes == entry.bytes,
+        "{}: checksum {sum} differs from the manifest's {}",
+        path.display(),
+        entry.xxh3
+    );
 
     let file = TfRecordFile::open(&path)?;
     let index_file = index_path_for(&path);
     let offsets = RecordIndex::load(&index_file)?;
     offsets.check_covers(file.as_bytes().len() as u64, &index_file)?;
     let ids: Vec<u64> = sample_ids(index, args).collect();
-    ensure!(offsets.len() == ids.len() && entry.samples == ids.len() as u64, "{}: {} records, expected {}", path.display(), offsets.len(), ids.len());
+    ensure!(
+        offsets.len() == ids.len() && entry.samples == ids.len() as u64,
+        "{}: {} records, expected {}",
+        path.display(),
+        offsets.len(),
+        ids.len()
+    );
     // Read back to front through the index, to exercise seeking.
     for (k, id) in ids.iter().enumerate().rev() {
         let Some(offset) = offsets.offset(k) else { bail!("index of {} has no record {k}", path.display()) };
         let record = file.record_at(offset)?;
-        let view = CosmoSampleView::parse(record.data, shape).with_context(|| format!("{} at byte {offset}", path.display()))?;
+        let view = CosmoSampleView::parse(record.data, shape)
+            .with_context(|| format!("{} at byte {offset}", path.display()))?;
         let expected = e2e::demo_sample(args.seed, *id, shape);
         ensure!(
             view.y == expected.y() && view.x_values().eq(expected.x().iter().copied()),
