@@ -88,9 +88,24 @@ fn manifest_scan(c: &mut Criterion) {
             }
         })
     });
-    for threads in [1, 2] {
-        group.bench_function(format!("stagehand_scan_{threads}_threads"), |b| {
-            let options = ScanOptions { threads, schema: Schema::opaque(), progress: None };
+    group.bench_function("peer_raw_xxh3_in_memory_2_threads", |b| {
+        b.iter(|| {
+            std::thread::scope(|s| {
+                for half in in_memory.chunks(in_memory.len().div_ceil(2)) {
+                    s.spawn(move || {
+                        for d in half {
+                            black_box(xxhash_rust::xxh3::xxh3_64(d));
+                        }
+                    });
+                }
+            })
+        })
+    });
+    for (threads, access, name) in
+        [(1, Access::Read, "read"), (2, Access::Read, "read"), (1, Access::Map, "mmap"), (2, Access::Map, "mmap")]
+    {
+        group.bench_function(format!("stagehand_scan_{name}_{threads}_threads"), |b| {
+            let options = ScanOptions { threads, schema: Schema::opaque(), progress: None, access };
             b.iter(|| {
                 let m = manifest::scan(dir.path(), &options).unwrap();
                 assert_eq!(m.total_bytes(), total);

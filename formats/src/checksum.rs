@@ -118,6 +118,23 @@ pub fn hash_file(path: &Path, buffer: &mut Vec<u8>) -> io::Result<(u64, Checksum
     hash_reader(File::open(path)?, buffer)
 }
 
+/// Hash a file through a populated memory map: no copy out of the page
+/// cache, so about twice as fast as [`hash_file`] on node-local storage and
+/// tmpfs. Use [`hash_file`] on Lustre/GPFS, and wherever the file might be
+/// truncated while it is hashed (a mapping would fault).
+#[allow(unsafe_code)]
+pub fn hash_file_mapped(path: &Path) -> io::Result<(u64, Checksum)> {
+    let file = File::open(path)?;
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok((0, Checksum::of(&[])));
+    }
+    // SAFETY: read-only map; callers use this only on files nobody modifies
+    // while they are hashed (see the doc comment).
+    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file)? };
+    Ok((len, Checksum::of(&map)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

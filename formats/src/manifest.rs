@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use crate::checksum::{Checksum, hash_file};
+use crate::checksum::{Checksum, hash_file, hash_file_mapped};
 use crate::climate::{ClimateShape, STATS_FILE};
 use crate::cosmoflow::CosmoShape;
-use crate::tfrecord::{TfRecordFile, scan_headers};
+use crate::tfrecord::{Access, TfRecordFile, scan_headers};
 
 /// File name of the manifest at a dataset's root.
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -354,13 +354,17 @@ pub struct ScanOptions<'a> {
     pub schema: Schema,
     /// Bytes hashed so far, for a progress display.
     pub progress: Option<&'a AtomicU64>,
+    /// How to read files: [`Access::Read`] (safe everywhere, the default) or
+    /// [`Access::Map`] (faster on node-local storage; never on a file system
+    /// where files may change under the scan).
+    pub access: Access,
 }
 
 impl ScanOptions<'_> {
     /// One thread per core, the given schema, no progress counter.
     pub fn new(schema: Schema) -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        ScanOptions { threads, schema, progress: None }
+        ScanOptions { threads, schema, progress: None, access: Access::Read }
     }
 }
 
@@ -384,7 +388,7 @@ pub fn scan(root: &Path, options: &ScanOptions<'_>) -> Result<Manifest, Manifest
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some((rel, _)) = files.get(i) else { break };
-                    match scan_one(&canonical_root, rel, &options.schema, &mut buffer, options.progress) {
+                    match scan_one(&canonical_root, rel, options, &mut buffer) {
                         Ok(entry) => lock(&results).push(entry),
                         Err(e) => {
                             lock(&first_error).get_or_insert(e);
@@ -459,16 +463,19 @@ fn list_files(root: &Path) -> Result<Vec<(String, u64)>, ManifestError> {
 fn scan_one(
     root: &Path,
     rel: &str,
-    schema: &Schema,
+    options: &ScanOptions<'_>,
     buffer: &mut Vec<u8>,
-    progress: Option<&AtomicU64>,
 ) -> Result<FileEntry, ManifestError> {
     let path = root.join(rel);
-    let (bytes, xxh3) = hash_file(&path, buffer).map_err(io_error(&path))?;
-    if let Some(p) = progress {
+    let hashed = match options.access {
+        Access::Read => hash_file(&path, buffer),
+        Access::Map => hash_file_mapped(&path),
+    };
+    let (bytes, xxh3) = hashed.map_err(io_error(&path))?;
+    if let Some(p) = options.progress {
         p.fetch_add(bytes, Ordering::Relaxed);
     }
-    let samples = count_samples(&path, rel, schema)?;
+    let samples = count_samples(&path, rel, &options.schema)?;
     Ok(FileEntry { path: rel.to_owned(), bytes, samples, xxh3 })
 }
 

@@ -1,7 +1,7 @@
 use std::os::unix::fs::symlink;
 
 use super::*;
-use crate::tfrecord::TfRecordFileWriter;
+use crate::tfrecord::{Access, TfRecordFileWriter};
 
 fn entry(path: &str) -> FileEntry {
     FileEntry { path: path.into(), bytes: 1, samples: 1, xxh3: Checksum(1) }
@@ -78,8 +78,11 @@ fn scan_hashes_counts_and_skips_hidden_files() {
         threads: 3,
         schema: Schema::cosmoflow(CosmoShape { size: 1, channels: 1 }),
         progress: Some(&progress),
+        access: Access::Read,
     };
     let m = scan(root, &options).unwrap();
+    let mapped = scan(root, &ScanOptions { access: Access::Map, progress: None, ..options.clone() }).unwrap();
+    assert_eq!(mapped, m);
     let paths: Vec<_> = m.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(paths, ["a.tfrecord", "a.tfrecord.idx", "b.tfrecord.gz", "sub/plain.bin"]);
     assert_eq!(m.entry("a.tfrecord").unwrap().samples, 3);
