@@ -1,14 +1,14 @@
 //! A `tracing` subscriber whose lines say which rank and node wrote them.
 //!
 //! The level comes from `STAGEHAND_LOG` (or `RUST_LOG`), `info` by default.
-//! Lines go to stderr, so stdout stays free for reports.
+//! Lines go to stderr, so stdout stays free for reports; colours only on a terminal.
 
 use std::fmt;
+use std::io::IsTerminal;
 
 use tracing::{Event, Subscriber};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::{self, Format, Full, Writer};
-use tracing_subscriber::fmt::time::Uptime;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
@@ -19,7 +19,7 @@ pub const LOG_ENV: &str = "STAGEHAND_LOG";
 
 struct RankFormat {
     prefix: String,
-    inner: Format<Full, Uptime>,
+    inner: Format<Full>,
 }
 
 impl<S, N> FormatEvent<S, N> for RankFormat
@@ -51,8 +51,4 @@ pub fn init(topology: &Topology, default_filter: Option<&str>) {
         RankFormat { prefix: prefix(topology), inner: format().with_timer(Uptime::default()).with_target(false) };
     let _ =
         tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).event_format(format).try_init();
-}
-
-fn format() -> Format<Full, ()> {
-    format::format().without_time()
 }
