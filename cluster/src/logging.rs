@@ -47,8 +47,12 @@ pub fn init(topology: &Topology, default_filter: Option<&str>) {
         .ok()
         .and_then(|f| EnvFilter::try_new(f).ok())
         .unwrap_or_else(|| EnvFilter::new(default_filter.unwrap_or("info")));
-    let format =
-        RankFormat { prefix: prefix(topology), inner: format().with_timer(Uptime::default()).with_target(false) };
-    let _ =
-        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).event_format(format).try_init();
+    let ansi = std::io::stderr().is_terminal();
+    let format = RankFormat { prefix: prefix(topology), inner: format::format().with_ansi(ansi).with_target(false) };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr)
+        .event_format(format)
+        .try_init();
 }
