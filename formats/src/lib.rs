@@ -12,6 +12,8 @@
 //! - [`climate`]: the DeepCAM HDF5 sample and `stats.h5`, with raw byte extents of
 //!   contiguous datasets so readers can bypass the HDF5 lock.
 //! - [`lmdb`]: a u64-keyed LMDB sample store and the Etalumis-style trace store.
+//! - [`placement`]: which files each node needs (`replicate`, `shard`,
+//!   `per-node=N`), shared by the stager and the loader.
 //!
 //! ```
 //! use formats::cosmoflow::{CosmoSample, CosmoShape};
@@ -33,4 +35,5 @@ pub mod cosmoflow;
 pub mod example;
 pub mod lmdb;
 pub mod manifest;
+pub mod placement;
 pub mod tfrecord;

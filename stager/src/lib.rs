@@ -1,1 +1,27 @@
-//! Stages a dataset from the shared parallel file system into node-local storage over MPI: each file read once, fanned out point-to-point to every node that needs it (issue: stager). Not built yet: this crate is a placeholder so the workspace has its final shape.
+//! The stager: copy a dataset from the shared parallel file system to
+//! node-local storage at job start, reading each file from the source once
+//! and sending it over MPI to every node that needs it (Kurth et al. 2018).
+//!
+//! This crate holds the pure parts, testable without MPI or I/O:
+//!
+//! - [`plan`]: who reads which file and who receives it, identical on every
+//!   rank from (manifest, policy, seed, topology).
+//! - [`simulate`]: predicted staging times of the plan and of the naive copy
+//!   at any scale, from bandwidths, naming the bottleneck.
+//!
+//! ```
+//! use formats::placement::{Policy, files_per_node};
+//! use stager::plan::Plan;
+//!
+//! let sizes = [64u64 << 20; 8];
+//! let needs = files_per_node(&sizes, 4, Policy::PerNode(4), 7).unwrap();
+//! let node_of_rank = [0, 0, 1, 1, 2, 2, 3, 3];
+//! let plan = Plan::build(&sizes, &needs, &node_of_rank).unwrap();
+//! assert_eq!(plan.source_bytes(), plan.unique_bytes()); // every file read once
+//! ```
+//!
+//! The MPI execution (`stager stage`) is the `stager` binary's job.
+
+pub mod plan;
+pub mod simulate;
+pub mod units;

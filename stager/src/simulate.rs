@@ -1,0 +1,244 @@
+//! Predicted staging times at any scale, from the real planner and a
+//! bandwidth model, for the plan and for the naive copy (every node reading
+//! what it needs straight from the parallel file system).
+//!
+//! The model assumes the phases overlap (reading, sending, receiving and
+//! writing run at once), so the time is that of the slowest resource:
+//!
+//! - the file system's aggregate bandwidth, shared by every reader;
+//! - a rank's read threads (`threads x per-thread bandwidth`);
+//! - each node's NIC, inbound (source reads + received files) and outbound
+//!   (files sent to other nodes), full duplex;
+//! - each node's local write bandwidth.
+
+use formats::placement::{PlacementError, Policy, files_per_node};
+
+use crate::plan::{Plan, PlanError};
+
+/// The machine being modelled. Bandwidths in bytes per second.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Machine {
+    /// Nodes.
+    pub nodes: usize,
+    /// Ranks per node.
+    pub ranks_per_node: usize,
+    /// Aggregate bandwidth of the parallel file system.
+    pub pfs_bw: f64,
+    /// Per-node network bandwidth, each direction.
+    pub nic_bw: f64,
+    /// Per-node local write bandwidth (NVMe, tmpfs).
+    pub local_write_bw: f64,
+    /// Read threads per rank.
+    pub read_threads: usize,
+    /// What one read thread gets from the file system.
+    pub thread_bw: f64,
+}
+
+/// The dataset being modelled: `files` files of `file_size` bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dataset {
+    /// Number of files.
+    pub files: usize,
+    /// Bytes per file.
+    pub file_size: u64,
+    /// Placement policy.
+    pub policy: Policy,
+    /// Placement seed.
+    pub seed: u64,
+}
+
+/// One strategy's predicted time and traffic.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Estimate {
+    /// Predicted seconds.
+    pub seconds: f64,
+    /// The resource that sets the time.
+    pub bottleneck: &'static str,
+    /// Seconds each resource would need on its own.
+    pub resources: Vec<(&'static str, f64)>,
+    /// Bytes read from the file system.
+    pub source_bytes: u64,
+    /// Bytes sent between nodes.
+    pub moved_bytes: u64,
+    /// Bytes written to node-local storage.
+    pub written_bytes: u64,
+    /// Source bytes / unique bytes needed.
+    pub read_amplification: f64,
+}
+
+/// Both strategies.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Prediction {
+    /// The naive copy.
+    pub naive: Estimate,
+    /// The stager's plan.
+    pub staged: Estimate,
+    /// naive / staged.
+    pub speedup: f64,
+}
+
+/// Why a simulation cannot run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimulateError {
+    /// Placement failed.
+    #[error(transparent)]
+    Placement(#[from] PlacementError),
+    /// Planning failed.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The model would not fit in memory.
+    #[error("{0} (node, file) pairs is too many to model; reduce --nodes or --files")]
+    TooLarge(u128),
+    /// A bandwidth or count that is not positive.
+    #[error("{0} must be positive")]
+    NotPositive(&'static str),
+}
+
+const MAX_PAIRS: u128 = 200_000_000;
+
+fn slowest(resources: Vec<(&'static str, f64)>) -> (f64, &'static str, Vec<(&'static str, f64)>) {
+    let (name, secs) = resources.iter().copied().fold(("none", 0.0), |best, r| if r.1 > best.1 { r } else { best });
+    (secs, name, resources)
+}
+
+/// Predict both strategies on `machine` for `dataset`.
+pub fn predict(machine: &Machine, dataset: &Dataset) -> Result<Prediction, SimulateError> {
+    for (name, v) in [
+        ("--pfs-bw", machine.pfs_bw),
+        ("--nic-bw", machine.nic_bw),
+        ("--local-write-bw", machine.local_write_bw),
+        ("--thread-bw", machine.thread_bw),
+        ("--nodes", machine.nodes as f64),
+        ("--ranks-per-node", machine.ranks_per_node as f64),
+        ("--read-threads", machine.read_threads as f64),
+    ] {
+        if v.is_nan() || v <= 0.0 {
+            return Err(SimulateError::NotPositive(name));
+        }
+    }
+    let per_node = match dataset.policy {
+        Policy::Replicate => dataset.files,
+        Policy::Shard => dataset.files.div_ceil(machine.nodes),
+        Policy::PerNode(n) => n,
+    };
+    let pairs = machine.nodes as u128 * per_node as u128;
+    if pairs > MAX_PAIRS {
+        return Err(SimulateError::TooLarge(pairs));
+    }
+    let sizes = vec![dataset.file_size; dataset.files];
+    let needs = files_per_node(&sizes, machine.nodes, dataset.policy, dataset.seed)?;
+    let node_of_rank: Vec<usize> =
+        (0..machine.nodes * machine.ranks_per_node).map(|r| r / machine.ranks_per_node).collect();
+    let plan = Plan::build(&sizes, &needs, &node_of_rank)?;
+
+    let node_needed: Vec<u64> = needs.iter().map(|l| l.len() as u64 * dataset.file_size).collect();
+    let max_needed = node_needed.iter().copied().max().unwrap_or(0) as f64;
+    let unique = plan.unique_bytes().max(1) as f64;
+    let node_threads_bw = (machine.ranks_per_node * machine.read_threads) as f64 * machine.thread_bw;
+
+    let written = plan.written_bytes();
+    let (seconds, bottleneck, resources) = slowest(vec![
+        ("file system aggregate bandwidth", written as f64 / machine.pfs_bw),
+        ("node read threads", max_needed / node_threads_bw),
+        ("node NIC inbound", max_needed / machine.nic_bw),
+        ("node-local writes", max_needed / machine.local_write_bw),
+    ]);
+    let naive = Estimate {
+        seconds,
+        bottleneck,
+        resources,
+        source_bytes: written,
+        moved_bytes: 0,
+        written_bytes: written,
+        read_amplification: written as f64 / unique,
+    };
+
+    let rank_reads = plan.read_bytes_per_rank();
+    let mut node_in = vec![0u64; machine.nodes];
+    let mut node_out = vec![0u64; machine.nodes];
+    for (rank, bytes) in rank_reads.iter().enumerate() {
+        node_in[node_of_rank[rank]] += bytes;
+    }
+    for t in plan.transfers().filter(|t| t.from_node != t.to_node) {
+        node_out[t.from_node] += t.bytes;
+        node_in[t.to_node] += t.bytes;
+    }
+    let max_of = |v: &[u64]| v.iter().copied().max().unwrap_or(0) as f64;
+    let source = plan.source_bytes();
+    let (seconds, bottleneck, resources) = slowest(vec![
+        ("file system aggregate bandwidth", source as f64 / machine.pfs_bw),
+        ("rank read threads", max_of(&rank_reads) / (machine.read_threads as f64 * machine.thread_bw)),
+        ("node NIC inbound", max_of(&node_in) / machine.nic_bw),
+        ("node NIC outbound", max_of(&node_out) / machine.nic_bw),
+        ("node-local writes", max_needed / machine.local_write_bw),
+    ]);
+    let staged = Estimate {
+        seconds,
+        bottleneck,
+        resources,
+        source_bytes: source,
+        moved_bytes: plan.moved_bytes(),
+        written_bytes: written,
+        read_amplification: source as f64 / unique,
+    };
+    let speedup = if staged.seconds > 0.0 { naive.seconds / staged.seconds } else { 1.0 };
+    Ok(Prediction { naive, staged, speedup })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summit(nodes: usize) -> Machine {
+        // Summit-like figures (Kurth et al. 2018): GPFS ~2.5 TB/s aggregate,
+        // 2 x EDR InfiniBand (~23 GB/s) per node, NVMe ~2 GB/s write,
+        // ~1.5 GB/s per read thread.
+        Machine {
+            nodes,
+            ranks_per_node: 6,
+            pfs_bw: 2.5e12,
+            nic_bw: 23e9,
+            local_write_bw: 2.1e9,
+            read_threads: 8,
+            thread_bw: 1.5e9,
+        }
+    }
+
+    #[test]
+    fn staged_reads_each_byte_once_and_naive_reads_per_node() {
+        let m = Machine {
+            nodes: 4,
+            ranks_per_node: 1,
+            pfs_bw: 1e9,
+            nic_bw: 1e10,
+            local_write_bw: 1e10,
+            read_threads: 8,
+            thread_bw: 1e9,
+        };
+        let d = Dataset { files: 32, file_size: 64 << 20, policy: Policy::PerNode(16), seed: 1 };
+        let p = predict(&m, &d).unwrap();
+        assert!((p.staged.read_amplification - 1.0).abs() < 1e-12);
+        assert!((p.naive.read_amplification - 2.0).abs() < 1e-12);
+        assert_eq!(p.staged.bottleneck, "file system aggregate bandwidth");
+        assert!((p.speedup - 2.0).abs() < 1e-9, "{p:?}");
+    }
+
+    #[test]
+    fn summit_scale_runs_and_names_a_bottleneck() {
+        // 4608 nodes, 1500 files of 64 MiB per node out of 100k files.
+        let d = Dataset { files: 100_000, file_size: 64 << 20, policy: Policy::PerNode(1500), seed: 3 };
+        let p = predict(&summit(4608), &d).unwrap();
+        assert!(p.naive.read_amplification > 60.0, "{}", p.naive.read_amplification);
+        assert!(p.staged.seconds < p.naive.seconds);
+        assert!(!p.staged.bottleneck.is_empty());
+    }
+
+    #[test]
+    fn nonsense_inputs_are_refused() {
+        let mut m = summit(4);
+        m.nic_bw = 0.0;
+        let d = Dataset { files: 8, file_size: 1, policy: Policy::Shard, seed: 0 };
+        assert!(matches!(predict(&m, &d), Err(SimulateError::NotPositive("--nic-bw"))));
+    }
+}
