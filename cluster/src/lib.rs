@@ -29,4 +29,4 @@ mod topology;
 mod world;
 
 pub use topology::{RANKS_PER_NODE_ENV, Topology, TopologyError};
-pub use world::{World, WorldError};
+pub use world::{ThreadComm, World, WorldError};

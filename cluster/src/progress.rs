@@ -8,8 +8,6 @@
 //! `MPI_THREAD_MULTIPLE`; when MPI grants less, the bar shows rank 0's own
 //! counters and the totals are gathered in [`Progress::finish`].
 
-#![allow(unsafe_code)]
-
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -61,14 +59,6 @@ pub struct RankCounters {
     pub items: u64,
 }
 
-/// A communicator moved into the reporter thread.
-struct ThreadComm(SimpleCommunicator);
-
-// SAFETY: MPI handles may be used from any thread once MPI granted
-// MPI_THREAD_MULTIPLE, which `Progress::start` checks before creating one;
-// after the move only the reporter thread uses this communicator.
-unsafe impl Send for ThreadComm {}
-
 /// A job-wide progress display. Every rank creates one and every rank calls
 /// [`finish`](Self::finish).
 pub struct Progress {
@@ -90,13 +80,12 @@ impl Progress {
     pub fn start(world: &World, label: &str, total_bytes: u64, total_items: u64) -> Progress {
         let counters = Arc::new(Counters::default());
         let stop = Arc::new(AtomicBool::new(false));
-        let comm = world.comm().duplicate();
         let rank = world.rank();
         let display = Display::new(rank, label, total_bytes, total_items);
-        if !world.supports_thread_multiple() {
+        let Some(comm) = world.thread_comm() else {
+            let comm = world.comm().duplicate();
             return Progress { counters, stop, reporter: None, fallback: Some(Fallback { comm }), rank };
-        }
-        let comm = ThreadComm(comm);
+        };
         let size = world.size();
         let (c, s) = (counters.clone(), stop.clone());
         let reporter = std::thread::Builder::new()
@@ -104,9 +93,9 @@ impl Progress {
             .spawn(move || {
                 let comm = comm;
                 if rank == 0 {
-                    gather_and_draw(&comm.0, size, &c, &s, display)
+                    gather_and_draw(comm.comm(), size, &c, &s, display)
                 } else {
-                    send_until_stopped(&comm.0, &c, &s)
+                    send_until_stopped(comm.comm(), &c, &s)
                 }
             })
             .ok();

@@ -97,6 +97,14 @@ impl World {
         self.threading == Threading::Multiple
     }
 
+    /// A private duplicate of the world communicator that any thread may use,
+    /// or `None` when MPI did not grant `MPI_THREAD_MULTIPLE`. Collective:
+    /// every rank calls it at the same point.
+    pub fn thread_comm(&self) -> Option<ThreadComm> {
+        let dup = self.world.duplicate();
+        self.supports_thread_multiple().then_some(ThreadComm(dup))
+    }
+
     /// Wait for every rank.
     pub fn barrier(&self) {
         self.world.barrier();
@@ -126,3 +134,23 @@ fn shared_memory_leaders(world: &SimpleCommunicator) -> Vec<usize> {
     world.all_gather_into(&leader, &mut leaders[..]);
     leaders.into_iter().map(|l| l as usize).collect()
 }
+
+/// A communicator that threads may share: only handed out when MPI granted
+/// `MPI_THREAD_MULTIPLE` (see [`World::thread_comm`]).
+pub struct ThreadComm(SimpleCommunicator);
+
+impl ThreadComm {
+    /// The communicator.
+    pub fn comm(&self) -> &SimpleCommunicator {
+        &self.0
+    }
+}
+
+// SAFETY: with MPI_THREAD_MULTIPLE, which `World::thread_comm` checks before
+// creating a `ThreadComm`, MPI allows calls on one communicator from any
+// thread, concurrently; the handle itself is a plain pointer-sized value.
+#[allow(unsafe_code)]
+unsafe impl Send for ThreadComm {}
+// SAFETY: as above.
+#[allow(unsafe_code)]
+unsafe impl Sync for ThreadComm {}

@@ -20,8 +20,13 @@
 //! assert_eq!(plan.source_bytes(), plan.unique_bytes()); // every file read once
 //! ```
 //!
-//! The MPI execution (`stager stage`) is the `stager` binary's job.
+//! The I/O and MPI parts: [`files`] (chunked hashing reads, safe
+//! destination paths, free space), [`journal`] (what is complete, for
+//! resume), and [`stage`] (the MPI execution behind `stager stage`).
 
+pub mod files;
+pub mod journal;
 pub mod plan;
 pub mod simulate;
+pub mod stage;
 pub mod units;

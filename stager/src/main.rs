@@ -1,19 +1,25 @@
 //! `stager`: stage a dataset into node-local storage, or plan and simulate it.
 
-use std::path::PathBuf;
+mod report;
+
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use cluster::World;
 use formats::manifest::{self, MANIFEST_FILE, Manifest, ScanOptions, Schema};
 use formats::placement::{Policy, files_per_node};
+use mpi::traits::*;
 use stager::plan::Plan;
 use stager::simulate::{Dataset, Machine, predict};
+use stager::stage::{StageConfig, StageError};
 use stager::units::{human_bytes, parse_bytes, parse_rate};
 
 /// Stage datasets from the parallel file system into node-local storage.
 ///
-/// Today: `plan` shows who would read and receive what, and `simulate`
-/// predicts staging times at any scale. `stage` (the MPI copy) is being built.
+/// Run `stage` and `verify` under mpirun or srun; `plan` and `simulate` run
+/// anywhere. Node-local destinations are templates: `/tmp/bb/node{node}`,
+/// `'$TMPDIR/data'`; `STAGEHAND_RANKS_PER_NODE=k` makes pretend nodes.
 #[derive(Parser, Debug)]
 #[command(version, propagate_version = true)]
 struct Cli {
@@ -23,10 +29,70 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Copy the dataset into node-local storage: each file read once, sent to every node that needs it.
+    Stage(StageArgs),
+    /// Check what is staged on each node against the manifest.
+    Verify(VerifyArgs),
     /// Print the staging plan for a dataset on a given topology (no I/O besides the manifest).
     Plan(PlanArgs),
     /// Predict staging times of the plan and of the naive copy at any scale.
     Simulate(SimulateArgs),
+}
+
+#[derive(Args, Debug)]
+struct StageArgs {
+    /// Dataset directory on the source (parallel) file system.
+    #[arg(long)]
+    source: PathBuf,
+    /// Manifest (default: SOURCE/manifest.json; if absent, rank 0 scans SOURCE once).
+    #[arg(long)]
+    manifest: Option<PathBuf>,
+    /// Node-local destination template ({node}, {rank}, {local_rank}, $VAR).
+    #[arg(long)]
+    dest: String,
+    /// replicate | shard | per-node=N
+    #[arg(long, default_value = "replicate")]
+    policy: Policy,
+    /// Seed of the per-node file choice (the loader must use the same).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Read threads per rank.
+    #[arg(long, default_value_t = 8)]
+    threads: usize,
+    /// Bytes per MPI message.
+    #[arg(long, value_parser = parse_bytes, default_value = "64MiB")]
+    chunk_size: u64,
+    /// Cap on bytes read but not yet sent, per rank.
+    #[arg(long, value_parser = parse_bytes, default_value = "1GiB")]
+    max_inflight: u64,
+    /// Run the baseline instead: every node reads what it needs from the source.
+    #[arg(long)]
+    naive: bool,
+    /// Testing aid: emulate a shared file system of this aggregate bandwidth (e.g. 500MB/s).
+    #[arg(long, value_parser = parse_rate)]
+    source_bandwidth: Option<f64>,
+    /// Also write the JSON report to this file.
+    #[arg(long)]
+    report: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct VerifyArgs {
+    /// Dataset directory on the source file system (for its manifest).
+    #[arg(long)]
+    source: PathBuf,
+    /// Manifest (default: SOURCE/manifest.json).
+    #[arg(long)]
+    manifest: Option<PathBuf>,
+    /// Node-local destination template, as given to `stage`.
+    #[arg(long)]
+    dest: String,
+    /// The policy given to `stage`.
+    #[arg(long, default_value = "replicate")]
+    policy: Policy,
+    /// The seed given to `stage`.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
 }
 
 #[derive(Args, Debug)]
@@ -97,6 +163,8 @@ struct SimulateArgs {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Stage(args) => with_world(|world| stage(world, &args)),
+        Command::Verify(args) => with_world(|world| verify(world, &args)),
         Command::Plan(args) => plan(&args),
         Command::Simulate(args) => simulate(&args),
     };
@@ -193,5 +261,117 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
         );
     }
     println!("predicted speedup of the plan over the naive copy: {:.2}x", p.speedup);
+    Ok(())
+}
+
+/// Bring up MPI, run `f`; a failure prints one line and ends every rank.
+fn with_world(f: impl FnOnce(&World) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let world = World::init()?;
+    cluster::logging::init(world.topology(), None);
+    if let Err(e) = f(&world) {
+        match e.downcast_ref::<StageError>() {
+            // Another rank printed why; leave quietly with the same status.
+            Some(StageError::Remote(_)) => std::process::exit(1),
+            _ => {
+                eprintln!("error: rank {} (node {}): {e:#}", world.rank(), world.topology().node);
+                std::process::exit(1)
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Rank 0 loads (or scans) the manifest and broadcasts it; nobody else
+/// touches the source's metadata.
+fn shared_manifest(world: &World, source: &Path, manifest: Option<&Path>) -> anyhow::Result<Manifest> {
+    let loaded = if world.is_root() {
+        load_manifest(source, manifest).and_then(|m| {
+            m.validate_against_root(source)?;
+            Ok(m)
+        })
+    } else {
+        Ok(Manifest::new(Schema::opaque(), Vec::new()))
+    };
+    let mut json = match &loaded {
+        Ok(m) if world.is_root() => m.to_json(),
+        _ => Vec::new(),
+    };
+    let failed = world.is_root() && loaded.is_err();
+    let mut flag = u8::from(failed);
+    let root = world.comm().process_at_rank(0);
+    root.broadcast_into(&mut flag);
+    if flag == 1 {
+        return match loaded {
+            Err(e) => Err(e),
+            Ok(_) => Err(StageError::Remote(0).into()),
+        };
+    }
+    let mut len = json.len() as u64;
+    root.broadcast_into(&mut len);
+    json.resize(len as usize, 0);
+    root.broadcast_into(&mut json[..]);
+    Ok(Manifest::from_json(&json, Path::new("<manifest from rank 0>"))?)
+}
+
+fn stage(world: &World, args: &StageArgs) -> anyhow::Result<()> {
+    let manifest = shared_manifest(world, &args.source, args.manifest.as_deref())?;
+    let config = StageConfig {
+        source: args.source.clone(),
+        dest: args.dest.clone(),
+        policy: args.policy,
+        seed: args.seed,
+        threads: args.threads.max(1),
+        chunk_size: usize::try_from(args.chunk_size).unwrap_or(usize::MAX),
+        max_inflight: args.max_inflight,
+        naive: args.naive,
+        source_bandwidth: args.source_bandwidth,
+    };
+    let outcome = stager::stage::stage(world, &manifest, &config)?;
+    if world.is_root() {
+        let report = report::build(&outcome, &config, world.size(), world.topology().nodes);
+        let text = serde_json::to_string_pretty(&report)?;
+        println!("{text}");
+        if let Some(path) = &args.report {
+            std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn verify(world: &World, args: &VerifyArgs) -> anyhow::Result<()> {
+    let manifest = shared_manifest(world, &args.source, args.manifest.as_deref())?;
+    let t = *world.topology();
+    let sizes: Vec<u64> = manifest.files.iter().map(|f| f.bytes).collect();
+    let needs = files_per_node(&sizes, t.nodes, args.policy, args.seed)?;
+    let dest = cluster::paths::expand(&args.dest, &t.path_vars())?;
+    // The ranks of a node share its files: each checks every local_size-th.
+    let mut counts = [0u64; 3]; // ok, missing, corrupt
+    for &f in needs[t.node].iter().skip(t.local_rank).step_by(t.local_size) {
+        let entry = &manifest.files[f];
+        let path = dest.join(&entry.path);
+        if !stager::files::is_complete(&path, entry.bytes) {
+            tracing::error!("missing or wrong size: {}", path.display());
+            counts[1] += 1;
+            continue;
+        }
+        match formats::checksum::hash_file(&path, &mut Vec::new()) {
+            Ok((_, sum)) if sum == entry.xxh3 => counts[0] += 1,
+            _ => {
+                tracing::error!("checksum differs from the manifest: {}", path.display());
+                counts[2] += 1;
+            }
+        }
+    }
+    let mut totals = [0u64; 3];
+    world.comm().all_reduce_into(&counts[..], &mut totals[..], mpi::collective::SystemOperation::sum());
+    if world.is_root() {
+        println!("{}", serde_json::json!({ "ok": totals[0], "missing": totals[1], "corrupt": totals[2] }));
+    }
+    anyhow::ensure!(
+        totals[1] + totals[2] == 0,
+        "{} files missing and {} corrupt across the nodes",
+        totals[1],
+        totals[2]
+    );
     Ok(())
 }

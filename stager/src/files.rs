@@ -1,0 +1,175 @@
+//! File I/O of staging, without MPI: chunked reads that hash as they go (at
+//! an optional emulated bandwidth), destination paths that never follow a
+//! symlink out of the destination, and free-space checks.
+
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use formats::checksum::{Checksum, StreamingChecksum};
+
+/// Paces reads to a rate: an emulated shared file system for tests and
+/// benchmarks (`--source-bandwidth`). Shared by a rank's read threads.
+pub struct RateLimiter {
+    bytes_per_sec: f64,
+    start: Instant,
+    granted: Mutex<u64>,
+}
+
+impl RateLimiter {
+    /// A limiter granting `bytes_per_sec` on average.
+    pub fn new(bytes_per_sec: f64) -> Self {
+        RateLimiter { bytes_per_sec, start: Instant::now(), granted: Mutex::new(0) }
+    }
+
+    /// Wait until `bytes` more may be read.
+    pub fn acquire(&self, bytes: u64) {
+        let due = {
+            let mut granted = self.granted.lock().unwrap_or_else(|p| p.into_inner());
+            *granted += bytes;
+            Duration::from_secs_f64(*granted as f64 / self.bytes_per_sec)
+        };
+        let elapsed = self.start.elapsed();
+        if due > elapsed {
+            std::thread::sleep(due - elapsed);
+        }
+    }
+}
+
+/// Read `path` in chunks of `chunk_size`, handing each (offset, bytes) to
+/// `sink`, and return (bytes, xxh3). `chunk` is reused as the buffer.
+pub fn read_chunks(
+    path: &Path,
+    chunk_size: usize,
+    limiter: Option<&RateLimiter>,
+    mut sink: impl FnMut(u64, &[u8]) -> io::Result<()>,
+) -> io::Result<(u64, Checksum)> {
+    let mut file = File::open(path)?;
+    let mut hash = StreamingChecksum::new();
+    let mut buffer = vec![0u8; chunk_size.max(1)];
+    loop {
+        let mut filled = 0;
+        while filled < buffer.len() {
+            match file.read(&mut buffer[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if let Some(l) = limiter {
+            l.acquire(filled as u64);
+        }
+        let offset = hash.bytes();
+        hash.update(&buffer[..filled]);
+        sink(offset, &buffer[..filled])?;
+        if filled < buffer.len() {
+            return Ok((hash.bytes(), hash.finish()));
+        }
+    }
+}
+
+/// The destination path of `rel` under `dest`, creating parent directories.
+/// Refuses to go through a symlink or a non-directory: a link planted in the
+/// destination is never followed out of it. (The final name itself may be a
+/// symlink: the rename that completes a file replaces it.)
+pub fn prepare_destination(dest: &Path, rel: &str) -> io::Result<PathBuf> {
+    let mut dir = dest.to_path_buf();
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    parts.pop();
+    for part in parts {
+        dir.push(part);
+        match fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(io::Error::other(format!(
+                    "{} is a symlink; refusing to follow it out of the destination",
+                    dir.display()
+                )));
+            }
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Err(io::Error::other(format!("{} exists and is not a directory", dir.display()))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match fs::create_dir(&dir) {
+                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+                _ => {}
+            },
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(dest.join(rel))
+}
+
+/// True if `path` is a regular file (not a symlink) of `bytes` bytes.
+pub fn is_complete(path: &Path, bytes: u64) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == bytes)
+}
+
+/// Bytes available to unprivileged users on the file system of `path`.
+pub fn free_bytes(path: &Path) -> io::Result<u64> {
+    let stat = rustix::fs::statvfs(path).map_err(io::Error::from)?;
+    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    #[test]
+    fn chunks_cover_the_file_and_hash_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        for chunk in [1, 7, 4096, 10_000, 20_000] {
+            let mut seen = Vec::new();
+            let (n, sum) = read_chunks(&path, chunk, None, |offset, bytes| {
+                assert_eq!(offset as usize, seen.len());
+                seen.extend_from_slice(bytes);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!((n, sum), (10_000, Checksum::of(&data)));
+            assert_eq!(seen, data);
+        }
+    }
+
+    #[test]
+    fn empty_file_yields_one_empty_chunk() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty");
+        std::fs::write(&path, b"").unwrap();
+        let mut calls = 0;
+        read_chunks(&path, 64, None, |_, bytes| {
+            assert!(bytes.is_empty());
+            calls += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(calls, 1);
+    }
+
+    #[test]
+    fn planted_symlink_in_destination_is_refused() {
+        let outside = tempfile::tempdir().unwrap();
+        let dest = tempfile::tempdir().unwrap();
+        symlink(outside.path(), dest.path().join("sub")).unwrap();
+        let err = prepare_destination(dest.path(), "sub/file").unwrap_err();
+        assert!(err.to_string().contains("symlink"), "{err}");
+        let ok = prepare_destination(dest.path(), "a/b/c").unwrap();
+        assert!(dest.path().join("a/b").is_dir());
+        assert_eq!(ok, dest.path().join("a/b/c"));
+    }
+
+    #[test]
+    fn limiter_paces_reads() {
+        let limiter = RateLimiter::new(10_000_000.0);
+        let start = Instant::now();
+        for _ in 0..4 {
+            limiter.acquire(500_000);
+        }
+        assert!(start.elapsed() >= Duration::from_millis(190));
+    }
+}

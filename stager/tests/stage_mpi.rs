@@ -1,0 +1,311 @@
+//! `stager stage` end to end under a real mpirun: 4 ranks as 2 and as 4
+//! pretend nodes, every policy, and the faults that must not lose data.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use formats::manifest::{self, MANIFEST_FILE, Manifest, ScanOptions, Schema};
+use formats::placement::{Policy, files_per_node};
+use serde_json::Value;
+
+const STAGER: &str = env!("CARGO_BIN_EXE_stager");
+
+/// A source dataset of `files` files of varied sizes, with its manifest.
+fn dataset(root: &Path, files: usize, max_kib: usize) -> Manifest {
+    let src = root.join("src");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    let mut rng = e2e::SplitMix64::new(files as u64);
+    for i in 0..files {
+        let len = (rng.next() as usize % (max_kib * 1024)) + usize::from(i % 5 != 0);
+        let data: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        let name = if i % 4 == 0 { format!("sub/f{i:03}.bin") } else { format!("f{i:03}.bin") };
+        std::fs::write(src.join(name), data).unwrap();
+    }
+    let m = manifest::scan(&src, &ScanOptions::new(Schema::opaque())).unwrap();
+    m.save(&src.join(MANIFEST_FILE)).unwrap();
+    m
+}
+
+fn stage(ranks_per_node: &str, root: &Path, extra: &[&str]) -> Output {
+    let src = root.join("src");
+    let dest = root.join("node{node}");
+    let mut args = vec!["stage", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    e2e::mpirun(4, &[("STAGEHAND_RANKS_PER_NODE", ranks_per_node)], STAGER.as_ref(), &args)
+}
+
+fn report(output: &Output) -> Value {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "stage failed\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("no JSON report ({e}):\n{stdout}"))
+}
+
+/// Regular files under `dir` (hidden state excluded) and their bytes.
+fn contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    if !dir.exists() {
+        return out;
+    }
+    for item in walk(dir) {
+        let rel = item.strip_prefix(dir).unwrap().to_str().unwrap().to_owned();
+        if !rel.starts_with(".stagehand") {
+            out.insert(rel, std::fs::read(&item).unwrap());
+        }
+    }
+    out
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}
+
+fn expected(root: &Path, m: &Manifest, nodes: usize, policy: Policy, seed: u64) -> Vec<BTreeMap<String, Vec<u8>>> {
+    let sizes: Vec<u64> = m.files.iter().map(|f| f.bytes).collect();
+    files_per_node(&sizes, nodes, policy, seed)
+        .unwrap()
+        .into_iter()
+        .map(|files| {
+            files
+                .into_iter()
+                .map(|f| (m.files[f].path.clone(), std::fs::read(root.join("src").join(&m.files[f].path)).unwrap()))
+                .collect()
+        })
+        .collect()
+}
+
+fn check_policy(ranks_per_node: &str, nodes: usize, policy: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dataset(dir.path(), 24, 96);
+    let parsed: Policy = policy.parse().unwrap();
+    let r = report(&stage(
+        ranks_per_node,
+        dir.path(),
+        &["--policy", policy, "--seed", "5", "--chunk-size", "20KiB", "--threads", "3"],
+    ));
+    let want = expected(dir.path(), &m, nodes, parsed, 5);
+    let mut written = 0usize;
+    for (node, files) in want.iter().enumerate() {
+        let got = contents(&dir.path().join(format!("node{node}")));
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            files.keys().collect::<Vec<_>>(),
+            "node {node} holds the wrong files"
+        );
+        assert!(got == *files, "node {node}: bytes differ from the source");
+        written += files.values().map(Vec::len).sum::<usize>();
+        assert!(
+            !dir.path().join(format!("node{node}/.stagehand/tmp")).exists()
+                || walk(&dir.path().join(format!("node{node}/.stagehand/tmp"))).is_empty()
+        );
+    }
+    let unique: u64 = {
+        let mut needed: Vec<&String> = want.iter().flat_map(|f| f.keys()).collect();
+        needed.sort();
+        needed.dedup();
+        needed.iter().map(|p| m.entry(p).unwrap().bytes).sum()
+    };
+    assert_eq!(r["bytes_written"], written);
+    assert_eq!(r["bytes_read_from_source"], unique);
+    assert_eq!(r["unique_bytes_needed"], unique);
+    assert_eq!(r["read_amplification"], 1.0);
+    assert_eq!(r["nodes"], nodes);
+    // Every byte written on a node other than its reader's crossed MPI.
+    assert!(r["bytes_moved_over_mpi"].as_u64().unwrap() <= written as u64);
+}
+
+#[test]
+fn replicate_on_two_and_four_nodes() {
+    check_policy("2", 2, "replicate");
+    check_policy("1", 4, "replicate");
+}
+
+#[test]
+fn shard_on_two_and_four_nodes() {
+    check_policy("2", 2, "shard");
+    check_policy("1", 4, "shard");
+}
+
+#[test]
+fn per_node_on_two_and_four_nodes() {
+    check_policy("2", 2, "per-node=12");
+    check_policy("1", 4, "per-node=12");
+}
+
+#[test]
+fn naive_copy_reads_each_file_once_per_node_and_writes_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dataset(dir.path(), 16, 64);
+    let r = report(&stage("1", dir.path(), &["--policy", "per-node=8", "--naive"]));
+    let want = expected(dir.path(), &m, 4, Policy::PerNode(8), 0);
+    for (node, files) in want.iter().enumerate() {
+        assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node}");
+    }
+    assert_eq!(r["mode"], "naive");
+    assert_eq!(r["bytes_read_from_source"], r["bytes_written"]);
+    assert_eq!(r["read_amplification"], 2.0);
+}
+
+#[test]
+fn rerun_skips_journaled_files_and_repairs_a_damaged_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dataset(dir.path(), 12, 32);
+    report(&stage("2", dir.path(), &["--policy", "replicate"]));
+    let victim = &m.files[3];
+    std::fs::write(dir.path().join("node1").join(&victim.path), b"damaged").unwrap();
+    let r = report(&stage("2", dir.path(), &["--policy", "replicate"]));
+    assert_eq!(r["files_skipped_from_journal"], 2 * 12 - 1);
+    assert_eq!(r["bytes_read_from_source"], victim.bytes);
+    assert_eq!(contents(&dir.path().join("node1")), expected(dir.path(), &m, 2, Policy::Replicate, 0)[1]);
+}
+
+fn assert_failed_cleanly(output: &Output, started: Instant, needles: &[&str], root: &Path) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "stage should have failed:\n{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+    for needle in needles {
+        assert!(stderr.contains(needle), "stderr lacks {needle:?}:\n{stderr}");
+    }
+    for node in 0..4 {
+        let tmp = root.join(format!("node{node}/.stagehand/tmp"));
+        assert!(!tmp.exists() || walk(&tmp).is_empty(), "temporary files left in {}", tmp.display());
+    }
+}
+
+#[test]
+fn missing_source_file_fails_every_rank_naming_file_and_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dataset(dir.path(), 12, 64);
+    let gone = &m.files[5].path;
+    std::fs::remove_file(dir.path().join("src").join(gone)).unwrap();
+    // The manifest no longer matches the directory: rank 0 refuses it up front.
+    let started = Instant::now();
+    let out = stage("1", dir.path(), &["--policy", "replicate"]);
+    assert_failed_cleanly(&out, started, &[gone.as_str(), "rank 0"], dir.path());
+}
+
+#[test]
+fn source_file_changed_since_the_manifest_fails_naming_file_and_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dataset(dir.path(), 12, 64);
+    let victim = m.files.iter().max_by_key(|f| f.bytes).unwrap();
+    let path = dir.path().join("src").join(&victim.path);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&path, bytes).unwrap();
+    let started = Instant::now();
+    let out = stage("1", dir.path(), &["--policy", "replicate", "--chunk-size", "8KiB"]);
+    assert_failed_cleanly(
+        &out,
+        started,
+        &[victim.path.as_str(), "differs from the manifest", "error: rank"],
+        dir.path(),
+    );
+}
+
+#[test]
+fn destination_too_small_is_refused_before_any_data_moves() {
+    let dir = tempfile::tempdir().unwrap();
+    dataset(dir.path(), 8, 256);
+    let small = dir.path().join("node0");
+    std::fs::create_dir_all(&small).unwrap();
+    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(&small).status();
+    if !mounted.is_ok_and(|s| s.success()) {
+        assert!(!is_root(), "running as root but could not mount a small tmpfs");
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let out = stage("4", dir.path(), &["--policy", "replicate"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let leftovers = contents(&small);
+    let _ = Command::new("umount").arg(&small).status();
+    assert!(!out.status.success());
+    assert!(stderr.contains("bytes free but node 0 needs") && stderr.contains("nothing was copied"), "{stderr}");
+    assert!(leftovers.is_empty(), "data written despite the refusal: {:?}", leftovers.keys());
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+#[test]
+fn symlink_planted_in_destination_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    dataset(dir.path(), 8, 16);
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("node0")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("node0/sub")).unwrap();
+    let out = stage("4", dir.path(), &["--policy", "replicate"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("symlink"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "wrote through the planted symlink");
+}
+
+#[test]
+fn manifest_entry_escaping_the_source_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = dataset(dir.path(), 4, 4);
+    m.files[0].path = "../escape".into();
+    std::fs::write(dir.path().join("src").join(MANIFEST_FILE), m.to_json()).unwrap();
+    let out = stage("2", dir.path(), &["--policy", "shard"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("../escape"));
+}
+
+#[test]
+fn killed_rank_ends_the_job_and_a_rerun_finishes_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dataset(dir.path(), 24, 256);
+    let src = dir.path().join("src");
+    let dest = dir.path().join("node{node}");
+    // Emulate a slow file system so the run is still going when a rank dies.
+    let mut child = Command::new("mpirun")
+        .args(["--oversubscribe", "--bind-to", "none", "-np", "4", "-x", "STAGEHAND_RANKS_PER_NODE"])
+        .env("STAGEHAND_RANKS_PER_NODE", "2")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .arg(STAGER)
+        .args(["stage", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap()])
+        .args(["--policy", "replicate", "--chunk-size", "16KiB", "--source-bandwidth", "1MB/s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until some files are journaled, then kill -9 one rank.
+    let journal = dir.path().join("node1/.stagehand/journal.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pids =
+        Command::new("pgrep").args(["-f", &format!("{STAGER} stage --source {}", src.display())]).output().unwrap();
+    let victim = String::from_utf8_lossy(&pids.stdout).lines().last().map(str::to_owned).expect("no rank to kill");
+    Command::new("kill").args(["-9", &victim]).status().unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the job survived a killed rank");
+
+    let done_before: usize = (0..2)
+        .map(|n| {
+            std::fs::read_to_string(dir.path().join(format!("node{n}/.stagehand/journal.jsonl")))
+                .map_or(0, |t| t.lines().count())
+        })
+        .sum();
+    assert!(done_before > 0 && done_before < 48, "{done_before} files journaled before the kill");
+    let r = report(&stage("2", dir.path(), &["--policy", "replicate", "--chunk-size", "16KiB"]));
+    assert_eq!(r["files_skipped_from_journal"], done_before);
+    assert!(r["bytes_read_from_source"].as_u64().unwrap() < m.total_bytes());
+    let want = expected(dir.path(), &m, 2, Policy::Replicate, 0);
+    for (node, files) in want.iter().enumerate() {
+        assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node} differs after resume");
+    }
+}
