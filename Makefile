@@ -12,6 +12,8 @@ DEMO_DIR ?= /tmp/stagehand-demo
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_btl_vader_single_copy_mechanism := none
+export OMPI_MCA_btl_vader_max_send_size := 1048576
+export OMPI_MCA_btl_vader_eager_limit := 65536
 MPIRUN := mpirun --oversubscribe --bind-to none
 
 .PHONY: setup demo test lint bench

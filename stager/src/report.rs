@@ -35,6 +35,8 @@ pub fn build(outcome: &StageOutcome, config: &StageConfig, ranks: usize, nodes: 
         "seconds": { "read": read_secs, "write": write_secs, "total": total_secs },
         "gb_per_s": { "read": rate(read, read_secs), "write": rate(written, write_secs), "total": rate(written, total_secs) },
         "slowest_rank": slowest,
+        "peak_rss_bytes_max_rank": outcome.ranks.iter().map(|r| r.peak_rss_bytes).max().unwrap_or(0),
+        "max_inflight_bytes": config.max_inflight,
         "source_bandwidth_emulated": config.source_bandwidth,
     })
 }

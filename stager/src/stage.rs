@@ -19,7 +19,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cluster::progress::{Counters, Progress};
@@ -27,7 +27,6 @@ use cluster::{ThreadComm, World};
 use formats::checksum::StreamingChecksum;
 use formats::manifest::Manifest;
 use formats::placement::{Policy, files_per_node};
-use mpi::point_to_point::Status;
 use mpi::traits::*;
 
 use crate::files::{RateLimiter, free_bytes, is_complete, prepare_destination, read_chunks};
@@ -93,10 +92,24 @@ pub struct RankStats {
     pub total_secs: f64,
     /// Files completed on this rank's node by this rank.
     pub files_written: u64,
+    /// Peak resident memory of this rank's process (VmHWM), bytes.
+    pub peak_rss_bytes: u64,
+}
+
+const FIELDS: usize = 8;
+
+/// Peak resident set size of this process, from `/proc/self/status` (0 if unknown).
+fn peak_rss_bytes() -> u64 {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
 }
 
 impl RankStats {
-    fn pack(&self) -> [f64; 7] {
+    fn pack(&self) -> [f64; FIELDS] {
         [
             self.read_bytes as f64,
             self.read_secs,
@@ -105,6 +118,7 @@ impl RankStats {
             self.write_secs,
             self.total_secs,
             self.files_written as f64,
+            self.peak_rss_bytes as f64,
         ]
     }
     fn unpack(v: &[f64]) -> RankStats {
@@ -116,6 +130,7 @@ impl RankStats {
             write_secs: v[4],
             total_secs: v[5],
             files_written: v[6] as u64,
+            peak_rss_bytes: v[7] as u64,
         }
     }
 }
@@ -226,13 +241,14 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
     progress.finish();
     world.barrier();
     stats.total_secs = started.elapsed().as_secs_f64();
+    stats.peak_rss_bytes = peak_rss_bytes();
 
     let mine = stats.pack();
     let root = world.comm().process_at_rank(0);
     let ranks = if world.is_root() {
-        let mut all = vec![0f64; 7 * t.size];
+        let mut all = vec![0f64; FIELDS * t.size];
         root.gather_into_root(&mine[..], &mut all[..]);
-        all.chunks_exact(7).map(RankStats::unpack).collect()
+        all.chunks_exact(FIELDS).map(RankStats::unpack).collect()
     } else {
         root.gather_into(&mine[..]);
         vec![stats]
@@ -269,37 +285,47 @@ struct Context<'a> {
     failing: AtomicBool,
 }
 
-/// A byte budget: readers take from it before reading a chunk, the sender
-/// gives back once the chunk is sent, so in-flight memory stays bounded.
-struct Budget {
-    capacity: u64,
-    available: Mutex<u64>,
-    freed: Condvar,
+/// The in-flight buffers: at most `max_inflight / (chunk + header)` of them
+/// (at least one), allocated on first use and recycled by the sender, so
+/// memory stays bounded and no chunk pays for fresh pages.
+struct Pool {
+    free_tx: crossbeam_channel::Sender<Vec<u8>>,
+    free_rx: crossbeam_channel::Receiver<Vec<u8>>,
+    allocated: AtomicUsize,
+    capacity: usize,
+    buffer_len: usize,
 }
 
-impl Budget {
-    fn new(capacity: u64) -> Self {
-        Budget { capacity: capacity.max(1), available: Mutex::new(capacity.max(1)), freed: Condvar::new() }
+impl Pool {
+    fn new(max_inflight: u64, buffer_len: usize) -> Self {
+        let capacity = usize::try_from(max_inflight / buffer_len as u64).unwrap_or(usize::MAX).max(1);
+        let (free_tx, free_rx) = crossbeam_channel::unbounded();
+        Pool { free_tx, free_rx, allocated: AtomicUsize::new(0), capacity, buffer_len }
     }
-    fn take(&self, bytes: u64) -> u64 {
-        let bytes = bytes.min(self.capacity);
-        let mut available = self.available.lock().unwrap_or_else(|p| p.into_inner());
-        while *available < bytes {
-            available = self.freed.wait(available).unwrap_or_else(|p| p.into_inner());
+
+    fn take(&self) -> Vec<u8> {
+        if let Ok(buffer) = self.free_rx.try_recv() {
+            return buffer;
         }
-        *available -= bytes;
-        bytes
+        if self.allocated.fetch_add(1, Ordering::SeqCst) < self.capacity {
+            return vec![0u8; self.buffer_len];
+        }
+        self.allocated.fetch_sub(1, Ordering::SeqCst);
+        // Every buffer is in flight: wait for the sender to return one. The
+        // pool holds a sender itself, so this cannot fail.
+        self.free_rx.recv().unwrap_or_else(|_| vec![0u8; self.buffer_len])
     }
-    fn give(&self, bytes: u64) {
-        *self.available.lock().unwrap_or_else(|p| p.into_inner()) += bytes;
-        self.freed.notify_all();
+
+    fn give(&self, buffer: Vec<u8>) {
+        let _ = self.free_tx.send(buffer);
     }
 }
 
 struct Chunk {
     file: usize,
+    /// Header and data; only the first `len` bytes are the message.
     message: Vec<u8>,
-    budget: u64,
+    len: usize,
 }
 
 impl Context<'_> {
@@ -352,8 +378,9 @@ impl Context<'_> {
         std::thread::scope(|s| {
             for _ in 0..self.config.threads.max(1) {
                 s.spawn(|| {
+                    let mut buffer = Vec::new();
                     while let Some(&f) = mine.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        if let Err(message) = self.copy_directly(f, &journal) {
+                        if let Err(message) = self.copy_directly(f, &journal, &mut buffer) {
                             self.fail(message);
                         }
                         let mut st = stats.lock().unwrap_or_else(|p| p.into_inner());
@@ -370,14 +397,14 @@ impl Context<'_> {
         st
     }
 
-    fn copy_directly(&self, f: usize, journal: &Mutex<Journal>) -> Result<(), String> {
+    fn copy_directly(&self, f: usize, journal: &Mutex<Journal>, buffer: &mut Vec<u8>) -> Result<(), String> {
         let entry = &self.manifest.files[f];
         let source = self.config.source.join(&entry.path);
         let temp = journal::temp_dir(self.dest).join(format!("{f}.r{}.part", self.rank));
         let fail = |what: &str, e: io::Error| format!("{}: {what} {}: {e}", self.rank_label(), entry.path);
         fs::create_dir_all(journal::temp_dir(self.dest)).map_err(|e| fail("creating temp dir for", e))?;
         let out = File::create(&temp).map_err(|e| fail("creating temp file for", e))?;
-        let (bytes, sum) = read_chunks(&source, self.config.chunk_size, self.limiter, |offset, data| {
+        let (bytes, sum) = read_chunks(&source, self.config.chunk_size, self.limiter, buffer, |offset, data| {
             out.write_all_at(data, offset)?;
             self.counters.add_bytes(data.len() as u64);
             Ok(())
@@ -417,16 +444,22 @@ impl Context<'_> {
     fn staged(&self, comm: &ThreadComm, node_files: &[usize]) -> RankStats {
         let rank = self.rank;
         let reads = self.plan.reads(rank);
-        let budget = Budget::new(self.config.max_inflight);
+        let budget = Pool::new(self.config.max_inflight, HEADER + self.config.chunk_size);
         let (tx, rx) = crossbeam_channel::unbounded::<Chunk>();
         let is_writer = self.plan.writer(self.plan.node_of(rank)) == Some(rank);
         let next = AtomicUsize::new(0);
         let read_stats = Mutex::new((0u64, 0f64));
         let mut stats = RankStats::default();
+        let receives = is_writer && !node_files.is_empty();
+        let (local_tx, local_rx) = crossbeam_channel::unbounded::<Chunk>();
         std::thread::scope(|s| {
-            let receiver = (is_writer && !node_files.is_empty()).then(|| s.spawn(|| self.receive(comm, node_files)));
-            let (rx_ref, budget_ref) = (&rx, &budget);
-            let sender = s.spawn(move || self.send(comm, rx_ref, budget_ref));
+            let (rx_ref, budget_ref, local_rx) = (&rx, &budget, &local_rx);
+            let receiver = receives.then(|| s.spawn(move || self.receive(comm, node_files, local_rx, budget_ref)));
+            let sender = s.spawn(move || {
+                let moved = self.send(comm, rx_ref, budget_ref, receives.then_some(&local_tx));
+                drop(local_tx);
+                moved
+            });
             let (next, budget, read_stats, reads) = (&next, &budget, &read_stats, &reads);
             let readers: Vec<_> = (0..self.config.threads.max(1))
                 .map(|_| {
@@ -462,7 +495,7 @@ impl Context<'_> {
     }
 
     /// Read file `f` into budgeted chunks for the sender; returns bytes read.
-    fn read_file(&self, f: usize, tx: &crossbeam_channel::Sender<Chunk>, budget: &Budget) -> u64 {
+    fn read_file(&self, f: usize, tx: &crossbeam_channel::Sender<Chunk>, pool: &Pool) -> u64 {
         let entry = &self.manifest.files[f];
         let path = self.config.source.join(&entry.path);
         let fail = |e: io::Error| -> ! {
@@ -474,11 +507,10 @@ impl Context<'_> {
         loop {
             let remaining = entry.bytes.saturating_sub(hash.bytes());
             let want = (remaining as usize).min(chunk);
-            let taken = budget.take((HEADER + want) as u64);
-            let mut message = vec![0u8; HEADER + want];
+            let mut message = pool.take();
             let mut filled = 0;
             while filled < want {
-                match file.read(&mut message[HEADER + filled..]) {
+                match file.read(&mut message[HEADER + filled..HEADER + want]) {
                     Ok(0) => break,
                     Ok(n) => filled += n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -508,11 +540,10 @@ impl Context<'_> {
             } else {
                 false
             };
-            message.truncate(HEADER + filled);
             for (i, v) in [f as u64, offset, filled as u64, if last { LAST } else { 0 }].iter().enumerate() {
                 message[i * 8..(i + 1) * 8].copy_from_slice(&v.to_le_bytes());
             }
-            if tx.send(Chunk { file: f, message, budget: taken }).is_err() {
+            if tx.send(Chunk { file: f, message, len: HEADER + filled }).is_err() {
                 self.fail(format!("{}: the sender thread stopped", self.rank_label()));
             }
             if last {
@@ -521,30 +552,56 @@ impl Context<'_> {
         }
     }
 
-    /// Send each chunk to the writer of every destination node; returns bytes sent off-node.
-    fn send(&self, comm: &ThreadComm, rx: &crossbeam_channel::Receiver<Chunk>, budget: &Budget) -> u64 {
-        let my_node = self.node;
+    /// Send each chunk to the writer of every destination node; a chunk for
+    /// this rank's own node goes to its receiver in-process, not through MPI.
+    /// Returns bytes sent off-node.
+    fn send(
+        &self,
+        comm: &ThreadComm,
+        rx: &crossbeam_channel::Receiver<Chunk>,
+        pool: &Pool,
+        local: Option<&crossbeam_channel::Sender<Chunk>>,
+    ) -> u64 {
         let mut moved = 0u64;
         for chunk in rx {
+            let mut deliver_here = false;
             for &node in self.plan.destinations(chunk.file) {
                 let Some(writer) = self.plan.writer(node) else { continue };
-                comm.comm().process_at_rank(writer as i32).send_with_tag(&chunk.message[..], TAG_DATA);
-                if node != my_node {
-                    moved += (chunk.message.len() - HEADER) as u64;
+                if writer == self.rank && local.is_some() {
+                    deliver_here = true;
+                    continue;
+                }
+                let target = comm.comm().process_at_rank(writer as i32);
+                mpi::request::scope(|scope| {
+                    let request = target.immediate_send_with_tag(scope, &chunk.message[..chunk.len], TAG_DATA);
+                    wait_politely(request);
+                });
+                if node != self.node {
+                    moved += (chunk.len - HEADER) as u64;
                 }
             }
-            budget.give(chunk.budget);
+            match local {
+                // The receiver returns the buffer to the pool once written.
+                Some(local) if deliver_here => {
+                    if let Err(returned) = local.send(chunk) {
+                        pool.give(returned.0.message);
+                    }
+                }
+                _ => pool.give(chunk.message),
+            }
         }
         moved
     }
 
-    /// Receive this node's files; returns (bytes written, seconds, files).
-    fn receive(&self, comm: &ThreadComm, node_files: &[usize]) -> (u64, f64, u64) {
-        struct Open {
-            file: File,
-            temp: PathBuf,
-            hash: StreamingChecksum,
-        }
+    /// Receive this node's files, from MPI and from this rank's own readers;
+    /// returns (bytes written, seconds, files).
+    fn receive(
+        &self,
+        comm: &ThreadComm,
+        node_files: &[usize],
+        local: &crossbeam_channel::Receiver<Chunk>,
+        pool: &Pool,
+    ) -> (u64, f64, u64) {
         let journal = match Journal::open(self.dest, "journal.jsonl") {
             Ok(j) => Mutex::new(j),
             Err(e) => self.fail(format!("{}: opening the journal in {}: {e}", self.rank_label(), self.dest.display())),
@@ -553,13 +610,34 @@ impl Context<'_> {
         if let Err(e) = fs::create_dir_all(&temp_dir) {
             self.fail(format!("{}: creating {}: {e}", self.rank_label(), temp_dir.display()));
         }
-        let mut open: HashMap<usize, Open> = HashMap::new();
-        let mut done = 0usize;
-        let mut written = 0u64;
-        let mut first_write: Option<Instant> = None;
-        let expected: std::collections::HashSet<usize> = node_files.iter().copied().collect();
-        while done < node_files.len() {
-            let (message, status): (mpi::point_to_point::Message, Status) = comm.comm().any_process().matched_probe();
+        let mut writer = NodeWriter {
+            ctx: self,
+            journal,
+            temp_dir,
+            open: HashMap::new(),
+            expected: node_files.iter().copied().collect(),
+            done: 0,
+            written: 0,
+            first_write: None,
+        };
+        let mut buffer: Vec<u8> = Vec::new();
+        let mut idle = 0u32;
+        while writer.done < node_files.len() {
+            if let Ok(chunk) = local.try_recv() {
+                writer.chunk(&chunk.message[..chunk.len], self.rank);
+                pool.give(chunk.message);
+                idle = 0;
+                continue;
+            }
+            let Some((message, status)) = comm.comm().any_process().immediate_matched_probe() else {
+                // Nothing yet: back off gently (spin, then sleep up to 200 us).
+                idle = (idle + 1).min(20);
+                if idle > 4 {
+                    std::thread::sleep(Duration::from_micros(10 * u64::from(idle)));
+                }
+                continue;
+            };
+            idle = 0;
             if self.failing.load(Ordering::SeqCst) {
                 // Another thread of this rank is ending the job; write nothing more.
                 loop {
@@ -567,8 +645,12 @@ impl Context<'_> {
                 }
             }
             let count = status.count(u8::equivalent_datatype()) as usize;
-            let mut buffer = vec![0u8; count];
-            message.matched_receive_into(&mut buffer[..]);
+            if buffer.len() < count {
+                buffer.resize(count, 0);
+            }
+            mpi::request::scope(|scope| {
+                wait_politely(message.immediate_matched_receive_into(scope, &mut buffer[..count]));
+            });
             if status.tag() == TAG_ABORT {
                 let _ = journal::clear_temp(self.dest);
                 eprintln!(
@@ -579,59 +661,99 @@ impl Context<'_> {
                 );
                 self.abort();
             }
-            if count < HEADER {
-                self.fail(format!("{}: malformed message from rank {}", self.rank_label(), status.source_rank()));
-            }
-            let field = |i: usize| u64::from_le_bytes(buffer[i * 8..(i + 1) * 8].try_into().unwrap_or([0; 8]));
-            let (f, offset, len, flags) = (field(0) as usize, field(1), field(2) as usize, field(3));
-            if !expected.contains(&f) || len != count - HEADER {
-                self.fail(format!(
-                    "{}: unexpected chunk of file {f} from rank {}",
-                    self.rank_label(),
-                    status.source_rank()
-                ));
-            }
-            let entry = &self.manifest.files[f];
-            first_write.get_or_insert_with(Instant::now);
-            let state = match open.entry(f) {
-                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    let temp = temp_dir.join(format!("{f}.part"));
-                    let file = File::create(&temp).unwrap_or_else(|e| {
-                        self.fail(format!("{}: creating {}: {e}", self.rank_label(), temp.display()))
-                    });
-                    v.insert(Open { file, temp, hash: StreamingChecksum::new() })
-                }
-            };
-            let data = &buffer[HEADER..];
-            if let Err(e) = state.file.write_all_at(data, offset) {
-                self.fail(format!("{}: writing {} into {}: {e}", self.rank_label(), entry.path, self.dest.display()));
-            }
-            state.hash.update(data);
-            written += data.len() as u64;
-            self.counters.add_bytes(data.len() as u64);
-            if flags & LAST != 0 {
-                let Some(state) = open.remove(&f) else { continue };
-                if state.hash.bytes() != entry.bytes || state.hash.finish() != entry.xxh3 {
-                    self.fail(format!(
-                        "{}: {} arrived corrupt (xxh3 {} != {})",
-                        self.rank_label(),
-                        entry.path,
-                        state.hash.finish(),
-                        entry.xxh3
-                    ));
-                }
-                if let Err(e) = state.file.sync_all() {
-                    self.fail(format!("{}: syncing {}: {e}", self.rank_label(), entry.path));
-                }
-                drop(state.file);
-                if let Err(message) = self.finish_file(&state.temp, f, &journal) {
-                    self.fail(message);
-                }
-                self.counters.add_item();
-                done += 1;
-            }
+            writer.chunk(&buffer[..count], status.source_rank() as usize);
         }
-        (written, first_write.map_or(0.0, |t| t.elapsed().as_secs_f64()), done as u64)
+        (writer.written, writer.first_write.map_or(0.0, |t| t.elapsed().as_secs_f64()), writer.done as u64)
+    }
+}
+
+/// Wait for a request by testing it with short sleeps in between. A blocking
+/// MPI wait spins (and, oversubscribed, yields in a loop), taking the CPU
+/// from the threads that read and write; sleeping leaves it to them.
+fn wait_politely<'a, B: ?Sized, S: mpi::request::Scope<'a>>(mut request: mpi::request::Request<'a, B, S>) {
+    let mut idle = 0u64;
+    loop {
+        match request.test() {
+            Ok(_) => return,
+            Err(pending) => request = pending,
+        }
+        idle = (idle + 1).min(10);
+        if idle > 2 {
+            std::thread::sleep(Duration::from_micros(20 * idle));
+        }
+    }
+}
+
+/// The writing side of a node: chunks into temporary files, checked,
+/// renamed into place and journaled when their last chunk arrives.
+struct NodeWriter<'c, 'a> {
+    ctx: &'c Context<'a>,
+    journal: Mutex<Journal>,
+    temp_dir: PathBuf,
+    open: HashMap<usize, OpenFile>,
+    expected: std::collections::HashSet<usize>,
+    done: usize,
+    written: u64,
+    first_write: Option<Instant>,
+}
+
+struct OpenFile {
+    file: File,
+    temp: PathBuf,
+    hash: StreamingChecksum,
+}
+
+impl NodeWriter<'_, '_> {
+    /// Handle one message (header + data) from rank `source`.
+    fn chunk(&mut self, message: &[u8], source: usize) {
+        let ctx = self.ctx;
+        if message.len() < HEADER {
+            ctx.fail(format!("{}: malformed message from rank {source}", ctx.rank_label()));
+        }
+        let field = |i: usize| u64::from_le_bytes(message[i * 8..(i + 1) * 8].try_into().unwrap_or([0; 8]));
+        let (f, offset, len, flags) = (field(0) as usize, field(1), field(2) as usize, field(3));
+        if !self.expected.contains(&f) || len != message.len() - HEADER {
+            ctx.fail(format!("{}: unexpected chunk of file {f} from rank {source}", ctx.rank_label()));
+        }
+        let entry = &ctx.manifest.files[f];
+        self.first_write.get_or_insert_with(Instant::now);
+        let state = match self.open.entry(f) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let temp = self.temp_dir.join(format!("{f}.part"));
+                let file = File::create(&temp)
+                    .unwrap_or_else(|e| ctx.fail(format!("{}: creating {}: {e}", ctx.rank_label(), temp.display())));
+                v.insert(OpenFile { file, temp, hash: StreamingChecksum::new() })
+            }
+        };
+        let data = &message[HEADER..];
+        if let Err(e) = state.file.write_all_at(data, offset) {
+            ctx.fail(format!("{}: writing {} into {}: {e}", ctx.rank_label(), entry.path, ctx.dest.display()));
+        }
+        state.hash.update(data);
+        self.written += data.len() as u64;
+        ctx.counters.add_bytes(data.len() as u64);
+        if flags & LAST == 0 {
+            return;
+        }
+        let Some(state) = self.open.remove(&f) else { return };
+        if state.hash.bytes() != entry.bytes || state.hash.finish() != entry.xxh3 {
+            ctx.fail(format!(
+                "{}: {} arrived corrupt (xxh3 {} != {})",
+                ctx.rank_label(),
+                entry.path,
+                state.hash.finish(),
+                entry.xxh3
+            ));
+        }
+        if let Err(e) = state.file.sync_all() {
+            ctx.fail(format!("{}: syncing {}: {e}", ctx.rank_label(), entry.path));
+        }
+        drop(state.file);
+        if let Err(message) = ctx.finish_file(&state.temp, f, &self.journal) {
+            ctx.fail(message);
+        }
+        ctx.counters.add_item();
+        self.done += 1;
     }
 }
