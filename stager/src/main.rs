@@ -269,14 +269,15 @@ fn with_world(f: impl FnOnce(&World) -> anyhow::Result<()>) -> anyhow::Result<()
     let world = World::init()?;
     cluster::logging::init(world.topology(), None);
     if let Err(e) = f(&world) {
-        match e.downcast_ref::<StageError>() {
-            // Another rank printed why; leave quietly with the same status.
-            Some(StageError::Remote(_)) => std::process::exit(1),
-            _ => {
-                eprintln!("error: rank {} (node {}): {e:#}", world.rank(), world.topology().node);
-                std::process::exit(1)
-            }
+        // Another rank printed why a remote failure happened; stay quiet.
+        if !matches!(e.downcast_ref::<StageError>(), Some(StageError::Remote(_))) {
+            eprintln!("error: rank {} (node {}): {e:#}", world.rank(), world.topology().node);
         }
+        // Errors returned here were agreed on by every rank, so all of them
+        // get here: finalise MPI cleanly (no rank is killed mid-message),
+        // then exit non-zero.
+        drop(world);
+        std::process::exit(1);
     }
     Ok(())
 }
