@@ -69,7 +69,8 @@ fn run_stager(src: &Path, dest_root: &Path, per_node: usize, extra: &[&str]) -> 
     clear(dest_root);
     let dest = dest_root.join("node{node}");
     let policy = format!("per-node={per_node}");
-    let mut args = vec!["stage", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap(), "--policy", &policy];
+    let mut args =
+        vec!["stage", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap(), "--policy", &policy];
     args.extend_from_slice(extra);
     let started = Instant::now();
     let out = e2e::mpirun(NODES, &[("STAGEHAND_RANKS_PER_NODE", "1")], STAGER.as_ref(), &args);
@@ -114,7 +115,11 @@ fn main() {
     let per_node = m.files.len() / 2;
     let sizes: Vec<u64> = m.files.iter().map(|f| f.bytes).collect();
     let needs = files_per_node(&sizes, NODES, Policy::PerNode(per_node), 0).unwrap();
-    println!("dataset: {} files, {:.2} GiB; {NODES} nodes x per-node={per_node}; {reps} reps", m.files.len(), m.total_bytes() as f64 / (1u64 << 30) as f64);
+    println!(
+        "dataset: {} files, {:.2} GiB; {NODES} nodes x per-node={per_node}; {reps} reps",
+        m.files.len(),
+        m.total_bytes() as f64 / (1u64 << 30) as f64
+    );
     // Warm the page cache so every contender reads from memory.
     for f in &m.files {
         std::fs::read(src.join(&f.path)).unwrap();
@@ -123,8 +128,12 @@ fn main() {
     let mut rows: Vec<(&str, Vec<f64>, Vec<f64>, Vec<Value>)> = Vec::new();
     let pfs_arg = ["--source-bandwidth", pfs.as_str()];
     let naive_pfs = ["--naive", "--source-bandwidth", pfs.as_str()];
-    let cases: [(&str, &[&str]); 4] =
-        [("stager", &[]), ("naive", &["--naive"]), ("stager, emulated PFS", &pfs_arg), ("naive, emulated PFS", &naive_pfs)];
+    let cases: [(&str, &[&str]); 4] = [
+        ("stager", &[]),
+        ("naive", &["--naive"]),
+        ("stager, emulated PFS", &pfs_arg),
+        ("naive, emulated PFS", &naive_pfs),
+    ];
     let mut cp_times = Vec::new();
     for (name, _) in &cases {
         rows.push((name, Vec::new(), Vec::new(), Vec::new()));
@@ -148,11 +157,21 @@ fn main() {
     for (name, walls, internal, reports) in &rows {
         let amp = reports[0]["read_amplification"].as_f64().unwrap();
         let rss = reports.iter().map(|r| r["peak_rss_bytes_max_rank"].as_u64().unwrap()).max().unwrap();
-        println!("| {name} | {:.3} | {:.3} | {amp:.2} | {:.0} |", median(walls.clone()), median(internal.clone()), rss as f64 / 1048576.0);
-        results[name] = serde_json::json!({ "wall": walls, "internal": internal, "read_amplification": amp, "peak_rss": rss });
+        println!(
+            "| {name} | {:.3} | {:.3} | {amp:.2} | {:.0} |",
+            median(walls.clone()),
+            median(internal.clone()),
+            rss as f64 / 1048576.0
+        );
+        results[name] =
+            serde_json::json!({ "wall": walls, "internal": internal, "read_amplification": amp, "peak_rss": rss });
     }
     let ratio = |a: usize, b: usize| median(rows[a].1.clone()) / median(rows[b].1.clone());
-    println!("\nstager / cp (wall): {:.2}   stager-internal / cp: {:.2}", median(rows[0].1.clone()) / cp, median(rows[0].2.clone()) / cp);
+    println!(
+        "\nstager / cp (wall): {:.2}   stager-internal / cp: {:.2}",
+        median(rows[0].1.clone()) / cp,
+        median(rows[0].2.clone()) / cp
+    );
     println!("stager / naive, emulated PFS {pfs} (wall): {:.2}", ratio(2, 3));
     println!("stager / naive, no emulation (wall): {:.2}", ratio(0, 1));
     let out = src.parent().unwrap().join("results.json");

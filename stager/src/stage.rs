@@ -600,7 +600,8 @@ impl Context<'_> {
                 }
                 let target = comm.comm().process_at_rank(writer as i32);
                 mpi::request::scope(|scope| {
-                    let request = target.immediate_send_with_tag(scope, &chunk.message.as_slice()[..chunk.len], TAG_DATA);
+                    let request =
+                        target.immediate_send_with_tag(scope, &chunk.message.as_slice()[..chunk.len], TAG_DATA);
                     wait_politely(request);
                 });
                 if node != self.node {
