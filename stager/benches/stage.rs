@@ -31,10 +31,11 @@ fn env_or(key: &str, default: &str) -> String {
 }
 
 fn make_dataset(src: &Path) -> Manifest {
-    if let Ok(m) = Manifest::load(&src.join(MANIFEST_FILE)) {
-        if m.total_bytes() >= TOTAL - (64 << 20) && m.validate_against_root(src).is_ok() {
-            return m;
-        }
+    if let Ok(m) = Manifest::load(&src.join(MANIFEST_FILE))
+        && m.total_bytes() >= TOTAL - (64 << 20)
+        && m.validate_against_root(src).is_ok()
+    {
+        return m;
     }
     let _ = std::fs::remove_dir_all(src);
     std::fs::create_dir_all(src).unwrap();
@@ -125,7 +126,9 @@ fn main() {
         std::fs::read(src.join(&f.path)).unwrap();
     }
 
-    let mut rows: Vec<(&str, Vec<f64>, Vec<f64>, Vec<Value>)> = Vec::new();
+    // (contender, wall seconds, stager-internal seconds, reports)
+    type Row<'a> = (&'a str, Vec<f64>, Vec<f64>, Vec<Value>);
+    let mut rows: Vec<Row> = Vec::new();
     let pfs_arg = ["--source-bandwidth", pfs.as_str()];
     let naive_pfs = ["--naive", "--source-bandwidth", pfs.as_str()];
     let cases: [(&str, &[&str]); 4] = [
