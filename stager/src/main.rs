@@ -39,8 +39,10 @@ enum Command {
     Simulate(SimulateArgs),
 }
 
+/// Where the data is and what each node gets: shared by `stage` and `verify`,
+/// which must be given the same values.
 #[derive(Args, Debug)]
-struct StageArgs {
+struct Placement {
     /// Dataset directory on the source (parallel) file system.
     #[arg(long)]
     source: PathBuf,
@@ -56,6 +58,12 @@ struct StageArgs {
     /// Seed of the per-node file choice (the loader must use the same).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+}
+
+#[derive(Args, Debug)]
+struct StageArgs {
+    #[command(flatten)]
+    placement: Placement,
     /// Read threads per rank.
     #[arg(long, default_value_t = 8)]
     threads: usize,
@@ -78,21 +86,8 @@ struct StageArgs {
 
 #[derive(Args, Debug)]
 struct VerifyArgs {
-    /// Dataset directory on the source file system (for its manifest).
-    #[arg(long)]
-    source: PathBuf,
-    /// Manifest (default: SOURCE/manifest.json).
-    #[arg(long)]
-    manifest: Option<PathBuf>,
-    /// Node-local destination template, as given to `stage`.
-    #[arg(long)]
-    dest: String,
-    /// The policy given to `stage`.
-    #[arg(long, default_value = "replicate")]
-    policy: Policy,
-    /// The seed given to `stage`.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    #[command(flatten)]
+    placement: Placement,
 }
 
 #[derive(Args, Debug)]
@@ -315,12 +310,13 @@ fn shared_manifest(world: &World, source: &Path, manifest: Option<&Path>) -> any
 }
 
 fn stage(world: &World, args: &StageArgs) -> anyhow::Result<()> {
-    let manifest = shared_manifest(world, &args.source, args.manifest.as_deref())?;
+    let p = &args.placement;
+    let manifest = shared_manifest(world, &p.source, p.manifest.as_deref())?;
     let config = StageConfig {
-        source: args.source.clone(),
-        dest: args.dest.clone(),
-        policy: args.policy,
-        seed: args.seed,
+        source: p.source.clone(),
+        dest: p.dest.clone(),
+        policy: p.policy,
+        seed: p.seed,
         threads: args.threads.max(1),
         chunk_size: usize::try_from(args.chunk_size).unwrap_or(usize::MAX),
         max_inflight: args.max_inflight,
@@ -340,6 +336,7 @@ fn stage(world: &World, args: &StageArgs) -> anyhow::Result<()> {
 }
 
 fn verify(world: &World, args: &VerifyArgs) -> anyhow::Result<()> {
+    let args = &args.placement;
     let manifest = shared_manifest(world, &args.source, args.manifest.as_deref())?;
     let t = *world.topology();
     let sizes: Vec<u64> = manifest.files.iter().map(|f| f.bytes).collect();
