@@ -169,8 +169,7 @@ fn write_atomically(
     path: &Path,
     fill: impl FnOnce(&hdf5::File, &Path) -> Result<(), ClimateError>,
 ) -> Result<(), ClimateError> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temp = path.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
+    let temp = crate::atomic::temp_path_for(path);
     let result = (|| {
         let file = hdf5::File::create(&temp).map_err(h5err(path, "creating file"))?;
         fill(&file, path)?;

@@ -29,6 +29,7 @@
 //! assert_eq!(back, sample);
 //! ```
 
+pub mod atomic;
 pub mod checksum;
 pub mod climate;
 pub mod cosmoflow;

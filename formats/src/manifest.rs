@@ -316,8 +316,7 @@ impl Manifest {
 
     /// Write atomically (temp file, fsync, rename).
     pub fn save(&self, path: &Path) -> Result<(), ManifestError> {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let temp = path.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
+        let temp = crate::atomic::temp_path_for(path);
         let write = || -> std::io::Result<()> {
             use std::io::Write;
             let mut file = fs::File::create(&temp)?;

@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 
 use heed::{Env, EnvFlags, EnvOpenOptions};
 
+use crate::atomic::temp_path_for;
+
 pub use sample_store::{SampleReader, SampleStore, SampleStoreWriter};
 pub use trace_store::{TraceStore, TraceStoreWriter};
 
@@ -85,14 +87,9 @@ fn is_map_full(e: &heed::Error) -> bool {
     matches!(e, heed::Error::Mdb(heed::MdbError::MapFull))
 }
 
-fn temp_dir_for(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    path.with_file_name(format!(".{name}.tmp.{}", std::process::id()))
-}
-
 /// Open a fresh environment for writing in the hidden temporary directory of `path`.
 fn create_env(path: &Path, max_dbs: u32) -> Result<(Env, PathBuf), LmdbError> {
-    let temp = temp_dir_for(path);
+    let temp = temp_path_for(path);
     if temp.exists() {
         fs::remove_dir_all(&temp).map_err(io_error(&temp))?;
     }

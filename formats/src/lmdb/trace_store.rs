@@ -17,7 +17,7 @@ use heed::types::{Bytes, Str, U32, U64};
 use heed::{CompactionOption, Database, Env};
 
 use super::trace_codec::{self, Trace};
-use super::{LmdbError, create_env, grow_map, io_error, is_map_full, lmdb_error, open_read_only, temp_dir_for};
+use super::{LmdbError, create_env, grow_map, io_error, is_map_full, lmdb_error, open_read_only, temp_path_for};
 
 const ADDRESSES: &str = "addresses";
 const TRACES: &str = "traces";
@@ -227,7 +227,7 @@ impl TraceStoreWriter {
         })?;
 
         // Compact into a fresh directory so the staging pages are not kept.
-        let compact = temp_dir_for(&self.temp);
+        let compact = temp_path_for(&self.temp);
         fs::create_dir_all(&compact).map_err(io_error(&compact))?;
         self.env
             .copy_to_path(compact.join("data.mdb"), CompactionOption::Enabled)

@@ -75,7 +75,7 @@ impl RecordIndex {
             // Writing to a Vec cannot fail.
             let _ = writeln!(text, "{offset} {len}");
         }
-        let temp = super::writer::temp_path_for(path);
+        let temp = crate::atomic::temp_path_for(path);
         let io = |source| TfRecordError::Io { path: path.to_owned(), source };
         fs::write(&temp, &text).map_err(io)?;
         fs::rename(&temp, path).map_err(io)

@@ -8,6 +8,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 
 use super::{RecordIndex, TfRecordError, index_path_for, masked_crc32c};
+use crate::atomic::temp_path_for;
 
 /// Frames records onto any writer and remembers where each one went.
 #[derive(Debug)]
@@ -141,10 +142,4 @@ impl Drop for TfRecordFileWriter {
 
 fn closed() -> io::Error {
     io::Error::other("writer already finished")
-}
-
-/// `dir/.name.tmp.<pid>`: hidden, beside the target so the rename is atomic.
-pub(crate) fn temp_path_for(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    path.with_file_name(format!(".{name}.tmp.{}", std::process::id()))
 }
