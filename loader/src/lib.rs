@@ -1,11 +1,18 @@
 //! The loader: what a trainer links to get batches (issue #4).
 //!
-//! Built so far: [`sampler`], the sample orders, each a pure function of
-//! (seed, epoch, rank, world): the distributed shuffling sampler with equal
-//! step counts on every rank, the node-local sampler over exactly the files
-//! the stager placed on a node (the same `formats::placement` call), and the
-//! Etalumis bucketed trace sampler. Datasets per format, the worker pool and
-//! the prefetch queue are still to come.
+//! Built so far:
+//! - [`sampler`]: the sample orders, each a pure function of (seed, epoch,
+//!   rank, world): the distributed shuffling sampler with equal step counts
+//!   on every rank, the node-local sampler over exactly the files the stager
+//!   placed on a node (the same `formats::placement` call), and the Etalumis
+//!   bucketed trace sampler.
+//! - [`dataset`]: the `Dataset` trait and CosmoFlow TFRecords (mmap, offset
+//!   index, `log(x+1)` or divide-by-mean).
+//! - [`pipeline`]: worker threads, a bounded prefetch window, batches in
+//!   order, reusable buffers, errors to the consumer, join on drop, metrics.
+//!
+//! Still to come (issue #4): DeepCAM HDF5 and LMDB datasets, `skip_corrupt`,
+//! saved/restored `(epoch, position)`, the benchmark against tf.data/h5py.
 //!
 //! ```
 //! use loader::sampler::{DistributedSampler, Remainder};
@@ -15,4 +22,6 @@
 //! assert_eq!(epoch0.len(), 3); // ceil(10 / 4), the same on every rank
 //! ```
 
+pub mod dataset;
+pub mod pipeline;
 pub mod sampler;

@@ -1,0 +1,154 @@
+//! Datasets: random access to decoded samples, one implementation per format.
+
+use std::path::{Path, PathBuf};
+
+use formats::cosmoflow::{CosmoError, CosmoSampleView, CosmoShape, TARGETS};
+use formats::tfrecord::{RecordIndex, TfRecordError, TfRecordFile, index_path_for};
+
+/// A sample that cannot be produced. Names the file and byte offset.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DatasetError {
+    /// The TFRecord framing is broken (bad CRC, truncated file).
+    #[error(transparent)]
+    Record(#[from] TfRecordError),
+    /// The record is not a valid sample of the expected shape.
+    #[error("{}: record at byte offset {offset}: {source}", path.display())]
+    Sample {
+        /// File.
+        path: PathBuf,
+        /// Offset of the record.
+        offset: u64,
+        /// What is wrong.
+        source: CosmoError,
+    },
+    /// An index past the end.
+    #[error("sample {index} out of range (dataset has {len})")]
+    OutOfRange {
+        /// Asked for.
+        index: usize,
+        /// Length.
+        len: usize,
+    },
+}
+
+/// Random access to samples decoded into `f32` buffers.
+pub trait Dataset: Send + Sync {
+    /// Number of samples.
+    fn len(&self) -> usize;
+
+    /// True if there is no sample.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Values in one sample's input `x`.
+    fn x_len(&self) -> usize;
+
+    /// Values in one sample's target `y`.
+    fn y_len(&self) -> usize;
+
+    /// Decode sample `index` into `x` and `y`; returns the bytes read.
+    fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError>;
+}
+
+/// How CosmoFlow counts become network inputs (MLPerf HPC `cosmoflow/data/cosmo.py`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CosmoTransform {
+    /// `log(x + 1)` (`apply_log: True` in both reference configs).
+    Log1p,
+    /// `x / mean(x)` over the sample.
+    DivideByMean,
+}
+
+/// CosmoFlow TFRecords (one or many samples per file, plain or GZIP),
+/// memory-mapped, reached through the offset index (the sidecar if present,
+/// else built by walking the headers once at open).
+pub struct CosmoflowDataset {
+    files: Vec<TfRecordFile>,
+    records: Vec<(usize, u64)>,
+    shape: CosmoShape,
+    transform: CosmoTransform,
+}
+
+impl CosmoflowDataset {
+    /// Open `paths` as CosmoFlow files of samples of `shape`.
+    pub fn open(
+        paths: &[impl AsRef<Path>],
+        shape: CosmoShape,
+        transform: CosmoTransform,
+    ) -> Result<Self, DatasetError> {
+        let mut files = Vec::with_capacity(paths.len());
+        let mut records = Vec::new();
+        for (i, path) in paths.iter().enumerate() {
+            let path = path.as_ref();
+            let file = TfRecordFile::open(path)?;
+            let sidecar = index_path_for(path);
+            let index = match RecordIndex::load(&sidecar) {
+                Ok(index) => {
+                    index.check_covers(file.as_bytes().len() as u64, &sidecar)?;
+                    index
+                }
+                Err(_) => file.build_index()?,
+            };
+            records.extend(index.entries().iter().map(|&(offset, _)| (i, offset)));
+            files.push(file);
+        }
+        Ok(CosmoflowDataset { files, records, shape, transform })
+    }
+}
+
+impl Dataset for CosmoflowDataset {
+    fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    fn x_len(&self) -> usize {
+        self.shape.voxels()
+    }
+
+    fn y_len(&self) -> usize {
+        TARGETS
+    }
+
+    fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
+        let &(file, offset) =
+            self.records.get(index).ok_or(DatasetError::OutOfRange { index, len: self.records.len() })?;
+        let file = &self.files[file];
+        let record = file.record_at(offset)?;
+        let view = CosmoSampleView::parse(record.data, self.shape).map_err(|source| DatasetError::Sample {
+            path: file.path().to_owned(),
+            offset,
+            source,
+        })?;
+        decode_counts(view.x, x, self.transform);
+        y.copy_from_slice(&view.y);
+        Ok(record.framed_len())
+    }
+}
+
+/// int16 little-endian counts to f32 with the transform. One pass reading
+/// the bytes and writing the result: the loop the memory-bandwidth bound is about.
+pub fn decode_counts(raw: &[u8], out: &mut [f32], transform: CosmoTransform) {
+    let values = raw.chunks_exact(2).map(|b| f32::from(i16::from_le_bytes([b[0], b[1]])));
+    match transform {
+        CosmoTransform::Log1p => {
+            for (o, v) in out.iter_mut().zip(values) {
+                *o = v.ln_1p();
+            }
+        }
+        CosmoTransform::DivideByMean => {
+            let mut sum = 0f64;
+            for (o, v) in out.iter_mut().zip(values) {
+                *o = v;
+                sum += f64::from(v);
+            }
+            let mean = (sum / out.len().max(1) as f64) as f32;
+            if mean != 0.0 {
+                for o in out.iter_mut() {
+                    *o /= mean;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! The prefetching worker pool: N threads decode batches into reusable
+//! buffers, at most `prefetch` batches exist ahead of the consumer, batches
+//! are delivered in the sampler's order, errors travel to the consumer, and
+//! dropping the loader stops and joins every thread.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::dataset::{Dataset, DatasetError};
+
+/// How to load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoaderConfig {
+    /// Samples per batch.
+    pub batch: usize,
+    /// Decoding threads.
+    pub workers: usize,
+    /// Batches that may be decoded ahead of the consumer (at least 1).
+    pub prefetch: usize,
+}
+
+/// One batch: `x` is `len * x_len` values, `y` is `len * y_len`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    /// Position of the batch in the epoch.
+    pub number: usize,
+    /// Sample indices, in order.
+    pub indices: Vec<usize>,
+    /// Inputs, sample after sample.
+    pub x: Vec<f32>,
+    /// Targets, sample after sample.
+    pub y: Vec<f32>,
+}
+
+/// Counters of a loader's work so far.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Metrics {
+    /// Samples delivered.
+    pub samples: u64,
+    /// Bytes read from storage.
+    pub bytes: u64,
+    /// Time the consumer waited for a batch.
+    pub consumer_wait: Duration,
+    /// Time workers spent decoding, summed over workers.
+    pub worker_busy: Duration,
+    /// Most batches ever decoded but not yet taken.
+    pub max_ready: usize,
+    /// Wall time since the loader started.
+    pub elapsed: Duration,
+}
+
+struct State {
+    /// Next batch number a worker may start.
+    next_to_start: usize,
+    /// Next batch number the consumer takes.
+    next_to_deliver: usize,
+    ready: BTreeMap<usize, Result<Batch, DatasetError>>,
+    free: Vec<Batch>,
+    max_ready: usize,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+    stop: AtomicBool,
+    bytes: AtomicU64,
+    busy_nanos: AtomicU64,
+}
+
+/// Batches of a dataset in a given order, decoded ahead by worker threads.
+pub struct Loader {
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+    batches: usize,
+    samples: u64,
+    wait: Duration,
+    started: Instant,
+}
+
+impl Loader {
+    /// Start loading `order` (sample indices, e.g. from a sampler) from
+    /// `dataset` in batches. A last partial batch is delivered as it is.
+    pub fn new<D: Dataset + 'static>(dataset: Arc<D>, order: Vec<usize>, config: LoaderConfig) -> Loader {
+        let batch = config.batch.max(1);
+        let order = Arc::new(order);
+        let batches = order.len().div_ceil(batch);
+        let prefetch = config.prefetch.max(1);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                next_to_start: 0,
+                next_to_deliver: 0,
+                ready: BTreeMap::new(),
+                free: Vec::new(),
+                max_ready: 0,
+            }),
+            changed: Condvar::new(),
+            stop: AtomicBool::new(false),
+            bytes: AtomicU64::new(0),
+            busy_nanos: AtomicU64::new(0),
+        });
+        let workers = (0..config.workers.max(1))
+            .map(|_| {
+                let (shared, dataset, order) = (shared.clone(), dataset.clone(), order.clone());
+                std::thread::spawn(move || work(&shared, &*dataset, &order, batch, batches, prefetch))
+            })
+            .collect();
+        Loader { shared, workers, batches, samples: 0, wait: Duration::ZERO, started: Instant::now() }
+    }
+
+    /// Number of batches in the epoch.
+    pub fn batches(&self) -> usize {
+        self.batches
+    }
+
+    /// Give a consumed batch's buffers back for reuse.
+    pub fn recycle(&self, batch: Batch) {
+        lock(&self.shared.state).free.push(batch);
+    }
+
+    /// What the loader did so far.
+    pub fn metrics(&self) -> Metrics {
+        Metrics {
+            samples: self.samples,
+            bytes: self.shared.bytes.load(Ordering::Relaxed),
+            consumer_wait: self.wait,
+            worker_busy: Duration::from_nanos(self.shared.busy_nanos.load(Ordering::Relaxed)),
+            max_ready: lock(&self.shared.state).max_ready,
+            elapsed: self.started.elapsed(),
+        }
+    }
+}
+
+impl Iterator for Loader {
+    type Item = Result<Batch, DatasetError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let started = Instant::now();
+        let mut state = lock(&self.shared.state);
+        if state.next_to_deliver >= self.batches {
+            return None;
+        }
+        loop {
+            let number = state.next_to_deliver;
+            if let Some(item) = state.ready.remove(&number) {
+                state.next_to_deliver += 1;
+                drop(state);
+                self.shared.changed.notify_all();
+                self.wait += started.elapsed();
+                if let Ok(batch) = &item {
+                    self.samples += batch.indices.len() as u64;
+                }
+                return Some(item);
+            }
+            state = self.shared.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+impl Drop for Loader {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.changed.notify_all();
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn work(shared: &Shared, dataset: &dyn Dataset, order: &[usize], batch: usize, batches: usize, prefetch: usize) {
+    let (x_len, y_len) = (dataset.x_len(), dataset.y_len());
+    loop {
+        // Take the next batch number once it is within the prefetch window.
+        let (number, mut buffers) = {
+            let mut state = lock(&shared.state);
+            loop {
+                if shared.stop.load(Ordering::SeqCst) || state.next_to_start >= batches {
+                    return;
+                }
+                if state.next_to_start < state.next_to_deliver + prefetch {
+                    break;
+                }
+                state = shared.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+            }
+            let number = state.next_to_start;
+            state.next_to_start += 1;
+            (number, state.free.pop())
+        };
+        let started = Instant::now();
+        let indices: Vec<usize> = order[number * batch..((number + 1) * batch).min(order.len())].to_vec();
+        let mut out =
+            buffers.take().unwrap_or_else(|| Batch { number, indices: Vec::new(), x: Vec::new(), y: Vec::new() });
+        out.number = number;
+        out.x.resize(indices.len() * x_len, 0.0);
+        out.y.resize(indices.len() * y_len, 0.0);
+        let mut result = Ok(());
+        for (k, &index) in indices.iter().enumerate() {
+            let x = &mut out.x[k * x_len..(k + 1) * x_len];
+            let y = &mut out.y[k * y_len..(k + 1) * y_len];
+            match dataset.read_into(index, x, y) {
+                Ok(bytes) => {
+                    shared.bytes.fetch_add(bytes, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        out.indices = indices;
+        shared.busy_nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        let mut state = lock(&shared.state);
+        state.ready.insert(number, result.map(|()| out));
+        state.max_ready = state.max_ready.max(state.ready.len());
+        drop(state);
+        shared.changed.notify_all();
+    }
+}
