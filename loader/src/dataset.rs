@@ -22,6 +22,17 @@ pub enum DatasetError {
         /// What is wrong.
         source: CosmoError,
     },
+    /// An HDF5 sample or stats file is missing a dataset or has the wrong shape.
+    #[error(transparent)]
+    Climate(#[from] formats::climate::ClimateError),
+    /// Opening or mapping a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
     /// An index past the end.
     #[error("sample {index} out of range (dataset has {len})")]
     OutOfRange {

@@ -7,12 +7,14 @@
 //!   placed on a node (the same `formats::placement` call), and the Etalumis
 //!   bucketed trace sampler.
 //! - [`dataset`]: the `Dataset` trait and CosmoFlow TFRecords (mmap, offset
-//!   index, `log(x+1)` or divide-by-mean).
+//!   index, `log(x+1)` or divide-by-mean); [`deepcam`]: DeepCAM HDF5 read by
+//!   byte offset outside the HDF5 lock, min-max normalised, HWC -> CHW.
 //! - [`pipeline`]: worker threads, a bounded prefetch window, batches in
-//!   order, reusable buffers, errors to the consumer, join on drop, metrics.
+//!   order, reusable buffers, errors to the consumer, join on drop, metrics,
+//!   resume at a saved batch position.
 //!
-//! Still to come (issue #4): DeepCAM HDF5 and LMDB datasets, `skip_corrupt`,
-//! saved/restored `(epoch, position)`, the benchmark against tf.data/h5py.
+//! Still to come (issue #4): LMDB datasets, `skip_corrupt`, the benchmark
+//! against tf.data and h5py.
 //!
 //! ```
 //! use loader::sampler::{DistributedSampler, Remainder};
@@ -23,5 +25,6 @@
 //! ```
 
 pub mod dataset;
+pub mod deepcam;
 pub mod pipeline;
 pub mod sampler;

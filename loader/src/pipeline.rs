@@ -84,14 +84,26 @@ impl Loader {
     /// Start loading `order` (sample indices, e.g. from a sampler) from
     /// `dataset` in batches. A last partial batch is delivered as it is.
     pub fn new<D: Dataset + 'static>(dataset: Arc<D>, order: Vec<usize>, config: LoaderConfig) -> Loader {
+        Self::resume(dataset, order, config, 0)
+    }
+
+    /// Like [`new`](Self::new), starting at batch `position` of the epoch:
+    /// with the same sampler, seed and epoch, a restarted job continues
+    /// mid-epoch in the same order (see [`position`](Self::position)).
+    pub fn resume<D: Dataset + 'static>(
+        dataset: Arc<D>,
+        order: Vec<usize>,
+        config: LoaderConfig,
+        position: usize,
+    ) -> Loader {
         let batch = config.batch.max(1);
         let order = Arc::new(order);
         let batches = order.len().div_ceil(batch);
         let prefetch = config.prefetch.max(1);
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                next_to_start: 0,
-                next_to_deliver: 0,
+                next_to_start: position,
+                next_to_deliver: position,
                 ready: BTreeMap::new(),
                 free: Vec::new(),
                 max_ready: 0,
@@ -113,6 +125,12 @@ impl Loader {
     /// Number of batches in the epoch.
     pub fn batches(&self) -> usize {
         self.batches
+    }
+
+    /// The next batch this loader will deliver: save it with the epoch to
+    /// resume there.
+    pub fn position(&self) -> usize {
+        lock(&self.shared.state).next_to_deliver
     }
 
     /// Give a consumed batch's buffers back for reuse.

@@ -119,3 +119,20 @@ fn dropping_a_loader_mid_epoch_stops_its_workers() {
     loader.next().unwrap().unwrap();
     drop(loader); // joins every worker; a hang here fails the test by timeout
 }
+
+#[test]
+fn a_resumed_loader_continues_mid_epoch_in_the_same_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = Arc::new(CosmoflowDataset::open(&write(dir.path()), SHAPE, CosmoTransform::Log1p).unwrap());
+    let sampler = DistributedSampler { len: 7, world: 2, rank: 1, seed: 9, shuffle: true, remainder: Remainder::Pad };
+    let config = LoaderConfig { batch: 1, workers: 2, prefetch: 2 };
+    let full: Vec<Vec<usize>> =
+        Loader::new(ds.clone(), sampler.indices(5), config).map(|b| b.unwrap().indices).collect();
+    let mut first = Loader::new(ds.clone(), sampler.indices(5), config);
+    let mut got: Vec<Vec<usize>> = (0..2).map(|_| first.next().unwrap().unwrap().indices).collect();
+    let saved = first.position();
+    drop(first);
+    got.extend(Loader::resume(ds, sampler.indices(5), config, saved).map(|b| b.unwrap().indices));
+    assert_eq!(saved, 2);
+    assert_eq!(got, full);
+}

@@ -1,0 +1,137 @@
+//! DeepCAM HDF5 samples (one file per sample) with min-max normalisation
+//! from `stats.h5` and HWC -> CHW, as MLPerf HPC's `cam_hdf5_dataset.py` does.
+//!
+//! libhdf5 serialises every call behind one global lock, so worker threads
+//! reading through it gain nothing. At open, each file's contiguous datasets
+//! are located once (through the library); samples are then read from a
+//! memory map by byte offset, outside the lock, so workers read in parallel.
+//! Chunked or compressed files go through the library.
+
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use formats::climate::{self, ClimateError, ClimateShape, DATA, Extent, LABELS};
+use memmap2::Mmap;
+
+use crate::dataset::{Dataset, DatasetError};
+
+enum Access {
+    /// Contiguous datasets: mapped file, byte extents of data and labels.
+    Mapped { map: Mmap, data: Extent, labels: Extent },
+    /// Anything else: through libhdf5.
+    Library,
+}
+
+struct SampleFile {
+    path: PathBuf,
+    access: Access,
+}
+
+/// DeepCAM samples, normalised to [0, 1] per channel, as (C, H, W) inputs and
+/// (H, W) class targets (as f32).
+pub struct DeepcamDataset {
+    files: Vec<SampleFile>,
+    shape: ClimateShape,
+    minval: Vec<f32>,
+    range: Vec<f32>,
+}
+
+fn hdf5_error(error: ClimateError) -> DatasetError {
+    DatasetError::Climate(error)
+}
+
+impl DeepcamDataset {
+    /// Open sample files and the `stats.h5` that normalises them.
+    pub fn open(paths: &[impl AsRef<Path>], stats: &Path, shape: ClimateShape) -> Result<Self, DatasetError> {
+        let stats = climate::read_stats(stats).map_err(hdf5_error)?;
+        if stats.minval.len() != shape.channels {
+            return Err(DatasetError::Climate(ClimateError::Shape {
+                path: PathBuf::from("stats.h5"),
+                dataset: "climate/minval".into(),
+                got: vec![stats.minval.len()],
+                expected: vec![shape.channels],
+            }));
+        }
+        let mut files = Vec::with_capacity(paths.len());
+        for path in paths {
+            let path = path.as_ref();
+            let data = climate::contiguous_extent(path, DATA, &[shape.height, shape.width, shape.channels]);
+            let labels = climate::contiguous_extent(path, LABELS, &[shape.height, shape.width]);
+            let access = match (data, labels) {
+                (Ok(data), Ok(labels)) => {
+                    let file = File::open(path).map_err(|source| DatasetError::Io { path: path.to_owned(), source })?;
+                    // SAFETY: read-only map of a staged sample file; staged
+                    // files are written by temp file + rename and never
+                    // modified in place.
+                    let map = unsafe { Mmap::map(&file) }
+                        .map_err(|source| DatasetError::Io { path: path.to_owned(), source })?;
+                    let end = data.offset.max(labels.offset) + data.len.max(labels.len);
+                    if (map.len() as u64) < data.offset + data.len || (map.len() as u64) < labels.offset + labels.len {
+                        return Err(DatasetError::Io {
+                            path: path.to_owned(),
+                            source: std::io::Error::other(format!(
+                                "file shorter than its datasets (needs {end} bytes)"
+                            )),
+                        });
+                    }
+                    Access::Mapped { map, data, labels }
+                }
+                (Err(ClimateError::NotContiguous { .. }), _) | (_, Err(ClimateError::NotContiguous { .. })) => {
+                    Access::Library
+                }
+                (Err(e), _) | (_, Err(e)) => return Err(hdf5_error(e)),
+            };
+            files.push(SampleFile { path: path.to_owned(), access });
+        }
+        let range = stats.maxval.iter().zip(&stats.minval).map(|(hi, lo)| hi - lo).collect();
+        Ok(DeepcamDataset { files, shape, minval: stats.minval, range })
+    }
+
+    fn normalise(&self, hwc: impl Iterator<Item = f32>, x: &mut [f32]) {
+        let (c, hw) = (self.shape.channels, self.shape.pixels());
+        for (i, v) in hwc.enumerate() {
+            let (p, ch) = (i / c, i % c);
+            let range = self.range[ch];
+            x[ch * hw + p] = if range != 0.0 { (v - self.minval[ch]) / range } else { 0.0 };
+        }
+    }
+}
+
+impl Dataset for DeepcamDataset {
+    fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    fn x_len(&self) -> usize {
+        self.shape.values()
+    }
+
+    fn y_len(&self) -> usize {
+        self.shape.pixels()
+    }
+
+    fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
+        let file = self.files.get(index).ok_or(DatasetError::OutOfRange { index, len: self.files.len() })?;
+        match &file.access {
+            Access::Mapped { map, data, labels } => {
+                let bytes = &map[data.offset as usize..(data.offset + data.len) as usize];
+                self.normalise(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])), x);
+                let bytes = &map[labels.offset as usize..(labels.offset + labels.len) as usize];
+                for (o, b) in y.iter_mut().zip(bytes.chunks_exact(4)) {
+                    *o = i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f32;
+                }
+                Ok(data.len + labels.len)
+            }
+            Access::Library => {
+                let sample = climate::read_sample(&file.path, self.shape).map_err(hdf5_error)?;
+                self.normalise(sample.data.iter().copied(), x);
+                for (o, &l) in y.iter_mut().zip(&sample.labels) {
+                    *o = l as f32;
+                }
+                Ok(((sample.data.len() + sample.labels.len()) * 4) as u64)
+            }
+        }
+    }
+}
