@@ -13,7 +13,8 @@
 //!   order, reusable buffers, errors to the consumer, join on drop, metrics,
 //!   resume at a saved batch position.
 //!
-//! Still to come (issue #4): LMDB datasets, `skip_corrupt`, the benchmark
+//! Corrupt samples are errors naming file and offset, or skipped and counted
+//! with `skip_corrupt`. Still to come (issue #4): LMDB datasets, the benchmark
 //! against tf.data and h5py.
 //!
 //! ```

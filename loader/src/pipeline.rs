@@ -20,6 +20,9 @@ pub struct LoaderConfig {
     pub workers: usize,
     /// Batches that may be decoded ahead of the consumer (at least 1).
     pub prefetch: usize,
+    /// Skip (and count, and log) corrupt samples instead of delivering the
+    /// error; a batch with a skipped sample is shorter.
+    pub skip_corrupt: bool,
 }
 
 /// One batch: `x` is `len * x_len` values, `y` is `len * y_len`.
@@ -48,6 +51,8 @@ pub struct Metrics {
     pub worker_busy: Duration,
     /// Most batches ever decoded but not yet taken.
     pub max_ready: usize,
+    /// Corrupt samples skipped (with `skip_corrupt`).
+    pub skipped: u64,
     /// Wall time since the loader started.
     pub elapsed: Duration,
 }
@@ -68,6 +73,7 @@ struct Shared {
     stop: AtomicBool,
     bytes: AtomicU64,
     busy_nanos: AtomicU64,
+    skipped: AtomicU64,
 }
 
 /// Batches of a dataset in a given order, decoded ahead by worker threads.
@@ -112,11 +118,13 @@ impl Loader {
             stop: AtomicBool::new(false),
             bytes: AtomicU64::new(0),
             busy_nanos: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
         });
         let workers = (0..config.workers.max(1))
             .map(|_| {
                 let (shared, dataset, order) = (shared.clone(), dataset.clone(), order.clone());
-                std::thread::spawn(move || work(&shared, &*dataset, &order, batch, batches, prefetch))
+                let skip = config.skip_corrupt;
+                std::thread::spawn(move || work(&shared, &*dataset, &order, (batch, batches, prefetch), skip))
             })
             .collect();
         Loader { shared, workers, batches, samples: 0, wait: Duration::ZERO, started: Instant::now() }
@@ -146,6 +154,7 @@ impl Loader {
             consumer_wait: self.wait,
             worker_busy: Duration::from_nanos(self.shared.busy_nanos.load(Ordering::Relaxed)),
             max_ready: lock(&self.shared.state).max_ready,
+            skipped: self.shared.skipped.load(Ordering::Relaxed),
             elapsed: self.started.elapsed(),
         }
     }
@@ -191,7 +200,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn work(shared: &Shared, dataset: &dyn Dataset, order: &[usize], batch: usize, batches: usize, prefetch: usize) {
+fn work(
+    shared: &Shared,
+    dataset: &dyn Dataset,
+    order: &[usize],
+    (batch, batches, prefetch): (usize, usize, usize),
+    skip_corrupt: bool,
+) {
     let (x_len, y_len) = (dataset.x_len(), dataset.y_len());
     loop {
         // Take the next batch number once it is within the prefetch window.
@@ -218,12 +233,19 @@ fn work(shared: &Shared, dataset: &dyn Dataset, order: &[usize], batch: usize, b
         out.x.resize(indices.len() * x_len, 0.0);
         out.y.resize(indices.len() * y_len, 0.0);
         let mut result = Ok(());
-        for (k, &index) in indices.iter().enumerate() {
+        let mut kept = Vec::with_capacity(indices.len());
+        for &index in &indices {
+            let k = kept.len();
             let x = &mut out.x[k * x_len..(k + 1) * x_len];
             let y = &mut out.y[k * y_len..(k + 1) * y_len];
             match dataset.read_into(index, x, y) {
                 Ok(bytes) => {
                     shared.bytes.fetch_add(bytes, Ordering::Relaxed);
+                    kept.push(index);
+                }
+                Err(e) if skip_corrupt => {
+                    shared.skipped.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!("skipping corrupt sample {index}: {e}");
                 }
                 Err(e) => {
                     result = Err(e);
@@ -231,6 +253,9 @@ fn work(shared: &Shared, dataset: &dyn Dataset, order: &[usize], batch: usize, b
                 }
             }
         }
+        out.x.truncate(kept.len() * x_len);
+        out.y.truncate(kept.len() * y_len);
+        let indices = kept;
         out.indices = indices;
         shared.busy_nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         let mut state = lock(&shared.state);

@@ -75,7 +75,8 @@ fn loader_delivers_batches_in_sampler_order_within_the_prefetch_window() {
     let ds = Arc::new(CosmoflowDataset::open(&write(dir.path()), SHAPE, CosmoTransform::Log1p).unwrap());
     let sampler = DistributedSampler { len: 7, world: 1, rank: 0, seed: 3, shuffle: true, remainder: Remainder::Pad };
     let order = sampler.indices(2);
-    let mut loader = Loader::new(ds.clone(), order.clone(), LoaderConfig { batch: 2, workers: 3, prefetch: 2 });
+    let mut loader =
+        Loader::new(ds.clone(), order.clone(), LoaderConfig { batch: 2, workers: 3, prefetch: 2, skip_corrupt: false });
     assert_eq!(loader.batches(), 4);
     let mut seen = Vec::new();
     while let Some(batch) = loader.next() {
@@ -104,7 +105,8 @@ fn corrupt_record_reaches_the_consumer_with_file_and_offset() {
     bytes[middle] ^= 0x10;
     std::fs::write(&paths[2], &bytes).unwrap();
     let ds = Arc::new(CosmoflowDataset::open(&paths, SHAPE, CosmoTransform::Log1p).unwrap());
-    let loader = Loader::new(ds, (0..7).collect(), LoaderConfig { batch: 1, workers: 2, prefetch: 3 });
+    let loader =
+        Loader::new(ds, (0..7).collect(), LoaderConfig { batch: 1, workers: 2, prefetch: 3, skip_corrupt: false });
     let errors: Vec<String> = loader.filter_map(Result::err).map(|e| e.to_string()).collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].contains("f2.tfrecord") && errors[0].contains("byte offset"), "{}", errors[0]);
@@ -115,7 +117,7 @@ fn dropping_a_loader_mid_epoch_stops_its_workers() {
     let dir = tempfile::tempdir().unwrap();
     let ds = Arc::new(CosmoflowDataset::open(&write(dir.path()), SHAPE, CosmoTransform::Log1p).unwrap());
     let order: Vec<usize> = (0..7).cycle().take(700).collect();
-    let mut loader = Loader::new(ds, order, LoaderConfig { batch: 1, workers: 4, prefetch: 2 });
+    let mut loader = Loader::new(ds, order, LoaderConfig { batch: 1, workers: 4, prefetch: 2, skip_corrupt: false });
     loader.next().unwrap().unwrap();
     drop(loader); // joins every worker; a hang here fails the test by timeout
 }
@@ -125,7 +127,7 @@ fn a_resumed_loader_continues_mid_epoch_in_the_same_order() {
     let dir = tempfile::tempdir().unwrap();
     let ds = Arc::new(CosmoflowDataset::open(&write(dir.path()), SHAPE, CosmoTransform::Log1p).unwrap());
     let sampler = DistributedSampler { len: 7, world: 2, rank: 1, seed: 9, shuffle: true, remainder: Remainder::Pad };
-    let config = LoaderConfig { batch: 1, workers: 2, prefetch: 2 };
+    let config = LoaderConfig { batch: 1, workers: 2, prefetch: 2, skip_corrupt: false };
     let full: Vec<Vec<usize>> =
         Loader::new(ds.clone(), sampler.indices(5), config).map(|b| b.unwrap().indices).collect();
     let mut first = Loader::new(ds.clone(), sampler.indices(5), config);
@@ -135,4 +137,24 @@ fn a_resumed_loader_continues_mid_epoch_in_the_same_order() {
     got.extend(Loader::resume(ds, sampler.indices(5), config, saved).map(|b| b.unwrap().indices));
     assert_eq!(saved, 2);
     assert_eq!(got, full);
+}
+
+#[test]
+fn skip_corrupt_counts_and_skips_instead_of_failing() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = write(dir.path());
+    let mut bytes = std::fs::read(&paths[2]).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x10;
+    std::fs::write(&paths[2], &bytes).unwrap();
+    let ds = Arc::new(CosmoflowDataset::open(&paths, SHAPE, CosmoTransform::Log1p).unwrap());
+    let mut loader =
+        Loader::new(ds, (0..7).collect(), LoaderConfig { batch: 7, workers: 1, prefetch: 1, skip_corrupt: true });
+    let batch = loader.next().unwrap().unwrap();
+    assert_eq!(batch.indices.len(), 6);
+    assert_eq!(batch.x.len(), 6 * SHAPE.voxels());
+    for (k, &id) in batch.indices.iter().enumerate() {
+        assert_eq!(&batch.x[k * SHAPE.voxels()..(k + 1) * SHAPE.voxels()], &expected_x(id)[..]);
+    }
+    assert_eq!(loader.metrics().skipped, 1);
 }
