@@ -1,0 +1,367 @@
+//! `stager stage`: the MPI execution of a [`Plan`].
+//!
+//! On every rank: T reader threads read the rank's files in chunks (hashing
+//! as they read, into buffers drawn from a byte budget of `max_inflight`),
+//! and one sender thread sends each chunk point-to-point to the writer rank
+//! (the lowest rank) of every node that needs the file. On writer ranks a
+//! receiver thread writes chunks at their offsets into temporary files,
+//! checks each file's xxh3 on arrival, renames it into place and journals it.
+//! Reading, sending, receiving and writing overlap.
+//!
+//! A failure on any rank (missing or corrupt source file, failed write)
+//! prints one line naming the file and the rank, tells every writer to
+//! remove its temporary files, and ends the job with `MPI_Abort`. A re-run
+//! skips journaled files, so it re-reads only what was not finished.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cluster::progress::{Counters, Progress};
+use cluster::{ThreadComm, World};
+use formats::checksum::StreamingChecksum;
+use formats::manifest::Manifest;
+use formats::placement::{Policy, files_per_node};
+use mpi::traits::*;
+
+use crate::files::{AlignedBuffer, RateLimiter, free_bytes, is_complete, prepare_destination, read_chunks};
+use crate::journal::{self, Entry, Journal};
+use crate::plan::Plan;
+
+mod fanout;
+mod naive;
+mod writer;
+
+const TAG_DATA: i32 = 10;
+const TAG_ABORT: i32 = 11;
+/// Bytes of the trailer after each chunk's data: file, offset, length, flags.
+/// A trailer, not a header: data then starts at the (page-aligned) start of
+/// the buffer, and the kernel copies aligned pages into the destination. A
+/// 32-byte header made `pwrite` ~10x slower on this AMD machine (perf:
+/// `copy_folio_from_iter_atomic`), as `rep movsb` is slow on misaligned sources.
+const TRAILER: usize = 32;
+const LAST: u64 = 1;
+/// MPI counts are C ints: keep every message well under 2^31 bytes.
+pub const MAX_CHUNK: usize = 1 << 30;
+
+/// How to stage.
+#[derive(Debug, Clone)]
+pub struct StageConfig {
+    /// Dataset root on the source file system.
+    pub source: PathBuf,
+    /// Node-local destination template.
+    pub dest: String,
+    /// What each node needs.
+    pub policy: Policy,
+    /// Seed of the per-node choice.
+    pub seed: u64,
+    /// Read threads per rank.
+    pub threads: usize,
+    /// Bytes per message.
+    pub chunk_size: usize,
+    /// Cap on a rank's bytes read but not yet sent.
+    pub max_inflight: u64,
+    /// Run the baseline: every node reads what it needs from the source.
+    pub naive: bool,
+    /// Emulated aggregate source bandwidth (bytes/s), split evenly over ranks.
+    pub source_bandwidth: Option<f64>,
+}
+
+/// A failure before any data moved, agreed on by every rank.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StageError {
+    /// This rank's own problem.
+    #[error("{0}")]
+    Local(String),
+    /// Another rank failed and said why in its own message.
+    #[error("rank {0} could not start staging (see its message)")]
+    Remote(usize),
+}
+
+/// What one rank did.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RankStats {
+    /// Bytes read from the source.
+    pub read_bytes: u64,
+    /// Seconds its read threads were busy (wall time of the read phase).
+    pub read_secs: f64,
+    /// Bytes sent to ranks on other nodes.
+    pub moved_bytes: u64,
+    /// Bytes written to node-local storage.
+    pub written_bytes: u64,
+    /// Wall time of the write phase (first to last chunk written).
+    pub write_secs: f64,
+    /// Seconds from start to this rank's end.
+    pub total_secs: f64,
+    /// Files completed on this rank's node by this rank.
+    pub files_written: u64,
+    /// Peak resident memory of this rank's process (VmHWM), bytes.
+    pub peak_rss_bytes: u64,
+}
+
+const FIELDS: usize = 8;
+
+/// Peak resident set size of this process, from `/proc/self/status` (0 if unknown).
+fn peak_rss_bytes() -> u64 {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+impl RankStats {
+    fn pack(&self) -> [f64; FIELDS] {
+        [
+            self.read_bytes as f64,
+            self.read_secs,
+            self.moved_bytes as f64,
+            self.written_bytes as f64,
+            self.write_secs,
+            self.total_secs,
+            self.files_written as f64,
+            self.peak_rss_bytes as f64,
+        ]
+    }
+    fn unpack(v: &[f64]) -> RankStats {
+        RankStats {
+            read_bytes: v[0] as u64,
+            read_secs: v[1],
+            moved_bytes: v[2] as u64,
+            written_bytes: v[3] as u64,
+            write_secs: v[4],
+            total_secs: v[5],
+            files_written: v[6] as u64,
+            peak_rss_bytes: v[7] as u64,
+        }
+    }
+}
+
+/// The outcome on rank 0: every rank's stats and the plan's figures.
+#[derive(Debug, Clone)]
+pub struct StageOutcome {
+    /// Per rank, indexed by rank (only this rank's on ranks other than 0).
+    pub ranks: Vec<RankStats>,
+    /// Files some node still needed when this run started.
+    pub files_needed: usize,
+    /// Bytes of those distinct files.
+    pub unique_bytes: u64,
+    /// Files skipped because the journal had them.
+    pub files_skipped: usize,
+}
+
+/// Stage `manifest` as configured. Returns `Err` (on every rank alike) for
+/// problems found before data moves; failures while moving end the job.
+pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result<StageOutcome, StageError> {
+    let started = Instant::now();
+    let t = *world.topology();
+    let sizes: Vec<u64> = manifest.files.iter().map(|f| f.bytes).collect();
+    let prepared = (|| -> Result<_, String> {
+        if config.chunk_size == 0 || config.chunk_size > MAX_CHUNK {
+            return Err(format!("--chunk-size must be between 1 byte and {MAX_CHUNK} bytes"));
+        }
+        let dest = cluster::paths::expand(&config.dest, &t.path_vars()).map_err(|e| e.to_string())?;
+        let needs = files_per_node(&sizes, t.nodes, config.policy, config.seed).map_err(|e| e.to_string())?;
+        Ok((dest, needs))
+    })();
+    let (dest, needs) = agree(world, prepared)?;
+
+    // Writers (and every rank in the naive copy) look at the journal.
+    let is_writer = t.local_rank == 0;
+    let mut remaining_mask = vec![0u8; sizes.len()];
+    let local = (|| -> Result<(), String> {
+        if is_writer {
+            fs::create_dir_all(&dest).map_err(|e| format!("creating {}: {e}", dest.display()))?;
+            journal::clear_temp(&dest).map_err(|e| format!("clearing {}: {e}", journal::temp_dir(&dest).display()))?;
+            let done = journal::load(&dest).map_err(|e| format!("reading the journal in {}: {e}", dest.display()))?;
+            let mut needed_bytes = 0u64;
+            for &f in &needs[t.node] {
+                let entry = &manifest.files[f];
+                let complete =
+                    done.get(&entry.path) == Some(&entry.xxh3) && is_complete(&dest.join(&entry.path), entry.bytes);
+                if !complete {
+                    remaining_mask[f] = 1;
+                    needed_bytes += entry.bytes;
+                }
+            }
+            let free = free_bytes(&dest).map_err(|e| format!("checking free space of {}: {e}", dest.display()))?;
+            // Temporary files and final files never coexist for one file,
+            // but leave 1 % for the journal and the file system's own needs.
+            if needed_bytes > free.saturating_sub(free / 100) {
+                return Err(format!(
+                    "{} has {free} bytes free but node {} needs {needed_bytes} more bytes for {} files; nothing was copied",
+                    dest.display(),
+                    t.node,
+                    remaining_mask.iter().filter(|&&m| m == 1).count()
+                ));
+            }
+        }
+        Ok(())
+    })();
+    agree(world, local)?;
+
+    let mut all_masks = vec![0u8; sizes.len() * t.size];
+    world.comm().all_gather_into(&remaining_mask[..], &mut all_masks[..]);
+    let writer_of_node: Vec<usize> = (0..t.nodes).map(|n| world.ranks_of_node(n)[0]).collect();
+    let remaining: Vec<Vec<usize>> = (0..t.nodes)
+        .map(|n| {
+            let mask = &all_masks[writer_of_node[n] * sizes.len()..(writer_of_node[n] + 1) * sizes.len()];
+            needs[n].iter().copied().filter(|&f| mask[f] == 1).collect()
+        })
+        .collect();
+    let files_skipped = needs.iter().map(Vec::len).sum::<usize>() - remaining.iter().map(Vec::len).sum::<usize>();
+    let plan = Plan::build(&sizes, &remaining, world.node_of_rank()).map_err(|e| StageError::Local(e.to_string()))?;
+    let files_needed = (0..sizes.len()).filter(|&f| !plan.destinations(f).is_empty()).count();
+    let to_write: u64 = remaining.iter().flatten().map(|&f| sizes[f]).sum();
+    let files_to_write = remaining.iter().map(Vec::len).sum::<usize>() as u64;
+
+    let comm = world.thread_comm();
+    if !config.naive && comm.is_none() {
+        return Err(StageError::Local("MPI did not grant MPI_THREAD_MULTIPLE; rerun with --naive".into()));
+    }
+    let limiter = config.source_bandwidth.map(|rate| RateLimiter::new(rate / t.size as f64));
+    let progress =
+        Progress::start(world, if config.naive { "naive copy" } else { "staging" }, to_write, files_to_write);
+    let ctx = Context {
+        rank: t.rank,
+        node: t.node,
+        local_rank: t.local_rank,
+        local_size: t.local_size,
+        manifest,
+        config,
+        plan: &plan,
+        dest: &dest,
+        limiter: limiter.as_ref(),
+        counters: progress.counters(),
+        comm: comm.as_ref(),
+        failing: AtomicBool::new(false),
+        temp_lock: Mutex::new(()),
+    };
+    let mut stats = match &comm {
+        Some(comm) if !config.naive => ctx.staged(comm, &remaining[t.node]),
+        _ => ctx.naive(&remaining[t.node]),
+    };
+    progress.finish();
+    world.barrier();
+    stats.total_secs = started.elapsed().as_secs_f64();
+    stats.peak_rss_bytes = peak_rss_bytes();
+
+    let mine = stats.pack();
+    let root = world.comm().process_at_rank(0);
+    let ranks = if world.is_root() {
+        let mut all = vec![0f64; FIELDS * t.size];
+        root.gather_into_root(&mine[..], &mut all[..]);
+        all.chunks_exact(FIELDS).map(RankStats::unpack).collect()
+    } else {
+        root.gather_into(&mine[..]);
+        vec![stats]
+    };
+    Ok(StageOutcome { ranks, files_needed, unique_bytes: plan.unique_bytes(), files_skipped })
+}
+
+/// Agree across ranks on a per-rank result: every rank gets `Ok` only if
+/// all did; the failing rank keeps its own message.
+fn agree<T>(world: &World, result: Result<T, String>) -> Result<T, StageError> {
+    let mine = if result.is_err() { world.rank() as i64 } else { i64::MAX };
+    let mut first = i64::MAX;
+    world.comm().all_reduce_into(&mine, &mut first, mpi::collective::SystemOperation::min());
+    match result {
+        Err(message) => Err(StageError::Local(message)),
+        Ok(_) if first != i64::MAX => Err(StageError::Remote(first as usize)),
+        Ok(value) => Ok(value),
+    }
+}
+
+struct Context<'a> {
+    rank: usize,
+    node: usize,
+    local_rank: usize,
+    local_size: usize,
+    manifest: &'a Manifest,
+    config: &'a StageConfig,
+    plan: &'a Plan,
+    dest: &'a Path,
+    limiter: Option<&'a RateLimiter>,
+    counters: &'a Arc<Counters>,
+    comm: Option<&'a ThreadComm>,
+    /// Set when this rank is failing: its receiver stops creating files.
+    failing: AtomicBool,
+    /// Held while a chunk is written, and by a failing rank from clearing its
+    /// temporary files until the end.
+    temp_lock: Mutex<()>,
+}
+
+impl Context<'_> {
+    /// Report a failure of this rank: print it first (the job may be torn
+    /// down at any moment after), tell every writer to drop its temporary
+    /// files, give them a moment, then end the job.
+    fn fail(&self, message: String) -> ! {
+        self.failing.store(true, Ordering::SeqCst);
+        eprintln!("error: rank {} (node {}): {message}", self.rank, self.node);
+        // Clear our own temporary files first (other ranks may end the job
+        // as soon as they hear of the failure), holding the temp lock so the
+        // receiver creates none afterwards.
+        let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = journal::clear_temp(self.dest);
+        if let Some(comm) = self.comm {
+            for node in 0..self.plan.nodes() {
+                match self.plan.writer(node) {
+                    Some(writer) if writer != self.rank => {
+                        comm.comm().process_at_rank(writer as i32).send_with_tag(&[0u8; 0][..], TAG_ABORT);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // Give every writer time to see the notice and clean up; a writer
+        // that sees it ends the job itself, usually well before this.
+        std::thread::sleep(Duration::from_secs(2));
+        self.abort()
+    }
+
+    /// Another rank failed: remove this node's temporary files, end the job.
+    fn stop_for(&self, failed_rank: i32) -> ! {
+        let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = journal::clear_temp(self.dest);
+        eprintln!(
+            "error: rank {} (node {}): stopping because rank {failed_rank} failed; temporary files removed",
+            self.rank, self.node
+        );
+        self.abort()
+    }
+
+    /// End every rank of the job.
+    fn abort(&self) -> ! {
+        match self.comm {
+            Some(comm) => comm.comm().abort(1),
+            // Without a shared communicator, mpirun ends the job when a rank
+            // exits without finalising MPI.
+            None => std::process::exit(1),
+        }
+    }
+
+    fn rank_label(&self) -> String {
+        format!("rank {}", self.rank)
+    }
+
+    /// Rename a checked temporary file into place and journal it.
+    fn finish_file(&self, temp: &Path, f: usize, journal: &Mutex<Journal>) -> Result<(), String> {
+        let entry = &self.manifest.files[f];
+        let target = prepare_destination(self.dest, &entry.path)
+            .map_err(|e| format!("{}: placing {}: {e}", self.rank_label(), entry.path))?;
+        fs::rename(temp, &target)
+            .map_err(|e| format!("{}: renaming into {}: {e}", self.rank_label(), target.display()))?;
+        journal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .append(&Entry { path: entry.path.clone(), xxh3: entry.xxh3 })
+            .map_err(|e| format!("{}: journaling {}: {e}", self.rank_label(), entry.path))
+    }
+}

@@ -1,0 +1,67 @@
+//! The baseline copy: every node reads what it needs from the source.
+
+use super::*;
+
+impl Context<'_> {
+    /// The baseline: this node's ranks split its files and copy them straight from the source.
+    pub(super) fn naive(&self, node_files: &[usize]) -> RankStats {
+        let mine: Vec<usize> = node_files.iter().copied().skip(self.local_rank).step_by(self.local_size).collect();
+        let next = AtomicUsize::new(0);
+        let stats = Mutex::new(RankStats::default());
+        let name = format!("journal.r{}.jsonl", self.rank);
+        let journal = match Journal::open(self.dest, &name) {
+            Ok(j) => Mutex::new(j),
+            Err(e) => self.fail(format!("opening the journal in {}: {e}", self.dest.display())),
+        };
+        let begin = Instant::now();
+        std::thread::scope(|s| {
+            for _ in 0..self.config.threads.max(1) {
+                s.spawn(|| {
+                    let mut buffer = Vec::new();
+                    while let Some(&f) = mine.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        if let Err(message) = self.copy_directly(f, &journal, &mut buffer) {
+                            self.fail(message);
+                        }
+                        let mut st = stats.lock().unwrap_or_else(|p| p.into_inner());
+                        st.read_bytes += self.manifest.files[f].bytes;
+                        st.written_bytes += self.manifest.files[f].bytes;
+                        st.files_written += 1;
+                    }
+                });
+            }
+        });
+        let mut st = stats.into_inner().unwrap_or_else(|p| p.into_inner());
+        st.read_secs = begin.elapsed().as_secs_f64();
+        st.write_secs = st.read_secs;
+        st
+    }
+
+    fn copy_directly(&self, f: usize, journal: &Mutex<Journal>, buffer: &mut Vec<u8>) -> Result<(), String> {
+        let entry = &self.manifest.files[f];
+        let source = self.config.source.join(&entry.path);
+        let temp = journal::temp_dir(self.dest).join(format!("{f}.r{}.part", self.rank));
+        let fail = |what: &str, e: io::Error| format!("{}: {what} {}: {e}", self.rank_label(), entry.path);
+        fs::create_dir_all(journal::temp_dir(self.dest)).map_err(|e| fail("creating temp dir for", e))?;
+        let out = File::create(&temp).map_err(|e| fail("creating temp file for", e))?;
+        let (bytes, sum) = read_chunks(&source, self.config.chunk_size, self.limiter, buffer, |offset, data| {
+            out.write_all_at(data, offset)?;
+            self.counters.add_bytes(data.len() as u64);
+            Ok(())
+        })
+        .map_err(|e| fail("copying", e))?;
+        if bytes != entry.bytes || sum != entry.xxh3 {
+            let _ = fs::remove_file(&temp);
+            return Err(format!(
+                "{}: source file {} has {bytes} bytes and xxh3 {sum}, the manifest says {} bytes and {}",
+                self.rank_label(),
+                source.display(),
+                entry.bytes,
+                entry.xxh3
+            ));
+        }
+        out.sync_all().map_err(|e| fail("syncing", e))?;
+        self.finish_file(&temp, f, journal)?;
+        self.counters.add_item();
+        Ok(())
+    }
+}

@@ -1,0 +1,82 @@
+//! The writing side of a node.
+
+use super::*;
+
+/// The writing side of a node: chunks into temporary files, checked,
+/// renamed into place and journaled when their last chunk arrives.
+pub(super) struct NodeWriter<'c, 'a> {
+    pub(super) ctx: &'c Context<'a>,
+    pub(super) journal: Mutex<Journal>,
+    pub(super) temp_dir: PathBuf,
+    pub(super) open: HashMap<usize, OpenFile>,
+    pub(super) expected: std::collections::HashSet<usize>,
+    pub(super) done: usize,
+    pub(super) written: u64,
+    pub(super) first_write: Option<Instant>,
+}
+
+pub(super) struct OpenFile {
+    file: File,
+    temp: PathBuf,
+    hash: StreamingChecksum,
+}
+
+impl NodeWriter<'_, '_> {
+    /// Handle one message (data + trailer) from rank `source`. Holds the
+    /// context's temp lock throughout, so a failing rank can clear the
+    /// temporary files knowing none is being created.
+    pub(super) fn chunk(&mut self, message: &[u8], source: usize) -> Result<(), String> {
+        let ctx = self.ctx;
+        let _guard = ctx.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if ctx.failing.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        if message.len() < TRAILER {
+            return Err(format!("{}: malformed message from rank {source}", ctx.rank_label()));
+        }
+        let (data, trailer) = message.split_at(message.len() - TRAILER);
+        let field = |i: usize| u64::from_le_bytes(trailer[i * 8..(i + 1) * 8].try_into().unwrap_or([0; 8]));
+        let (f, offset, len, flags) = (field(0) as usize, field(1), field(2) as usize, field(3));
+        if !self.expected.contains(&f) || len != data.len() {
+            return Err(format!("{}: unexpected chunk of file {f} from rank {source}", ctx.rank_label()));
+        }
+        let entry = &ctx.manifest.files[f];
+        self.first_write.get_or_insert_with(Instant::now);
+        let state = match self.open.entry(f) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let temp = self.temp_dir.join(format!("{f}.part"));
+                let file = File::create(&temp)
+                    .map_err(|e| format!("{}: creating {}: {e}", ctx.rank_label(), temp.display()))?;
+                v.insert(OpenFile { file, temp, hash: StreamingChecksum::new() })
+            }
+        };
+        if let Err(e) = state.file.write_all_at(data, offset) {
+            return Err(format!("{}: writing {} into {}: {e}", ctx.rank_label(), entry.path, ctx.dest.display()));
+        }
+        state.hash.update(data);
+        self.written += data.len() as u64;
+        ctx.counters.add_bytes(data.len() as u64);
+        if flags & LAST == 0 {
+            return Ok(());
+        }
+        let Some(state) = self.open.remove(&f) else { return Ok(()) };
+        if state.hash.bytes() != entry.bytes || state.hash.finish() != entry.xxh3 {
+            return Err(format!(
+                "{}: {} arrived corrupt (xxh3 {} != {})",
+                ctx.rank_label(),
+                entry.path,
+                state.hash.finish(),
+                entry.xxh3
+            ));
+        }
+        if let Err(e) = state.file.sync_all() {
+            return Err(format!("{}: syncing {}: {e}", ctx.rank_label(), entry.path));
+        }
+        drop(state.file);
+        ctx.finish_file(&state.temp, f, &self.journal)?;
+        ctx.counters.add_item();
+        self.done += 1;
+        Ok(())
+    }
+}
