@@ -38,6 +38,14 @@ fn write(dir: &std::path::Path) -> Vec<PathBuf> {
     paths
 }
 
+/// Corrupt one byte in the middle of a file (inside one of its records).
+fn flip_middle_byte(path: &std::path::Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x10;
+    std::fs::write(path, &bytes).unwrap();
+}
+
 fn expected_x(id: usize) -> Vec<f32> {
     let raw: Vec<u8> = sample(id).x().iter().flat_map(|v| v.to_le_bytes()).collect();
     let mut out = vec![0f32; SHAPE.voxels()];
@@ -100,10 +108,7 @@ fn loader_delivers_batches_in_sampler_order_within_the_prefetch_window() {
 fn corrupt_record_reaches_the_consumer_with_file_and_offset() {
     let dir = tempfile::tempdir().unwrap();
     let paths = write(dir.path());
-    let mut bytes = std::fs::read(&paths[2]).unwrap();
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 0x10;
-    std::fs::write(&paths[2], &bytes).unwrap();
+    flip_middle_byte(&paths[2]);
     let ds = Arc::new(CosmoflowDataset::open(&paths, SHAPE, CosmoTransform::Log1p).unwrap());
     let loader =
         Loader::new(ds, (0..7).collect(), LoaderConfig { batch: 1, workers: 2, prefetch: 3, skip_corrupt: false });
@@ -143,10 +148,7 @@ fn a_resumed_loader_continues_mid_epoch_in_the_same_order() {
 fn skip_corrupt_counts_and_skips_instead_of_failing() {
     let dir = tempfile::tempdir().unwrap();
     let paths = write(dir.path());
-    let mut bytes = std::fs::read(&paths[2]).unwrap();
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 0x10;
-    std::fs::write(&paths[2], &bytes).unwrap();
+    flip_middle_byte(&paths[2]);
     let ds = Arc::new(CosmoflowDataset::open(&paths, SHAPE, CosmoTransform::Log1p).unwrap());
     let mut loader =
         Loader::new(ds, (0..7).collect(), LoaderConfig { batch: 7, workers: 1, prefetch: 1, skip_corrupt: true });
