@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use formats::cosmoflow::{CosmoError, CosmoSampleView, CosmoShape, TARGETS};
+use formats::manifest::Manifest;
 use formats::tfrecord::{RecordIndex, TfRecordError, TfRecordFile, index_path_for};
 
 /// A sample that cannot be produced. Names the file and byte offset.
@@ -33,6 +34,9 @@ pub enum DatasetError {
         /// Cause.
         source: std::io::Error,
     },
+    /// The manifest's schema is not a CosmoFlow one.
+    #[error("the manifest does not describe CosmoFlow samples (schema kind or x shape)")]
+    NotCosmoflow,
     /// An index past the end.
     #[error("sample {index} out of range (dataset has {len})")]
     OutOfRange {
@@ -106,6 +110,36 @@ impl CosmoflowDataset {
             files.push(file);
         }
         Ok(CosmoflowDataset { files, records, shape, transform })
+    }
+}
+
+impl CosmoflowDataset {
+    /// Open the sample files of a CosmoFlow dataset from its manifest, all
+    /// of them or only `files` (manifest indices, e.g. the files the stager
+    /// placed on this node). A listed file missing on disk is an error naming
+    /// it here, before the first batch.
+    pub fn from_manifest(
+        root: &Path,
+        manifest: &Manifest,
+        files: Option<&[usize]>,
+        transform: CosmoTransform,
+    ) -> Result<Self, DatasetError> {
+        let shape = manifest.schema.cosmo_shape().ok_or(DatasetError::NotCosmoflow)?;
+        let all: Vec<usize> = (0..manifest.files.len()).collect();
+        let paths: Vec<PathBuf> = files
+            .unwrap_or(&all)
+            .iter()
+            .filter_map(|&i| manifest.files.get(i))
+            .filter(|entry| entry.samples > 0)
+            .map(|entry| root.join(&entry.path))
+            .collect();
+        if let Some(missing) = paths.iter().find(|p| !p.is_file()) {
+            return Err(DatasetError::Io {
+                path: missing.clone(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "listed in the manifest but missing on disk"),
+            });
+        }
+        Self::open(&paths, shape, transform)
     }
 }
 

@@ -160,3 +160,20 @@ fn skip_corrupt_counts_and_skips_instead_of_failing() {
     }
     assert_eq!(loader.metrics().skipped, 1);
 }
+
+#[test]
+fn from_manifest_opens_the_listed_files_and_names_a_missing_one() {
+    use formats::manifest::{MANIFEST_FILE, ScanOptions, Schema, scan};
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path());
+    let manifest = scan(dir.path(), &ScanOptions::new(Schema::cosmoflow(SHAPE))).unwrap();
+    manifest.save(&dir.path().join(MANIFEST_FILE)).unwrap();
+    let ds = CosmoflowDataset::from_manifest(dir.path(), &manifest, None, CosmoTransform::Log1p).unwrap();
+    assert_eq!(ds.len(), 7);
+    let f1 = manifest.files.iter().position(|f| f.path == "f1.tfrecord").unwrap();
+    let only = CosmoflowDataset::from_manifest(dir.path(), &manifest, Some(&[f1]), CosmoTransform::Log1p).unwrap();
+    assert_eq!(only.len(), 1);
+    std::fs::remove_file(dir.path().join("f2.tfrecord")).unwrap();
+    let err = CosmoflowDataset::from_manifest(dir.path(), &manifest, None, CosmoTransform::Log1p).err().unwrap();
+    assert!(err.to_string().contains("f2.tfrecord") && err.to_string().contains("missing"), "{err}");
+}
