@@ -172,17 +172,27 @@ impl Dataset for CosmoflowDataset {
     }
 }
 
+/// `ln(1 + x)` for every int16 `x`, indexed by the value's bit pattern: a
+/// 256 KiB table that stays in L2 and turns the transform into one load per
+/// voxel, exactly equal to `f32::ln_1p` (a scalar `ln_1p` per voxel ran at
+/// 6 % of the memory-bandwidth bound).
+fn log1p_table() -> &'static [f32] {
+    static TABLE: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| (0..=u16::MAX).map(|bits| f32::from(bits as i16).ln_1p()).collect())
+}
+
 /// int16 little-endian counts to f32 with the transform. One pass reading
 /// the bytes and writing the result: the loop the memory-bandwidth bound is about.
 pub fn decode_counts(raw: &[u8], out: &mut [f32], transform: CosmoTransform) {
-    let values = raw.chunks_exact(2).map(|b| f32::from(i16::from_le_bytes([b[0], b[1]])));
     match transform {
         CosmoTransform::Log1p => {
-            for (o, v) in out.iter_mut().zip(values) {
-                *o = v.ln_1p();
+            let table = log1p_table();
+            for (o, b) in out.iter_mut().zip(raw.chunks_exact(2)) {
+                *o = table[usize::from(u16::from_le_bytes([b[0], b[1]]))];
             }
         }
         CosmoTransform::DivideByMean => {
+            let values = raw.chunks_exact(2).map(|b| f32::from(i16::from_le_bytes([b[0], b[1]])));
             let mut sum = 0f64;
             for (o, v) in out.iter_mut().zip(values) {
                 *o = v;

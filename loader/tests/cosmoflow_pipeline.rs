@@ -70,6 +70,17 @@ fn dataset_decodes_every_sample_with_log1p() {
 }
 
 #[test]
+fn log1p_decoding_equals_ln_1p_for_every_int16() {
+    let raw: Vec<u8> = (i16::MIN..=i16::MAX).flat_map(|v| v.to_le_bytes()).collect();
+    let mut out = vec![0f32; 65536];
+    decode_counts(&raw, &mut out, CosmoTransform::Log1p);
+    for (v, o) in (i16::MIN..=i16::MAX).zip(&out) {
+        let want = f32::from(v).ln_1p();
+        assert!(want.to_bits() == o.to_bits() || (want.is_nan() && o.is_nan()), "{v}: {o} != {want}");
+    }
+}
+
+#[test]
 fn divide_by_mean_gives_unit_mean() {
     let mut out = vec![0f32; 4];
     let raw: Vec<u8> = [1i16, 2, 3, 6].iter().flat_map(|v| v.to_le_bytes()).collect();

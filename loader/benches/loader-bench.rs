@@ -1,0 +1,199 @@
+//! Loader benchmark (issue #4): our loader against the tools scientists use
+//! today, in the same run, with the same parallelism (2 workers) and the same
+//! decode work, plus the memory-bandwidth bound and the consumer wait.
+//!
+//! ```sh
+//! cargo bench -p stagehand-loader --bench loader-bench
+//! ```
+//! Peers (bench/peers/*.py) run in bench/.venv, created by bench/setup-peers.sh.
+//! `STAGEHAND_BENCH_DIR` (default /tmp/stagehand-loader-bench), `STAGEHAND_BENCH_REPS` (3).
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use formats::climate::{self, ChannelStats, ClimateShape};
+use formats::cosmoflow::{CosmoSample, CosmoSampleView, CosmoShape};
+use formats::tfrecord::{TfRecordFile, TfRecordFileWriter};
+use loader::dataset::{CosmoTransform, CosmoflowDataset, Dataset};
+use loader::deepcam::DeepcamDataset;
+use loader::pipeline::{Loader, LoaderConfig};
+
+const SAMPLES: usize = 64;
+const WORKERS: usize = 2;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn cosmo_files(dir: &Path) -> Vec<PathBuf> {
+    let shape = CosmoShape::MLPERF;
+    std::fs::create_dir_all(dir).unwrap();
+    (0..SAMPLES)
+        .map(|i| {
+            let path = dir.join(format!("cosmo_{i:03}.tfrecord"));
+            if !path.exists() {
+                let x: Vec<i16> =
+                    (0..shape.voxels()).map(|v| ((v.wrapping_mul(2654435761) >> 7) + i) as i16 & 15).collect();
+                let sample = CosmoSample::new(shape, x, [0.1, 0.2, 0.3, 0.4]).unwrap();
+                let mut w = TfRecordFileWriter::create(&path, false, false).unwrap();
+                w.write_record(&sample.to_example_bytes()).unwrap();
+                w.finish().unwrap();
+            }
+            path
+        })
+        .collect()
+}
+
+fn deepcam_files(dir: &Path) -> (Vec<PathBuf>, PathBuf) {
+    let shape = ClimateShape::DEEPCAM;
+    std::fs::create_dir_all(dir).unwrap();
+    let stats = dir.join("stats.h5");
+    if !stats.exists() {
+        let c = shape.channels;
+        let s = ChannelStats {
+            count: SAMPLES as i64,
+            mean: vec![0.0; c],
+            sqmean: vec![1.0; c],
+            minval: vec![-1.0; c],
+            maxval: vec![1.0; c],
+        };
+        climate::write_stats(&stats, &s).unwrap();
+    }
+    let files = (0..SAMPLES)
+        .map(|i| {
+            let path = dir.join(format!("data-{i:03}.h5"));
+            if !path.exists() {
+                let data: Vec<f32> = (0..shape.values()).map(|v| ((v + i) % 200) as f32 / 100.0 - 1.0).collect();
+                let labels: Vec<i32> = (0..shape.pixels()).map(|p| (p % 3) as i32).collect();
+                climate::write_sample(&path, shape, &data, &labels).unwrap();
+            }
+            path
+        })
+        .collect();
+    (files, stats)
+}
+
+/// Samples per second of our loader over the whole dataset, and the consumer's wait fraction.
+fn ours<D: Dataset + 'static>(ds: Arc<D>, reps: usize, consumer_work: Duration) -> (f64, f64) {
+    let mut rates = Vec::new();
+    let mut wait = 0.0;
+    for _ in 0..reps {
+        let started = Instant::now();
+        let mut loader = Loader::new(
+            ds.clone(),
+            (0..ds.len()).collect(),
+            LoaderConfig { batch: 1, workers: WORKERS, prefetch: 4, skip_corrupt: false },
+        );
+        while let Some(batch) = loader.next() {
+            let batch = batch.unwrap();
+            std::hint::black_box(&batch.x);
+            if !consumer_work.is_zero() {
+                std::thread::sleep(consumer_work);
+            }
+            loader.recycle(batch);
+        }
+        let m = loader.metrics();
+        rates.push(ds.len() as f64 / started.elapsed().as_secs_f64());
+        wait = m.consumer_wait.as_secs_f64() / m.elapsed.as_secs_f64();
+    }
+    (median(rates), wait)
+}
+
+/// One pass over the same bytes writing the f32 result, on WORKERS threads: the bound.
+fn bandwidth_bound_cosmo(files: &[PathBuf], reps: usize) -> f64 {
+    let maps: Vec<TfRecordFile> = files.iter().map(|p| TfRecordFile::open(p).unwrap()).collect();
+    let mut rates = Vec::new();
+    for _ in 0..reps {
+        let started = Instant::now();
+        std::thread::scope(|s| {
+            for part in maps.chunks(maps.len().div_ceil(WORKERS)) {
+                s.spawn(move || {
+                    let mut out = vec![0f32; CosmoShape::MLPERF.voxels()];
+                    for f in part {
+                        let rec = f.records().next().unwrap().unwrap();
+                        let view = CosmoSampleView::parse(rec.data, CosmoShape::MLPERF).unwrap();
+                        for (o, b) in out.iter_mut().zip(view.x.chunks_exact(2)) {
+                            *o = f32::from(i16::from_le_bytes([b[0], b[1]]));
+                        }
+                        std::hint::black_box(&out);
+                    }
+                });
+            }
+        });
+        rates.push(files.len() as f64 / started.elapsed().as_secs_f64());
+    }
+    median(rates)
+}
+
+fn peer(script: &str, args: &[String]) -> Option<f64> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench");
+    let ok = Command::new("bash").arg(root.join("setup-peers.sh")).status().is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("peer {script}: could not set up bench/.venv");
+        return None;
+    }
+    let out =
+        Command::new(root.join(".venv/bin/python")).arg(root.join("peers").join(script)).args(args).output().ok()?;
+    if !out.status.success() {
+        eprintln!("peer {script} failed: {}", String::from_utf8_lossy(&out.stderr));
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().last()?;
+    serde_json::from_str::<serde_json::Value>(line).ok()?["samples_per_s"].as_f64()
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let dir =
+        PathBuf::from(std::env::var("STAGEHAND_BENCH_DIR").unwrap_or_else(|_| "/tmp/stagehand-loader-bench".into()));
+    let reps: usize = std::env::var("STAGEHAND_BENCH_REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+    let strings = |v: &[PathBuf]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
+
+    let cosmo = cosmo_files(&dir.join("cosmo"));
+    for f in &cosmo {
+        std::fs::read(f).unwrap(); // page cache
+    }
+    let ds = Arc::new(CosmoflowDataset::open(&cosmo, CosmoShape::MLPERF, CosmoTransform::Log1p).unwrap());
+    let (ours_cosmo, _) = ours(ds.clone(), reps, Duration::ZERO);
+    let bound = bandwidth_bound_cosmo(&cosmo, reps);
+    let mut args = vec![WORKERS.to_string(), reps.to_string()];
+    args.extend(strings(&cosmo));
+    let tf = peer("tfdata_cosmoflow.py", &args);
+    // A consumer that takes longer per batch than decoding does.
+    let per_batch = Duration::from_secs_f64(2.0 * WORKERS as f64 / ours_cosmo);
+    let (_, wait) = ours(ds, 1, per_batch);
+
+    let (deepcam, stats) = deepcam_files(&dir.join("deepcam"));
+    for f in &deepcam {
+        std::fs::read(f).unwrap();
+    }
+    let ds = Arc::new(DeepcamDataset::open(&deepcam, &stats, ClimateShape::DEEPCAM).unwrap());
+    let (ours_deepcam, _) = ours(ds, reps, Duration::ZERO);
+    let mut args = vec![WORKERS.to_string(), reps.to_string(), stats.display().to_string()];
+    args.extend(strings(&deepcam));
+    let h5 = peer("h5py_deepcam.py", &args);
+
+    let fmt = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.1}"));
+    let ratio = |a: f64, b: Option<f64>| b.map_or("n/a".to_owned(), |b| format!("{:.2}x", a / b));
+    println!("\n| workload ({SAMPLES} samples, {WORKERS} workers) | stagehand samples/s | peer samples/s | ratio |");
+    println!("|---|---|---|---|");
+    println!("| CosmoFlow TFRecord, log(x+1) vs tf.data | {ours_cosmo:.1} | {} | {} |", fmt(tf), ratio(ours_cosmo, tf));
+    println!(
+        "| DeepCAM HDF5, min-max + CHW vs h5py + multiprocessing | {ours_deepcam:.1} | {} | {} |",
+        fmt(h5),
+        ratio(ours_deepcam, h5)
+    );
+    println!(
+        "\nCosmoFlow memory-bandwidth bound (one pass int16 -> f32, {WORKERS} threads): {bound:.1} samples/s; ours = {:.0} % of it",
+        100.0 * ours_cosmo / bound
+    );
+    println!("consumer wait with a consumer slower than decoding: {:.2} % of run time", 100.0 * wait);
+}
