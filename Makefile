@@ -49,3 +49,4 @@ lint:
 bench: setup
 	$(CARGO) bench -p stagehand-formats --bench formats
 	$(CARGO) bench -p stagehand-stager --bench stage
+	$(CARGO) bench -p stagehand-loader --bench loader-bench
