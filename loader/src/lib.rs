@@ -14,8 +14,8 @@
 //!   resume at a saved batch position.
 //!
 //! Corrupt samples are errors naming file and offset, or skipped and counted
-//! with `skip_corrupt`. Still to come (issue #4): LMDB datasets, the benchmark
-//! against tf.data and h5py.
+//! with `skip_corrupt`. Still to come (issue #4): LMDB datasets. `cargo bench --bench
+//! loader-bench` compares the loader with tf.data and h5py.
 //!
 //! ```
 //! use loader::sampler::{DistributedSampler, Remainder};
