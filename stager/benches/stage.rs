@@ -10,7 +10,7 @@
 //!
 //! Environment: `STAGEHAND_BENCH_DIR` (source, default /tmp/stagehand-bench),
 //! `STAGEHAND_BENCH_DEST` (node-local root, default /dev/shm/stagehand-bench),
-//! `STAGEHAND_BENCH_REPS` (default 3), `STAGEHAND_BENCH_PFS_BW` (default 1GB/s).
+//! `STAGEHAND_BENCH_REPS` (default 5), `STAGEHAND_BENCH_PFS_BW` (default 1GB/s).
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -110,7 +110,7 @@ fn main() {
     }
     let src = PathBuf::from(env_or("STAGEHAND_BENCH_DIR", "/tmp/stagehand-bench")).join("src");
     let dest_root = PathBuf::from(env_or("STAGEHAND_BENCH_DEST", "/dev/shm/stagehand-bench"));
-    let reps: usize = env_or("STAGEHAND_BENCH_REPS", "3").parse().unwrap();
+    let reps: usize = env_or("STAGEHAND_BENCH_REPS", "5").parse().unwrap();
     let pfs = env_or("STAGEHAND_BENCH_PFS_BW", "1GB/s");
     let m = make_dataset(&src);
     let per_node = m.files.len() / 2;
@@ -141,10 +141,17 @@ fn main() {
     for (name, _) in &cases {
         rows.push((name, Vec::new(), Vec::new(), Vec::new()));
     }
+    // The order rotates between repetitions: on a VM that hands freed memory
+    // back to its host, whoever runs right after a large delete pays for
+    // fresh pages, so a fixed order would bias one contender.
     for rep in 0..reps {
-        cp_times.push(run_cp(&src, &dest_root, &needs, &m));
-        for (i, (_, extra)) in cases.iter().enumerate() {
-            let (wall, report) = run_stager(&src, &dest_root, per_node, extra);
+        for k in 0..=cases.len() {
+            let i = (k + rep) % (cases.len() + 1);
+            if i == cases.len() {
+                cp_times.push(run_cp(&src, &dest_root, &needs, &m));
+                continue;
+            }
+            let (wall, report) = run_stager(&src, &dest_root, per_node, cases[i].1);
             rows[i].1.push(wall);
             rows[i].2.push(report["seconds"]["total"].as_f64().unwrap());
             rows[i].3.push(report);

@@ -67,11 +67,12 @@ struct StageArgs {
     /// Read threads per rank.
     #[arg(long, default_value_t = 8)]
     threads: usize,
-    /// Bytes per MPI message.
-    #[arg(long, value_parser = parse_bytes, default_value = "64MiB")]
+    /// Bytes per read and per MPI message. Small enough that a chunk is
+    /// still in cache when it is hashed, sent and written.
+    #[arg(long, value_parser = parse_bytes, default_value = "8MiB")]
     chunk_size: u64,
-    /// Cap on bytes read but not yet sent, per rank.
-    #[arg(long, value_parser = parse_bytes, default_value = "1GiB")]
+    /// Cap on bytes read but not yet sent, per rank (the buffer pool).
+    #[arg(long, value_parser = parse_bytes, default_value = "256MiB")]
     max_inflight: u64,
     /// Run the baseline instead: every node reads what it needs from the source.
     #[arg(long)]

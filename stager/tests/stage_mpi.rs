@@ -269,11 +269,11 @@ fn killed_rank_ends_the_job_and_a_rerun_finishes_byte_identical() {
     let dest = dir.path().join("node{node}");
     // Emulate a slow file system so the run is still going when a rank dies.
     let mut child = Command::new("mpirun")
-        .args(["--oversubscribe", "--bind-to", "none", "-np", "4", "-x", "STAGEHAND_RANKS_PER_NODE"])
+        .args(e2e::MPIRUN_ARGS)
+        .args(["-np", "4", "-x", "STAGEHAND_RANKS_PER_NODE"])
         .env("STAGEHAND_RANKS_PER_NODE", "2")
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
         .arg(STAGER)
         .args(["stage", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap()])
         .args(["--policy", "replicate", "--chunk-size", "16KiB", "--source-bandwidth", "1MB/s"])
