@@ -12,6 +12,8 @@
 //! - [`climate`]: the DeepCAM HDF5 sample and `stats.h5`, with raw byte extents of
 //!   contiguous datasets so readers can bypass the HDF5 lock.
 //! - [`lmdb`]: a u64-keyed LMDB sample store and the Etalumis-style trace store.
+//! - [`scattering`]: the multislice sample (CBED stack + projected potential,
+//!   f32 or f16, optionally zstd, checksummed) kept in a sample store.
 //! - [`placement`]: which files each node needs (`replicate`, `shard`,
 //!   `per-node=N`), shared by the stager and the loader.
 //!
@@ -37,4 +39,5 @@ pub mod example;
 pub mod lmdb;
 pub mod manifest;
 pub mod placement;
+pub mod scattering;
 pub mod tfrecord;

@@ -37,6 +37,29 @@ pub enum DatasetError {
     /// The manifest's schema is not a CosmoFlow one.
     #[error("the manifest does not describe CosmoFlow samples (schema kind or x shape)")]
     NotCosmoflow,
+    /// An LMDB store cannot be read, or a stored value does not decode.
+    #[error(transparent)]
+    Lmdb(#[from] formats::lmdb::LmdbError),
+    /// A scattering sample is malformed or has another shape than the store's.
+    #[error("{}: key {key}: {source}", path.display())]
+    Scattering {
+        /// Store directory.
+        path: PathBuf,
+        /// Sample key.
+        key: u64,
+        /// What is wrong, with the byte.
+        source: formats::scattering::ScatteringError,
+    },
+    /// A sample is absent or has another shape than the rest of the dataset.
+    #[error("{}: sample {key}: {reason}", path.display())]
+    Shape {
+        /// Store directory or file.
+        path: PathBuf,
+        /// Sample key or index.
+        key: u64,
+        /// What differs.
+        reason: String,
+    },
     /// An index past the end.
     #[error("sample {index} out of range (dataset has {len})")]
     OutOfRange {
@@ -60,11 +83,25 @@ pub trait Dataset: Send + Sync {
     /// Values in one sample's input `x`.
     fn x_len(&self) -> usize;
 
-    /// Values in one sample's target `y`.
+    /// Values in one sample's target `y` (0 for datasets whose targets vary
+    /// in length, which implement [`read_ragged`](Self::read_ragged)).
     fn y_len(&self) -> usize;
 
     /// Decode sample `index` into `x` and `y`; returns the bytes read.
     fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError>;
+
+    /// Decode sample `index` into `x` and append its target to `y`, which
+    /// may then have grown by any length (simulator traces). The loader
+    /// calls this; the default appends `y_len` values via `read_into`.
+    fn read_ragged(&self, index: usize, x: &mut [f32], y: &mut Vec<f32>) -> Result<u64, DatasetError> {
+        let start = y.len();
+        y.resize(start + self.y_len(), 0.0);
+        let read = self.read_into(index, x, &mut y[start..]);
+        if read.is_err() {
+            y.truncate(start);
+        }
+        read
+    }
 }
 
 /// How CosmoFlow counts become network inputs (MLPerf HPC `cosmoflow/data/cosmo.py`).

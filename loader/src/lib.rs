@@ -8,14 +8,16 @@
 //!   bucketed trace sampler.
 //! - [`dataset`]: the `Dataset` trait and CosmoFlow TFRecords (mmap, offset
 //!   index, `log(x+1)` or divide-by-mean); [`deepcam`]: DeepCAM HDF5 read by
-//!   byte offset outside the HDF5 lock, min-max normalised, HWC -> CHW.
+//!   byte offset outside the HDF5 lock, min-max normalised, HWC -> CHW;
+//!   [`lmdb`]: multislice scattering samples and simulator traces (targets
+//!   of variable length) from LMDB stores.
 //! - [`pipeline`]: worker threads, a bounded prefetch window, batches in
 //!   order, reusable buffers, errors to the consumer, join on drop, metrics,
 //!   resume at a saved batch position.
 //!
 //! Corrupt samples are errors naming file and offset, or skipped and counted
-//! with `skip_corrupt`. Still to come (issue #4): LMDB datasets. `cargo bench --bench
-//! loader-bench` compares the loader with tf.data and h5py.
+//! with `skip_corrupt`. `cargo bench --bench loader-bench` compares the
+//! loader with tf.data and h5py.
 //!
 //! ```
 //! use loader::sampler::{DistributedSampler, Remainder};
@@ -27,5 +29,6 @@
 
 pub mod dataset;
 pub mod deepcam;
+pub mod lmdb;
 pub mod pipeline;
 pub mod sampler;

@@ -25,7 +25,9 @@ pub struct LoaderConfig {
     pub skip_corrupt: bool,
 }
 
-/// One batch: `x` is `len * x_len` values, `y` is `len * y_len`.
+/// One batch: `x` is `len * x_len` values; sample `k`'s target is
+/// `y[y_offsets[k]..y_offsets[k + 1]]` (every target has `y_len` values
+/// except in datasets of variable-length targets, such as traces).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Batch {
     /// Position of the batch in the epoch.
@@ -36,6 +38,25 @@ pub struct Batch {
     pub x: Vec<f32>,
     /// Targets, sample after sample.
     pub y: Vec<f32>,
+    /// Where each sample's target starts in `y`, plus `y.len()` at the end.
+    pub y_offsets: Vec<usize>,
+}
+
+impl Batch {
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.indices.len()
+    }
+
+    /// True if the batch holds no sample (all were skipped as corrupt).
+    pub fn is_empty(&self) -> bool {
+        self.indices.is_empty()
+    }
+
+    /// The target of sample `k` of the batch.
+    pub fn target(&self, k: usize) -> &[f32] {
+        &self.y[self.y_offsets[k]..self.y_offsets[k + 1]]
+    }
 }
 
 /// Counters of a loader's work so far.
@@ -55,6 +76,59 @@ pub struct Metrics {
     pub skipped: u64,
     /// Wall time since the loader started.
     pub elapsed: Duration,
+}
+
+impl Metrics {
+    /// Rates and shares over the run so far: what a trainer logs per epoch.
+    pub fn summary(&self) -> EpochSummary {
+        let secs = self.elapsed.as_secs_f64();
+        let per_sec = |v: f64| if secs > 0.0 { v / secs } else { 0.0 };
+        EpochSummary {
+            samples: self.samples,
+            seconds: secs,
+            samples_per_sec: per_sec(self.samples as f64),
+            bytes_per_sec: per_sec(self.bytes as f64),
+            consumer_wait_fraction: if secs > 0.0 { self.consumer_wait.as_secs_f64() / secs } else { 0.0 },
+            worker_busy_seconds: self.worker_busy.as_secs_f64(),
+            skipped: self.skipped,
+        }
+    }
+}
+
+/// One epoch of a loader in numbers (see [`Metrics::summary`]); its
+/// `Display` is the line the loader logs when an epoch ends.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
+pub struct EpochSummary {
+    /// Samples delivered.
+    pub samples: u64,
+    /// Wall seconds from start to the last batch.
+    pub seconds: f64,
+    /// Samples delivered per second.
+    pub samples_per_sec: f64,
+    /// Bytes read from storage per second.
+    pub bytes_per_sec: f64,
+    /// Share of the wall time the consumer spent waiting for a batch.
+    pub consumer_wait_fraction: f64,
+    /// Seconds workers spent decoding, summed over workers.
+    pub worker_busy_seconds: f64,
+    /// Corrupt samples skipped.
+    pub skipped: u64,
+}
+
+impl std::fmt::Display for EpochSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} samples in {:.2} s: {:.1} samples/s, {:.1} MB/s read, consumer waited {:.1} % of the time, workers busy {:.2} s, {} corrupt skipped",
+            self.samples,
+            self.seconds,
+            self.samples_per_sec,
+            self.bytes_per_sec / 1e6,
+            100.0 * self.consumer_wait_fraction,
+            self.worker_busy_seconds,
+            self.skipped
+        )
+    }
 }
 
 struct State {
@@ -84,6 +158,8 @@ pub struct Loader {
     samples: u64,
     wait: Duration,
     started: Instant,
+    /// Set when the last batch has been delivered (the epoch's end).
+    finished: Option<Duration>,
 }
 
 impl Loader {
@@ -127,7 +203,7 @@ impl Loader {
                 std::thread::spawn(move || work(&shared, &*dataset, &order, (batch, batches, prefetch), skip))
             })
             .collect();
-        Loader { shared, workers, batches, samples: 0, wait: Duration::ZERO, started: Instant::now() }
+        Loader { shared, workers, batches, samples: 0, wait: Duration::ZERO, started: Instant::now(), finished: None }
     }
 
     /// Number of batches in the epoch.
@@ -155,7 +231,7 @@ impl Loader {
             worker_busy: Duration::from_nanos(self.shared.busy_nanos.load(Ordering::Relaxed)),
             max_ready: lock(&self.shared.state).max_ready,
             skipped: self.shared.skipped.load(Ordering::Relaxed),
-            elapsed: self.started.elapsed(),
+            elapsed: self.finished.unwrap_or_else(|| self.started.elapsed()),
         }
     }
 }
@@ -178,6 +254,10 @@ impl Iterator for Loader {
                 self.wait += started.elapsed();
                 if let Ok(batch) = &item {
                     self.samples += batch.indices.len() as u64;
+                }
+                if number + 1 == self.batches {
+                    self.finished = Some(self.started.elapsed());
+                    tracing::info!("loader epoch done: {}", self.metrics().summary());
                 }
                 return Some(item);
             }
@@ -207,7 +287,7 @@ fn work(
     (batch, batches, prefetch): (usize, usize, usize),
     skip_corrupt: bool,
 ) {
-    let (x_len, y_len) = (dataset.x_len(), dataset.y_len());
+    let x_len = dataset.x_len();
     loop {
         // Take the next batch number once it is within the prefetch window.
         let (number, mut buffers) = {
@@ -227,23 +307,32 @@ fn work(
         };
         let started = Instant::now();
         let indices: Vec<usize> = order[number * batch..((number + 1) * batch).min(order.len())].to_vec();
-        let mut out =
-            buffers.take().unwrap_or_else(|| Batch { number, indices: Vec::new(), x: Vec::new(), y: Vec::new() });
+        let mut out = buffers.take().unwrap_or_else(|| Batch {
+            number,
+            indices: Vec::new(),
+            x: Vec::new(),
+            y: Vec::new(),
+            y_offsets: Vec::new(),
+        });
         out.number = number;
         out.x.resize(indices.len() * x_len, 0.0);
-        out.y.resize(indices.len() * y_len, 0.0);
+        out.y.clear();
+        out.y_offsets.clear();
+        out.y_offsets.push(0);
         let mut result = Ok(());
         let mut kept = Vec::with_capacity(indices.len());
         for &index in &indices {
             let k = kept.len();
             let x = &mut out.x[k * x_len..(k + 1) * x_len];
-            let y = &mut out.y[k * y_len..(k + 1) * y_len];
-            match dataset.read_into(index, x, y) {
+            match dataset.read_ragged(index, x, &mut out.y) {
                 Ok(bytes) => {
                     shared.bytes.fetch_add(bytes, Ordering::Relaxed);
                     kept.push(index);
+                    out.y_offsets.push(out.y.len());
                 }
                 Err(e) if skip_corrupt => {
+                    // Whatever a failed read appended is not a target.
+                    out.y.truncate(out.y_offsets.last().copied().unwrap_or(0));
                     shared.skipped.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!("skipping corrupt sample {index}: {e}");
                 }
@@ -254,7 +343,6 @@ fn work(
             }
         }
         out.x.truncate(kept.len() * x_len);
-        out.y.truncate(kept.len() * y_len);
         let indices = kept;
         out.indices = indices;
         shared.busy_nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);

@@ -120,6 +120,12 @@ impl SampleReader<'_> {
         self.db.get(&self.txn, &id).map_err(lmdb_error(self.path, "reading a sample"))
     }
 
+    /// Every sample id, in increasing order.
+    pub fn ids(&self) -> Result<Vec<u64>, LmdbError> {
+        let iter = self.db.iter(&self.txn).map_err(lmdb_error(self.path, "listing samples"))?;
+        iter.map(|item| item.map(|(id, _)| id).map_err(lmdb_error(self.path, "listing samples"))).collect()
+    }
+
     /// Number of samples.
     pub fn len(&self) -> Result<u64, LmdbError> {
         self.db.len(&self.txn).map_err(lmdb_error(self.path, "counting samples"))
