@@ -197,36 +197,134 @@ impl Dataset for CosmoflowDataset {
         let &(file, offset) =
             self.records.get(index).ok_or(DatasetError::OutOfRange { index, len: self.records.len() })?;
         let file = &self.files[file];
-        let record = file.record_at(offset)?;
-        let view = CosmoSampleView::parse(record.data, self.shape).map_err(|source| DatasetError::Sample {
-            path: file.path().to_owned(),
-            offset,
-            source,
-        })?;
-        decode_counts(view.x, x, self.transform);
+        let path = file.path();
+        let record = file.pending_record_at(offset)?;
+        let data = record.data;
+        let view = match CosmoSampleView::parse(data, self.shape) {
+            Ok(view) => view,
+            Err(source) => {
+                // Damage shows as a CRC error first; a record with a good CRC
+                // that is not a sample of this shape is a sample error.
+                record.verify(crc32c::crc32c(data), path)?;
+                return Err(DatasetError::Sample { path: path.to_owned(), offset, source });
+            }
+        };
+        match self.transform {
+            CosmoTransform::Log1p => {
+                // One pass: each block of counts is checked (CRC) and decoded
+                // while it is in cache. Nothing reaches the caller unverified:
+                // on a CRC mismatch `x` is garbage and the error says so.
+                let x_start = view.x.as_ptr() as usize - data.as_ptr() as usize;
+                let mut crc = crc32c::crc32c(&data[..x_start]);
+                for (raw, out) in view.x.chunks(FUSED_BLOCK).zip(x.chunks_mut(FUSED_BLOCK / 2)) {
+                    crc = crc32c::crc32c_append(crc, raw);
+                    decode_counts(raw, out, CosmoTransform::Log1p);
+                }
+                crc = crc32c::crc32c_append(crc, &data[x_start + view.x.len()..]);
+                record.verify(crc, path)?;
+            }
+            CosmoTransform::DivideByMean => {
+                // The mean needs every voxel: verify first, then decode.
+                record.verify(crc32c::crc32c(data), path)?;
+                decode_counts(view.x, x, self.transform);
+            }
+        }
         y.copy_from_slice(&view.y);
-        Ok(record.framed_len())
+        Ok(formats::tfrecord::framed_len(data.len()) as u64)
     }
 }
+
+/// Bytes of int16 counts checked and decoded per step of the fused pass:
+/// input and output (3x this) stay in L2.
+const FUSED_BLOCK: usize = 32 << 10;
 
 /// `ln(1 + x)` for every int16 `x`, indexed by the value's bit pattern: a
 /// 256 KiB table that stays in L2 and turns the transform into one load per
 /// voxel, exactly equal to `f32::ln_1p` (a scalar `ln_1p` per voxel ran at
 /// 6 % of the memory-bandwidth bound).
-fn log1p_table() -> &'static [f32] {
-    static TABLE: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
-    TABLE.get_or_init(|| (0..=u16::MAX).map(|bits| f32::from(bits as i16).ln_1p()).collect())
+fn log1p_table() -> &'static [f32; 1 << 16] {
+    static TABLE: std::sync::OnceLock<Box<[f32; 1 << 16]>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = Box::new([0f32; 1 << 16]);
+        for (bits, v) in table.iter_mut().enumerate() {
+            *v = f32::from(bits as u16 as i16).ln_1p();
+        }
+        table
+    })
 }
+
+/// `ln(1 + x)` of little-endian int16 counts through the table. A
+/// fixed-size table indexed by a u16 needs no bounds checks; eight voxels
+/// come from one 16-byte load. On x86-64 the results go out with
+/// non-temporal stores: a sample's 32 MiB of f32 will not be read again
+/// before it leaves the cache anyway, and streaming stores skip reading each
+/// output line before overwriting it (a third of the memory traffic).
+fn log1p_counts(raw: &[u8], out: &mut [f32]) {
+    let table = log1p_table();
+    let one = |b: &[u8]| table[usize::from(u16::from_le_bytes([b[0], b[1]]))];
+    // Scalar up to a 16-byte-aligned output address, as the streaming store needs.
+    let head = out.as_ptr().align_offset(16).min(out.len());
+    let (out_head, out_body) = out.split_at_mut(head);
+    let (raw_head, raw_body) = raw.split_at((2 * head).min(raw.len()));
+    for (o, b) in out_head.iter_mut().zip(raw_head.chunks_exact(2)) {
+        *o = one(b);
+    }
+    let (blocks, tail) = raw_body.as_chunks::<16>();
+    let mut outs = out_body.chunks_exact_mut(8);
+    for (o, b) in outs.by_ref().zip(blocks) {
+        let word = u128::from_le_bytes(*b);
+        let mut eight = [0f32; 8];
+        for (k, v) in eight.iter_mut().enumerate() {
+            *v = table[((word >> (16 * k)) & 0xffff) as usize];
+        }
+        store_eight(o, &eight);
+    }
+    for (o, b) in outs.into_remainder().iter_mut().zip(tail.chunks_exact(2)) {
+        *o = one(b);
+    }
+    streaming_fence();
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+#[inline(always)]
+fn store_eight(out: &mut [f32], eight: &[f32; 8]) {
+    use std::arch::x86_64::{_mm_loadu_ps, _mm_stream_ps};
+    debug_assert!(out.len() == 8 && out.as_ptr().align_offset(16) == 0);
+    // SAFETY: SSE is part of the x86-64 baseline; `out` holds 8 f32 and
+    // starts 16-byte aligned (the caller aligns the first chunk and every
+    // chunk is 32 bytes), so both 16-byte stores are in bounds and aligned;
+    // `eight` is read with unaligned loads.
+    unsafe {
+        _mm_stream_ps(out.as_mut_ptr(), _mm_loadu_ps(eight.as_ptr()));
+        _mm_stream_ps(out.as_mut_ptr().add(4), _mm_loadu_ps(eight.as_ptr().add(4)));
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn store_eight(out: &mut [f32], eight: &[f32; 8]) {
+    out.copy_from_slice(eight);
+}
+
+/// Order the streaming stores before anything that follows (another thread
+/// reading the batch).
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+fn streaming_fence() {
+    // SAFETY: `sfence` has no preconditions.
+    unsafe { std::arch::x86_64::_mm_sfence() }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn streaming_fence() {}
 
 /// int16 little-endian counts to f32 with the transform. One pass reading
 /// the bytes and writing the result: the loop the memory-bandwidth bound is about.
 pub fn decode_counts(raw: &[u8], out: &mut [f32], transform: CosmoTransform) {
     match transform {
         CosmoTransform::Log1p => {
-            let table = log1p_table();
-            for (o, b) in out.iter_mut().zip(raw.chunks_exact(2)) {
-                *o = table[usize::from(u16::from_le_bytes([b[0], b[1]]))];
-            }
+            log1p_counts(raw, out);
         }
         CosmoTransform::DivideByMean => {
             let values = raw.chunks_exact(2).map(|b| f32::from(i16::from_le_bytes([b[0], b[1]])));
@@ -240,6 +338,30 @@ pub fn decode_counts(raw: &[u8], out: &mut [f32], transform: CosmoTransform) {
                 for o in out.iter_mut() {
                     *o /= mean;
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CosmoTransform, decode_counts};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Every int16 value, every output alignment and length (the scalar
+        /// head and tail around the streaming 8-voxel body): exactly `ln_1p`.
+        #[test]
+        fn log1p_decode_equals_ln_1p_at_any_alignment(
+            values in proptest::collection::vec(any::<i16>(), 0..100),
+            skip in 0usize..8,
+        ) {
+            let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let mut storage = vec![0f32; values.len() + 8];
+            let out = &mut storage[skip..skip + values.len()];
+            decode_counts(&raw, out, CosmoTransform::Log1p);
+            for (o, v) in out.iter().zip(&values) {
+                prop_assert_eq!(o.to_bits(), f32::from(*v).ln_1p().to_bits(), "value {}", v);
             }
         }
     }

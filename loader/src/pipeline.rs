@@ -143,7 +143,10 @@ struct State {
 
 struct Shared {
     state: Mutex<State>,
-    changed: Condvar,
+    /// Signalled when the prefetch window opens (workers wait on it).
+    window_opened: Condvar,
+    /// Signalled when a batch is ready (the consumer waits on it).
+    batch_ready: Condvar,
     stop: AtomicBool,
     bytes: AtomicU64,
     busy_nanos: AtomicU64,
@@ -160,6 +163,8 @@ pub struct Loader {
     started: Instant,
     /// Set when the last batch has been delivered (the epoch's end).
     finished: Option<Duration>,
+    dataset: Arc<dyn Dataset>,
+    config: LoaderConfig,
 }
 
 impl Loader {
@@ -178,6 +183,31 @@ impl Loader {
         config: LoaderConfig,
         position: usize,
     ) -> Loader {
+        Self::start(dataset, order, config, position, Vec::new())
+    }
+
+    /// Stop this epoch and start the next, in `order`, with the same
+    /// dataset and configuration, reusing this loader's batch buffers:
+    /// the new epoch's first batches do not wait for fresh memory.
+    pub fn next_epoch(mut self, order: Vec<usize>) -> Loader {
+        self.stop();
+        let free = {
+            let mut state = lock(&self.shared.state);
+            let ready = std::mem::take(&mut state.ready).into_values().filter_map(Result::ok);
+            let mut free = std::mem::take(&mut state.free);
+            free.extend(ready);
+            free
+        };
+        Self::start(self.dataset.clone(), order, self.config, 0, free)
+    }
+
+    fn start(
+        dataset: Arc<dyn Dataset>,
+        order: Vec<usize>,
+        config: LoaderConfig,
+        position: usize,
+        free: Vec<Batch>,
+    ) -> Loader {
         let batch = config.batch.max(1);
         let order = Arc::new(order);
         let batches = order.len().div_ceil(batch);
@@ -187,10 +217,11 @@ impl Loader {
                 next_to_start: position,
                 next_to_deliver: position,
                 ready: BTreeMap::new(),
-                free: Vec::new(),
+                free,
                 max_ready: 0,
             }),
-            changed: Condvar::new(),
+            window_opened: Condvar::new(),
+            batch_ready: Condvar::new(),
             stop: AtomicBool::new(false),
             bytes: AtomicU64::new(0),
             busy_nanos: AtomicU64::new(0),
@@ -203,7 +234,17 @@ impl Loader {
                 std::thread::spawn(move || work(&shared, &*dataset, &order, (batch, batches, prefetch), skip))
             })
             .collect();
-        Loader { shared, workers, batches, samples: 0, wait: Duration::ZERO, started: Instant::now(), finished: None }
+        Loader {
+            shared,
+            workers,
+            batches,
+            samples: 0,
+            wait: Duration::ZERO,
+            started: Instant::now(),
+            finished: None,
+            dataset,
+            config,
+        }
     }
 
     /// Number of batches in the epoch.
@@ -250,7 +291,8 @@ impl Iterator for Loader {
             if let Some(item) = state.ready.remove(&number) {
                 state.next_to_deliver += 1;
                 drop(state);
-                self.shared.changed.notify_all();
+                // One batch taken opens one slot of the window: one worker.
+                self.shared.window_opened.notify_one();
                 self.wait += started.elapsed();
                 if let Ok(batch) = &item {
                     self.samples += batch.indices.len() as u64;
@@ -261,18 +303,28 @@ impl Iterator for Loader {
                 }
                 return Some(item);
             }
-            state = self.shared.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+            state = self.shared.batch_ready.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+impl Loader {
+    fn stop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        {
+            // Under the lock, so no worker is between its check and its wait.
+            let _state = lock(&self.shared.state);
+            self.shared.window_opened.notify_all();
+        }
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
         }
     }
 }
 
 impl Drop for Loader {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        self.shared.changed.notify_all();
-        for worker in self.workers.drain(..) {
-            let _ = worker.join();
-        }
+        self.stop();
     }
 }
 
@@ -299,7 +351,7 @@ fn work(
                 if state.next_to_start < state.next_to_deliver + prefetch {
                     break;
                 }
-                state = shared.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+                state = shared.window_opened.wait(state).unwrap_or_else(|p| p.into_inner());
             }
             let number = state.next_to_start;
             state.next_to_start += 1;
@@ -350,6 +402,6 @@ fn work(
         state.ready.insert(number, result.map(|()| out));
         state.max_ready = state.max_ready.max(state.ready.len());
         drop(state);
-        shared.changed.notify_all();
+        shared.batch_ready.notify_one();
     }
 }

@@ -188,3 +188,32 @@ fn from_manifest_opens_the_listed_files_and_names_a_missing_one() {
     let err = CosmoflowDataset::from_manifest(dir.path(), &manifest, None, CosmoTransform::Log1p).err().unwrap();
     assert!(err.to_string().contains("f2.tfrecord") && err.to_string().contains("missing"), "{err}");
 }
+
+#[test]
+fn next_epoch_delivers_the_new_order_in_the_old_buffers() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = Arc::new(CosmoflowDataset::open(&write(dir.path()), SHAPE, CosmoTransform::Log1p).unwrap());
+    let config = LoaderConfig { batch: 2, workers: 2, prefetch: 2, skip_corrupt: false };
+    let mut loader = Loader::new(ds.clone(), (0..7).collect(), config);
+    let mut buffers = std::collections::HashSet::new();
+    while let Some(batch) = loader.next() {
+        let batch = batch.unwrap();
+        buffers.insert(batch.x.as_ptr() as usize);
+        loader.recycle(batch);
+    }
+    let order = vec![6, 0, 5, 1, 4, 2, 3];
+    let mut loader = loader.next_epoch(order.clone());
+    let mut seen = Vec::new();
+    let mut reused = 0;
+    while let Some(batch) = loader.next() {
+        let batch = batch.unwrap();
+        reused += usize::from(buffers.contains(&(batch.x.as_ptr() as usize)));
+        for (k, &i) in batch.indices.iter().enumerate() {
+            assert_eq!(&batch.x[k * SHAPE.voxels()..(k + 1) * SHAPE.voxels()], expected_x(i).as_slice());
+        }
+        seen.extend(batch.indices.iter().copied());
+        loader.recycle(batch);
+    }
+    assert_eq!(seen, order);
+    assert!(reused >= 2, "only {reused} batches reused an old buffer");
+}

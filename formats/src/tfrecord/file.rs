@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use flate2::read::MultiGzDecoder;
 use memmap2::Mmap;
 
-use super::{Record, RecordIndex, Records, TfRecordError, read_record_at, records_of};
+use super::{
+    PendingRecord, Record, RecordIndex, Records, TfRecordError, read_pending_record_at, read_record_at, records_of,
+};
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
@@ -98,6 +100,12 @@ impl TfRecordFile {
     /// The verified record starting at `offset` (from a [`RecordIndex`]).
     pub fn record_at(&self, offset: u64) -> Result<Record<'_>, TfRecordError> {
         read_record_at(self.as_bytes(), offset, &self.path)
+    }
+
+    /// The record at `offset` with its data CRC left to the caller
+    /// ([`PendingRecord::verify`]).
+    pub fn pending_record_at(&self, offset: u64) -> Result<PendingRecord<'_>, TfRecordError> {
+        read_pending_record_at(self.as_bytes(), offset, &self.path)
     }
 
     /// Build this file's index by walking its headers.

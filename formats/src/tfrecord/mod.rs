@@ -119,6 +119,46 @@ impl Record<'_> {
 
 /// Read and verify the record whose header starts at `offset`.
 pub fn read_record_at<'a>(bytes: &'a [u8], offset: u64, path: &Path) -> Result<Record<'a>, TfRecordError> {
+    let pending = read_pending_record_at(bytes, offset, path)?;
+    let crc = crc32c::crc32c(pending.data);
+    pending.verify(crc, path)
+}
+
+/// A record whose framing and length CRC are checked, but not yet its data
+/// CRC: for readers that compute the CRC in the same pass as they decode the
+/// data (while it is in cache) and call [`verify`](Self::verify) before
+/// handing anything out.
+#[derive(Debug, Clone, Copy)]
+pub struct PendingRecord<'a> {
+    /// Byte offset of the record's header.
+    pub offset: u64,
+    /// The payload, not yet verified.
+    pub data: &'a [u8],
+    stored_crc: u32,
+}
+
+impl<'a> PendingRecord<'a> {
+    /// Check `crc`, the plain CRC32C of all of `data` (for instance chained
+    /// with `crc32c::crc32c_append`), against the stored one.
+    pub fn verify(&self, crc: u32, path: &Path) -> Result<Record<'a>, TfRecordError> {
+        if crc.rotate_right(15).wrapping_add(MASK_DELTA) != self.stored_crc {
+            return Err(TfRecordError::DataCrc {
+                path: path.to_owned(),
+                offset: self.offset,
+                len: self.data.len() as u64,
+            });
+        }
+        Ok(Record { offset: self.offset, data: self.data })
+    }
+}
+
+/// Like [`read_record_at`] without the data CRC, which the caller checks
+/// with [`PendingRecord::verify`].
+pub fn read_pending_record_at<'a>(
+    bytes: &'a [u8],
+    offset: u64,
+    path: &Path,
+) -> Result<PendingRecord<'a>, TfRecordError> {
     let total = bytes.len() as u64;
     if offset >= total {
         return Err(TfRecordError::OffsetOutOfRange { path: path.to_owned(), offset, len: total });
@@ -151,11 +191,8 @@ pub fn read_record_at<'a>(bytes: &'a [u8], offset: u64, path: &Path) -> Result<R
     }
     let len = len as usize;
     let (data, footer) = after_header.split_at(len);
-    let stored_data_crc = u32::from_le_bytes([footer[0], footer[1], footer[2], footer[3]]);
-    if masked_crc32c(data) != stored_data_crc {
-        return Err(TfRecordError::DataCrc { path: path.to_owned(), offset, len: len as u64 });
-    }
-    Ok(Record { offset, data })
+    let stored_crc = u32::from_le_bytes([footer[0], footer[1], footer[2], footer[3]]);
+    Ok(PendingRecord { offset, data, stored_crc })
 }
 
 /// Walk the record headers without checking data CRCs: the cheap pass that
