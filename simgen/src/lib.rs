@@ -1,1 +1,14 @@
-//! Generates scientific training data (cosmology volumes, multislice scattering, climate fields, simulator traces) straight into node-local storage (issue: simgen). Not built yet: this crate is a placeholder so the workspace has its final shape.
+//! Generates scientific training data straight into node-local storage.
+//! So far: [`cosmo`], dark-matter volumes for CosmoFlow (issue #5). The
+//! `simgen` binary runs it on one rank or under `mpirun`.
+//!
+//! ```
+//! use simgen::cosmo::cosmology::Cosmology;
+//!
+//! let c = Cosmology::REFERENCE;
+//! assert!((c.transfer_no_wiggle(0.1) - 0.13126).abs() < 1e-4);
+//! let (d1, _d2) = c.growth(0.5);
+//! assert!(d1 < 0.7 && d1 > 0.5);
+//! ```
+
+pub mod cosmo;

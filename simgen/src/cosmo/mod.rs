@@ -1,0 +1,14 @@
+//! `simgen cosmo`: dark-matter volumes for CosmoFlow by Lagrangian
+//! perturbation theory (Zel'dovich or 2LPT, what COLA builds on).
+//!
+//! Each step is a tested function: [`cosmology`] (E&H no-wiggle transfer,
+//! σ8-normalised P(k), growth D1 and D2), [`field`] (Gaussian initial
+//! conditions, displacements), [`assign`] (NGP/CIC, int16 sub-volumes),
+//! [`pk`] (the P(k) estimator), [`generate`] (a box into CosmoFlow samples).
+
+pub mod assign;
+pub mod cosmology;
+pub mod fft3;
+pub mod field;
+pub mod generate;
+pub mod pk;
