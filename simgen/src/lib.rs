@@ -12,3 +12,4 @@
 //! ```
 
 pub mod cosmo;
+pub mod image;

@@ -1,1 +1,349 @@
-fn main() {}
+//! `simgen`: generate physics training data straight into (node-local) storage.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use cluster::World;
+use cluster::progress::Progress;
+use formats::cosmoflow::{CosmoSample, CosmoShape};
+use formats::manifest::{self, MANIFEST_FILE, ScanOptions, Schema};
+use formats::tfrecord::TfRecordFile;
+use mpi::traits::*;
+use simgen::cosmo::assign::Assignment;
+use simgen::cosmo::fft3::Fft3;
+use simgen::cosmo::generate::{CosmoConfig, RANGES, WriteStats, cosmology_of, generate_box, write_file};
+use simgen::cosmo::pk::{density_contrast, modes_of, power_spectrum};
+use simgen::image;
+
+/// Generate physics training data, on one rank or under mpirun/srun.
+#[derive(Parser, Debug)]
+#[command(version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Dark-matter volumes for CosmoFlow (Lagrangian perturbation theory) as TFRecords plus a manifest.
+    Cosmo(CosmoArgs),
+    /// Measure P(k) of one channel of one sample of a CosmoFlow TFRecord file and compare with linear theory.
+    Pk(PkArgs),
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy)]
+enum Scheme {
+    /// Nearest grid point (CosmoFlow's histograms).
+    Ngp,
+    /// Cloud in cell.
+    Cic,
+}
+
+impl From<Scheme> for Assignment {
+    fn from(s: Scheme) -> Self {
+        match s {
+            Scheme::Ngp => Assignment::Ngp,
+            Scheme::Cic => Assignment::Cic,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct CosmoArgs {
+    /// Output directory; may be a node-local template (`/tmp/bb/node{node}`, `$TMPDIR/cosmo`).
+    #[arg(long)]
+    out: String,
+    /// Number of boxes (each gives split³ samples); divided among the ranks.
+    #[arg(long)]
+    boxes: usize,
+    /// Count grid per side of a box.
+    #[arg(long, default_value_t = 256)]
+    grid: usize,
+    /// Particles per side of a box.
+    #[arg(long, default_value_t = 256)]
+    particles: usize,
+    /// Box side in Mpc/h.
+    #[arg(long, default_value_t = 512.0)]
+    box_size: f64,
+    /// Sub-volumes per side: a box becomes split³ samples of (grid/split)³.
+    #[arg(long, default_value_t = 2)]
+    split: usize,
+    /// Redshifts, one channel each.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.5,1.5,3")]
+    redshifts: Vec<f64>,
+    /// 1 = Zel'dovich, 2 = second-order LPT.
+    #[arg(long, default_value_t = 2)]
+    lpt: u8,
+    /// Master seed: the same seed gives byte-identical files on any number of ranks.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Samples per TFRecord file.
+    #[arg(long, default_value_t = 8)]
+    samples_per_file: usize,
+    /// GZIP-compress the files (`.tfrecord.gz`).
+    #[arg(long)]
+    gzip: bool,
+    /// Mass assignment.
+    #[arg(long, value_enum, default_value = "ngp")]
+    assignment: Scheme,
+    /// Write PNG slices of the first box, one per redshift, into the output directory.
+    #[arg(long)]
+    preview: bool,
+    /// Also write the JSON report here (it always goes to stdout).
+    #[arg(long)]
+    report: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct PkArgs {
+    /// A CosmoFlow TFRecord file (plain or GZIP).
+    #[arg(long)]
+    input: PathBuf,
+    /// Sample (record) in the file.
+    #[arg(long, default_value_t = 0)]
+    sample: usize,
+    /// Channel (redshift index).
+    #[arg(long, default_value_t = 0)]
+    channel: usize,
+    /// Redshift of that channel (for the theory curve).
+    #[arg(long, default_value_t = 0.0)]
+    redshift: f64,
+    /// Side of the sample's volume in Mpc/h (box size / split).
+    #[arg(long, default_value_t = 256.0)]
+    size: f64,
+    /// Divide by the mass-assignment window of this scheme.
+    #[arg(long, value_enum)]
+    compensate: Option<Scheme>,
+    /// Write a log-log PNG: measured (blue) and linear theory (red).
+    #[arg(long)]
+    plot: Option<PathBuf>,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Cosmo(args) => cosmo(&args),
+        Command::Pk(args) => pk(&args),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn cosmo(args: &CosmoArgs) -> anyhow::Result<()> {
+    let config = CosmoConfig {
+        boxes: args.boxes,
+        grid: args.grid,
+        particles: args.particles,
+        box_size: args.box_size,
+        split: args.split,
+        redshifts: args.redshifts.clone(),
+        lpt: args.lpt,
+        seed: args.seed,
+        assignment: args.assignment.into(),
+        samples_per_file: args.samples_per_file,
+        gzip: args.gzip,
+    };
+    config.check().map_err(anyhow::Error::msg)?;
+    let world = World::init()?;
+    cluster::logging::init(world.topology(), None);
+    let out = cluster::paths::expand(&args.out, &world.topology().path_vars())
+        .with_context(|| format!("expanding --out {}", args.out))?;
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        world.fail(format!("rank {}: creating {}: {e}", world.rank(), out.display()));
+    }
+    let started = Instant::now();
+    let (rank, size) = (world.rank(), world.size());
+    let files = config.files();
+    // Contiguous runs of files per rank, so a box shared by two files is
+    // usually generated once.
+    let mine = (rank * files / size)..((rank + 1) * files / size);
+    let sample_bytes = config.shape().x_bytes() as u64;
+    let progress = Progress::start(&world, "generating", config.samples() as u64 * sample_bytes, files as u64);
+    let mut fft = Fft3::new(config.particles);
+    let mut cache = None;
+    let mut stats = WriteStats::default();
+    for f in mine {
+        match write_file(&config, f, &out, &mut fft, &mut cache, &mut stats) {
+            Ok(_) => {
+                progress.counters().add_bytes(config.samples_per_file as u64 * sample_bytes);
+                progress.counters().add_item();
+            }
+            Err(e) => world.fail(format!("rank {rank}: writing file {f} into {}: {e}", out.display())),
+        }
+    }
+    drop(cache);
+    progress.finish();
+    if args.preview && rank == 0 {
+        let generated = generate_box(&config, 0, &mut fft, true);
+        for (grid, z) in generated.grids.iter().zip(&config.redshifts) {
+            let path = out.join(format!("preview_box0_z{z}.png"));
+            if let Err(e) = image::slice_preview(grid, config.grid, &path) {
+                world.fail(format!("rank 0: writing {}: {e}", path.display()));
+            }
+        }
+    }
+    world.barrier();
+    write_manifests(&world, &out, config.shape())?;
+    report(&world, &config, &stats, started.elapsed().as_secs_f64(), args.report.as_deref())
+}
+
+/// The lowest rank writing into each distinct output directory scans it
+/// and writes its manifest.
+fn write_manifests(world: &World, out: &Path, shape: CosmoShape) -> anyhow::Result<()> {
+    let key = xxhash_of(&out.canonicalize().unwrap_or_else(|_| out.to_owned()));
+    let mut keys = vec![0u64; world.size()];
+    world.comm().all_gather_into(&key, &mut keys[..]);
+    if keys.iter().position(|&k| k == key) == Some(world.rank()) {
+        let options = ScanOptions::new(Schema::cosmoflow(shape));
+        let scanned = manifest::scan(out, &options).with_context(|| format!("scanning {}", out.display()));
+        match scanned.and_then(|m| Ok(m.save(&out.join(MANIFEST_FILE))?)) {
+            Ok(()) => {}
+            Err(e) => world.fail(format!("rank {}: manifest of {}: {e:#}", world.rank(), out.display())),
+        }
+    }
+    world.barrier();
+    Ok(())
+}
+
+fn xxhash_of(path: &Path) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in path.as_os_str().as_encoded_bytes() {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn report(
+    world: &World,
+    config: &CosmoConfig,
+    stats: &WriteStats,
+    seconds: f64,
+    path: Option<&Path>,
+) -> anyhow::Result<()> {
+    let mine = [
+        stats.boxes as f64,
+        stats.files as f64,
+        stats.bytes as f64,
+        stats.saturated as f64,
+        stats.fft_seconds,
+        stats.box_seconds,
+    ];
+    let mut all = vec![0f64; 6 * world.size()];
+    world.comm().all_gather_into(&mine[..], &mut all[..]);
+    if !world.is_root() {
+        return Ok(());
+    }
+    let sum = |i: usize| all.iter().skip(i).step_by(6).sum::<f64>();
+    let boxes = sum(0);
+    let json = serde_json::json!({
+        "ranks": world.size(),
+        "boxes": config.boxes,
+        "boxes_generated": boxes,
+        "samples": config.samples(),
+        "files": sum(1),
+        "bytes": sum(2),
+        "saturated_voxels": sum(3),
+        "seconds": seconds,
+        "seconds_per_box": if boxes > 0.0 { sum(5) / boxes } else { 0.0 },
+        "fft_seconds_per_box": if boxes > 0.0 { sum(4) / boxes } else { 0.0 },
+        "peak_rss_bytes": peak_rss_bytes(),
+        "config": {
+            "grid": config.grid, "particles": config.particles, "box_size": config.box_size, "split": config.split,
+            "redshifts": config.redshifts, "lpt": config.lpt, "seed": config.seed,
+            "samples_per_file": config.samples_per_file, "gzip": config.gzip,
+            "parameters": RANGES.map(|(name, lo, hi)| serde_json::json!({ "name": name, "low": lo, "high": hi })),
+        },
+    });
+    let text = serde_json::to_string_pretty(&json)?;
+    println!("{text}");
+    if let Some(path) = path {
+        std::fs::write(path, &text).with_context(|| format!("writing report {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Peak resident memory of this process (VmHWM), 0 if unknown.
+fn peak_rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn pk(args: &PkArgs) -> anyhow::Result<()> {
+    let file = TfRecordFile::open(&args.input).with_context(|| format!("opening {}", args.input.display()))?;
+    let Some(record) = file.records().nth(args.sample) else {
+        bail!("{} has no sample {}", args.input.display(), args.sample);
+    };
+    let record = record?;
+    let shape = sniff_shape(record.data)?;
+    if args.channel >= shape.channels {
+        bail!("sample has {} channels; --channel {} is out of range", shape.channels, args.channel);
+    }
+    let sample = CosmoSample::from_example_bytes(record.data, shape)?;
+    let n = shape.size;
+    let counts: Vec<f32> =
+        sample.x().iter().skip(args.channel).step_by(shape.channels).map(|&v| f32::from(v)).collect();
+    let particles: f64 = counts.iter().map(|&c| f64::from(c)).sum();
+    let mut fft = Fft3::new(n);
+    let modes = modes_of(&density_contrast(&counts), &mut fft);
+    let bins = power_spectrum(&modes, n, args.size, args.compensate.map(Assignment::from));
+    // Parameters back from y in [-1, 1].
+    let y = sample.y();
+    let mut p = [0f64; 4];
+    for (i, (_, lo, hi)) in RANGES.iter().enumerate() {
+        p[i] = lo + (f64::from(y[i]) + 1.0) / 2.0 * (hi - lo);
+    }
+    let cosmology = cosmology_of(p);
+    let power = cosmology.linear_power();
+    let (d1, _) = cosmology.growth(1.0 / (1.0 + args.redshift));
+    let shot = if particles > 0.0 { args.size.powi(3) / particles } else { 0.0 };
+    println!(
+        "# {} sample {} channel {} (z = {}): Ω_m {:.4} σ8 {:.4} n_s {:.4} h {:.4}; {} particles, shot noise {:.2} (Mpc/h)^3",
+        args.input.display(),
+        args.sample,
+        args.channel,
+        args.redshift,
+        p[0],
+        p[1],
+        p[2],
+        p[3],
+        particles,
+        shot
+    );
+    println!("# k [h/Mpc]  P_measured  P_linear  ratio  modes");
+    let mut measured = Vec::new();
+    let mut theory = Vec::new();
+    for b in &bins {
+        let lin = power.at(b.k) * d1 * d1;
+        println!("{:.5} {:.4e} {:.4e} {:.3} {}", b.k, b.power, lin, b.power / lin, b.modes);
+        measured.push((b.k, b.power));
+        theory.push((b.k, lin));
+    }
+    if let Some(plot) = &args.plot {
+        image::loglog_plot(&[(&measured, [30, 90, 200]), (&theory, [200, 40, 40])], plot)
+            .with_context(|| format!("writing {}", plot.display()))?;
+        println!("# plot: {} (blue measured, red linear theory, log-log, grid lines at decades)", plot.display());
+    }
+    Ok(())
+}
+
+/// The CosmoFlow shape of a record: channels from the x byte count and the
+/// cube side, trying the channel counts simgen writes (4, then 1..=16).
+fn sniff_shape(record: &[u8]) -> anyhow::Result<CosmoShape> {
+    for channels in [4usize].into_iter().chain(1..=16) {
+        for size in [128usize, 64, 32, 16, 8, 256, 4] {
+            let shape = CosmoShape { size, channels };
+            if formats::cosmoflow::CosmoSampleView::parse(record, shape).is_ok() {
+                return Ok(shape);
+            }
+        }
+    }
+    bail!("the record is not a CosmoFlow sample of a shape simgen writes")
+}

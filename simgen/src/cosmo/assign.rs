@@ -30,7 +30,10 @@ pub fn assign(disp: &Displacements, box_size: f64, d1: f32, d2: f32, grid: usize
     let spacing = (box_size / n as f64) as f32;
     let to_cells = grid as f32 / box_size as f32;
     let g = grid as i64;
-    let wrap = |v: i64| v.rem_euclid(g) as usize;
+    // Positions are shifted by 4 boxes so they are positive and `as i64`
+    // (truncation) is floor; no displacement moves a particle 4 boxes.
+    let shift = 4.0 * grid as f32;
+    let wrap = |v: i64| (v % g) as usize;
     for i in 0..n {
         for j in 0..n {
             for k in 0..n {
@@ -46,13 +49,13 @@ pub fn assign(disp: &Displacements, box_size: f64, d1: f32, d2: f32, grid: usize
                 }
                 match scheme {
                     Assignment::Ngp => {
-                        let [a, b, c] = x.map(|v| wrap(v.round() as i64));
+                        let [a, b, c] = x.map(|v| wrap((v + shift + 0.5) as i64));
                         counts[(a * grid + b) * grid + c] += 1.0;
                     }
                     Assignment::Cic => {
-                        let base = x.map(|v| v.floor());
-                        let frac = [x[0] - base[0], x[1] - base[1], x[2] - base[2]];
-                        let base = base.map(|v| v as i64);
+                        let shifted = x.map(|v| v + shift);
+                        let base = shifted.map(|v| v as i64);
+                        let frac = [0, 1, 2].map(|a| shifted[a] - base[a] as f32);
                         for corner in 0..8 {
                             let mut w = 1.0;
                             let mut cell = [0usize; 3];
@@ -89,11 +92,12 @@ pub fn cut_into(
         for i in 0..s {
             for j in 0..s {
                 for k in 0..s {
-                    let v = counts[((bi * s + i) * grid + bj * s + j) * grid + bk * s + k].round();
-                    if v > f32::from(i16::MAX) {
+                    // Counts are >= 0, so adding 0.5 and truncating rounds.
+                    let v = (counts[((bi * s + i) * grid + bj * s + j) * grid + bk * s + k] + 0.5) as i64;
+                    if v > i64::from(i16::MAX) {
                         saturated += 1;
                     }
-                    sample[((i * s + j) * s + k) * channels + channel] = v.min(f32::from(i16::MAX)) as i16;
+                    sample[((i * s + j) * s + k) * channels + channel] = v.min(i64::from(i16::MAX)) as i16;
                 }
             }
         }
@@ -144,8 +148,8 @@ mod tests {
         assert_eq!(saturated, 1);
         // Sub-volume 7 is the (1, 1, 1) corner; its last voxel is cell 63.
         assert_eq!(samples[7][7 * 2 + 1], i16::MAX);
-        assert_eq!(samples[0][0 * 2 + 1], 0);
-        assert_eq!(samples[1][0 * 2 + 1], 2); // (0, 0, 1) block starts at k = 2
+        assert_eq!(samples[0][1], 0);
+        assert_eq!(samples[1][1], 2); // (0, 0, 1) block starts at k = 2
         let all: i64 = samples.iter().flat_map(|s| s.iter().skip(1).step_by(2)).map(|&v| i64::from(v)).sum();
         assert_eq!(all, (0..63).sum::<i64>() + i64::from(i16::MAX));
     }

@@ -15,6 +15,7 @@ pub struct Fft3 {
     inverse: Arc<dyn Fft<f32>>,
     plane: Vec<Complex32>,
     scratch: Vec<Complex32>,
+    elapsed: std::time::Duration,
 }
 
 impl Fft3 {
@@ -30,12 +31,23 @@ impl Fft3 {
             inverse,
             plane: vec![Complex32::default(); n * n],
             scratch: vec![Complex32::default(); scratch_len],
+            elapsed: std::time::Duration::ZERO,
         }
     }
 
     /// Side length.
     pub fn n(&self) -> usize {
         self.n
+    }
+
+    /// Time spent transforming since the last [`reset_time`](Self::reset_time).
+    pub fn time(&self) -> std::time::Duration {
+        self.elapsed
+    }
+
+    /// Start timing afresh.
+    pub fn reset_time(&mut self) {
+        self.elapsed = std::time::Duration::ZERO;
     }
 
     /// Forward transform, unnormalised: X_k = Σ x_j e^{-2πi jk/n} per axis.
@@ -53,6 +65,7 @@ impl Fft3 {
     fn transform(&mut self, cube: &mut [Complex32], fft: &dyn Fft<f32>) {
         let n = self.n;
         assert_eq!(cube.len(), n * n * n, "cube of {} values is not {n}³", cube.len());
+        let started = std::time::Instant::now();
         // Axis k: contiguous rows.
         fft.process_with_scratch(cube, &mut self.scratch);
         // Axis j: each i-plane (j, k) transposed to (k, j).
@@ -77,6 +90,7 @@ impl Fft3 {
                 }
             }
         }
+        self.elapsed += started.elapsed();
     }
 }
 

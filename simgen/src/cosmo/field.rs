@@ -52,7 +52,7 @@ impl Normals {
     }
 
     /// The next N(0, 1) variate.
-    pub fn next(&mut self) -> f64 {
+    pub fn normal(&mut self) -> f64 {
         if let Some(v) = self.spare.take() {
             return v;
         }
@@ -68,15 +68,19 @@ impl Normals {
 pub fn linear_modes(config: &FieldConfig, power: &LinearPower, fft: &mut Fft3) -> Vec<Complex32> {
     let n = config.n;
     let mut normals = Normals::new(config.seed);
-    let mut modes: Vec<Complex32> = (0..n * n * n).map(|_| Complex32::new(normals.next() as f32, 0.0)).collect();
+    let mut modes: Vec<Complex32> = (0..n * n * n).map(|_| Complex32::new(normals.normal() as f32, 0.0)).collect();
     fft.forward(&mut modes);
     let volume = config.box_size.powi(3);
     let kf = 2.0 * std::f64::consts::PI / config.box_size;
     let white = 1.0 / ((n * n * n) as f64).sqrt();
+    // √(P(k)/V) depends on the mode only through the integer |f|².
+    let max_f2 = 3 * (n / 2 + 1).pow(2);
+    let amplitude: Vec<f32> =
+        (0..=max_f2).map(|f2| (power.at(kf * (f2 as f64).sqrt()) / volume).sqrt() as f32).collect();
     for_each_mode(n, |index, [fi, fj, fk]| {
-        let k = kf * ((fi * fi + fj * fj + fk * fk) as f64).sqrt();
+        let f2 = (fi * fi + fj * fj + fk * fk) as usize;
         let mode = &mut modes[index];
-        if k == 0.0 {
+        if f2 == 0 {
             *mode = Complex32::default();
             return;
         }
@@ -86,7 +90,7 @@ pub fn linear_modes(config: &FieldConfig, power: &LinearPower, fft: &mut Fft3) -
         } else {
             *mode * white as f32
         };
-        *mode = noise * (power.at(k) / volume).sqrt() as f32;
+        *mode = noise * amplitude[f2];
     });
     modes
 }

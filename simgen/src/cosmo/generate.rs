@@ -1,1 +1,233 @@
-//! placeholder
+//! One box, start to finish: parameters drawn in the CosmoFlow ranges,
+//! initial conditions, displacements, one particle-count grid per redshift,
+//! cut into sub-volumes whose channels are the redshifts. And the file
+//! layout: file `f` holds samples `f*K .. (f+1)*K` of the global sample
+//! order (box-major), so the output does not depend on how many ranks
+//! wrote it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use formats::cosmoflow::{CosmoSample, CosmoShape};
+use formats::tfrecord::{TfRecordError, TfRecordFileWriter};
+
+use super::assign::{Assignment, assign, cut_into};
+use super::cosmology::Cosmology;
+use super::fft3::Fft3;
+use super::field::{FieldConfig, Normals, displacements, linear_modes};
+
+/// What to generate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CosmoConfig {
+    /// Boxes to generate.
+    pub boxes: usize,
+    /// Count grid per side (before the split).
+    pub grid: usize,
+    /// Particles per side.
+    pub particles: usize,
+    /// Box side in Mpc/h.
+    pub box_size: f64,
+    /// Sub-volumes per side: split³ samples of (grid/split)³ per box.
+    pub split: usize,
+    /// Redshifts, one channel each.
+    pub redshifts: Vec<f64>,
+    /// Order of Lagrangian perturbation theory, 1 or 2.
+    pub lpt: u8,
+    /// Master seed.
+    pub seed: u64,
+    /// Mass assignment.
+    pub assignment: Assignment,
+    /// Samples per TFRecord file.
+    pub samples_per_file: usize,
+    /// GZIP-compress the files.
+    pub gzip: bool,
+}
+
+impl CosmoConfig {
+    /// Why this configuration cannot run, if it cannot.
+    pub fn check(&self) -> Result<(), String> {
+        if self.boxes == 0 || self.particles == 0 || self.redshifts.is_empty() || self.samples_per_file == 0 {
+            return Err("--boxes, --particles, --samples-per-file and --redshifts must be at least 1".into());
+        }
+        if self.split == 0 || !self.grid.is_multiple_of(self.split) {
+            return Err(format!("--grid {} is not divisible by --split {}", self.grid, self.split));
+        }
+        if !(1..=2).contains(&self.lpt) {
+            return Err(format!("--lpt {} must be 1 or 2", self.lpt));
+        }
+        if self.box_size <= 0.0 {
+            return Err("--box-size must be positive".into());
+        }
+        if let Some(z) = self.redshifts.iter().find(|z| !(**z >= 0.0 && z.is_finite())) {
+            return Err(format!("redshift {z} must be a finite number >= 0"));
+        }
+        Ok(())
+    }
+
+    /// Sub-volumes per box.
+    pub fn samples_per_box(&self) -> usize {
+        self.split.pow(3)
+    }
+
+    /// Total samples.
+    pub fn samples(&self) -> usize {
+        self.boxes * self.samples_per_box()
+    }
+
+    /// Number of files.
+    pub fn files(&self) -> usize {
+        self.samples().div_ceil(self.samples_per_file)
+    }
+
+    /// The sample shape.
+    pub fn shape(&self) -> CosmoShape {
+        CosmoShape { size: self.grid / self.split, channels: self.redshifts.len() }
+    }
+
+    /// File name of file `f`.
+    pub fn file_name(&self, f: usize) -> String {
+        format!("cosmo_{f:06}.tfrecord{}", if self.gzip { ".gz" } else { "" })
+    }
+}
+
+/// The four target parameters and their ranges: Ω_m, σ8, n_s as in
+/// CosmoFlow (Mathuriya et al. 2018), and h (our choice of range).
+pub const RANGES: [(&str, f64, f64); 4] =
+    [("omega_m", 0.25, 0.35), ("sigma_8", 0.78, 0.95), ("n_s", 0.9, 1.0), ("h", 0.65, 0.75)];
+
+/// Ω_b of every box (fixed, not a target).
+pub const OMEGA_B: f64 = 0.049;
+
+/// A box's parameters, drawn uniformly in [`RANGES`] from (seed, box).
+pub fn parameters(seed: u64, box_index: usize) -> [f64; 4] {
+    let mut draw = Normals::new(mix(seed, box_index as u64, 1));
+    RANGES.map(|(_, lo, hi)| lo + (hi - lo) * draw.uniform())
+}
+
+/// The parameters mapped to [-1, 1] (the sample's `y`).
+pub fn unit_parameters(p: [f64; 4]) -> [f32; 4] {
+    let mut out = [0f32; 4];
+    for (o, (v, (_, lo, hi))) in out.iter_mut().zip(p.iter().zip(RANGES)) {
+        *o = (2.0 * (v - lo) / (hi - lo) - 1.0) as f32;
+    }
+    out
+}
+
+/// The cosmology of parameters `p`.
+pub fn cosmology_of(p: [f64; 4]) -> Cosmology {
+    Cosmology { omega_m: p[0], sigma_8: p[1], n_s: p[2], h: p[3], omega_b: OMEGA_B, t_cmb: 2.7255 }
+}
+
+/// A seed for stream `stream` of box `box_index` (SplitMix64 finaliser).
+pub fn mix(seed: u64, box_index: u64, stream: u64) -> u64 {
+    let mut z = seed ^ box_index.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ stream.wrapping_mul(0xd1b5_4a32_d192_ed03);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// One generated box.
+pub struct GeneratedBox {
+    /// Its sub-volumes in order.
+    pub samples: Vec<CosmoSample>,
+    /// Its parameters.
+    pub parameters: [f64; 4],
+    /// Voxels whose count exceeded int16.
+    pub saturated: u64,
+    /// Time spent in FFTs.
+    pub fft_time: Duration,
+    /// Total time.
+    pub time: Duration,
+    /// The full count grid of each redshift (for previews), if kept.
+    pub grids: Vec<Vec<f32>>,
+}
+
+/// Generate box `box_index`; `keep_grids` keeps the full grids for previews.
+pub fn generate_box(config: &CosmoConfig, box_index: usize, fft: &mut Fft3, keep_grids: bool) -> GeneratedBox {
+    let started = Instant::now();
+    fft.reset_time();
+    let parameters = parameters(config.seed, box_index);
+    let cosmology = cosmology_of(parameters);
+    let power = cosmology.linear_power();
+    let field = FieldConfig {
+        n: config.particles,
+        box_size: config.box_size,
+        seed: mix(config.seed, box_index as u64, 0),
+        fixed_amplitude: false,
+    };
+    let modes = linear_modes(&field, &power, fft);
+    let disp = displacements(&modes, config.box_size, config.lpt, fft);
+    drop(modes);
+    let shape = config.shape();
+    let channels = config.redshifts.len();
+    let mut xs = vec![vec![0i16; shape.voxels()]; config.samples_per_box()];
+    let mut saturated = 0;
+    let mut grids = Vec::new();
+    for (channel, &z) in config.redshifts.iter().enumerate() {
+        let (d1, d2) = cosmology.growth(1.0 / (1.0 + z));
+        let counts = assign(&disp, config.box_size, d1 as f32, d2 as f32, config.grid, config.assignment);
+        saturated += cut_into(&counts, config.grid, config.split, channel, channels, &mut xs);
+        if keep_grids {
+            grids.push(counts);
+        }
+    }
+    let y = unit_parameters(parameters);
+    let samples = xs
+        .into_iter()
+        .filter_map(|x| CosmoSample::new(shape, x, y).ok()) // lengths match the shape by construction
+        .collect();
+    GeneratedBox { samples, parameters, saturated, fft_time: fft.time(), time: started.elapsed(), grids }
+}
+
+/// Totals of a rank's files.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct WriteStats {
+    /// Boxes generated (a box shared by two files counts twice).
+    pub boxes: u64,
+    /// Files written.
+    pub files: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Saturated voxels.
+    pub saturated: u64,
+    /// Seconds in FFTs.
+    pub fft_seconds: f64,
+    /// Seconds generating boxes.
+    pub box_seconds: f64,
+}
+
+/// Write file `f` into `dir`, generating the boxes it needs (the last
+/// generated box is kept in `cache` for the next file). Written under a
+/// temporary name and renamed, so a reader never sees half a file.
+pub fn write_file(
+    config: &CosmoConfig,
+    f: usize,
+    dir: &Path,
+    fft: &mut Fft3,
+    cache: &mut Option<(usize, GeneratedBox)>,
+    stats: &mut WriteStats,
+) -> Result<PathBuf, TfRecordError> {
+    let path = dir.join(config.file_name(f));
+    let mut writer = TfRecordFileWriter::create(&path, config.gzip, true)?;
+    let per_box = config.samples_per_box();
+    let first = f * config.samples_per_file;
+    let last = ((f + 1) * config.samples_per_file).min(config.samples());
+    for s in first..last {
+        let b = s / per_box;
+        if cache.as_ref().is_none_or(|(cached, _)| *cached != b) {
+            let generated = generate_box(config, b, fft, false);
+            stats.boxes += 1;
+            stats.saturated += generated.saturated;
+            stats.fft_seconds += generated.fft_time.as_secs_f64();
+            stats.box_seconds += generated.time.as_secs_f64();
+            *cache = Some((b, generated));
+        }
+        if let Some((_, generated)) = cache.as_ref() {
+            writer.write_record(&generated.samples[s % per_box].to_example_bytes())?;
+        }
+    }
+    writer.finish()?;
+    stats.files += 1;
+    stats.bytes += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    Ok(path)
+}

@@ -1,0 +1,92 @@
+//! `simgen cosmo` benchmark (issue #5): one 256³-particle box (256³ grid,
+//! 2LPT, 4 redshifts, 8 sub-volumes written) against the same steps in
+//! NumPy (bench/peers/numpy_cosmo.py, numpy.fft in single precision), in the
+//! same run; and 2 boxes on 1 rank against 2 boxes on 2 ranks.
+//!
+//! ```sh
+//! cargo bench -p stagehand-simgen --bench cosmo-bench
+//! ```
+//! `STAGEHAND_BENCH_REPS` (default 3), `STAGEHAND_BENCH_DIR` (default /tmp/stagehand-simgen-bench).
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use serde_json::Value;
+
+const SIMGEN: &str = env!("CARGO_BIN_EXE_simgen");
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Run `simgen cosmo --boxes boxes` on `ranks` ranks; (wall s, report).
+fn ours(dir: &Path, ranks: usize, boxes: usize) -> (f64, Value) {
+    let _ = std::fs::remove_dir_all(dir);
+    let boxes = boxes.to_string();
+    let args = ["cosmo", "--out", dir.to_str().unwrap(), "--boxes", &boxes, "--seed", "7"];
+    let started = Instant::now();
+    let out = e2e::mpirun(ranks, &[], SIMGEN.as_ref(), &args);
+    let wall = started.elapsed().as_secs_f64();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (wall, serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn numpy(reps: usize) -> Option<Value> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench");
+    let ok = Command::new("bash").arg(root.join("setup-peers.sh")).status().is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("numpy peer: could not set up bench/.venv");
+        return None;
+    }
+    let out = Command::new(root.join(".venv/bin/python"))
+        .arg(root.join("peers/numpy_cosmo.py"))
+        .args(["256", "256", "512", "2", &reps.to_string()])
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!("numpy peer failed: {}", String::from_utf8_lossy(&out.stderr));
+        return None;
+    }
+    serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last()?).ok()
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let reps: usize = std::env::var("STAGEHAND_BENCH_REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+    let dir =
+        PathBuf::from(std::env::var("STAGEHAND_BENCH_DIR").unwrap_or_else(|_| "/tmp/stagehand-simgen-bench".into()));
+    let (mut per_box, mut fft, mut rss) = (Vec::new(), Vec::new(), 0u64);
+    let (mut one_rank, mut two_ranks) = (Vec::new(), Vec::new());
+    for rep in 0..reps {
+        let (_, report) = ours(&dir.join("one"), 1, 1);
+        per_box.push(report["seconds_per_box"].as_f64().unwrap());
+        fft.push(report["fft_seconds_per_box"].as_f64().unwrap());
+        rss = rss.max(report["peak_rss_bytes"].as_u64().unwrap_or(0));
+        let (_, r1) = ours(&dir.join("scale1"), 1, 2);
+        let (_, r2) = ours(&dir.join("scale2"), 2, 2);
+        one_rank.push(r1["seconds"].as_f64().unwrap());
+        two_ranks.push(r2["seconds"].as_f64().unwrap());
+        println!("rep {rep} done");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let peer = numpy(reps);
+    let (box_s, fft_s) = (median(per_box.clone()), median(fft.clone()));
+    println!("\n| one box: 256³ particles, 256³ grid, 2LPT, 4 redshifts, 8 sub-volumes | s per box | s in FFTs |");
+    println!("|---|---|---|");
+    println!("| simgen (1 rank) | {box_s:.2} | {fft_s:.2} |");
+    if let Some(p) = &peer {
+        let (pb, pf) = (p["seconds_per_box"].as_f64().unwrap(), p["fft_seconds_per_box"].as_f64().unwrap());
+        println!("| NumPy peer | {pb:.2} | {pf:.2} |");
+        println!("\nsimgen is {:.2}x faster than NumPy per box ({:.2}x in FFTs)", pb / box_s, pf / fft_s);
+    }
+    let (s1, s2) = (median(one_rank.clone()), median(two_ranks.clone()));
+    println!("2 boxes, whole run: 1 rank {s1:.2} s, 2 ranks {s2:.2} s: speed-up {:.2}x", s1 / s2);
+    println!("peak RSS of a rank: {:.0} MiB", rss as f64 / 1048576.0);
+    println!("raw: per box {per_box:?}, fft {fft:?}, 1 rank {one_rank:?}, 2 ranks {two_ranks:?}");
+}
