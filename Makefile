@@ -21,7 +21,7 @@ setup:
 
 ## demo: the pipeline end to end on $(RANKS) ranks as $(RANKS)/$(RANKS_PER_NODE) pretend nodes
 demo: setup
-	$(CARGO) build --release -p stagehand-tests --bin stagehand-demo -p stagehand-stager --bin stager
+	$(CARGO) build --release -p stagehand-tests --bin stagehand-demo -p stagehand-stager --bin stager -p stagehand-simgen --bin simgen
 	rm -rf $(DEMO_DIR)
 	@echo "== 1. write, scan and verify a CosmoFlow dataset (the 'parallel file system')"
 	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
@@ -34,6 +34,17 @@ demo: setup
 	@echo "== 3. verify what every node holds against the manifest"
 	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
 		target/release/stager verify --source $(DEMO_DIR)/dataset --dest '$(DEMO_DIR)/node{node}' --policy replicate
+	@echo "== 4. simulate 8 dark-matter boxes (2LPT, 64^3 particles) into CosmoFlow TFRecords on all ranks"
+	$(MPIRUN) -np $(RANKS) target/release/simgen cosmo --out $(DEMO_DIR)/cosmo --boxes 8 --grid 64 \
+		--particles 64 --box-size 256 --preview --report $(DEMO_DIR)/simgen.json > /dev/null
+	target/release/simgen pk --input $(DEMO_DIR)/cosmo/cosmo_000000.tfrecord --channel 3 --redshift 3 \
+		--size 128 --compensate ngp --plot $(DEMO_DIR)/pk.png | head -8
+	@echo "== 5. stage the simulated volumes, half the files on each node (per-node), and verify"
+	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
+		target/release/stager stage --source $(DEMO_DIR)/cosmo --dest '$(DEMO_DIR)/cosmo-node{node}' \
+		--policy per-node=10 --report $(DEMO_DIR)/stage-cosmo.json > /dev/null
+	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
+		target/release/stager verify --source $(DEMO_DIR)/cosmo --dest '$(DEMO_DIR)/cosmo-node{node}' --policy per-node=10
 
 ## test: formatting, lints, then every test (MPI ones under a real mpirun)
 test: setup lint
@@ -48,3 +59,4 @@ bench: setup
 	$(CARGO) bench -p stagehand-formats --bench formats
 	$(CARGO) bench -p stagehand-stager --bench stage
 	$(CARGO) bench -p stagehand-loader --bench loader-bench
+	$(CARGO) bench -p stagehand-simgen --bench cosmo-bench

@@ -304,8 +304,8 @@ fn pk(args: &PkArgs) -> anyhow::Result<()> {
     let power = cosmology.linear_power();
     let (d1, _) = cosmology.growth(1.0 / (1.0 + args.redshift));
     let shot = if particles > 0.0 { args.size.powi(3) / particles } else { 0.0 };
-    println!(
-        "# {} sample {} channel {} (z = {}): Ω_m {:.4} σ8 {:.4} n_s {:.4} h {:.4}; {} particles, shot noise {:.2} (Mpc/h)^3",
+    let mut text = format!(
+        "# {} sample {} channel {} (z = {}): Ω_m {:.4} σ8 {:.4} n_s {:.4} h {:.4}; {} particles, shot noise {:.2} (Mpc/h)^3\n",
         args.input.display(),
         args.sample,
         args.channel,
@@ -317,21 +317,33 @@ fn pk(args: &PkArgs) -> anyhow::Result<()> {
         particles,
         shot
     );
-    println!("# k [h/Mpc]  P_measured  P_linear  ratio  modes");
+    text.push_str("# k [h/Mpc]  P_measured  P_linear  ratio  modes\n");
     let mut measured = Vec::new();
     let mut theory = Vec::new();
     for b in &bins {
         let lin = power.at(b.k) * d1 * d1;
-        println!("{:.5} {:.4e} {:.4e} {:.3} {}", b.k, b.power, lin, b.power / lin, b.modes);
+        text.push_str(&format!("{:.5} {:.4e} {:.4e} {:.3} {}\n", b.k, b.power, lin, b.power / lin, b.modes));
         measured.push((b.k, b.power));
         theory.push((b.k, lin));
     }
     if let Some(plot) = &args.plot {
         image::loglog_plot(&[(&measured, [30, 90, 200]), (&theory, [200, 40, 40])], plot)
             .with_context(|| format!("writing {}", plot.display()))?;
-        println!("# plot: {} (blue measured, red linear theory, log-log, grid lines at decades)", plot.display());
+        text.push_str(&format!(
+            "# plot: {} (blue measured, red linear theory, log-log, grid lines at decades)\n",
+            plot.display()
+        ));
     }
-    Ok(())
+    print_quietly(&text)
+}
+
+/// Print to stdout; a closed pipe (`simgen pk ... | head`) is not an error.
+fn print_quietly(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
 }
 
 /// The CosmoFlow shape of a record: channels from the x byte count and the
