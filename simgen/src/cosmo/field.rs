@@ -201,3 +201,55 @@ pub fn displacements(modes: &[Complex32], box_size: f64, lpt: u8, fft: &mut Fft3
     let [qz, _] = gradient_pair(&source_k, [2, 2], -1.0, fft);
     Displacements { n, first, second: Some([qx, qy, qz]) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// δ = A cos(k x0) + A cos(k x1) with k the fundamental: analytically
+    /// φ1 = -(A/k²)(cos k x0 + cos k x1), so psi1_0 = -(A/k) sin(k x0), and
+    /// the 2LPT source is φ_00 φ_11 = A² cos(k x0) cos(k x1), so
+    /// φ2 = -A² cos(k x0) cos(k x1) / (2k²) and psi2_0 = A² sin(k x0) cos(k x1) / (2k).
+    #[test]
+    fn displacements_of_two_plane_waves_match_the_analytic_first_and_second_order() {
+        let (n, box_size, amp) = (16, 100.0, 0.3f32);
+        let mut modes = vec![Complex32::default(); n * n * n];
+        for index in [(1, 0), (n - 1, 0), (0, 1), (0, n - 1)].map(|(i, j)| (i * n + j) * n) {
+            modes[index] = Complex32::new(amp / 2.0, 0.0);
+        }
+        let mut fft = Fft3::new(n);
+        let d = displacements(&modes, box_size, 2, &mut fft);
+        let second = d.second.as_ref().unwrap();
+        let k = (2.0 * std::f64::consts::PI / box_size) as f32;
+        let cell = box_size as f32 / n as f32;
+        for i in 0..n {
+            for j in 0..n {
+                for l in [0, 5] {
+                    let p = (i * n + j) * n + l;
+                    let (x0, x1) = (i as f32 * cell, j as f32 * cell);
+                    let psi1 = -(amp / k) * (k * x0).sin();
+                    let psi2 = amp * amp * (k * x0).sin() * (k * x1).cos() / (2.0 * k);
+                    assert!((d.first[0][p] - psi1).abs() < 1e-4 * (amp / k), "psi1 at {i},{j}");
+                    assert!(d.first[2][p].abs() < 1e-5, "no motion along axis 2");
+                    assert!(
+                        (second[0][p] - psi2).abs() < 1e-3 * (amp * amp / k),
+                        "psi2 at {i},{j}: {} vs {psi2}",
+                        second[0][p]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_single_plane_wave_has_no_second_order_displacement() {
+        let n = 8;
+        let mut modes = vec![Complex32::default(); n * n * n];
+        modes[(2 * n) * n] = Complex32::new(0.1, 0.05);
+        modes[((n - 2) * n) * n] = Complex32::new(0.1, -0.05);
+        let mut fft = Fft3::new(n);
+        let d = displacements(&modes, 50.0, 2, &mut fft);
+        let largest = d.second.unwrap().iter().flatten().fold(0f32, |m, v| m.max(v.abs()));
+        assert!(largest < 1e-6, "{largest}");
+    }
+}
