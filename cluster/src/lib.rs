@@ -7,6 +7,7 @@
 //!   grouped into pretend nodes, for tests and demos on one machine).
 //! - [`paths`]: node-local path templates (`/tmp/bb/node{node}`, `$TMPDIR/data`).
 //! - [`logging`]: a `tracing` subscriber that prefixes rank and node.
+//! - [`memory`]: a rank's peak resident memory, for reports.
 //! - [`progress`]: per-rank counters that workers bump without blocking,
 //!   gathered to one progress bar on rank 0.
 //!
@@ -23,6 +24,7 @@
 //! `mpirun` by the `stagehand-tests` crate.
 
 pub mod logging;
+pub mod memory;
 pub mod paths;
 pub mod progress;
 mod topology;

@@ -250,7 +250,7 @@ fn report(
         "seconds": seconds,
         "seconds_per_box": if boxes > 0.0 { sum(5) / boxes } else { 0.0 },
         "fft_seconds_per_box": if boxes > 0.0 { sum(4) / boxes } else { 0.0 },
-        "peak_rss_bytes": peak_rss_bytes(),
+        "peak_rss_bytes": cluster::memory::peak_rss_bytes(),
         "config": {
             "grid": config.grid, "particles": config.particles, "box_size": config.box_size, "split": config.split,
             "redshifts": config.redshifts, "lpt": config.lpt, "seed": config.seed,
@@ -264,16 +264,6 @@ fn report(
         std::fs::write(path, &text).with_context(|| format!("writing report {}", path.display()))?;
     }
     Ok(())
-}
-
-/// Peak resident memory of this process (VmHWM), 0 if unknown.
-fn peak_rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
 }
 
 fn pk(args: &PkArgs) -> anyhow::Result<()> {

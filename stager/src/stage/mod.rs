@@ -107,16 +107,6 @@ pub struct RankStats {
 
 const FIELDS: usize = 8;
 
-/// Peak resident set size of this process, from `/proc/self/status` (0 if unknown).
-fn peak_rss_bytes() -> u64 {
-    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
 impl RankStats {
     fn pack(&self) -> [f64; FIELDS] {
         [
@@ -251,7 +241,7 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
     progress.finish();
     world.barrier();
     stats.total_secs = started.elapsed().as_secs_f64();
-    stats.peak_rss_bytes = peak_rss_bytes();
+    stats.peak_rss_bytes = cluster::memory::peak_rss_bytes();
 
     let mine = stats.pack();
     let root = world.comm().process_at_rank(0);
