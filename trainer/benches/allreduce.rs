@@ -1,0 +1,113 @@
+//! Allreduce efficiency (issue #6): the fused gradient exchange of the
+//! full-size CosmoFlow model (MLPerf HPC configuration, 16 tensors, 8.9 M
+//! parameters) against a bare MPI allreduce of the same bytes on the same
+//! ranks, in the same run.
+//!
+//! ```sh
+//! cargo bench -p stagehand-trainer --bench allreduce
+//! ```
+//! It re-runs itself under `mpirun -np 2` (`STAGEHAND_BENCH_RANKS` to change).
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Instant;
+
+use cluster::World;
+use mpi::collective::SystemOperation;
+use mpi::traits::*;
+use trainer::exchange::GradientExchange;
+
+const CHILD: &str = "STAGEHAND_ALLREDUCE_BENCH_CHILD";
+
+/// Parameter tensors (weights, bias) of the MLPerf CosmoFlow model: five
+/// Conv3d 3³ layers 4->32->64->128->256->512, dense 32768->128->64->4.
+fn cosmoflow_tensors() -> Vec<usize> {
+    let mut lengths = Vec::new();
+    let mut channels = 4;
+    for i in 0..5 {
+        let filters = 32 << i;
+        lengths.extend([27 * channels * filters, filters]);
+        channels = filters;
+    }
+    for (input, output) in [(4 * 4 * 4 * 512, 128), (128, 64), (64, 4)] {
+        lengths.extend([input * output, output]);
+    }
+    lengths
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn child() {
+    let world = World::init().expect("MPI");
+    let lengths = cosmoflow_tensors();
+    let total: usize = lengths.iter().sum();
+    let iterations = 30;
+    let mut exchange = GradientExchange::new(&world, &lengths, 64 << 20);
+    let mut grads: Vec<Vec<f32>> = lengths.iter().map(|&n| vec![1.0; n]).collect();
+    let send = vec![1.0f32; total];
+    let mut recv = vec![0.0f32; total];
+    let (mut fused, mut bare, mut slots) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..iterations + 3 {
+        world.barrier();
+        let t = Instant::now();
+        exchange.average(&mut grads.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>());
+        let f = t.elapsed().as_secs_f64();
+        world.barrier();
+        let t = Instant::now();
+        world.comm().all_reduce_into(&send[..], &mut recv[..], SystemOperation::sum());
+        let b = t.elapsed().as_secs_f64();
+        // Gradients written straight into the fusion slots (the copy out of
+        // the model a trainer makes anyway), then averaged.
+        for (t, g) in grads.iter().enumerate() {
+            exchange.slot_mut(t).copy_from_slice(g);
+        }
+        world.barrier();
+        let t = Instant::now();
+        exchange.average_slots();
+        let s = t.elapsed().as_secs_f64();
+        if i >= 3 {
+            fused.push(f);
+            bare.push(b);
+            slots.push(s);
+        }
+    }
+    if world.rank() == 0 {
+        let (f, b, s) = (median(fused), median(bare), median(slots));
+        let bytes = (total * 4) as f64;
+        println!(
+            "{}",
+            serde_json::json!({ "ranks": world.size(), "parameters": total, "tensors": lengths.len(),
+                "buffers": exchange.plan().buffers(), "fused_s": f, "bare_s": b,
+                "slots_s": s, "fused_gbps": bytes / f / 1e9, "bare_gbps": bytes / b / 1e9,
+                "efficiency_copying": b / f, "efficiency": b / s })
+        );
+    }
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    if std::env::var_os(CHILD).is_some() {
+        child();
+        return;
+    }
+    let ranks: usize = std::env::var("STAGEHAND_BENCH_RANKS").ok().and_then(|r| r.parse().ok()).unwrap_or(2);
+    let me = std::env::current_exe().unwrap();
+    let mut efficiencies = Vec::new();
+    for rep in 0..3 {
+        let out = e2e::mpirun(ranks, &[(CHILD, "1")], &me, &["--bench"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let line = String::from_utf8_lossy(&out.stdout);
+        println!("rep {rep}: {}", line.trim());
+        let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+        efficiencies.push(v["efficiency"].as_f64().unwrap());
+    }
+    println!(
+        "\nfused exchange (gradients written into the fusion slots) / bare allreduce bandwidth, median of 3 runs (each the median of 30 steps): {:.1} %",
+        100.0 * median(efficiencies)
+    );
+}

@@ -1,0 +1,158 @@
+//! Averaging gradients across ranks: fused buffers, MPI allreduce (sum),
+//! scaled by 1/ranks. [`GradientExchange`] blocks; [`LaggedExchange`] runs
+//! the allreduce of step t on a communication thread while step t + 1
+//! computes, and hands the average over at step t + 1 (the climate paper's
+//! one-step gradient lag).
+
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use cluster::{ThreadComm, World};
+use mpi::collective::SystemOperation;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+
+use crate::fusion::FusionPlan;
+
+/// Blocking fused allreduce-average on a private duplicate of the world
+/// communicator (so it never matches another library's messages).
+pub struct GradientExchange {
+    plan: FusionPlan,
+    send: Vec<Vec<f32>>,
+    recv: Vec<Vec<f32>>,
+    comm: SimpleCommunicator,
+}
+
+impl GradientExchange {
+    /// An exchange for tensors of `lengths` values, fused into buffers of at
+    /// most `fusion_bytes` (0: one allreduce per tensor).
+    pub fn new(world: &World, lengths: &[usize], fusion_bytes: usize) -> Self {
+        let plan = FusionPlan::new(lengths, fusion_bytes);
+        let (send, recv) = (plan.allocate(), plan.allocate());
+        GradientExchange { plan, send, recv, comm: world.comm().duplicate() }
+    }
+
+    /// The fusion plan.
+    pub fn plan(&self) -> &FusionPlan {
+        &self.plan
+    }
+
+    /// Where tensor `t`'s gradient goes before [`average_slots`](Self::average_slots):
+    /// a trainer that copies gradients out of the model writes them here
+    /// directly, so fusion costs no extra copy.
+    pub fn slot_mut(&mut self, t: usize) -> &mut [f32] {
+        let (b, offset, len) = self.plan.place(t);
+        &mut self.send[b][offset..offset + len]
+    }
+
+    /// Tensor `t`'s averaged gradient after [`average_slots`](Self::average_slots).
+    pub fn averaged(&self, t: usize) -> &[f32] {
+        let (b, offset, len) = self.plan.place(t);
+        &self.recv[b][offset..offset + len]
+    }
+
+    /// Average what was written into the slots over the ranks. Collective.
+    pub fn average_slots(&mut self) {
+        let scale = 1.0 / self.comm.size() as f32;
+        for (s, r) in self.send.iter().zip(self.recv.iter_mut()) {
+            self.comm.all_reduce_into(&s[..], &mut r[..], SystemOperation::sum());
+            r.iter_mut().for_each(|v| *v *= scale);
+        }
+    }
+
+    /// Replace every tensor by its average over the ranks. Collective.
+    pub fn average(&mut self, tensors: &mut [&mut [f32]]) {
+        let views: Vec<&[f32]> = tensors.iter().map(|t| &**t).collect();
+        self.plan.pack(&views, &mut self.send);
+        for (s, r) in self.send.iter().zip(self.recv.iter_mut()) {
+            self.comm.all_reduce_into(&s[..], &mut r[..], SystemOperation::sum());
+        }
+        let scale = 1.0 / self.comm.size() as f32;
+        self.plan.unpack(&self.recv, tensors, scale);
+    }
+}
+
+/// A send and a receive set of fusion buffers.
+type Buffers = (Vec<Vec<f32>>, Vec<Vec<f32>>);
+
+/// One-step-lagged fused allreduce-average: [`submit`](Self::submit) the
+/// gradients of step t (packed, then reduced on a communication thread),
+/// [`take`](Self::take) their average while at step t + 1. Needs
+/// `MPI_THREAD_MULTIPLE`.
+pub struct LaggedExchange {
+    plan: FusionPlan,
+    ranks: usize,
+    to_thread: Option<mpsc::Sender<Buffers>>,
+    from_thread: mpsc::Receiver<Buffers>,
+    /// (send, receive) buffer sets, here between exchanges.
+    spare: Option<Buffers>,
+    pending: bool,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl LaggedExchange {
+    /// As [`GradientExchange::new`]; `None` if MPI lacks thread support.
+    pub fn new(world: &World, lengths: &[usize], fusion_bytes: usize) -> Option<Self> {
+        let comm: ThreadComm = world.thread_comm()?;
+        let plan = FusionPlan::new(lengths, fusion_bytes);
+        let (to_thread, inbox) = mpsc::channel::<Buffers>();
+        let (outbox, from_thread) = mpsc::channel::<Buffers>();
+        let thread = std::thread::Builder::new()
+            .name("allreduce".into())
+            .spawn(move || {
+                for (send, mut recv) in inbox {
+                    for (s, r) in send.iter().zip(recv.iter_mut()) {
+                        comm.comm().all_reduce_into(&s[..], &mut r[..], SystemOperation::sum());
+                    }
+                    if outbox.send((send, recv)).is_err() {
+                        return;
+                    }
+                }
+            })
+            .ok()?;
+        let spare = Some((plan.allocate(), plan.allocate()));
+        Some(LaggedExchange {
+            plan,
+            ranks: world.size(),
+            to_thread: Some(to_thread),
+            from_thread,
+            spare,
+            pending: false,
+            thread: Some(thread),
+        })
+    }
+
+    /// Start averaging `tensors` (this step's gradients). Collective; at
+    /// most one exchange in flight: [`take`](Self::take) the previous first.
+    pub fn submit(&mut self, tensors: &[&[f32]]) {
+        let (mut send, recv) = self.spare.take().unwrap_or_else(|| (self.plan.allocate(), self.plan.allocate()));
+        self.plan.pack(tensors, &mut send);
+        if let Some(tx) = &self.to_thread
+            && tx.send((send, recv)).is_ok()
+        {
+            self.pending = true;
+        }
+    }
+
+    /// Write the average of the last submitted gradients into `tensors`;
+    /// false if nothing was in flight (the first step of a lagged run).
+    pub fn take(&mut self, tensors: &mut [&mut [f32]]) -> bool {
+        if !self.pending {
+            return false;
+        }
+        self.pending = false;
+        let Ok((send, reduced)) = self.from_thread.recv() else { return false };
+        self.plan.unpack(&reduced, tensors, 1.0 / self.ranks as f32);
+        self.spare = Some((send, reduced));
+        true
+    }
+}
+
+impl Drop for LaggedExchange {
+    fn drop(&mut self) {
+        self.to_thread = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
