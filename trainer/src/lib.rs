@@ -4,9 +4,11 @@
 //! - [`fusion`]: Horovod-style tensor fusion (pure: plan, pack, unpack).
 //! - [`exchange`]: averaging gradients across ranks with fused MPI
 //!   allreduce, blocking or with a one-step lag on a communication thread.
+//! - [`optim`]: SGD with momentum, Adam, LARC/LARS trust ratios on flat
+//!   tensors; [`schedule`]: polynomial and step decay, linear warm-up.
 //!
-//! Still to come: the burn models (CosmoFlow first), optimizers and
-//! schedules, the `trainer` binary, checkpoints.
+//! Still to come: the burn models (CosmoFlow first), the `trainer` binary,
+//! checkpoints.
 //!
 //! ```
 //! use trainer::fusion::FusionPlan;
@@ -17,3 +19,5 @@
 
 pub mod exchange;
 pub mod fusion;
+pub mod optim;
+pub mod schedule;
