@@ -7,6 +7,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use cluster::World;
 use cluster::progress::Progress;
+use formats::checksum::Checksum;
 use formats::cosmoflow::{CosmoSample, CosmoShape};
 use formats::manifest::{self, MANIFEST_FILE, ScanOptions, Schema};
 use formats::tfrecord::TfRecordFile;
@@ -194,7 +195,8 @@ fn cosmo(args: &CosmoArgs) -> anyhow::Result<()> {
 /// The lowest rank writing into each distinct output directory scans it
 /// and writes its manifest.
 fn write_manifests(world: &World, out: &Path, shape: CosmoShape) -> anyhow::Result<()> {
-    let key = xxhash_of(&out.canonicalize().unwrap_or_else(|_| out.to_owned()));
+    let dir = out.canonicalize().unwrap_or_else(|_| out.to_owned());
+    let key = Checksum::of(dir.as_os_str().as_encoded_bytes()).0;
     let mut keys = vec![0u64; world.size()];
     world.comm().all_gather_into(&key, &mut keys[..]);
     if keys.iter().position(|&k| k == key) == Some(world.rank()) {
@@ -207,14 +209,6 @@ fn write_manifests(world: &World, out: &Path, shape: CosmoShape) -> anyhow::Resu
     }
     world.barrier();
     Ok(())
-}
-
-fn xxhash_of(path: &Path) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in path.as_os_str().as_encoded_bytes() {
-        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    h
 }
 
 fn report(

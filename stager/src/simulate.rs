@@ -97,9 +97,22 @@ pub enum SimulateError {
 
 const MAX_PAIRS: u128 = 200_000_000;
 
-fn slowest(resources: Vec<(&'static str, f64)>) -> (f64, &'static str, Vec<(&'static str, f64)>) {
-    let (name, secs) = resources.iter().copied().fold(("none", 0.0), |best, r| if r.1 > best.1 { r } else { best });
-    (secs, name, resources)
+impl Estimate {
+    /// The estimate of a strategy whose time is set by the slowest of
+    /// `resources` (name, seconds alone), with its byte counts.
+    fn slowest_of(resources: Vec<(&'static str, f64)>, source: u64, moved: u64, written: u64, unique: f64) -> Self {
+        let (bottleneck, seconds) =
+            resources.iter().copied().fold(("none", 0.0), |best, r| if r.1 > best.1 { r } else { best });
+        Estimate {
+            seconds,
+            bottleneck,
+            resources,
+            source_bytes: source,
+            moved_bytes: moved,
+            written_bytes: written,
+            read_amplification: source as f64 / unique,
+        }
+    }
 }
 
 /// Predict both strategies on `machine` for `dataset`.
@@ -138,21 +151,18 @@ pub fn predict(machine: &Machine, dataset: &Dataset) -> Result<Prediction, Simul
     let node_threads_bw = (machine.ranks_per_node * machine.read_threads) as f64 * machine.thread_bw;
 
     let written = plan.written_bytes();
-    let (seconds, bottleneck, resources) = slowest(vec![
-        ("file system aggregate bandwidth", written as f64 / machine.pfs_bw),
-        ("node read threads", max_needed / node_threads_bw),
-        ("node NIC inbound", max_needed / machine.nic_bw),
-        ("node-local writes", max_needed / machine.local_write_bw),
-    ]);
-    let naive = Estimate {
-        seconds,
-        bottleneck,
-        resources,
-        source_bytes: written,
-        moved_bytes: 0,
-        written_bytes: written,
-        read_amplification: written as f64 / unique,
-    };
+    let naive = Estimate::slowest_of(
+        vec![
+            ("file system aggregate bandwidth", written as f64 / machine.pfs_bw),
+            ("node read threads", max_needed / node_threads_bw),
+            ("node NIC inbound", max_needed / machine.nic_bw),
+            ("node-local writes", max_needed / machine.local_write_bw),
+        ],
+        written,
+        0,
+        written,
+        unique,
+    );
 
     let rank_reads = plan.read_bytes_per_rank();
     let mut node_in = vec![0u64; machine.nodes];
@@ -166,22 +176,19 @@ pub fn predict(machine: &Machine, dataset: &Dataset) -> Result<Prediction, Simul
     }
     let max_of = |v: &[u64]| v.iter().copied().max().unwrap_or(0) as f64;
     let source = plan.source_bytes();
-    let (seconds, bottleneck, resources) = slowest(vec![
-        ("file system aggregate bandwidth", source as f64 / machine.pfs_bw),
-        ("rank read threads", max_of(&rank_reads) / (machine.read_threads as f64 * machine.thread_bw)),
-        ("node NIC inbound", max_of(&node_in) / machine.nic_bw),
-        ("node NIC outbound", max_of(&node_out) / machine.nic_bw),
-        ("node-local writes", max_needed / machine.local_write_bw),
-    ]);
-    let staged = Estimate {
-        seconds,
-        bottleneck,
-        resources,
-        source_bytes: source,
-        moved_bytes: plan.moved_bytes(),
-        written_bytes: written,
-        read_amplification: source as f64 / unique,
-    };
+    let staged = Estimate::slowest_of(
+        vec![
+            ("file system aggregate bandwidth", source as f64 / machine.pfs_bw),
+            ("rank read threads", max_of(&rank_reads) / (machine.read_threads as f64 * machine.thread_bw)),
+            ("node NIC inbound", max_of(&node_in) / machine.nic_bw),
+            ("node NIC outbound", max_of(&node_out) / machine.nic_bw),
+            ("node-local writes", max_needed / machine.local_write_bw),
+        ],
+        source,
+        plan.moved_bytes(),
+        written,
+        unique,
+    );
     let speedup = if staged.seconds > 0.0 { naive.seconds / staged.seconds } else { 1.0 };
     Ok(Prediction { naive, staged, speedup })
 }

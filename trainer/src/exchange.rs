@@ -84,9 +84,9 @@ pub struct LaggedExchange {
     ranks: usize,
     to_thread: Option<mpsc::Sender<Buffers>>,
     from_thread: mpsc::Receiver<Buffers>,
-    /// (send, receive) buffer sets, here between exchanges.
+    /// (send, receive) buffer sets: here between exchanges, with the
+    /// communication thread while one is in flight.
     spare: Option<Buffers>,
-    pending: bool,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -117,7 +117,6 @@ impl LaggedExchange {
             to_thread: Some(to_thread),
             from_thread,
             spare,
-            pending: false,
             thread: Some(thread),
         })
     }
@@ -128,19 +127,18 @@ impl LaggedExchange {
         let (mut send, recv) = self.spare.take().unwrap_or_else(|| (self.plan.allocate(), self.plan.allocate()));
         self.plan.pack(tensors, &mut send);
         if let Some(tx) = &self.to_thread
-            && tx.send((send, recv)).is_ok()
+            && let Err(returned) = tx.send((send, recv))
         {
-            self.pending = true;
+            self.spare = Some(returned.0);
         }
     }
 
     /// Write the average of the last submitted gradients into `tensors`;
     /// false if nothing was in flight (the first step of a lagged run).
     pub fn take(&mut self, tensors: &mut [&mut [f32]]) -> bool {
-        if !self.pending {
+        if self.spare.is_some() {
             return false;
         }
-        self.pending = false;
         let Ok((send, reduced)) = self.from_thread.recv() else { return false };
         self.plan.unpack(&reduced, tensors, 1.0 / self.ranks as f32);
         self.spare = Some((send, reduced));
