@@ -1,23 +1,35 @@
-//! The trainer (issue #6), under construction. Built so far: the
-//! data-parallel gradient path that does not depend on a model.
+//! The trainer: data-parallel training of the papers' models over MPI,
+//! fed by the loader.
 //!
+//! - [`model`]: the networks as burn modules (CosmoFlow: the MLPerf HPC
+//!   and SC18 configurations, each with a reduced size for tests).
+//! - [`params`]: a model's parameters as flat `f32` vectors (read, write
+//!   back, seeded initialisation, checksum).
 //! - [`fusion`]: Horovod-style tensor fusion (pure: plan, pack, unpack).
 //! - [`exchange`]: averaging gradients across ranks with fused MPI
 //!   allreduce, blocking or with a one-step lag on a communication thread.
-//! - [`optim`]: SGD with momentum, Adam, LARC/LARS trust ratios on flat
-//!   tensors; [`schedule`]: polynomial and step decay, linear warm-up.
+//! - [`optim`]: SGD with momentum, Adam, LARC/LARS on flat tensors;
+//!   [`schedule`]: polynomial, step and piecewise decay, linear warm-up.
+//! - [`train`]: the loop (step time split into data wait, compute and
+//!   communication; parameter agreement checked every epoch; validation);
+//!   [`checkpoint`]: save and resume; [`plot`]: the loss curve as a PNG.
 //!
-//! Still to come: the burn models (CosmoFlow first), the `trainer` binary,
-//! checkpoints.
+//! The `trainer` binary runs it under `mpirun`:
+//! `mpirun -np 2 trainer train --model cosmoflow --config mlperf-small --data DIR --epochs 4 --batch 8`.
 //!
 //! ```
-//! use trainer::fusion::FusionPlan;
+//! use trainer::model::cosmoflow::CosmoflowConfig;
 //!
-//! let plan = FusionPlan::new(&[3456, 32, 55296, 64], 64 << 20);
-//! assert_eq!(plan.buffers(), 1); // one allreduce per step
+//! let config = CosmoflowConfig::mlperf(128);
+//! assert_eq!(config.final_size(), Ok(4)); // 128 halved by five pools
 //! ```
 
+pub mod checkpoint;
 pub mod exchange;
 pub mod fusion;
+pub mod model;
 pub mod optim;
+pub mod params;
+pub mod plot;
 pub mod schedule;
+pub mod train;

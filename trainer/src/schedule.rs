@@ -27,6 +27,16 @@ pub enum Schedule {
         /// Multiplier per boundary passed.
         factor: f32,
     },
+    /// `lr0 * factors[k]` from boundary k on (MLPerf CosmoFlow: 0.25 after
+    /// epoch 32, 0.125 after epoch 64, both relative to `lr0`).
+    Piecewise {
+        /// Initial rate.
+        lr0: f32,
+        /// Boundaries in steps, increasing.
+        boundaries: Vec<u64>,
+        /// Factor from each boundary on.
+        factors: Vec<f32>,
+    },
     /// Linear warm-up from `lr(0) / steps` to `lr(steps)` over `steps`,
     /// then the inner schedule (shifted by `steps`).
     Warmup {
@@ -49,6 +59,13 @@ impl Schedule {
             Schedule::Step { lr0, boundaries, factor } => {
                 let passed = boundaries.iter().filter(|&&b| step >= b).count() as i32;
                 lr0 * factor.powi(passed)
+            }
+            Schedule::Piecewise { lr0, boundaries, factors } => {
+                let passed = boundaries.iter().filter(|&&b| step >= b).count();
+                match passed.checked_sub(1).and_then(|k| factors.get(k)) {
+                    Some(f) => lr0 * f,
+                    None => *lr0,
+                }
             }
             Schedule::Warmup { steps, then } => {
                 if step < *steps {
@@ -77,6 +94,15 @@ mod tests {
     fn step_decay_multiplies_at_each_boundary() {
         let s = Schedule::Step { lr0: 0.1, boundaries: vec![10, 20], factor: 0.5 };
         assert_eq!([s.at(0), s.at(9), s.at(10), s.at(19), s.at(20), s.at(99)], [0.1, 0.1, 0.05, 0.05, 0.025, 0.025]);
+    }
+
+    #[test]
+    fn piecewise_factors_are_relative_to_the_base_rate() {
+        let s = Schedule::Piecewise { lr0: 0.004, boundaries: vec![32, 64], factors: vec![0.25, 0.125] };
+        assert_eq!(
+            [s.at(0), s.at(31), s.at(32), s.at(63), s.at(64), s.at(1000)],
+            [0.004, 0.004, 0.001, 0.001, 0.0005, 0.0005]
+        );
     }
 
     #[test]

@@ -1,0 +1,90 @@
+"""Peer of the trainer step bench (issue #6): the MLPerf HPC CosmoFlow
+Keras model (mlcommons/hpc cosmoflow/models/cosmoflow.py layout) at the
+trainer's reduced size, trained with SGD + momentum on random batches, on a
+fixed number of CPU threads. Prints one JSON line: median step seconds,
+and forward-only seconds.
+
+    bench/.venv/bin/python bench/peers/cosmoflow_tf_step.py --batch 8 --steps 10 --threads 2
+"""
+import argparse
+import json
+import os
+import time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch", type=int, default=8)
+parser.add_argument("--steps", type=int, default=10)
+parser.add_argument("--warmup", type=int, default=2)
+parser.add_argument("--threads", type=int, default=2)
+parser.add_argument("--input", type=int, default=32)
+parser.add_argument("--base-filters", type=int, default=8)
+args = parser.parse_args()
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+layers = tf.keras.layers
+
+
+def build(input_size, base):
+    inputs = layers.Input(shape=(input_size, input_size, input_size, 4))
+    h = inputs
+    for i in range(5):
+        h = layers.Conv3D(base * 2**i, kernel_size=3, padding="same")(h)
+        h = layers.LeakyReLU(0.3)(h)
+        h = layers.MaxPool3D(pool_size=2)(h)
+    h = layers.Flatten()(h)
+    for width in (128, 64):
+        h = layers.Dense(width)(h)
+        h = layers.LeakyReLU(0.3)(h)
+        h = layers.Dropout(0.5)(h)
+    h = layers.Dense(4, activation="tanh")(h)
+    outputs = layers.Lambda(lambda x: x * 1.2)(h)
+    return tf.keras.Model(inputs, outputs)
+
+
+model = build(args.input, args.base_filters)
+optimizer = tf.keras.optimizers.SGD(learning_rate=0.001, momentum=0.9)
+loss_fn = tf.keras.losses.MeanSquaredError()
+
+
+@tf.function
+def step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+
+@tf.function
+def forward(x):
+    return model(x, training=False)
+
+
+rng = np.random.default_rng(0)
+shape = (args.batch, args.input, args.input, args.input, 4)
+x = tf.constant(np.log1p(rng.poisson(2.0, size=shape)).astype(np.float32))
+y = tf.constant(rng.uniform(-1, 1, size=(args.batch, 4)).astype(np.float32))
+times, fwd = [], []
+for k in range(args.warmup + args.steps):
+    t = time.perf_counter()
+    step(x, y).numpy()
+    if k >= args.warmup:
+        times.append(time.perf_counter() - t)
+for k in range(args.warmup + args.steps):
+    t = time.perf_counter()
+    forward(x).numpy()
+    if k >= args.warmup:
+        fwd.append(time.perf_counter() - t)
+print(json.dumps({
+    "step_seconds": float(np.median(times)),
+    "forward_seconds": float(np.median(fwd)),
+    "parameters": int(model.count_params()),
+    "tensorflow": tf.__version__,
+    "threads": args.threads,
+    "batch": args.batch,
+}))

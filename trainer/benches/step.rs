@@ -1,0 +1,202 @@
+//! Training step time and data wait (issue #6).
+//!
+//! 1. The reduced MLPerf CosmoFlow (`mlperf-small`: 32³×4 inputs, 8·2^i
+//!    filters) trained one step at a time on one rank — forward, backward,
+//!    gradients read out, SGD + momentum, parameters written back, exactly
+//!    the trainer's per-step work without the allreduce — against the same
+//!    Keras model in TensorFlow on the same number of CPU threads
+//!    (`bench/peers/cosmoflow_tf_step.py`, in the venv of
+//!    `bench/setup-peers.sh`), in the same run. Forward alone is timed too.
+//! 2. The `trainer` binary under `mpirun` on simgen volumes, 2 ranks and 1:
+//!    the share of step time spent waiting for the loader, samples/s, and
+//!    the parallel efficiency of 2 ranks against 1.
+//!
+//! ```sh
+//! bash bench/setup-peers.sh
+//! cargo bench -p stagehand-trainer --bench step
+//! ```
+//! `STAGEHAND_BENCH_BATCH` (8), `STAGEHAND_BENCH_STEPS` (10),
+//! `STAGEHAND_BENCH_REPS` (3: peer and us alternate, medians reported).
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use burn::tensor::{Device, Tensor, TensorData};
+use formats::manifest::{self, MANIFEST_FILE, ScanOptions, Schema};
+use serde_json::Value;
+use trainer::model::cosmoflow::{CosmoflowConfig, DropoutMasks, mse};
+use trainer::optim::{Optimizer, Rule};
+use trainer::params;
+
+fn env_usize(key: &str, default: usize) -> usize {
+    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// (median step seconds, median forward seconds) of our trainer's step.
+fn ours(batch: usize, steps: usize) -> (f64, f64) {
+    let config = CosmoflowConfig::mlperf_small();
+    let device = Device::flex().autodiff();
+    let model = config.init(&device).unwrap();
+    let shapes = params::shapes(&model);
+    let lengths = params::lengths(&shapes);
+    let mut values = params::glorot_uniform(&shapes, 1);
+    let mut model = params::with_values(model, &values, &device);
+    let mut optimizer = Optimizer::new(Rule::Sgd { momentum: 0.9 }, None, &lengths);
+    let mut grads: Vec<Vec<f32>> = lengths.iter().map(|&n| vec![0.0; n]).collect();
+    let d = config.input;
+    let mut rng = e2e::SplitMix64::new(3);
+    let x: Vec<f32> = (0..batch * d * d * d * 4).map(|_| ((rng.next() % 5) as f32).ln_1p()).collect();
+    let y: Vec<f32> = (0..batch * 4).map(|_| (rng.next() % 2001) as f32 / 1000.0 - 1.0).collect();
+    let (mut step_times, mut forward_times) = (Vec::new(), Vec::new());
+    for k in 0..steps + 2 {
+        let t = Instant::now();
+        let xt = Tensor::<5>::from_data(TensorData::new(x.clone(), [batch, d, d, d, 4]), &device);
+        let yt = Tensor::<2>::from_data(TensorData::new(y.clone(), [batch, 4]), &device);
+        let mut masks = DropoutMasks::for_step(1, k as u64, 0);
+        let loss = mse(model.forward(xt, Some(&mut masks)), yt);
+        let g = loss.backward();
+        params::gradients(&model, &g, |i, v| grads[i].copy_from_slice(v));
+        let views: Vec<&[f32]> = grads.iter().map(Vec::as_slice).collect();
+        optimizer.step(0.001, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), &views);
+        model = params::with_values(model, &values, &device);
+        if k >= 2 {
+            step_times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    let valid = burn::module::Module::valid(&model);
+    for k in 0..steps + 2 {
+        let t = Instant::now();
+        let xt = Tensor::<5>::from_data(TensorData::new(x.clone(), [batch, d, d, d, 4]), &device);
+        let out = valid.forward(xt, None).into_data();
+        assert_eq!(out.num_elements(), batch * 4);
+        if k >= 2 {
+            forward_times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    (median(step_times), median(forward_times))
+}
+
+fn peer(batch: usize, steps: usize, threads: usize) -> Option<Value> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/.venv/bin/python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/peers/cosmoflow_tf_step.py");
+    let out = Command::new(python)
+        .arg(script)
+        .args(["--batch", &batch.to_string(), "--steps", &steps.to_string(), "--threads", &threads.to_string()])
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!("TensorFlow peer failed: {}", String::from_utf8_lossy(&out.stderr));
+        return None;
+    }
+    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').rfind(|l| !l.is_empty())?).ok()
+}
+
+fn dataset(dir: &Path, boxes: usize) {
+    use simgen::cosmo::generate::{CosmoConfig, WriteStats, write_file};
+    let config = CosmoConfig {
+        boxes,
+        grid: 64,
+        particles: 64,
+        box_size: 256.0,
+        split: 2,
+        redshifts: vec![0.0, 0.5, 1.5, 3.0],
+        lpt: 2,
+        seed: 5,
+        assignment: simgen::cosmo::assign::Assignment::Ngp,
+        samples_per_file: 8,
+        gzip: false,
+    };
+    std::fs::create_dir_all(dir).unwrap();
+    let (mut fft, mut cache, mut stats) = (simgen::cosmo::fft3::Fft3::new(64), None, WriteStats::default());
+    for f in 0..config.files() {
+        write_file(&config, f, dir, &mut fft, &mut cache, &mut stats).unwrap();
+    }
+    let m = manifest::scan(dir, &ScanOptions::new(Schema::cosmoflow(config.shape()))).unwrap();
+    m.save(&dir.join(MANIFEST_FILE)).unwrap();
+}
+
+fn trainer_run(ranks: usize, data: &Path, batch: usize) -> Value {
+    let args = [
+        "train",
+        "--config",
+        "mlperf-small",
+        "--data",
+        data.to_str().unwrap(),
+        "--val-fraction",
+        "0",
+        "--epochs",
+        "2",
+        "--batch",
+        &batch.to_string(),
+    ];
+    let out = e2e::mpirun(ranks, &[], Path::new(env!("CARGO_BIN_EXE_trainer")), &args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn main() {
+    let batch = env_usize("STAGEHAND_BENCH_BATCH", 8);
+    let steps = env_usize("STAGEHAND_BENCH_STEPS", 10);
+    let reps = env_usize("STAGEHAND_BENCH_REPS", 3);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("# step time, mlperf-small, batch {batch}, {threads} threads, {reps} reps of {steps} steps");
+    let (mut ours_step, mut ours_fwd, mut tf_step, mut tf_fwd) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..reps {
+        let run_ours = || ours(batch, steps);
+        let run_peer = || peer(batch, steps, threads);
+        let (o, p) = if rep % 2 == 0 {
+            let o = run_ours();
+            (o, run_peer())
+        } else {
+            let p = run_peer();
+            (run_ours(), p)
+        };
+        println!("rep {rep}: ours step {:.3} s fwd {:.3} s; tensorflow {p:?}", o.0, o.1);
+        ours_step.push(o.0);
+        ours_fwd.push(o.1);
+        if let Some(p) = p {
+            tf_step.push(p["step_seconds"].as_f64().unwrap());
+            tf_fwd.push(p["forward_seconds"].as_f64().unwrap());
+        }
+    }
+    let (os, of) = (median(ours_step), median(ours_fwd));
+    println!("ours:       step {os:.3} s, forward {of:.3} s, backward+update {:.3} s", os - of);
+    if !tf_step.is_empty() {
+        let (ts, tfw) = (median(tf_step), median(tf_fwd));
+        println!("tensorflow: step {ts:.3} s, forward {tfw:.3} s, backward+update {:.3} s", ts - tfw);
+        println!("ratio ours/tensorflow: step {:.2}x, forward {:.2}x", os / ts, of / tfw);
+    } else {
+        println!("tensorflow peer unavailable (run bash bench/setup-peers.sh)");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("cosmo");
+    dataset(&data, 16);
+    let two = trainer_run(2, &data, 4);
+    let one = trainer_run(1, &data, 8);
+    let f = &two["fractions"];
+    println!(
+        "trainer, 2 ranks x batch 4, 2 epochs of {} steps: data wait {:.2}% compute {:.1}% comm {:.1}% optimizer {:.1}%, {:.2} samples/s",
+        two["steps_per_epoch"],
+        100.0 * f[0].as_f64().unwrap(),
+        100.0 * f[1].as_f64().unwrap(),
+        100.0 * f[2].as_f64().unwrap(),
+        100.0 * f[3].as_f64().unwrap(),
+        two["samples_per_sec"].as_f64().unwrap()
+    );
+    let s1 = one["samples_per_sec"].as_f64().unwrap();
+    let s2 = two["samples_per_sec"].as_f64().unwrap();
+    println!(
+        "trainer, 1 rank x batch 8: data wait {:.2}%, {s1:.2} samples/s; 2 ranks / (2 x 1 rank) = {:.0}% parallel efficiency",
+        100.0 * one["fractions"][0].as_f64().unwrap(),
+        100.0 * s2 / (2.0 * s1)
+    );
+}

@@ -1,0 +1,211 @@
+//! Checkpoints: parameters, optimiser state and where training stands,
+//! written by rank 0 at the end of an epoch and read by every rank on
+//! resume. A checkpoint is a directory `epoch-N/` (JSON state + raw
+//! little-endian `f32` arrays) made complete in a temporary directory and
+//! renamed into place; `latest` names the newest, replaced atomically, so
+//! a job killed mid-write resumes from the previous complete checkpoint.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Where training stands after an epoch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainState {
+    /// Format version.
+    pub format: u32,
+    /// Model configuration name.
+    pub model: String,
+    /// Parameter tensor lengths (checked on load).
+    pub lengths: Vec<usize>,
+    /// Epochs completed.
+    pub epochs_done: u64,
+    /// Optimiser steps taken.
+    pub steps: u64,
+    /// Training seed (the loader order and dropout depend on it).
+    pub seed: u64,
+    /// Per-step training loss so far (mean over ranks).
+    pub losses: Vec<f32>,
+    /// xxh3 of the parameters (see `params::checksum`).
+    pub checksum: u64,
+}
+
+/// A checkpoint's contents.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    /// The state.
+    pub state: TrainState,
+    /// Parameters, per tensor.
+    pub params: Vec<Vec<f32>>,
+    /// Optimiser first moments (SGD velocity), per tensor.
+    pub first: Vec<Vec<f32>>,
+    /// Optimiser second moments (Adam; empty for SGD), per tensor.
+    pub second: Vec<Vec<f32>>,
+}
+
+/// Why a checkpoint could not be written or read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckpointError {
+    /// I/O on a checkpoint file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A file that is not what it should be.
+    #[error("{path}: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+const LATEST: &str = "latest";
+const STATE: &str = "state.json";
+const ARRAYS: [&str; 3] = ["params.f32", "first.f32", "second.f32"];
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
+    move |source| CheckpointError::Io { path: path.to_path_buf(), source }
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
+    let mut file = fs::File::create(path).map_err(io(path))?;
+    file.write_all(bytes).map_err(io(path))?;
+    file.sync_all().map_err(io(path))
+}
+
+fn flatten(tensors: &[Vec<f32>]) -> Vec<u8> {
+    tensors.iter().flatten().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn unflatten(bytes: &[u8], lengths: &[usize], path: &Path) -> Result<Vec<Vec<f32>>, CheckpointError> {
+    let total: usize = lengths.iter().sum();
+    if bytes.len() != total * 4 {
+        return Err(CheckpointError::Corrupt {
+            path: path.to_path_buf(),
+            reason: format!("{} bytes, expected {} ({} values)", bytes.len(), total * 4, total),
+        });
+    }
+    let mut values = bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+    Ok(lengths.iter().map(|&n| values.by_ref().take(n).collect()).collect())
+}
+
+/// Write `checkpoint` under `dir` and make it the latest.
+pub fn save(dir: &Path, checkpoint: &Checkpoint) -> Result<PathBuf, CheckpointError> {
+    fs::create_dir_all(dir).map_err(io(dir))?;
+    let name = format!("epoch-{}", checkpoint.state.epochs_done);
+    let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&temp);
+    fs::create_dir(&temp).map_err(io(&temp))?;
+    let state = serde_json::to_vec_pretty(&checkpoint.state)
+        .map_err(|e| CheckpointError::Corrupt { path: temp.join(STATE), reason: e.to_string() })?;
+    write_synced(&temp.join(STATE), &state)?;
+    for (file, tensors) in ARRAYS.iter().zip([&checkpoint.params, &checkpoint.first, &checkpoint.second]) {
+        write_synced(&temp.join(file), &flatten(tensors))?;
+    }
+    let final_dir = dir.join(&name);
+    let _ = fs::remove_dir_all(&final_dir);
+    fs::rename(&temp, &final_dir).map_err(io(&final_dir))?;
+    let latest_temp = dir.join(format!(".{LATEST}.tmp-{}", std::process::id()));
+    write_synced(&latest_temp, name.as_bytes())?;
+    fs::rename(&latest_temp, dir.join(LATEST)).map_err(io(&dir.join(LATEST)))?;
+    // Keep the previous checkpoint too; older ones go.
+    if let Some(older) = checkpoint.state.epochs_done.checked_sub(2) {
+        let _ = fs::remove_dir_all(dir.join(format!("epoch-{older}")));
+    }
+    Ok(final_dir)
+}
+
+/// The latest checkpoint under `dir`, or `None` if there is none yet.
+pub fn load_latest(dir: &Path) -> Result<Option<Checkpoint>, CheckpointError> {
+    let latest = dir.join(LATEST);
+    let name = match fs::read_to_string(&latest) {
+        Ok(name) => name,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(CheckpointError::Io { path: latest, source: e }),
+    };
+    let name = name.trim();
+    if name.is_empty() || name.contains('/') || name.starts_with('.') {
+        return Err(CheckpointError::Corrupt { path: latest, reason: format!("names '{name}'") });
+    }
+    let at = dir.join(name);
+    let state_path = at.join(STATE);
+    let bytes = fs::read(&state_path).map_err(io(&state_path))?;
+    let state: TrainState = serde_json::from_slice(&bytes)
+        .map_err(|e| CheckpointError::Corrupt { path: state_path.clone(), reason: e.to_string() })?;
+    let mut arrays = Vec::with_capacity(3);
+    for file in ARRAYS {
+        let path = at.join(file);
+        let bytes = fs::read(&path).map_err(io(&path))?;
+        let lengths: Vec<usize> = if bytes.is_empty() { Vec::new() } else { state.lengths.clone() };
+        arrays.push(unflatten(&bytes, &lengths, &path)?);
+    }
+    let second = arrays.pop().unwrap_or_default();
+    let first = arrays.pop().unwrap_or_default();
+    let params = arrays.pop().unwrap_or_default();
+    if crate::params::checksum(&params) != state.checksum {
+        return Err(CheckpointError::Corrupt {
+            path: at.join(ARRAYS[0]),
+            reason: "parameters do not match the checksum in state.json".into(),
+        });
+    }
+    Ok(Some(Checkpoint { state, params, first, second }))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn sample(epochs_done: u64) -> Checkpoint {
+        let params = vec![vec![1.0, -2.5, 3.25], vec![0.5]];
+        Checkpoint {
+            state: TrainState {
+                format: 1,
+                model: "mlperf-small".into(),
+                lengths: vec![3, 1],
+                epochs_done,
+                steps: 10 * epochs_done,
+                seed: 7,
+                losses: vec![0.5, 0.25],
+                checksum: crate::params::checksum(&params),
+            },
+            params,
+            first: vec![vec![0.1, 0.2, 0.3], vec![0.4]],
+            second: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn save_then_load_gives_the_latest_back_and_keeps_one_previous() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(load_latest(dir.path()).unwrap().is_none());
+        for e in 1..=3 {
+            save(dir.path(), &sample(e)).unwrap();
+        }
+        assert_eq!(load_latest(dir.path()).unwrap(), Some(sample(3)));
+        assert!(dir.path().join("epoch-2").is_dir() && !dir.path().join("epoch-1").exists());
+    }
+
+    #[test]
+    fn a_damaged_parameter_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = save(dir.path(), &sample(1)).unwrap();
+        let path = at.join("params.f32");
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[5] ^= 1;
+        fs::write(&path, &bytes).unwrap();
+        let err = load_latest(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("params.f32") && err.contains("checksum"), "{err}");
+        fs::write(&path, &bytes[..7]).unwrap();
+        let err = load_latest(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("expected 16"), "{err}");
+    }
+}

@@ -1,0 +1,299 @@
+//! CosmoFlow: a 3-D CNN that regresses the cosmological parameters of a
+//! dark-matter volume. Two published configurations and a reduced size of
+//! each for tests:
+//!
+//! - **MLPerf HPC** (mlcommons/hpc `cosmoflow/models/cosmoflow.py`): 5 ×
+//!   [Conv3d 3³ same, 32·2^i filters, LeakyReLU 0.3, MaxPool 2], flatten,
+//!   Dense 128 and 64 with LeakyReLU and dropout 0.5, Dense 4, tanh × 1.2;
+//!   MSE loss.
+//! - **SC18** (Mathuriya et al. 2018; layer table as in LBANN's CosmoFlow
+//!   application): 7 convolutions 3³ (16, 32, 64, 128 with stride 2, 256,
+//!   256, 256), LeakyReLU, average pooling after the first five, no batch
+//!   norm, Dense 2048 and 256 with dropout, a linear output. LBANN pools
+//!   with overlapping 3³ windows (stride 2, padding 1); we pool 2³ windows
+//!   (see [`pool3d`](super::pool3d)), which halves the size the same way.
+
+use burn::module::Module;
+use burn::nn::conv::{Conv3d, Conv3dConfig};
+use burn::nn::{Linear, LinearConfig, PaddingConfig3d};
+use burn::tensor::activation::leaky_relu;
+use burn::tensor::{Device, Tensor, TensorData};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::pool3d::{Pooling, pool3d};
+
+/// Negative slope of every LeakyReLU (Keras `LeakyReLU(alpha=0.3)`).
+const LEAKY_SLOPE: f64 = 0.3;
+
+/// One convolution layer: filters, stride, and whether a pool follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConvLayer {
+    /// Output channels.
+    pub filters: usize,
+    /// Stride (1 or 2), same padding.
+    pub stride: usize,
+    /// A 2³ pool after the activation.
+    pub pool: bool,
+}
+
+/// The shape of a CosmoFlow network.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CosmoflowConfig {
+    /// Name of the configuration (for reports and checkpoints).
+    pub name: String,
+    /// Cube edge of the input, in voxels.
+    pub input: usize,
+    /// Input channels (redshifts).
+    pub channels: usize,
+    /// Convolution kernel edge.
+    pub kernel: usize,
+    /// The convolutions, in order.
+    pub convs: Vec<ConvLayer>,
+    /// Pooling kind.
+    pub pooling: Pooling,
+    /// Hidden dense layer widths.
+    pub dense: Vec<usize>,
+    /// Dropout probability after each hidden dense layer (0 = none).
+    pub dropout: f32,
+    /// Outputs (the 4 unit parameters).
+    pub outputs: usize,
+    /// `Some(s)`: the output is `s · tanh(z)` (MLPerf: 1.2); `None`: linear.
+    pub output_scale: Option<f32>,
+}
+
+/// Why a configuration cannot be built.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// No configuration of that name.
+    #[error("unknown CosmoFlow configuration '{0}' (known: mlperf, mlperf-small, sc18, sc18-small)")]
+    UnknownName(String),
+    /// A pool or stride meets an odd or vanished size.
+    #[error("input {input}³ cannot be halved at layer {layer}: size {size} there")]
+    Size {
+        /// Input edge.
+        input: usize,
+        /// Layer index.
+        layer: usize,
+        /// Edge at that layer.
+        size: usize,
+    },
+}
+
+impl CosmoflowConfig {
+    /// The MLPerf HPC model for inputs of `input`³ × 4 (128 in the benchmark).
+    pub fn mlperf(input: usize) -> Self {
+        let convs = (0..5).map(|i| ConvLayer { filters: 32 << i, stride: 1, pool: true }).collect();
+        CosmoflowConfig {
+            name: "mlperf".into(),
+            input,
+            channels: 4,
+            kernel: 3,
+            convs,
+            pooling: Pooling::Max,
+            dense: vec![128, 64],
+            dropout: 0.5,
+            outputs: 4,
+            output_scale: Some(1.2),
+        }
+    }
+
+    /// The MLPerf layout at 32³ with a quarter of the filters, for tests
+    /// and CPU runs.
+    pub fn mlperf_small() -> Self {
+        let convs = (0..5).map(|i| ConvLayer { filters: 8 << i, stride: 1, pool: true }).collect();
+        CosmoflowConfig { name: "mlperf-small".into(), input: 32, convs, ..Self::mlperf(32) }
+    }
+
+    /// The SC18 model for inputs of `input`³ × 4 (128 in the paper).
+    pub fn sc18(input: usize) -> Self {
+        let layer = |filters, stride, pool| ConvLayer { filters, stride, pool };
+        CosmoflowConfig {
+            name: "sc18".into(),
+            input,
+            channels: 4,
+            kernel: 3,
+            convs: vec![
+                layer(16, 1, true),
+                layer(32, 1, true),
+                layer(64, 1, true),
+                layer(128, 2, true),
+                layer(256, 1, true),
+                layer(256, 1, false),
+                layer(256, 1, false),
+            ],
+            pooling: Pooling::Avg,
+            dense: vec![2048, 256],
+            dropout: 0.2,
+            outputs: 4,
+            output_scale: None,
+        }
+    }
+
+    /// The SC18 layout at 32³ (pools after the first three convolutions
+    /// only) with a quarter of the filters and dense widths.
+    pub fn sc18_small() -> Self {
+        let mut config = Self::sc18(32);
+        config.name = "sc18-small".into();
+        for (i, conv) in config.convs.iter_mut().enumerate() {
+            conv.filters /= 4;
+            conv.pool = i < 3;
+        }
+        config.dense = vec![512, 64];
+        config
+    }
+
+    /// A configuration by name: `mlperf`, `mlperf-small`, `sc18`, `sc18-small`.
+    pub fn by_name(name: &str) -> Result<Self, ConfigError> {
+        match name {
+            "mlperf" => Ok(Self::mlperf(128)),
+            "mlperf-small" => Ok(Self::mlperf_small()),
+            "sc18" => Ok(Self::sc18(128)),
+            "sc18-small" => Ok(Self::sc18_small()),
+            other => Err(ConfigError::UnknownName(other.into())),
+        }
+    }
+
+    /// The spatial edge after the convolutions, checking every halving.
+    pub fn final_size(&self) -> Result<usize, ConfigError> {
+        let mut size = self.input;
+        for (layer, conv) in self.convs.iter().enumerate() {
+            for halve in [conv.stride == 2, conv.pool] {
+                if halve {
+                    if size < 2 || !size.is_multiple_of(2) {
+                        return Err(ConfigError::Size { input: self.input, layer, size });
+                    }
+                    size /= 2;
+                }
+            }
+        }
+        Ok(size)
+    }
+
+    /// Build the network on `device` (parameters from burn's initialiser;
+    /// the trainer overwrites them with a seeded initialisation).
+    pub fn init(&self, device: &Device) -> Result<Cosmoflow, ConfigError> {
+        let size = self.final_size()?;
+        let k = self.kernel;
+        let mut convs = Vec::with_capacity(self.convs.len());
+        let mut channels = self.channels;
+        for layer in &self.convs {
+            let conv = Conv3dConfig::new([channels, layer.filters], [k, k, k])
+                .with_stride([layer.stride; 3])
+                .with_padding(PaddingConfig3d::Explicit(k / 2, k / 2, k / 2))
+                .init(device);
+            convs.push(conv);
+            channels = layer.filters;
+        }
+        let mut dense = Vec::with_capacity(self.dense.len() + 1);
+        let mut width = channels * size * size * size;
+        for &out in self.dense.iter().chain(std::iter::once(&self.outputs)) {
+            dense.push(LinearConfig::new(width, out).init(device));
+            width = out;
+        }
+        Ok(Cosmoflow { convs, dense, config: ModelShape(self.clone()) })
+    }
+}
+
+/// The configuration carried inside the module (not a parameter).
+#[derive(Debug, Clone)]
+pub struct ModelShape(pub CosmoflowConfig);
+
+impl burn::module::ModuleDisplay for ModelShape {}
+impl burn::module::ModuleDisplayDefault for ModelShape {
+    fn content(&self, content: burn::module::Content) -> Option<burn::module::Content> {
+        Some(content)
+    }
+}
+
+/// The network.
+#[derive(Module, Debug)]
+pub struct Cosmoflow {
+    convs: Vec<Conv3d>,
+    dense: Vec<Linear>,
+    #[module(skip)]
+    config: ModelShape,
+}
+
+/// Where dropout masks come from: a seeded stream per (seed, step, rank),
+/// so a resumed run draws the same masks as an uninterrupted one.
+pub struct DropoutMasks {
+    rng: ChaCha8Rng,
+}
+
+impl DropoutMasks {
+    /// Masks for one training step.
+    pub fn for_step(seed: u64, step: u64, rank: usize) -> Self {
+        let key = seed ^ step.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (rank as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+        DropoutMasks { rng: ChaCha8Rng::seed_from_u64(key) }
+    }
+
+    fn mask(&mut self, shape: [usize; 2], p: f32, device: &Device) -> Tensor<2> {
+        let keep = 1.0 - p;
+        let values: Vec<f32> =
+            (0..shape[0] * shape[1]).map(|_| if self.rng.random::<f32>() < keep { 1.0 / keep } else { 0.0 }).collect();
+        Tensor::from_data(TensorData::new(values, shape), device)
+    }
+}
+
+impl Cosmoflow {
+    /// The configuration it was built from.
+    pub fn config(&self) -> &CosmoflowConfig {
+        &self.config.0
+    }
+
+    /// Predictions [N, outputs] for a batch `x` of [N, D, D, D, C]
+    /// (channels last, as CosmoFlow samples are stored). Dropout applies
+    /// only when `masks` is given (training).
+    pub fn forward(&self, x: Tensor<5>, mut masks: Option<&mut DropoutMasks>) -> Tensor<2> {
+        let config = &self.config.0;
+        let mut h = x.permute([0, 4, 1, 2, 3]);
+        for (conv, layer) in self.convs.iter().zip(&config.convs) {
+            h = leaky_relu(conv.forward(h), LEAKY_SLOPE);
+            if layer.pool {
+                h = pool3d(h, config.pooling);
+            }
+        }
+        let [n, ..] = h.dims();
+        let mut z: Tensor<2> = h.reshape([n as i64, -1]);
+        let last = self.dense.len().saturating_sub(1);
+        for (i, linear) in self.dense.iter().enumerate() {
+            z = linear.forward(z);
+            if i < last {
+                z = leaky_relu(z, LEAKY_SLOPE);
+                if let Some(masks) = masks.as_deref_mut()
+                    && config.dropout > 0.0
+                {
+                    let mask = masks.mask(z.dims(), config.dropout, &z.device());
+                    z = z * mask;
+                }
+            }
+        }
+        match config.output_scale {
+            Some(scale) => z.tanh() * scale,
+            None => z,
+        }
+    }
+}
+
+/// Mean squared error over every element (the reference models' loss).
+pub fn mse(prediction: Tensor<2>, target: Tensor<2>) -> Tensor<1> {
+    (prediction - target).powi_scalar(2).mean()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn published_sizes_reduce_to_the_expected_edge() {
+        assert_eq!(CosmoflowConfig::mlperf(128).final_size(), Ok(4));
+        assert_eq!(CosmoflowConfig::sc18(128).final_size(), Ok(2));
+        assert_eq!(CosmoflowConfig::mlperf_small().final_size(), Ok(1));
+        assert_eq!(CosmoflowConfig::sc18_small().final_size(), Ok(2));
+        assert!(matches!(CosmoflowConfig::mlperf(48).final_size(), Err(ConfigError::Size { layer: 4, size: 3, .. })));
+        assert!(CosmoflowConfig::by_name("resnet").is_err());
+    }
+}

@@ -1,0 +1,6 @@
+//! The models the trainer runs. CosmoFlow first; each model is a burn
+//! module whose code does not name a backend, so a GPU device can be
+//! switched on later.
+
+pub mod cosmoflow;
+pub mod pool3d;

@@ -1,0 +1,492 @@
+//! The data-parallel training loop: batches from the loader, forward and
+//! backward through a burn model, gradients averaged over the ranks with
+//! fused MPI allreduce (blocking, or lagged one step so the exchange
+//! overlaps the next step's compute), the same optimiser step on every
+//! rank, a check at each epoch's end that all ranks hold identical
+//! parameters, validation, checkpoints.
+
+pub mod data;
+mod eval;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use burn::tensor::{Device, Tensor, TensorData};
+use cluster::World;
+use loader::pipeline::{Loader, LoaderConfig};
+use mpi::collective::SystemOperation;
+use mpi::traits::*;
+use serde::Serialize;
+
+use crate::checkpoint::{self, Checkpoint, TrainState};
+use crate::exchange::{GradientExchange, LaggedExchange};
+use crate::model::cosmoflow::{ConfigError, Cosmoflow, CosmoflowConfig, DropoutMasks, mse};
+use crate::optim::{Optimizer, Rule, TrustRatio};
+use crate::params;
+use crate::schedule::Schedule;
+pub use data::DataSource;
+pub use eval::Validation;
+
+/// Why training stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrainError {
+    /// The model configuration does not fit.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The data could not be opened or read.
+    #[error("{0}")]
+    Data(String),
+    /// A checkpoint could not be read or written.
+    #[error(transparent)]
+    Checkpoint(#[from] checkpoint::CheckpointError),
+    /// The ranks' parameters differ (a bug, or a bad node).
+    #[error("parameters differ between ranks after epoch {epoch} (checksums {min:016x} .. {max:016x})")]
+    Diverged {
+        /// Epoch (1-based).
+        epoch: u64,
+        /// Smallest checksum.
+        min: u64,
+        /// Largest checksum.
+        max: u64,
+    },
+    /// Anything else about the arguments.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The learning-rate schedule in epochs, turned into steps once the
+/// number of steps per epoch is known.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum ScheduleSpec {
+    /// The base rate throughout.
+    Constant,
+    /// Polynomial decay to `end_factor × lr` over `epochs` (SC18: power 1).
+    Poly {
+        /// Final rate as a fraction of the base.
+        end_factor: f32,
+        /// Epochs to decay over.
+        epochs: f64,
+        /// Exponent.
+        power: f32,
+    },
+    /// × `factor` at each boundary epoch (MLPerf: 0.25 at 32, 0.125 at 64).
+    Step {
+        /// Boundary epochs.
+        boundaries: Vec<f64>,
+        /// Factors, cumulative (one per boundary).
+        factors: Vec<f32>,
+    },
+}
+
+/// Everything a training run needs.
+#[derive(Debug, Clone)]
+pub struct TrainConfig {
+    /// The network.
+    pub model: CosmoflowConfig,
+    /// Training data.
+    pub source: DataSource,
+    /// A separate validation dataset directory.
+    pub val: Option<PathBuf>,
+    /// Share of sample files held out for validation when `val` is absent.
+    pub val_fraction: f64,
+    /// Epochs in total (a resumed run continues up to this).
+    pub epochs: u64,
+    /// Samples per rank per step.
+    pub batch: usize,
+    /// Base learning rate.
+    pub lr: f32,
+    /// Optimiser rule.
+    pub rule: Rule,
+    /// LARC/LARS trust ratio.
+    pub trust: Option<TrustRatio>,
+    /// Decay after the warm-up.
+    pub schedule: ScheduleSpec,
+    /// Linear warm-up epochs.
+    pub warmup_epochs: f64,
+    /// Apply each step's averaged gradient one step later.
+    pub grad_lag: bool,
+    /// Fusion buffer size in bytes (0: one allreduce per tensor).
+    pub fusion_bytes: usize,
+    /// Seed of the initial parameters, the sample order and dropout.
+    pub seed: u64,
+    /// Loader worker threads per rank.
+    pub workers: usize,
+    /// Batches decoded ahead per rank.
+    pub prefetch: usize,
+    /// Checkpoint directory: resume from it, save at every epoch's end.
+    pub checkpoint: Option<PathBuf>,
+    /// Stop after this many steps of this run (benchmarks).
+    pub max_steps: Option<u64>,
+}
+
+impl TrainConfig {
+    /// Learning rate by optimiser step.
+    pub fn schedule(&self, steps_per_epoch: u64) -> Schedule {
+        let steps = |epochs: f64| (epochs * steps_per_epoch as f64).round() as u64;
+        let decay = match &self.schedule {
+            ScheduleSpec::Constant => Schedule::Constant(self.lr),
+            ScheduleSpec::Poly { end_factor, epochs, power } => {
+                Schedule::Poly { lr0: self.lr, end: self.lr * end_factor, steps: steps(*epochs).max(1), power: *power }
+            }
+            ScheduleSpec::Step { boundaries, factors } => Schedule::Piecewise {
+                lr0: self.lr,
+                boundaries: boundaries.iter().map(|&b| steps(b)).collect(),
+                factors: factors.clone(),
+            },
+        };
+        match steps(self.warmup_epochs) {
+            0 => decay,
+            warmup => Schedule::Warmup { steps: warmup, then: Box::new(decay) },
+        }
+    }
+}
+
+/// Seconds spent per part of the steps, summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct StepTimes {
+    /// Waiting for the loader.
+    pub data_wait: f64,
+    /// Forward, backward, reading gradients out, writing parameters back.
+    pub compute: f64,
+    /// Allreduce (blocking) or waiting for the lagged one.
+    pub communication: f64,
+    /// The optimiser update.
+    pub optimizer: f64,
+}
+
+impl StepTimes {
+    fn add(&mut self, other: &StepTimes) {
+        self.data_wait += other.data_wait;
+        self.compute += other.compute;
+        self.communication += other.communication;
+        self.optimizer += other.optimizer;
+    }
+
+    /// All four.
+    pub fn total(&self) -> f64 {
+        self.data_wait + self.compute + self.communication + self.optimizer
+    }
+}
+
+/// One epoch, as rank 0 reports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EpochReport {
+    /// Epoch number (1-based).
+    pub epoch: u64,
+    /// Steps in it.
+    pub steps: u64,
+    /// Mean training loss over its steps and the ranks.
+    pub train_loss: f32,
+    /// Validation, when there is validation data.
+    pub validation: Option<Validation>,
+    /// Wall seconds.
+    pub seconds: f64,
+    /// Training samples per second, all ranks.
+    pub samples_per_sec: f64,
+    /// Rank 0's step time split.
+    pub times: StepTimes,
+    /// Learning rate at the epoch's end.
+    pub lr: f32,
+    /// Parameter checksum, equal on every rank.
+    pub checksum: String,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrainReport {
+    /// Model configuration.
+    pub model: CosmoflowConfig,
+    /// Trainable values.
+    pub parameters: usize,
+    /// Ranks.
+    pub ranks: usize,
+    /// Samples per rank per step.
+    pub batch_per_rank: usize,
+    /// Allreduce calls per step (fusion buffers).
+    pub fusion_buffers: usize,
+    /// One-step gradient lag.
+    pub grad_lag: bool,
+    /// Steps per epoch.
+    pub steps_per_epoch: u64,
+    /// Epoch this run started from (0 unless resumed).
+    pub resumed_from_epoch: u64,
+    /// The epochs this run trained.
+    pub epochs: Vec<EpochReport>,
+    /// Every step's loss from the start of training (resumed runs included).
+    pub losses: Vec<f32>,
+    /// Step time split of this run, rank 0, seconds.
+    pub times: StepTimes,
+    /// Fractions of step time (data wait, compute, communication, optimizer).
+    pub fractions: [f64; 4],
+    /// Samples per second over this run, all ranks.
+    pub samples_per_sec: f64,
+    /// Final parameters (for comparing runs); only with `keep_params`.
+    #[serde(skip)]
+    pub params: Vec<Vec<f32>>,
+}
+
+/// The gradient exchange of a run.
+enum Exchange {
+    Blocking(GradientExchange),
+    Lagged { exchange: LaggedExchange, local: Vec<Vec<f32>>, pending: Vec<Vec<f32>> },
+}
+
+/// A rank that kills itself at a given step (`STAGEHAND_TRAINER_ABORT_AT=rank:step`),
+/// so tests can check that a dead rank ends the job instead of hanging it.
+fn abort_point(world: &World) -> Option<u64> {
+    let value = std::env::var("STAGEHAND_TRAINER_ABORT_AT").ok()?;
+    let (rank, step) = value.split_once(':')?;
+    (rank.parse::<usize>().ok()? == world.rank()).then(|| step.parse().ok()).flatten()
+}
+
+fn scalar(loss: Tensor<1>) -> f32 {
+    loss.into_data().try_into_vec_as::<f32>().ok().and_then(|v| v.first().copied()).unwrap_or(f32::NAN)
+}
+
+/// Train. Collective: every rank calls it with the same configuration.
+/// `on_epoch` sees each epoch's report on every rank (rank 0 prints it).
+pub fn run(
+    world: &World,
+    config: &TrainConfig,
+    mut on_epoch: impl FnMut(&EpochReport),
+) -> Result<TrainReport, TrainError> {
+    if config.batch == 0 {
+        return Err(TrainError::Invalid("--batch must be at least 1".into()));
+    }
+    let device = Device::flex().autodiff();
+    let model = config.model.init(&device)?;
+    let shapes = params::shapes(&model);
+    let lengths = params::lengths(&shapes);
+    let (train, val) = data::open(world, &config.source, config.val.as_deref(), config.val_fraction, config.seed)?;
+    let (d, c) = (config.model.input, config.model.channels);
+    if train.shape.size != d || train.shape.channels != c {
+        return Err(TrainError::Invalid(format!(
+            "the data holds {}³×{} samples; model '{}' takes {d}³×{c}",
+            train.shape.size, train.shape.channels, config.model.name
+        )));
+    }
+    let steps_per_epoch = ((train.order)(0).len() / config.batch) as u64;
+    if steps_per_epoch == 0 {
+        return Err(TrainError::Invalid(format!(
+            "{} training samples over {} ranks do not fill one batch of {} per rank",
+            train.samples,
+            world.size(),
+            config.batch
+        )));
+    }
+
+    let resumed = match &config.checkpoint {
+        Some(dir) => checkpoint::load_latest(dir)?,
+        None => None,
+    };
+    let mut optimizer = Optimizer::new(config.rule, config.trust, &lengths);
+    let (mut values, start_epoch, mut losses) = match resumed {
+        Some(cp) => {
+            if cp.state.lengths != lengths || cp.state.model != config.model.name {
+                return Err(TrainError::Invalid(format!(
+                    "the checkpoint holds model '{}' with {} tensors; this run is '{}' with {}",
+                    cp.state.model,
+                    cp.state.lengths.len(),
+                    config.model.name,
+                    lengths.len()
+                )));
+            }
+            optimizer.first = cp.first;
+            if !cp.second.is_empty() {
+                optimizer.second = cp.second;
+            }
+            optimizer.steps = cp.state.steps;
+            (cp.params, cp.state.epochs_done, cp.state.losses)
+        }
+        None => (params::glorot_uniform(&shapes, config.seed), 0, Vec::new()),
+    };
+    // Rank 0's parameters are everyone's, whatever each rank read or drew.
+    for tensor in &mut values {
+        world.comm().process_at_rank(0).broadcast_into(&mut tensor[..]);
+    }
+    let mut model: Cosmoflow = params::with_values(model, &values, &device);
+
+    let mut exchange = if config.grad_lag {
+        let exchange = LaggedExchange::new(world, &lengths, config.fusion_bytes).ok_or_else(|| {
+            TrainError::Invalid("--grad-lag 1 needs MPI_THREAD_MULTIPLE, which this MPI did not grant".into())
+        })?;
+        let zeros = || lengths.iter().map(|&n| vec![0.0f32; n]).collect::<Vec<_>>();
+        Exchange::Lagged { exchange, local: zeros(), pending: zeros() }
+    } else {
+        Exchange::Blocking(GradientExchange::new(world, &lengths, config.fusion_bytes))
+    };
+    let fusion_buffers = crate::fusion::FusionPlan::new(&lengths, config.fusion_bytes).buffers();
+    let schedule = config.schedule(steps_per_epoch);
+    let abort_at = abort_point(world);
+    let loader_config =
+        LoaderConfig { batch: config.batch, workers: config.workers, prefetch: config.prefetch, skip_corrupt: false };
+
+    let mut loader: Option<Loader> = None;
+    let mut epochs = Vec::new();
+    let mut run_times = StepTimes::default();
+    let mut run_steps = 0u64;
+    let run_started = Instant::now();
+    'epochs: for epoch in start_epoch..config.epochs {
+        let started = Instant::now();
+        let mut order = (train.order)(epoch);
+        order.truncate(steps_per_epoch as usize * config.batch);
+        let mut batches = match loader.take() {
+            None => Loader::new(train.dataset.clone(), order, loader_config),
+            Some(previous) => previous.next_epoch(order),
+        };
+        let mut times = StepTimes::default();
+        let mut epoch_losses = Vec::with_capacity(steps_per_epoch as usize);
+        loop {
+            if config.max_steps.is_some_and(|max| run_steps >= max) {
+                break;
+            }
+            let t = Instant::now();
+            let Some(batch) = batches.next() else { break };
+            let batch = batch.map_err(|e| TrainError::Data(e.to_string()))?;
+            times.data_wait += t.elapsed().as_secs_f64();
+
+            let t = Instant::now();
+            let n = batch.len();
+            let x = Tensor::<5>::from_data(TensorData::new(batch.x.clone(), [n, d, d, d, c]), &device);
+            let y = Tensor::<2>::from_data(TensorData::new(batch.y.clone(), [n, config.model.outputs]), &device);
+            batches.recycle(batch);
+            let mut masks = DropoutMasks::for_step(config.seed, optimizer.steps, world.rank());
+            let loss = mse(model.forward(x, Some(&mut masks)), y);
+            let grads = loss.backward();
+            epoch_losses.push(scalar(loss));
+            if abort_at == Some(optimizer.steps) {
+                eprintln!("rank {}: aborting at step {} (STAGEHAND_TRAINER_ABORT_AT)", world.rank(), optimizer.steps);
+                std::process::abort();
+            }
+            let lr = schedule.at(optimizer.steps);
+            match &mut exchange {
+                Exchange::Blocking(ex) => {
+                    params::gradients(&model, &grads, |i, g| ex.slot_mut(i).copy_from_slice(g));
+                    times.compute += t.elapsed().as_secs_f64();
+                    let t = Instant::now();
+                    ex.average_slots();
+                    times.communication += t.elapsed().as_secs_f64();
+                    let t = Instant::now();
+                    let averaged: Vec<&[f32]> = (0..lengths.len()).map(|i| ex.averaged(i)).collect();
+                    optimizer.step(lr, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), &averaged);
+                    times.optimizer += t.elapsed().as_secs_f64();
+                }
+                Exchange::Lagged { exchange: ex, local, pending } => {
+                    params::gradients(&model, &grads, |i, g| local[i].copy_from_slice(g));
+                    times.compute += t.elapsed().as_secs_f64();
+                    let t = Instant::now();
+                    let had = ex.take(&mut pending.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>());
+                    ex.submit(&local.iter().map(Vec::as_slice).collect::<Vec<_>>());
+                    times.communication += t.elapsed().as_secs_f64();
+                    let t = Instant::now();
+                    if had {
+                        let grads: Vec<&[f32]> = pending.iter().map(Vec::as_slice).collect();
+                        optimizer.step(lr, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), &grads);
+                    }
+                    times.optimizer += t.elapsed().as_secs_f64();
+                }
+            }
+            let t = Instant::now();
+            model = params::with_values(model, &values, &device);
+            times.compute += t.elapsed().as_secs_f64();
+            run_steps += 1;
+        }
+        // The lagged gradient of the epoch's last step is applied here, so
+        // nothing is in flight across an epoch boundary (or a checkpoint).
+        if let Exchange::Lagged { exchange: ex, pending, .. } = &mut exchange {
+            let t = Instant::now();
+            let had = ex.take(&mut pending.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>());
+            times.communication += t.elapsed().as_secs_f64();
+            if had {
+                let lr = schedule.at(optimizer.steps);
+                let grads: Vec<&[f32]> = pending.iter().map(Vec::as_slice).collect();
+                optimizer.step(lr, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), &grads);
+                model = params::with_values(model, &values, &device);
+            }
+        }
+        loader = Some(batches);
+        let stopped_early = (epoch_losses.len() as u64) < steps_per_epoch;
+
+        // Losses averaged over the ranks, once per epoch.
+        let mut mean_losses = vec![0f32; epoch_losses.len()];
+        world.comm().all_reduce_into(&epoch_losses[..], &mut mean_losses[..], SystemOperation::sum());
+        mean_losses.iter_mut().for_each(|l| *l /= world.size() as f32);
+        losses.extend_from_slice(&mean_losses);
+
+        let sum = params::checksum(&values);
+        let (mut min, mut max) = (0u64, 0u64);
+        world.comm().all_reduce_into(&sum, &mut min, SystemOperation::min());
+        world.comm().all_reduce_into(&sum, &mut max, SystemOperation::max());
+        if min != max {
+            return Err(TrainError::Diverged { epoch: epoch + 1, min, max });
+        }
+        let validation = match &val {
+            Some(v) => Some(eval::validate(world, &model, v, &loader_config, &device)?),
+            None => None,
+        };
+        let seconds = started.elapsed().as_secs_f64();
+        let steps = mean_losses.len() as u64;
+        let report = EpochReport {
+            epoch: epoch + 1,
+            steps,
+            train_loss: mean_losses.iter().sum::<f32>() / steps.max(1) as f32,
+            validation,
+            seconds,
+            samples_per_sec: (steps as usize * config.batch * world.size()) as f64 / seconds,
+            times,
+            lr: schedule.at(optimizer.steps),
+            checksum: format!("{sum:016x}"),
+        };
+        on_epoch(&report);
+        run_times.add(&times);
+        epochs.push(report);
+        if stopped_early {
+            break 'epochs;
+        }
+        if let Some(dir) = &config.checkpoint
+            && world.is_root()
+        {
+            let state = TrainState {
+                format: 1,
+                model: config.model.name.clone(),
+                lengths: lengths.clone(),
+                epochs_done: epoch + 1,
+                steps: optimizer.steps,
+                seed: config.seed,
+                losses: losses.clone(),
+                checksum: sum,
+            };
+            let cp = Checkpoint {
+                state,
+                params: values.clone(),
+                first: optimizer.first.clone(),
+                second: optimizer.second.clone(),
+            };
+            checkpoint::save(dir, &cp)?;
+        }
+    }
+    let total = run_times.total().max(f64::MIN_POSITIVE);
+    let seconds = run_started.elapsed().as_secs_f64();
+    Ok(TrainReport {
+        model: config.model.clone(),
+        parameters: lengths.iter().sum(),
+        ranks: world.size(),
+        batch_per_rank: config.batch,
+        fusion_buffers,
+        grad_lag: config.grad_lag,
+        steps_per_epoch,
+        resumed_from_epoch: start_epoch,
+        epochs,
+        losses,
+        times: run_times,
+        fractions: [
+            run_times.data_wait / total,
+            run_times.compute / total,
+            run_times.communication / total,
+            run_times.optimizer / total,
+        ],
+        samples_per_sec: (run_steps as usize * config.batch * world.size()) as f64 / seconds,
+        params: values,
+    })
+}

@@ -1,0 +1,222 @@
+//! The trainer end to end under a real `mpirun`, on CosmoFlow volumes that
+//! simgen generates for the test: data-parallel equivalence, the one-step
+//! lag, checkpoint/resume, a dying rank, bad input, and that the model
+//! actually learns.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use formats::manifest::{self, MANIFEST_FILE, ScanOptions, Schema};
+use serde_json::Value;
+use simgen::cosmo::fft3::Fft3;
+use simgen::cosmo::generate::{CosmoConfig, WriteStats, write_file};
+
+const TRAINER: &str = env!("CARGO_BIN_EXE_trainer");
+
+/// `boxes` simulated boxes of 64³ counts cut into 8 samples of 32³ × 4
+/// redshifts, one box per file, with a manifest.
+fn dataset(dir: &Path, boxes: usize, seed: u64) -> PathBuf {
+    let out = dir.join(format!("cosmo-{boxes}-{seed}"));
+    std::fs::create_dir_all(&out).unwrap();
+    let config = CosmoConfig {
+        boxes,
+        grid: 64,
+        particles: 64,
+        box_size: 256.0,
+        split: 2,
+        redshifts: vec![0.0, 0.5, 1.5, 3.0],
+        lpt: 2,
+        seed,
+        assignment: simgen::cosmo::assign::Assignment::Ngp,
+        samples_per_file: 8,
+        gzip: false,
+    };
+    let (mut fft, mut cache, mut stats) = (Fft3::new(64), None, WriteStats::default());
+    for f in 0..config.files() {
+        write_file(&config, f, &out, &mut fft, &mut cache, &mut stats).unwrap();
+    }
+    let manifest = manifest::scan(&out, &ScanOptions::new(Schema::cosmoflow(config.shape()))).unwrap();
+    manifest.save(&out.join(MANIFEST_FILE)).unwrap();
+    out
+}
+
+fn train(ranks: usize, env: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut all = vec!["train", "--config", "mlperf-small"];
+    all.extend_from_slice(args);
+    e2e::mpirun(ranks, env, Path::new(TRAINER), &all)
+}
+
+fn ok(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "trainer failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("rank 0 prints the JSON report on stdout")
+}
+
+fn params(checkpoint: &Path) -> Vec<f32> {
+    let latest = std::fs::read_to_string(checkpoint.join("latest")).unwrap();
+    let bytes = std::fs::read(checkpoint.join(latest.trim()).join("params.f32")).unwrap();
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+fn max_difference(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+/// Train one epoch of 16 samples with a global batch of 4, on 2 ranks × 2
+/// and on 1 rank × 4; return both final parameter sets.
+fn one_vs_two_ranks(dir: &Path, data: &Path, extra: &[&str]) -> (Vec<f32>, Vec<f32>) {
+    let mut results = Vec::new();
+    for (ranks, batch) in [(2usize, "2"), (1, "4")] {
+        let checkpoint = dir.join(format!("cp-{ranks}-{}", extra.join("_")));
+        let mut args = vec!["--data", data.to_str().unwrap(), "--val-fraction", "0", "--epochs", "1"];
+        args.extend_from_slice(&["--batch", batch, "--dropout", "0", "--lr", "0.01", "--workers", "1"]);
+        args.extend_from_slice(&["--checkpoint", checkpoint.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        let report = ok(&train(ranks, &[], &args));
+        assert_eq!(report["epochs"][0]["steps"], 4);
+        results.push(params(&checkpoint));
+    }
+    let one = results.pop().unwrap();
+    (results.pop().unwrap(), one)
+}
+
+#[test]
+fn two_ranks_with_batch_b_match_one_rank_with_batch_2b_with_and_without_fusion() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 2, 11);
+    for fusion in ["64", "0"] {
+        let (two, one) = one_vs_two_ranks(dir.path(), &data, &["--fusion-mb", fusion]);
+        let moved = max_difference(&one, &params_at_start(dir.path(), &data));
+        let diff = max_difference(&two, &one);
+        assert!(moved > 1e-3, "training did not move the parameters ({moved})");
+        assert!(diff < 1e-5, "fusion {fusion} MiB: 2 ranks differ from 1 rank by {diff}");
+    }
+}
+
+/// The initial parameters (seed 0): an epoch-0 checkpoint is not written,
+/// so train zero steps and read them from the report-free checkpoint.
+fn params_at_start(dir: &Path, data: &Path) -> Vec<f32> {
+    let checkpoint = dir.join("cp-start");
+    let args = ["--data", data.to_str().unwrap(), "--val-fraction", "0", "--epochs", "1", "--batch", "2"];
+    let mut args = args.to_vec();
+    args.extend_from_slice(&["--lr", "0", "--checkpoint", checkpoint.to_str().unwrap(), "--dropout", "0"]);
+    ok(&train(1, &[], &args));
+    params(&checkpoint)
+}
+
+#[test]
+fn lagged_gradients_on_two_ranks_match_one_rank_and_differ_from_unlagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 2, 12);
+    let (two, one) = one_vs_two_ranks(dir.path(), &data, &["--grad-lag", "1"]);
+    let diff = max_difference(&two, &one);
+    assert!(diff < 1e-5, "lagged: 2 ranks differ from 1 rank by {diff}");
+    let (_, unlagged) = one_vs_two_ranks(dir.path(), &data, &["--grad-lag", "0"]);
+    assert!(max_difference(&one, &unlagged) > 1e-6, "the lag changed nothing");
+}
+
+#[test]
+fn a_resumed_run_continues_the_same_loss_curve_bit_for_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 3, 13);
+    let run = |checkpoint: &Path, epochs: &str| {
+        let args = [
+            "--data",
+            data.to_str().unwrap(),
+            "--epochs",
+            epochs,
+            "--batch",
+            "2",
+            "--optimizer",
+            "adam",
+            "--larc",
+            "--schedule",
+            "poly",
+            "--poly-epochs",
+            "3",
+            "--checkpoint",
+            checkpoint.to_str().unwrap(),
+        ];
+        ok(&train(2, &[], &args))
+    };
+    let straight = run(&dir.path().join("straight"), "3");
+    let resumed_dir = dir.path().join("resumed");
+    let first = run(&resumed_dir, "1");
+    assert_eq!(first["epochs"].as_array().unwrap().len(), 1);
+    let second = run(&resumed_dir, "3");
+    assert_eq!(second["resumed_from_epoch"], 1);
+    assert_eq!(second["losses"], straight["losses"], "loss curves differ");
+    assert_eq!(params(&resumed_dir), params(&dir.path().join("straight")));
+    assert_eq!(second["epochs"][1]["checksum"], straight["epochs"][2]["checksum"]);
+    let val = &straight["epochs"][2]["validation"];
+    assert!(val["samples"].as_u64().unwrap() > 0, "{val}");
+}
+
+#[test]
+fn a_rank_that_dies_ends_the_job_with_an_error_instead_of_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 2, 14);
+    let started = Instant::now();
+    let args = ["--data", data.to_str().unwrap(), "--val-fraction", "0", "--epochs", "3", "--batch", "2"];
+    let output = train(2, &[("STAGEHAND_TRAINER_ABORT_AT", "1:2")], &args);
+    assert!(!output.status.success(), "the job succeeded although rank 1 died");
+    assert!(started.elapsed() < Duration::from_secs(120), "took {:?}", started.elapsed());
+}
+
+#[test]
+fn bad_input_fails_with_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nowhere");
+    let output = train(1, &[], &["--data", missing.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("nowhere") && stderr.contains("manifest.json"), "{stderr}");
+
+    let data = dataset(dir.path(), 1, 15);
+    let output =
+        e2e::mpirun(1, &[], Path::new(TRAINER), &["train", "--config", "mlperf", "--data", data.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("32³×4") && stderr.contains("128³×4"), "{stderr}");
+
+    let output = e2e::mpirun(1, &[], Path::new(TRAINER), &["train", "--config", "resnet", "--data", "x"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown CosmoFlow configuration"));
+}
+
+#[test]
+fn cosmoflow_small_learns_the_parameters_of_simulated_universes() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 40, 16);
+    let plot = dir.path().join("loss.png");
+    let args = [
+        "--data",
+        data.to_str().unwrap(),
+        "--val-fraction",
+        "0.2",
+        "--epochs",
+        "8",
+        "--batch",
+        "4",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.001",
+        "--plot",
+        plot.to_str().unwrap(),
+    ];
+    let report = ok(&train(2, &[], &args));
+    let last = report["epochs"].as_array().unwrap().last().unwrap().clone();
+    let relative = last["validation"]["relative_mae"].as_f64().unwrap();
+    eprintln!("validation: {}", last["validation"]);
+    assert!(relative < 0.7, "validation MAE is {:.0}% of predicting the mean", 100.0 * relative);
+    assert!(std::fs::metadata(&plot).unwrap().len() > 1000);
+}
