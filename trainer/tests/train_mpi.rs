@@ -227,3 +227,44 @@ fn cosmoflow_small_fits_simulated_universes() {
     assert!(last < 0.1 * first, "training loss went from {first} to {last}");
     assert!(std::fs::metadata(&plot).unwrap().len() > 1000);
 }
+
+/// Training from node-local copies: each pretend node holds only the files
+/// the placement gave it (as `stager stage` leaves them), and every rank
+/// reads only from its node's directory.
+#[test]
+fn staged_training_reads_only_the_files_placed_on_each_node() {
+    use formats::placement::{Policy, files_per_node};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 4, 17);
+    let manifest = formats::manifest::Manifest::load(&data.join(MANIFEST_FILE)).unwrap();
+    let sizes: Vec<u64> = manifest.files.iter().map(|f| f.bytes).collect();
+    let policy: Policy = "per-node=4".parse().unwrap();
+    let needs = files_per_node(&sizes, 2, policy, 0).unwrap();
+    for (node, files) in needs.iter().enumerate() {
+        let node_dir = dir.path().join(format!("node{node}"));
+        std::fs::create_dir_all(&node_dir).unwrap();
+        for &f in files {
+            let path = &manifest.files[f].path;
+            std::fs::copy(data.join(path), node_dir.join(path)).unwrap();
+        }
+    }
+    let dest = format!("{}/node{{node}}", dir.path().display());
+    let manifest_path = data.join(MANIFEST_FILE);
+    let args = [
+        "--staged",
+        dest.as_str(),
+        "--manifest",
+        manifest_path.to_str().unwrap(),
+        "--policy",
+        "per-node=4",
+        "--val",
+        data.to_str().unwrap(),
+        "--epochs",
+        "1",
+        "--batch",
+        "2",
+    ];
+    let report = ok(&train(2, &[("STAGEHAND_RANKS_PER_NODE", "1")], &args));
+    assert!(report["epochs"][0]["steps"].as_u64().unwrap() >= 1, "{report}");
+    assert_eq!(report["epochs"][0]["validation"]["samples"], 32);
+}
