@@ -21,7 +21,8 @@ setup:
 
 ## demo: the pipeline end to end on $(RANKS) ranks as $(RANKS)/$(RANKS_PER_NODE) pretend nodes
 demo: setup
-	$(CARGO) build --release -p stagehand-tests --bin stagehand-demo -p stagehand-stager --bin stager -p stagehand-simgen --bin simgen
+	$(CARGO) build --release -p stagehand-tests --bin stagehand-demo -p stagehand-stager --bin stager -p stagehand-simgen --bin simgen \
+		-p stagehand-trainer --bin trainer
 	rm -rf $(DEMO_DIR)
 	@echo "== 1. write, scan and verify a CosmoFlow dataset (the 'parallel file system')"
 	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
@@ -45,6 +46,12 @@ demo: setup
 		--policy per-node=10 --report $(DEMO_DIR)/stage-cosmo.json > /dev/null
 	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
 		target/release/stager verify --source $(DEMO_DIR)/cosmo --dest '$(DEMO_DIR)/cosmo-node{node}' --policy per-node=10
+	@echo "== 6. train the reduced CosmoFlow on what each node holds, gradients averaged over all ranks"
+	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
+		target/release/trainer train --config mlperf-small --staged '$(DEMO_DIR)/cosmo-node{node}' \
+		--manifest $(DEMO_DIR)/cosmo/manifest.json --policy per-node=10 --val $(DEMO_DIR)/cosmo \
+		--epochs 2 --batch 2 --workers 1 --checkpoint $(DEMO_DIR)/checkpoints \
+		--report $(DEMO_DIR)/train.json --plot $(DEMO_DIR)/loss.png > /dev/null
 
 ## test: formatting, lints, then every test (MPI ones under a real mpirun)
 test: setup lint
@@ -61,3 +68,4 @@ bench: setup
 	$(CARGO) bench -p stagehand-loader --bench loader-bench
 	$(CARGO) bench -p stagehand-simgen --bench cosmo-bench
 	$(CARGO) bench -p stagehand-trainer --bench allreduce
+	$(CARGO) bench -p stagehand-trainer --bench step
