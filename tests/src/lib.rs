@@ -77,3 +77,38 @@ pub fn exit_with(error: &anyhow::Error) -> ! {
     eprintln!("error: {error:#}");
     std::process::exit(1)
 }
+
+/// `boxes` universes simulated by simgen (2LPT, 64³ particles, 64³ counts
+/// over 256 Mpc/h, 4 redshifts) cut into 8 samples of 32³ × 4 each, one
+/// universe per TFRecord file, with a manifest: CosmoFlow data for the
+/// trainer's tests and benches. Returns the dataset directory under `dir`.
+pub fn simulated_cosmo(dir: &Path, boxes: usize, seed: u64) -> std::path::PathBuf {
+    use formats::manifest::{MANIFEST_FILE, ScanOptions, Schema, scan};
+    use simgen::cosmo::generate::{CosmoConfig, WriteStats, write_file};
+    let out = dir.join(format!("cosmo-{boxes}-{seed}"));
+    let config = CosmoConfig {
+        boxes,
+        grid: 64,
+        particles: 64,
+        box_size: 256.0,
+        split: 2,
+        redshifts: vec![0.0, 0.5, 1.5, 3.0],
+        lpt: 2,
+        seed,
+        assignment: simgen::cosmo::assign::Assignment::Ngp,
+        samples_per_file: 8,
+        gzip: false,
+    };
+    let (mut fft, mut cache, mut stats) = (simgen::cosmo::fft3::Fft3::new(64), None, WriteStats::default());
+    let written = std::fs::create_dir_all(&out).map_err(|e| e.to_string()).and_then(|()| {
+        for f in 0..config.files() {
+            write_file(&config, f, &out, &mut fft, &mut cache, &mut stats).map_err(|e| e.to_string())?;
+        }
+        let manifest = scan(&out, &ScanOptions::new(Schema::cosmoflow(config.shape()))).map_err(|e| e.to_string())?;
+        manifest.save(&out.join(MANIFEST_FILE)).map_err(|e| e.to_string())
+    });
+    if let Err(e) = written {
+        panic!("simulating test data into {}: {e}", out.display());
+    }
+    out
+}

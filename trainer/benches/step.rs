@@ -25,7 +25,6 @@ use std::process::Command;
 use std::time::Instant;
 
 use burn::tensor::{Device, Tensor, TensorData};
-use formats::manifest::{self, MANIFEST_FILE, ScanOptions, Schema};
 use serde_json::Value;
 use trainer::model::cosmoflow::{CosmoflowConfig, DropoutMasks, mse};
 use trainer::optim::{Optimizer, Rule};
@@ -99,30 +98,6 @@ fn peer(batch: usize, steps: usize, threads: usize) -> Option<Value> {
     serde_json::from_slice(out.stdout.split(|&b| b == b'\n').rfind(|l| !l.is_empty())?).ok()
 }
 
-fn dataset(dir: &Path, boxes: usize) {
-    use simgen::cosmo::generate::{CosmoConfig, WriteStats, write_file};
-    let config = CosmoConfig {
-        boxes,
-        grid: 64,
-        particles: 64,
-        box_size: 256.0,
-        split: 2,
-        redshifts: vec![0.0, 0.5, 1.5, 3.0],
-        lpt: 2,
-        seed: 5,
-        assignment: simgen::cosmo::assign::Assignment::Ngp,
-        samples_per_file: 8,
-        gzip: false,
-    };
-    std::fs::create_dir_all(dir).unwrap();
-    let (mut fft, mut cache, mut stats) = (simgen::cosmo::fft3::Fft3::new(64), None, WriteStats::default());
-    for f in 0..config.files() {
-        write_file(&config, f, dir, &mut fft, &mut cache, &mut stats).unwrap();
-    }
-    let m = manifest::scan(dir, &ScanOptions::new(Schema::cosmoflow(config.shape()))).unwrap();
-    m.save(&dir.join(MANIFEST_FILE)).unwrap();
-}
-
 fn trainer_run(ranks: usize, data: &Path, batch: usize) -> Value {
     let args = [
         "train",
@@ -178,8 +153,7 @@ fn main() {
     }
 
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("cosmo");
-    dataset(&data, 16);
+    let data = e2e::simulated_cosmo(dir.path(), 16, 5);
     let two = trainer_run(2, &data, 4);
     let one = trainer_run(1, &data, 8);
     let f = &two["fractions"];

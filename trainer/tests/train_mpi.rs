@@ -9,38 +9,13 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use formats::manifest::{self, MANIFEST_FILE, ScanOptions, Schema};
+use formats::manifest::MANIFEST_FILE;
 use serde_json::Value;
-use simgen::cosmo::fft3::Fft3;
-use simgen::cosmo::generate::{CosmoConfig, WriteStats, write_file};
 
 const TRAINER: &str = env!("CARGO_BIN_EXE_trainer");
 
-/// `boxes` simulated boxes of 64³ counts cut into 8 samples of 32³ × 4
-/// redshifts, one box per file, with a manifest.
 fn dataset(dir: &Path, boxes: usize, seed: u64) -> PathBuf {
-    let out = dir.join(format!("cosmo-{boxes}-{seed}"));
-    std::fs::create_dir_all(&out).unwrap();
-    let config = CosmoConfig {
-        boxes,
-        grid: 64,
-        particles: 64,
-        box_size: 256.0,
-        split: 2,
-        redshifts: vec![0.0, 0.5, 1.5, 3.0],
-        lpt: 2,
-        seed,
-        assignment: simgen::cosmo::assign::Assignment::Ngp,
-        samples_per_file: 8,
-        gzip: false,
-    };
-    let (mut fft, mut cache, mut stats) = (Fft3::new(64), None, WriteStats::default());
-    for f in 0..config.files() {
-        write_file(&config, f, &out, &mut fft, &mut cache, &mut stats).unwrap();
-    }
-    let manifest = manifest::scan(&out, &ScanOptions::new(Schema::cosmoflow(config.shape()))).unwrap();
-    manifest.save(&out.join(MANIFEST_FILE)).unwrap();
-    out
+    e2e::simulated_cosmo(dir, boxes, seed)
 }
 
 fn train(ranks: usize, env: &[(&str, &str)], args: &[&str]) -> Output {
