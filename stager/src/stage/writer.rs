@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// Bytes hashed and written at a time; fits in a core's L2 cache.
+const WRITE_PIECE: usize = 256 << 10;
+
 /// The writing side of a node: chunks into temporary files, checked,
 /// renamed into place and journaled when their last chunk arrives.
 pub(super) struct NodeWriter<'c, 'a> {
@@ -51,10 +54,15 @@ impl NodeWriter<'_, '_> {
                 v.insert(OpenFile { file, temp, hash: StreamingChecksum::new() })
             }
         };
-        if let Err(e) = state.file.write_all_at(data, offset) {
-            return Err(format!("{}: writing {} into {}: {e}", ctx.rank_label(), entry.path, ctx.dest.display()));
+        // Hash a cache-sized piece, then write it while it is still in
+        // cache: one 8 MiB pwrite from a cold buffer copied 2.5x slower per
+        // byte than cp's 128 KiB writes (perf: copy_folio_from_iter_atomic).
+        for (k, piece) in data.chunks(WRITE_PIECE).enumerate() {
+            state.hash.update(piece);
+            if let Err(e) = state.file.write_all_at(piece, offset + (k * WRITE_PIECE) as u64) {
+                return Err(format!("{}: writing {} into {}: {e}", ctx.rank_label(), entry.path, ctx.dest.display()));
+            }
         }
-        state.hash.update(data);
         self.written += data.len() as u64;
         ctx.counters.add_bytes(data.len() as u64);
         if flags & LAST == 0 {
