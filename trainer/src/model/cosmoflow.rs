@@ -296,4 +296,23 @@ mod tests {
         assert!(matches!(CosmoflowConfig::mlperf(48).final_size(), Err(ConfigError::Size { layer: 4, size: 3, .. })));
         assert!(CosmoflowConfig::by_name("resnet").is_err());
     }
+
+    #[test]
+    fn both_reduced_models_map_a_batch_to_four_bounded_outputs() {
+        let device = Device::flex();
+        for config in [CosmoflowConfig::mlperf_small(), CosmoflowConfig::sc18_small()] {
+            let model = config.init(&device).unwrap_or_else(|e| panic!("{e}"));
+            let d = config.input;
+            let x: Vec<f32> = (0..2 * d * d * d * 4).map(|i| ((i * 13) % 5) as f32).collect();
+            let x = Tensor::<5>::from_data(TensorData::new(x, [2, d, d, d, 4]), &device);
+            let mut masks = DropoutMasks::for_step(1, 0, 0);
+            let y = model.forward(x, Some(&mut masks));
+            assert_eq!(y.dims(), [2, 4], "{}", config.name);
+            let values = y.into_data().try_into_vec_as::<f32>().unwrap_or_default();
+            assert!(values.iter().all(|v| v.is_finite()), "{}: {values:?}", config.name);
+            if config.output_scale.is_some() {
+                assert!(values.iter().all(|v| v.abs() <= 1.2), "{values:?}");
+            }
+        }
+    }
 }
