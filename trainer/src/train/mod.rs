@@ -240,6 +240,11 @@ fn abort_point(world: &World) -> Option<u64> {
     (rank.parse::<usize>().ok()? == world.rank()).then(|| step.parse().ok()).flatten()
 }
 
+/// One optimiser step of every parameter tensor with `grads`.
+fn apply(optimizer: &mut Optimizer, lr: f32, values: &mut [Vec<f32>], grads: &[&[f32]]) {
+    optimizer.step(lr, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), grads);
+}
+
 fn scalar(loss: Tensor<1>) -> f32 {
     loss.into_data().try_into_vec_as::<f32>().ok().and_then(|v| v.first().copied()).unwrap_or(f32::NAN)
 }
@@ -369,7 +374,7 @@ pub fn run(
                     times.communication += t.elapsed().as_secs_f64();
                     let t = Instant::now();
                     let averaged: Vec<&[f32]> = (0..lengths.len()).map(|i| ex.averaged(i)).collect();
-                    optimizer.step(lr, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), &averaged);
+                    apply(&mut optimizer, lr, &mut values, &averaged);
                     times.optimizer += t.elapsed().as_secs_f64();
                 }
                 Exchange::Lagged { exchange: ex, local, pending } => {
@@ -381,8 +386,7 @@ pub fn run(
                     times.communication += t.elapsed().as_secs_f64();
                     let t = Instant::now();
                     if had {
-                        let grads: Vec<&[f32]> = pending.iter().map(Vec::as_slice).collect();
-                        optimizer.step(lr, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), &grads);
+                        apply(&mut optimizer, lr, &mut values, &pending.iter().map(Vec::as_slice).collect::<Vec<_>>());
                     }
                     times.optimizer += t.elapsed().as_secs_f64();
                 }
@@ -400,8 +404,7 @@ pub fn run(
             times.communication += t.elapsed().as_secs_f64();
             if had {
                 let lr = schedule.at(optimizer.steps);
-                let grads: Vec<&[f32]> = pending.iter().map(Vec::as_slice).collect();
-                optimizer.step(lr, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), &grads);
+                apply(&mut optimizer, lr, &mut values, &pending.iter().map(Vec::as_slice).collect::<Vec<_>>());
                 model = params::with_values(model, &values, &device);
             }
         }
