@@ -1,0 +1,76 @@
+//! Where a CosmoFlow training step spends its time, op by op (issue #6:
+//! "if burn's kernels are the limit, say which op").
+//!
+//! Times burn's ops at the shapes of the reduced MLPerf model
+//! (`mlperf-small`, batch 8, on burn's flex CPU backend with autodiff), each
+//! forward alone and forward + backward, median of 5:
+//! - `Conv3d` 3³ "same" per layer, backward with and without the input
+//!   gradient (the first layer needs only the weight gradient);
+//! - the 2³ max pool of [`pool3d`] and LeakyReLU after it.
+//!
+//! ```sh
+//! cargo bench -p stagehand-trainer --bench ops
+//! ```
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Instant;
+
+use burn::tensor::activation::leaky_relu;
+use burn::tensor::module::conv3d;
+use burn::tensor::ops::ConvOptions;
+use burn::tensor::{Device, Tensor, TensorData};
+use trainer::model::cosmoflow::CosmoflowConfig;
+use trainer::model::pool3d::{Pooling, pool3d};
+
+fn filled<const D: usize>(shape: [usize; D], device: &Device) -> Tensor<D> {
+    let n: usize = shape.iter().product();
+    let values: Vec<f32> = (0..n).map(|i| ((i * 37) % 23) as f32 / 11.0 - 1.0).collect();
+    Tensor::from_data(TensorData::new(values, shape), device)
+}
+
+/// Median milliseconds of 5 runs after one warm-up.
+fn millis(mut f: impl FnMut()) -> f64 {
+    f();
+    let mut runs: Vec<f64> = (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    runs.sort_by(f64::total_cmp);
+    runs[2]
+}
+
+fn main() {
+    let device = Device::flex().autodiff();
+    let config = CosmoflowConfig::mlperf_small();
+    let batch = std::env::var("STAGEHAND_BENCH_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
+    println!("# mlperf-small, batch {batch}: median ms of 5");
+    println!("{:<28} {:>9} {:>14} {:>12} {:>14}", "layer", "conv fwd", "conv fwd+bwd", "pool fwd+bwd", "leaky fwd+bwd");
+    let (mut total_needed, mut edge, mut c_in) = (0.0, config.input, config.channels);
+    for (i, layer) in config.convs.iter().enumerate() {
+        let c_out = layer.filters;
+        let x = filled([batch, c_in, edge, edge, edge], &device);
+        let weight = filled([c_out, c_in, 3, 3, 3], &device).require_grad();
+        let bias = filled([c_out], &device).require_grad();
+        let options = ConvOptions::new([1; 3], [1; 3], [1; 3], 1);
+        let conv = |x: Tensor<5>| conv3d(x, weight.clone(), Some(bias.clone()), options.clone());
+        let forward = millis(|| drop(conv(x.clone()).into_data()));
+        // Layer 0's input is data: autodiff computes no input gradient there.
+        let input = if i == 0 { x.clone() } else { x.clone().require_grad() };
+        let backward = millis(|| drop(conv(input.clone()).sum().backward()));
+        let activations = filled([batch, c_out, edge, edge, edge], &device).require_grad();
+        let pool = millis(|| drop(pool3d(activations.clone(), Pooling::Max).sum().backward()));
+        let leaky = millis(|| drop(leaky_relu(activations.clone(), 0.3).sum().backward()));
+        println!(
+            "{:<28} {forward:>9.1} {backward:>14.1} {pool:>12.1} {leaky:>14.1}",
+            format!("{i}: {c_in}->{c_out} at {edge}^3")
+        );
+        total_needed += backward + pool + leaky;
+        c_in = c_out;
+        edge /= 2;
+    }
+    println!("sum of the layers' fwd+bwd: {total_needed:.1} ms");
+}
