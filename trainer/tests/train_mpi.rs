@@ -88,14 +88,82 @@ fn params_at_start(dir: &Path, data: &Path) -> Vec<f32> {
 }
 
 #[test]
-fn lagged_gradients_on_two_ranks_match_one_rank_and_differ_from_unlagged() {
+fn lagged_gradients_on_two_ranks_match_an_explicit_lagged_update_on_one_rank() {
     let dir = tempfile::tempdir().unwrap();
     let data = dataset(dir.path(), 2, 12);
-    let (two, one) = one_vs_two_ranks(dir.path(), &data, &["--grad-lag", "1"]);
+    let lagged = ["--grad-lag", "1", "--momentum", "0"];
+    let (two, one) = one_vs_two_ranks(dir.path(), &data, &lagged);
     let diff = max_difference(&two, &one);
     assert!(diff < 1e-5, "lagged: 2 ranks differ from 1 rank by {diff}");
-    let (_, unlagged) = one_vs_two_ranks(dir.path(), &data, &["--grad-lag", "0"]);
+    let explicit = explicit_sgd(&data, 4, 0.01, true);
+    let diff = max_difference(&two, &explicit);
+    assert!(diff < 1e-5, "lagged: 2 ranks differ from the explicit lagged update by {diff}");
+    let (_, unlagged) = one_vs_two_ranks(dir.path(), &data, &["--momentum", "0"]);
+    assert!(max_difference(&unlagged, &explicit_sgd(&data, 4, 0.01, false)) < 1e-5, "unlagged differs");
     assert!(max_difference(&one, &unlagged) > 1e-6, "the lag changed nothing");
+}
+
+/// One epoch of plain SGD (no momentum, no dropout, seed 0) written out
+/// here, independently of the trainer's loop: the trainer's sample order
+/// and initialisation, the gradient of each batch of `batch` at the current
+/// parameters, and with `lag` each step applying the previous step's
+/// gradient (the last one after the epoch's final step).
+fn explicit_sgd(data: &Path, batch: usize, lr: f32, lag: bool) -> Vec<f32> {
+    use burn::tensor::{Device, Tensor, TensorData};
+    use loader::dataset::{CosmoTransform, CosmoflowDataset, Dataset};
+    use loader::sampler::{DistributedSampler, Remainder};
+    use trainer::model::cosmoflow::{CosmoflowConfig, mse};
+
+    let manifest = formats::manifest::Manifest::load(&data.join(MANIFEST_FILE)).unwrap();
+    let files: Vec<usize> = (0..manifest.files.len()).filter(|&i| manifest.files[i].samples > 0).collect();
+    let dataset = CosmoflowDataset::from_manifest(data, &manifest, Some(&files), CosmoTransform::Log1p).unwrap();
+    let sampler = DistributedSampler {
+        len: dataset.len(),
+        world: 1,
+        rank: 0,
+        seed: 0,
+        shuffle: true,
+        remainder: Remainder::Drop,
+    };
+    let config = CosmoflowConfig::mlperf_small();
+    let device = Device::flex().autodiff();
+    let model = config.init(&device).unwrap();
+    let shapes = trainer::params::shapes(&model);
+    let mut values = trainer::params::glorot_uniform(&shapes, 0);
+    let mut model = trainer::params::with_values(model, &values, &device);
+    let d = config.input;
+    let gradient_at = |model: &trainer::model::cosmoflow::Cosmoflow, indices: &[usize]| {
+        let (mut x, mut y) = (vec![0f32; indices.len() * dataset.x_len()], vec![0f32; indices.len() * 4]);
+        for (k, &i) in indices.iter().enumerate() {
+            let (xs, ys) = (&mut x[k * dataset.x_len()..][..dataset.x_len()], &mut y[k * 4..][..4]);
+            dataset.read_into(i, xs, ys).unwrap();
+        }
+        let x = Tensor::<5>::from_data(TensorData::new(x, [indices.len(), d, d, d, 4]), &device);
+        let y = Tensor::<2>::from_data(TensorData::new(y, [indices.len(), 4]), &device);
+        let grads = mse(model.forward(x, None), y).backward();
+        let mut out: Vec<Vec<f32>> = Vec::new();
+        trainer::params::gradients(model, &grads, |_, g| out.push(g.to_vec()));
+        out
+    };
+    let descend = |values: &mut Vec<Vec<f32>>, g: &[Vec<f32>]| {
+        for (w, g) in values.iter_mut().zip(g) {
+            w.iter_mut().zip(g).for_each(|(w, g)| *w -= lr * g);
+        }
+    };
+    let mut pending: Option<Vec<Vec<f32>>> = None;
+    for indices in sampler.indices(0).chunks_exact(batch) {
+        let g = gradient_at(&model, indices);
+        if !lag {
+            descend(&mut values, &g);
+        } else if let Some(previous) = pending.replace(g) {
+            descend(&mut values, &previous);
+        }
+        model = trainer::params::with_values(model, &values, &device);
+    }
+    if let Some(last) = pending {
+        descend(&mut values, &last);
+    }
+    values.concat()
 }
 
 #[test]
