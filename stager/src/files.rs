@@ -38,6 +38,40 @@ impl RateLimiter {
     }
 }
 
+/// Bytes read, hashed or written at a time: a quarter of a core's L2 cache
+/// here (1.25 MiB), so each piece is still in cache for the next pass over
+/// it. One pass per 64 MiB buffer instead copied 2-3x slower per byte
+/// (`dd` 2 GiB into tmpfs: 1.1-1.3 s with 128-256 KiB blocks, 2.7 s with
+/// 64 MiB).
+pub const CACHE_PIECE: usize = 256 << 10;
+
+/// Fill `buffer` from `file` (short only at the end of the file), hashing
+/// each piece of at most [`CACHE_PIECE`] right after it lands and handing it
+/// to `each` while it is still in cache. Returns the bytes read.
+pub fn read_hashing(
+    file: &mut File,
+    buffer: &mut [u8],
+    hash: &mut StreamingChecksum,
+    mut each: impl FnMut(&[u8]),
+) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        let end = (filled + CACHE_PIECE).min(buffer.len());
+        match file.read(&mut buffer[filled..end]) {
+            Ok(0) => break,
+            Ok(n) => {
+                let piece = &buffer[filled..filled + n];
+                hash.update(piece);
+                each(piece);
+                filled += n;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
 /// Read `path` in chunks of `chunk_size`, handing each (offset, bytes) to
 /// `sink`, and return (bytes, xxh3). `buffer` is reused across calls: a fresh
 /// 64 MiB buffer per file would cost more in page faults than the copy.
@@ -52,20 +86,11 @@ pub fn read_chunks(
     let mut hash = StreamingChecksum::new();
     buffer.resize(chunk_size.max(1), 0);
     loop {
-        let mut filled = 0;
-        while filled < buffer.len() {
-            match file.read(&mut buffer[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
+        let offset = hash.bytes();
+        let filled = read_hashing(&mut file, buffer, &mut hash, |_| {})?;
         if let Some(l) = limiter {
             l.acquire(filled as u64);
         }
-        let offset = hash.bytes();
-        hash.update(&buffer[..filled]);
         sink(offset, &buffer[..filled])?;
         if filled < buffer.len() {
             return Ok((hash.bytes(), hash.finish()));

@@ -46,6 +46,26 @@ struct Chunk {
     len: usize,
 }
 
+/// What a writer rank writes itself, straight from its readers: the files
+/// it reads that its own node needs. Each piece goes to the temporary file
+/// right after it is read and hashed, while it is in cache, as `cp` does; a
+/// hand-over to the receiver thread would read the chunk again from memory.
+struct Direct<'j> {
+    files: std::collections::HashSet<usize>,
+    journal: &'j Mutex<Journal>,
+    temp_dir: &'j Path,
+}
+
+/// Per-rank totals of the read threads.
+#[derive(Default)]
+struct ReadTotals {
+    read: u64,
+    read_secs: f64,
+    written: u64,
+    files_written: u64,
+    first_write: Option<Instant>,
+}
+
 impl Context<'_> {
     /// The stager proper: read once, send to every node that needs it.
     pub(super) fn staged(&self, comm: &ThreadComm, node_files: &[usize]) -> RankStats {
@@ -55,19 +75,34 @@ impl Context<'_> {
         let (tx, rx) = crossbeam_channel::unbounded::<Chunk>();
         let is_writer = self.plan.writer(self.plan.node_of(rank)) == Some(rank);
         let next = AtomicUsize::new(0);
-        let read_stats = Mutex::new((0u64, 0f64));
+        let totals = Mutex::new(ReadTotals::default());
         let mut stats = RankStats::default();
-        let receives = is_writer && !node_files.is_empty();
-        let (local_tx, local_rx) = crossbeam_channel::unbounded::<Chunk>();
+        let writes = is_writer && !node_files.is_empty();
+        let journal = writes.then(|| match Journal::open(self.dest, "journal.jsonl") {
+            Ok(j) => Mutex::new(j),
+            Err(e) => self.fail(format!("{}: opening the journal in {}: {e}", self.rank_label(), self.dest.display())),
+        });
+        let temp_dir = journal::temp_dir(self.dest);
+        if writes && let Err(e) = fs::create_dir_all(&temp_dir) {
+            self.fail(format!("{}: creating {}: {e}", self.rank_label(), temp_dir.display()));
+        }
+        let direct = journal.as_ref().map(|journal| Direct {
+            files: reads.iter().copied().filter(|f| node_files.contains(f)).collect(),
+            journal,
+            temp_dir: &temp_dir,
+        });
+        let remote: Vec<usize> = match &direct {
+            Some(d) => node_files.iter().copied().filter(|f| !d.files.contains(f)).collect(),
+            None => Vec::new(),
+        };
+        let reading = AtomicBool::new(true);
         std::thread::scope(|s| {
-            let (rx_ref, budget_ref, local_rx) = (&rx, &budget, &local_rx);
-            let receiver = receives.then(|| s.spawn(move || self.receive(comm, node_files, local_rx, budget_ref)));
-            let sender = s.spawn(move || {
-                let moved = self.send(comm, rx_ref, budget_ref, receives.then_some(&local_tx));
-                drop(local_tx);
-                moved
-            });
-            let (next, budget, read_stats, reads) = (&next, &budget, &read_stats, &reads);
+            let (rx_ref, budget_ref, reading_ref, remote, temp_dir) = (&rx, &budget, &reading, &remote, &temp_dir);
+            let receiver = journal
+                .as_ref()
+                .map(|journal| s.spawn(move || self.receive(comm, remote, journal, temp_dir, reading_ref)));
+            let sender = s.spawn(move || self.send(comm, rx_ref, budget_ref));
+            let (next, budget, totals, reads, direct) = (&next, &budget, &totals, &reads, direct.as_ref());
             let readers: Vec<_> = (0..self.config.threads.max(1))
                 .map(|_| {
                     let tx = tx.clone();
@@ -75,11 +110,11 @@ impl Context<'_> {
                         let begin = Instant::now();
                         let mut bytes = 0u64;
                         while let Some(&f) = reads.get(next.fetch_add(1, Ordering::Relaxed)) {
-                            bytes += self.read_file(f, &tx, budget);
+                            bytes += self.read_file(f, &tx, budget, direct.filter(|d| d.files.contains(&f)), totals);
                         }
-                        let mut st = read_stats.lock().unwrap_or_else(|p| p.into_inner());
-                        st.0 += bytes;
-                        st.1 = st.1.max(begin.elapsed().as_secs_f64());
+                        let mut t = totals.lock().unwrap_or_else(|p| p.into_inner());
+                        t.read += bytes;
+                        t.read_secs = t.read_secs.max(begin.elapsed().as_secs_f64());
                     })
                 })
                 .collect();
@@ -87,52 +122,75 @@ impl Context<'_> {
             for r in readers {
                 let _ = r.join();
             }
+            reading.store(false, Ordering::SeqCst);
             stats.moved_bytes = sender.join().unwrap_or(0);
             if let Some(receiver) = receiver {
-                let (written, secs, files) = receiver.join().unwrap_or((0, 0.0, 0));
+                let (written, first_write, files) = receiver.join().unwrap_or((0, None, 0));
                 stats.written_bytes = written;
-                stats.write_secs = secs;
                 stats.files_written = files;
+                let t = totals.lock().unwrap_or_else(|p| p.into_inner());
+                let first = [first_write, t.first_write].into_iter().flatten().min();
+                stats.write_secs = first.map_or(0.0, |t| t.elapsed().as_secs_f64());
             }
         });
-        let (read_bytes, read_secs) = read_stats.into_inner().unwrap_or_else(|p| p.into_inner());
-        stats.read_bytes = read_bytes;
-        stats.read_secs = read_secs;
+        let t = totals.into_inner().unwrap_or_else(|p| p.into_inner());
+        stats.read_bytes = t.read;
+        stats.read_secs = t.read_secs;
+        stats.written_bytes += t.written;
+        stats.files_written += t.files_written;
         stats
     }
 
-    /// Read file `f` into budgeted chunks for the sender; returns bytes read.
-    fn read_file(&self, f: usize, tx: &crossbeam_channel::Sender<Chunk>, pool: &Pool) -> u64 {
+    /// Read file `f` into budgeted chunks for the sender, writing it into
+    /// this node's destination on the way if `direct`; returns bytes read.
+    fn read_file(
+        &self,
+        f: usize,
+        tx: &crossbeam_channel::Sender<Chunk>,
+        pool: &Pool,
+        direct: Option<&Direct>,
+        totals: &Mutex<ReadTotals>,
+    ) -> u64 {
         let entry = &self.manifest.files[f];
         let path = self.config.source.join(&entry.path);
         let fail = |e: io::Error| -> ! {
             self.fail(format!("{}: reading source file {}: {e}", self.rank_label(), path.display()))
         };
         let mut file = File::open(&path).unwrap_or_else(|e| fail(e));
+        let mut out = direct.map(|d| self.create_temp(d.temp_dir, f));
         let mut hash = StreamingChecksum::new();
         let chunk = self.config.chunk_size;
+        let sends = self.plan.destinations(f).iter().any(|&node| self.plan.writer(node) != Some(self.rank));
         loop {
             let remaining = entry.bytes.saturating_sub(hash.bytes());
             let want = (remaining as usize).min(chunk);
             let mut buffer = pool.take();
             let message = buffer.as_mut_slice();
-            let mut filled = 0;
-            while filled < want {
-                match file.read(&mut message[filled..want]) {
-                    Ok(0) => break,
-                    Ok(n) => filled += n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => fail(e),
+            let offset = hash.bytes();
+            let mut at = offset;
+            let mut write_error = None;
+            let filled = read_hashing(&mut file, &mut message[..want], &mut hash, |piece| {
+                if let Some((out, _)) = &out
+                    && write_error.is_none()
+                {
+                    match out.write_all_at(piece, at) {
+                        Ok(()) => self.counters.add_bytes(piece.len() as u64),
+                        Err(e) => write_error = Some(e),
+                    }
                 }
+                at += piece.len() as u64;
+            })
+            .unwrap_or_else(|e| fail(e));
+            if let Some(e) = write_error {
+                self.fail(format!("{}: writing {} into {}: {e}", self.rank_label(), entry.path, self.dest.display()));
             }
             if let Some(l) = self.limiter {
                 l.acquire(filled as u64);
             }
-            let offset = hash.bytes();
-            hash.update(&message[..filled]);
             let at_end = hash.bytes() >= entry.bytes;
             let last = if at_end || filled < want {
-                // Check the whole file before its last chunk leaves this rank.
+                // Check the whole file before its last chunk leaves this rank
+                // (or its copy here is renamed into place).
                 let mut probe = [0u8; 1];
                 let longer = matches!(file.read(&mut probe), Ok(n) if n > 0);
                 if longer || hash.bytes() != entry.bytes || hash.finish() != entry.xxh3 {
@@ -151,32 +209,69 @@ impl Context<'_> {
             for (i, v) in [f as u64, offset, filled as u64, if last { LAST } else { 0 }].iter().enumerate() {
                 message[filled + i * 8..filled + (i + 1) * 8].copy_from_slice(&v.to_le_bytes());
             }
-            if tx.send(Chunk { file: f, message: buffer, len: filled + TRAILER }).is_err() {
+            if !sends {
+                pool.give(buffer);
+            } else if tx.send(Chunk { file: f, message: buffer, len: filled + TRAILER }).is_err() {
                 self.fail(format!("{}: the sender thread stopped", self.rank_label()));
             }
             if last {
+                if let (Some((file, temp)), Some(d)) = (out.take(), direct) {
+                    self.finish_direct(file, &temp, f, d, totals);
+                }
                 return hash.bytes();
             }
         }
     }
 
-    /// Send each chunk to the writer of every destination node; a chunk for
-    /// this rank's own node goes to its receiver in-process, not through MPI.
-    /// Returns bytes sent off-node.
-    fn send(
-        &self,
-        comm: &ThreadComm,
-        rx: &crossbeam_channel::Receiver<Chunk>,
-        pool: &Pool,
-        local: Option<&crossbeam_channel::Sender<Chunk>>,
-    ) -> u64 {
+    /// A temporary file for `f` in `temp_dir`, unless this rank is failing
+    /// (then it waits for the end: the temporary files are being cleared).
+    fn create_temp(&self, temp_dir: &Path, f: usize) -> (File, PathBuf) {
+        let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if self.failing.load(Ordering::SeqCst) {
+            drop(_guard);
+            loop {
+                std::thread::park();
+            }
+        }
+        let temp = temp_dir.join(format!("{f}.part"));
+        match File::create(&temp) {
+            Ok(file) => (file, temp),
+            Err(e) => self.fail(format!("{}: creating {}: {e}", self.rank_label(), temp.display())),
+        }
+    }
+
+    /// Sync, rename into place and journal a file this rank wrote itself.
+    fn finish_direct(&self, file: File, temp: &Path, f: usize, direct: &Direct, totals: &Mutex<ReadTotals>) {
+        let entry = &self.manifest.files[f];
+        if let Err(e) = file.sync_all() {
+            self.fail(format!("{}: syncing {}: {e}", self.rank_label(), entry.path));
+        }
+        drop(file);
+        let finished = {
+            let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
+            if self.failing.load(Ordering::SeqCst) {
+                return;
+            }
+            self.finish_file(temp, f, direct.journal)
+        };
+        if let Err(message) = finished {
+            self.fail(message);
+        }
+        self.counters.add_item();
+        let mut t = totals.lock().unwrap_or_else(|p| p.into_inner());
+        t.written += entry.bytes;
+        t.files_written += 1;
+    }
+
+    /// Send each chunk to the writer rank of every node that needs it, except
+    /// this rank itself (its readers wrote that copy). Returns bytes sent
+    /// off-node.
+    fn send(&self, comm: &ThreadComm, rx: &crossbeam_channel::Receiver<Chunk>, pool: &Pool) -> u64 {
         let mut moved = 0u64;
         for chunk in rx {
-            let mut deliver_here = false;
             for &node in self.plan.destinations(chunk.file) {
                 let Some(writer) = self.plan.writer(node) else { continue };
-                if writer == self.rank && local.is_some() {
-                    deliver_here = true;
+                if writer == self.rank {
                     continue;
                 }
                 let target = comm.comm().process_at_rank(writer as i32);
@@ -189,62 +284,39 @@ impl Context<'_> {
                     moved += (chunk.len - TRAILER) as u64;
                 }
             }
-            match local {
-                // The receiver returns the buffer to the pool once written.
-                Some(local) if deliver_here => {
-                    if let Err(returned) = local.send(chunk) {
-                        pool.give(returned.0.message);
-                    }
-                }
-                _ => pool.give(chunk.message),
-            }
+            pool.give(chunk.message);
         }
         moved
     }
 
-    /// Receive this node's files, from MPI and from this rank's own readers;
-    /// returns (bytes written, seconds, files).
+    /// Receive this node's files that other ranks read (`remote`), and
+    /// listen for failure notices until they are all written and this rank's
+    /// readers are done; returns (bytes written, first write, files).
     fn receive(
         &self,
         comm: &ThreadComm,
-        node_files: &[usize],
-        local: &crossbeam_channel::Receiver<Chunk>,
-        pool: &Pool,
-    ) -> (u64, f64, u64) {
-        let journal = match Journal::open(self.dest, "journal.jsonl") {
-            Ok(j) => Mutex::new(j),
-            Err(e) => self.fail(format!("{}: opening the journal in {}: {e}", self.rank_label(), self.dest.display())),
-        };
-        let temp_dir = journal::temp_dir(self.dest);
-        if let Err(e) = fs::create_dir_all(&temp_dir) {
-            self.fail(format!("{}: creating {}: {e}", self.rank_label(), temp_dir.display()));
-        }
+        remote: &[usize],
+        journal: &Mutex<Journal>,
+        temp_dir: &Path,
+        reading: &AtomicBool,
+    ) -> (u64, Option<Instant>, u64) {
         let mut writer = NodeWriter {
             ctx: self,
             journal,
-            temp_dir,
+            temp_dir: temp_dir.to_owned(),
             open: HashMap::new(),
-            expected: node_files.iter().copied().collect(),
+            expected: remote.iter().copied().collect(),
             done: 0,
             written: 0,
             first_write: None,
         };
         let mut buffer = AlignedBuffer::new(0);
         let mut idle = 0u32;
-        while writer.done < node_files.len() {
+        while writer.done < remote.len() || reading.load(Ordering::SeqCst) {
             // A failure notice jumps the queue of data waiting to be written.
             if let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_ABORT) {
                 message.matched_receive_into(&mut [0u8; 0][..]);
                 self.stop_for(status.source_rank());
-            }
-            if let Ok(chunk) = local.try_recv() {
-                let handled = writer.chunk(&chunk.message.as_slice()[..chunk.len], self.rank);
-                pool.give(chunk.message);
-                if let Err(message) = handled {
-                    self.fail(message);
-                }
-                idle = 0;
-                continue;
             }
             let Some((message, status)) = comm.comm().any_process().immediate_matched_probe() else {
                 // Nothing yet: back off gently (spin, then sleep up to 200 us).
@@ -275,7 +347,7 @@ impl Context<'_> {
                 self.fail(message);
             }
         }
-        (writer.written, writer.first_write.map_or(0.0, |t| t.elapsed().as_secs_f64()), writer.done as u64)
+        (writer.written, writer.first_write, writer.done as u64)
     }
 }
 

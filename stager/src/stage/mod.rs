@@ -29,7 +29,9 @@ use formats::manifest::Manifest;
 use formats::placement::{Policy, files_per_node};
 use mpi::traits::*;
 
-use crate::files::{AlignedBuffer, RateLimiter, free_bytes, is_complete, prepare_destination, read_chunks};
+use crate::files::{
+    AlignedBuffer, CACHE_PIECE, RateLimiter, free_bytes, is_complete, prepare_destination, read_chunks, read_hashing,
+};
 use crate::journal::{self, Entry, Journal};
 use crate::plan::Plan;
 

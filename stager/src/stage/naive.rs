@@ -3,7 +3,9 @@
 use super::*;
 
 impl Context<'_> {
-    /// The baseline: this node's ranks split its files and copy them straight from the source.
+    /// The baseline: this node's ranks split its files and copy them straight
+    /// from the source, as `cp` does: pieces of at most [`CACHE_PIECE`], each
+    /// hashed and written while it is in cache.
     pub(super) fn naive(&self, node_files: &[usize]) -> RankStats {
         let mine: Vec<usize> = node_files.iter().copied().skip(self.local_rank).step_by(self.local_size).collect();
         let next = AtomicUsize::new(0);
@@ -43,12 +45,13 @@ impl Context<'_> {
         let fail = |what: &str, e: io::Error| format!("{}: {what} {}: {e}", self.rank_label(), entry.path);
         fs::create_dir_all(journal::temp_dir(self.dest)).map_err(|e| fail("creating temp dir for", e))?;
         let out = File::create(&temp).map_err(|e| fail("creating temp file for", e))?;
-        let (bytes, sum) = read_chunks(&source, self.config.chunk_size, self.limiter, buffer, |offset, data| {
-            out.write_all_at(data, offset)?;
-            self.counters.add_bytes(data.len() as u64);
-            Ok(())
-        })
-        .map_err(|e| fail("copying", e))?;
+        let (bytes, sum) =
+            read_chunks(&source, self.config.chunk_size.min(CACHE_PIECE), self.limiter, buffer, |offset, data| {
+                out.write_all_at(data, offset)?;
+                self.counters.add_bytes(data.len() as u64);
+                Ok(())
+            })
+            .map_err(|e| fail("copying", e))?;
         if bytes != entry.bytes || sum != entry.xxh3 {
             let _ = fs::remove_file(&temp);
             return Err(format!(

@@ -2,14 +2,11 @@
 
 use super::*;
 
-/// Bytes hashed and written at a time; fits in a core's L2 cache.
-const WRITE_PIECE: usize = 256 << 10;
-
 /// The writing side of a node: chunks into temporary files, checked,
 /// renamed into place and journaled when their last chunk arrives.
 pub(super) struct NodeWriter<'c, 'a> {
     pub(super) ctx: &'c Context<'a>,
-    pub(super) journal: Mutex<Journal>,
+    pub(super) journal: &'c Mutex<Journal>,
     pub(super) temp_dir: PathBuf,
     pub(super) open: HashMap<usize, OpenFile>,
     pub(super) expected: std::collections::HashSet<usize>,
@@ -57,9 +54,9 @@ impl NodeWriter<'_, '_> {
         // Hash a cache-sized piece, then write it while it is still in
         // cache: one 8 MiB pwrite from a cold buffer copied 2.5x slower per
         // byte than cp's 128 KiB writes (perf: copy_folio_from_iter_atomic).
-        for (k, piece) in data.chunks(WRITE_PIECE).enumerate() {
+        for (k, piece) in data.chunks(CACHE_PIECE).enumerate() {
             state.hash.update(piece);
-            if let Err(e) = state.file.write_all_at(piece, offset + (k * WRITE_PIECE) as u64) {
+            if let Err(e) = state.file.write_all_at(piece, offset + (k * CACHE_PIECE) as u64) {
                 return Err(format!("{}: writing {} into {}: {e}", ctx.rank_label(), entry.path, ctx.dest.display()));
             }
         }
@@ -82,7 +79,7 @@ impl NodeWriter<'_, '_> {
             return Err(format!("{}: syncing {}: {e}", ctx.rank_label(), entry.path));
         }
         drop(state.file);
-        ctx.finish_file(&state.temp, f, &self.journal)?;
+        ctx.finish_file(&state.temp, f, self.journal)?;
         ctx.counters.add_item();
         self.done += 1;
         Ok(())
