@@ -1,12 +1,14 @@
 //! `stager stage`: the MPI execution of a [`Plan`].
 //!
 //! On every rank: T reader threads read the rank's files in chunks (hashing
-//! as they read, into buffers drawn from a byte budget of `max_inflight`),
-//! and one sender thread sends each chunk point-to-point to the writer rank
-//! (the lowest rank) of every node that needs the file. On writer ranks a
-//! receiver thread writes chunks at their offsets into temporary files,
-//! checks each file's xxh3 on arrival, renames it into place and journals it.
-//! Reading, sending, receiving and writing overlap.
+//! each 256 KiB piece as it lands, into buffers drawn from a byte budget of
+//! `max_inflight`), and one sender thread sends each chunk point-to-point to
+//! the writer rank (the lowest rank) of every node that needs the file. A
+//! writer rank's readers write its own node's copy of what they read straight
+//! from each piece while it is in cache. On writer ranks a receiver thread
+//! writes arriving chunks at their offsets into temporary files, checks each
+//! file's xxh3 on arrival, renames it into place and journals it. Reading,
+//! sending, receiving and writing overlap.
 //!
 //! A failure on any rank (missing or corrupt source file, failed write)
 //! prints one line naming the file and the rank, tells every writer to
