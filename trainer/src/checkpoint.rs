@@ -1,9 +1,11 @@
 //! Checkpoints: parameters, optimiser state and where training stands,
-//! written by rank 0 at the end of an epoch and read by every rank on
-//! resume. A checkpoint is a directory `epoch-N/` (JSON state + raw
-//! little-endian `f32` arrays) made complete in a temporary directory and
-//! renamed into place; `latest` names the newest, replaced atomically, so
-//! a job killed mid-write resumes from the previous complete checkpoint.
+//! written by rank 0 at the end of an epoch (and, with `--checkpoint-every`,
+//! every so many steps within one) and read by every rank on resume. A
+//! checkpoint is a directory `epoch-N/` (N epochs done) or
+//! `epoch-N-step-K/` (K steps into epoch N+1), holding JSON state and raw
+//! little-endian `f32` arrays, made complete in a temporary directory and
+//! renamed into place; `latest` names the newest, replaced atomically, so a
+//! job killed mid-write resumes from the previous complete checkpoint.
 
 use std::fs;
 use std::io::Write;
@@ -22,6 +24,11 @@ pub struct TrainState {
     pub lengths: Vec<usize>,
     /// Epochs completed.
     pub epochs_done: u64,
+    /// Steps of the next epoch already taken (a mid-epoch checkpoint; 0 at
+    /// an epoch's end). The loader state: a resumed run skips that many
+    /// batches of the epoch's order.
+    #[serde(default)]
+    pub steps_into_epoch: u64,
     /// Optimiser steps taken.
     pub steps: u64,
     /// Training seed (the loader order and dropout depend on it).
@@ -97,10 +104,20 @@ fn unflatten(bytes: &[u8], lengths: &[usize], path: &Path) -> Result<Vec<Vec<f32
     Ok(lengths.iter().map(|&n| values.by_ref().take(n).collect()).collect())
 }
 
-/// Write `checkpoint` under `dir` and make it the latest.
+/// The directory name of a checkpoint taken at `state`.
+fn name_of(state: &TrainState) -> String {
+    match state.steps_into_epoch {
+        0 => format!("epoch-{}", state.epochs_done),
+        k => format!("epoch-{}-step-{k}", state.epochs_done),
+    }
+}
+
+/// Write `checkpoint` under `dir` and make it the latest. The previous
+/// latest is kept; older checkpoints are removed.
 pub fn save(dir: &Path, checkpoint: &Checkpoint) -> Result<PathBuf, CheckpointError> {
     fs::create_dir_all(dir).map_err(io(dir))?;
-    let name = format!("epoch-{}", checkpoint.state.epochs_done);
+    let name = name_of(&checkpoint.state);
+    let previous = fs::read_to_string(dir.join(LATEST)).ok().map(|p| p.trim().to_owned());
     let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let _ = fs::remove_dir_all(&temp);
     fs::create_dir(&temp).map_err(io(&temp))?;
@@ -116,9 +133,11 @@ pub fn save(dir: &Path, checkpoint: &Checkpoint) -> Result<PathBuf, CheckpointEr
     let latest_temp = dir.join(format!(".{LATEST}.tmp-{}", std::process::id()));
     write_synced(&latest_temp, name.as_bytes())?;
     fs::rename(&latest_temp, dir.join(LATEST)).map_err(io(&dir.join(LATEST)))?;
-    // Keep the previous checkpoint too; older ones go.
-    if let Some(older) = checkpoint.state.epochs_done.checked_sub(2) {
-        let _ = fs::remove_dir_all(dir.join(format!("epoch-{older}")));
+    for entry in fs::read_dir(dir).map_err(io(dir))?.flatten() {
+        let other = entry.file_name().to_string_lossy().into_owned();
+        if other.starts_with("epoch-") && other != name && Some(&other) != previous.as_ref() {
+            let _ = fs::remove_dir_all(entry.path());
+        }
     }
     Ok(final_dir)
 }
@@ -172,6 +191,7 @@ mod tests {
                 model: "mlperf-small".into(),
                 lengths: vec![3, 1],
                 epochs_done,
+                steps_into_epoch: 0,
                 steps: 10 * epochs_done,
                 seed: 7,
                 losses: vec![0.5, 0.25],
@@ -192,6 +212,28 @@ mod tests {
         }
         assert_eq!(load_latest(dir.path()).unwrap(), Some(sample(3)));
         assert!(dir.path().join("epoch-2").is_dir() && !dir.path().join("epoch-1").exists());
+    }
+
+    #[test]
+    fn mid_epoch_checkpoints_are_named_by_step_and_only_two_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut mid = sample(1);
+        mid.state.steps_into_epoch = 3;
+        save(dir.path(), &sample(1)).unwrap();
+        save(dir.path(), &mid).unwrap();
+        assert_eq!(load_latest(dir.path()).unwrap(), Some(mid.clone()));
+        assert!(dir.path().join("epoch-1").is_dir() && dir.path().join("epoch-1-step-3").is_dir());
+        save(dir.path(), &sample(2)).unwrap();
+        assert!(dir.path().join("epoch-2").is_dir() && dir.path().join("epoch-1-step-3").is_dir());
+        assert!(!dir.path().join("epoch-1").exists());
+    }
+
+    #[test]
+    fn a_state_written_before_mid_epoch_checkpoints_reads_as_an_epoch_end() {
+        let json =
+            r#"{"format":1,"model":"m","lengths":[1],"epochs_done":2,"steps":8,"seed":0,"losses":[],"checksum":0}"#;
+        let state: TrainState = serde_json::from_str(json).unwrap();
+        assert_eq!(state.steps_into_epoch, 0);
     }
 
     #[test]

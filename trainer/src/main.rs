@@ -149,6 +149,10 @@ struct TrainArgs {
     /// Checkpoint directory: resume from its latest checkpoint, save one at every epoch's end.
     #[arg(long)]
     checkpoint: Option<PathBuf>,
+    /// Also save a checkpoint every N steps within an epoch (the loader's
+    /// position is saved with it; with --grad-lag 1 the lag is drained there).
+    #[arg(long, requires = "checkpoint", value_parser = clap::value_parser!(u64).range(1..))]
+    checkpoint_every: Option<u64>,
     /// Stop after this many steps (benchmarks; the epoch is reported as it stands).
     #[arg(long)]
     max_steps: Option<u64>,
@@ -217,6 +221,7 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
         workers: args.workers,
         prefetch: args.prefetch,
         checkpoint: args.checkpoint.clone(),
+        checkpoint_every: args.checkpoint_every,
         max_steps: args.max_steps,
     })
 }

@@ -204,6 +204,46 @@ fn a_resumed_run_continues_the_same_loss_curve_bit_for_bit() {
 }
 
 #[test]
+fn a_job_killed_mid_epoch_resumes_from_the_mid_epoch_checkpoint_bit_for_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 2, 16);
+    // 16 samples, 2 ranks x batch 2: 4 steps per epoch; a checkpoint every
+    // 3 steps lands mid-epoch (after steps 3, 6 and 9) and at epoch ends.
+    let run = |checkpoint: &Path, env: &[(&str, &str)]| {
+        let args = [
+            "--data",
+            data.to_str().unwrap(),
+            "--val-fraction",
+            "0",
+            "--epochs",
+            "3",
+            "--batch",
+            "2",
+            "--optimizer",
+            "adam",
+            "--checkpoint-every",
+            "3",
+            "--checkpoint",
+            checkpoint.to_str().unwrap(),
+        ];
+        train(2, env, &args)
+    };
+    let straight = ok(&run(&dir.path().join("straight"), &[]));
+    let killed_dir = dir.path().join("killed");
+    // Rank 0 (the one that writes checkpoints) dies in step 10, after 9
+    // steps: the latest checkpoint is 1 step into epoch 3.
+    let killed = run(&killed_dir, &[("STAGEHAND_TRAINER_ABORT_AT", "0:9")]);
+    assert!(!killed.status.success(), "the job survived its rank's death");
+    let latest = std::fs::read_to_string(killed_dir.join("latest")).unwrap();
+    assert_eq!(latest.trim(), "epoch-2-step-1");
+    let resumed = ok(&run(&killed_dir, &[]));
+    assert_eq!(resumed["resumed_from_epoch"], 2);
+    assert_eq!(resumed["epochs"][0]["steps"], 3, "the resumed epoch should run only its last 3 steps");
+    assert_eq!(resumed["losses"], straight["losses"], "loss curves differ");
+    assert_eq!(params(&killed_dir), params(&dir.path().join("straight")));
+}
+
+#[test]
 fn a_rank_that_dies_ends_the_job_with_an_error_instead_of_hanging() {
     let dir = tempfile::tempdir().unwrap();
     let data = dataset(dir.path(), 2, 14);

@@ -116,6 +116,8 @@ pub struct TrainConfig {
     pub prefetch: usize,
     /// Checkpoint directory: resume from it, save at every epoch's end.
     pub checkpoint: Option<PathBuf>,
+    /// Also save a checkpoint every this many steps within an epoch.
+    pub checkpoint_every: Option<u64>,
     /// Stop after this many steps of this run (benchmarks).
     pub max_steps: Option<u64>,
 }
@@ -245,6 +247,70 @@ fn apply(optimizer: &mut Optimizer, lr: f32, values: &mut [Vec<f32>], grads: &[&
     optimizer.step(lr, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), grads);
 }
 
+/// Apply the gradient still in flight in a lagged exchange (at an epoch's
+/// end or before a checkpoint, so nothing is in flight across either).
+/// Returns whether the parameters changed.
+fn drain_lag(
+    exchange: &mut Exchange,
+    optimizer: &mut Optimizer,
+    schedule: &Schedule,
+    values: &mut [Vec<f32>],
+    times: &mut StepTimes,
+) -> bool {
+    let Exchange::Lagged { exchange: ex, pending, .. } = exchange else { return false };
+    let t = Instant::now();
+    let had = ex.take(&mut pending.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>());
+    times.communication += t.elapsed().as_secs_f64();
+    if had {
+        let lr = schedule.at(optimizer.steps);
+        apply(optimizer, lr, values, &pending.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    }
+    had
+}
+
+/// Each step's loss averaged over the ranks.
+fn mean_over_ranks(world: &World, step_losses: &[f32]) -> Vec<f32> {
+    let mut mean = vec![0f32; step_losses.len()];
+    world.comm().all_reduce_into(step_losses, &mut mean[..], SystemOperation::sum());
+    mean.iter_mut().for_each(|l| *l /= world.size() as f32);
+    mean
+}
+
+/// The parameters' checksum, checked to be the same on every rank.
+fn agreed_checksum(world: &World, values: &[Vec<f32>], epoch: u64) -> Result<u64, TrainError> {
+    let sum = params::checksum(values);
+    let (mut min, mut max) = (0u64, 0u64);
+    world.comm().all_reduce_into(&sum, &mut min, SystemOperation::min());
+    world.comm().all_reduce_into(&sum, &mut max, SystemOperation::max());
+    if min != max {
+        return Err(TrainError::Diverged { epoch: epoch + 1, min, max });
+    }
+    Ok(sum)
+}
+
+/// A checkpoint at (epochs done, steps into the next epoch, checksum).
+fn snapshot(
+    config: &TrainConfig,
+    lengths: &[usize],
+    (epochs_done, steps_into_epoch, checksum): (u64, u64, u64),
+    optimizer: &Optimizer,
+    losses: Vec<f32>,
+    values: &[Vec<f32>],
+) -> Checkpoint {
+    let state = TrainState {
+        format: 1,
+        model: config.model.name.clone(),
+        lengths: lengths.to_vec(),
+        epochs_done,
+        steps_into_epoch,
+        steps: optimizer.steps,
+        seed: config.seed,
+        losses,
+        checksum,
+    };
+    Checkpoint { state, params: values.to_vec(), first: optimizer.first.clone(), second: optimizer.second.clone() }
+}
+
 fn scalar(loss: Tensor<1>) -> f32 {
     loss.into_data().try_into_vec_as::<f32>().ok().and_then(|v| v.first().copied()).unwrap_or(f32::NAN)
 }
@@ -286,6 +352,7 @@ pub fn run(
         None => None,
     };
     let mut optimizer = Optimizer::new(config.rule, config.trust, &lengths);
+    let mut resume_skip = 0u64;
     let (mut values, start_epoch, mut losses) = match resumed {
         Some(cp) => {
             if cp.state.lengths != lengths || cp.state.model != config.model.name {
@@ -302,10 +369,16 @@ pub fn run(
                 optimizer.second = cp.second;
             }
             optimizer.steps = cp.state.steps;
+            resume_skip = cp.state.steps_into_epoch;
             (cp.params, cp.state.epochs_done, cp.state.losses)
         }
         None => (params::glorot_uniform(&shapes, config.seed), 0, Vec::new()),
     };
+    if resume_skip >= steps_per_epoch {
+        return Err(TrainError::Invalid(format!(
+            "the checkpoint is {resume_skip} steps into an epoch, but this run has {steps_per_epoch} steps per epoch"
+        )));
+    }
     // Rank 0's parameters are everyone's, whatever each rank read or drew.
     for tensor in &mut values {
         world.comm().process_at_rank(0).broadcast_into(&mut tensor[..]);
@@ -336,6 +409,9 @@ pub fn run(
         let started = Instant::now();
         let mut order = (train.order)(epoch);
         order.truncate(steps_per_epoch as usize * config.batch);
+        // A run resumed from a mid-epoch checkpoint skips what it trained on.
+        let skip = if epoch == start_epoch { resume_skip } else { 0 };
+        order.drain(..skip as usize * config.batch);
         let mut batches = match loader.take() {
             None => Loader::new(train.dataset.clone(), order, loader_config),
             Some(previous) => previous.next_epoch(order),
@@ -395,35 +471,38 @@ pub fn run(
             model = params::with_values(model, &values, &device);
             times.compute += t.elapsed().as_secs_f64();
             run_steps += 1;
+
+            let into_epoch = skip + epoch_losses.len() as u64;
+            let global_step = epoch * steps_per_epoch + into_epoch;
+            if let (Some(dir), Some(every)) = (&config.checkpoint, config.checkpoint_every)
+                && global_step.is_multiple_of(every.max(1))
+                && into_epoch < steps_per_epoch
+            {
+                if drain_lag(&mut exchange, &mut optimizer, &schedule, &mut values, &mut times) {
+                    model = params::with_values(model, &values, &device);
+                }
+                let sum = agreed_checksum(world, &values, epoch)?;
+                let mut so_far = losses.clone();
+                so_far.extend(mean_over_ranks(world, &epoch_losses));
+                if world.is_root() {
+                    let position = (epoch, into_epoch, sum);
+                    checkpoint::save(dir, &snapshot(config, &lengths, position, &optimizer, so_far, &values))?;
+                }
+            }
         }
         // The lagged gradient of the epoch's last step is applied here, so
         // nothing is in flight across an epoch boundary (or a checkpoint).
-        if let Exchange::Lagged { exchange: ex, pending, .. } = &mut exchange {
-            let t = Instant::now();
-            let had = ex.take(&mut pending.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>());
-            times.communication += t.elapsed().as_secs_f64();
-            if had {
-                let lr = schedule.at(optimizer.steps);
-                apply(&mut optimizer, lr, &mut values, &pending.iter().map(Vec::as_slice).collect::<Vec<_>>());
-                model = params::with_values(model, &values, &device);
-            }
+        if drain_lag(&mut exchange, &mut optimizer, &schedule, &mut values, &mut times) {
+            model = params::with_values(model, &values, &device);
         }
         loader = Some(batches);
-        let stopped_early = (epoch_losses.len() as u64) < steps_per_epoch;
+        let stopped_early = (epoch_losses.len() as u64) < steps_per_epoch - skip;
 
         // Losses averaged over the ranks, once per epoch.
-        let mut mean_losses = vec![0f32; epoch_losses.len()];
-        world.comm().all_reduce_into(&epoch_losses[..], &mut mean_losses[..], SystemOperation::sum());
-        mean_losses.iter_mut().for_each(|l| *l /= world.size() as f32);
+        let mean_losses = mean_over_ranks(world, &epoch_losses);
         losses.extend_from_slice(&mean_losses);
 
-        let sum = params::checksum(&values);
-        let (mut min, mut max) = (0u64, 0u64);
-        world.comm().all_reduce_into(&sum, &mut min, SystemOperation::min());
-        world.comm().all_reduce_into(&sum, &mut max, SystemOperation::max());
-        if min != max {
-            return Err(TrainError::Diverged { epoch: epoch + 1, min, max });
-        }
+        let sum = agreed_checksum(world, &values, epoch)?;
         let validation = match &val {
             Some(v) => Some(eval::validate(world, &model, v, &loader_config, &device)?),
             None => None,
@@ -450,23 +529,10 @@ pub fn run(
         if let Some(dir) = &config.checkpoint
             && world.is_root()
         {
-            let state = TrainState {
-                format: 1,
-                model: config.model.name.clone(),
-                lengths: lengths.clone(),
-                epochs_done: epoch + 1,
-                steps: optimizer.steps,
-                seed: config.seed,
-                losses: losses.clone(),
-                checksum: sum,
-            };
-            let cp = Checkpoint {
-                state,
-                params: values.clone(),
-                first: optimizer.first.clone(),
-                second: optimizer.second.clone(),
-            };
-            checkpoint::save(dir, &cp)?;
+            checkpoint::save(
+                dir,
+                &snapshot(config, &lengths, (epoch + 1, 0, sum), &optimizer, losses.clone(), &values),
+            )?;
         }
     }
     let total = run_times.total().max(f64::MIN_POSITIVE);
