@@ -43,13 +43,13 @@ demo: setup
 	@echo "== 5. stage the simulated volumes, half the files on each node (per-node), and verify"
 	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
 		target/release/stager stage --source $(DEMO_DIR)/cosmo --dest '$(DEMO_DIR)/cosmo-node{node}' \
-		--policy per-node=10 --report $(DEMO_DIR)/stage-cosmo.json > /dev/null
+		--policy per-node=6 --report $(DEMO_DIR)/stage-cosmo.json > /dev/null
 	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
-		target/release/stager verify --source $(DEMO_DIR)/cosmo --dest '$(DEMO_DIR)/cosmo-node{node}' --policy per-node=10
+		target/release/stager verify --source $(DEMO_DIR)/cosmo --dest '$(DEMO_DIR)/cosmo-node{node}' --policy per-node=6
 	@echo "== 6. train the reduced CosmoFlow on what each node holds, gradients averaged over all ranks"
 	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
 		target/release/trainer train --config mlperf-small --staged '$(DEMO_DIR)/cosmo-node{node}' \
-		--manifest $(DEMO_DIR)/cosmo/manifest.json --policy per-node=10 --val $(DEMO_DIR)/cosmo \
+		--manifest $(DEMO_DIR)/cosmo/manifest.json --policy per-node=6 --val $(DEMO_DIR)/cosmo \
 		--epochs 2 --batch 2 --workers 1 --checkpoint $(DEMO_DIR)/checkpoints \
 		--report $(DEMO_DIR)/train.json --plot $(DEMO_DIR)/loss.png > /dev/null
 

@@ -249,6 +249,27 @@ impl Manifest {
         Manifest { format: FORMAT.into(), version: VERSION, schema, files }
     }
 
+    /// For each file, the file it travels with: `X.idx` (an index sidecar)
+    /// follows `X` when both are listed.
+    pub fn followers(&self) -> Vec<Option<usize>> {
+        let index: std::collections::HashMap<&str, usize> =
+            self.files.iter().enumerate().map(|(i, f)| (f.path.as_str(), i)).collect();
+        self.files.iter().map(|f| f.path.strip_suffix(".idx").and_then(|data| index.get(data).copied())).collect()
+    }
+
+    /// The files each node needs under `policy` (see
+    /// [`files_per_node_with`](crate::placement::files_per_node_with)), each
+    /// sidecar on the nodes of its data file.
+    pub fn files_per_node(
+        &self,
+        nodes: usize,
+        policy: crate::placement::Policy,
+        seed: u64,
+    ) -> Result<Vec<Vec<usize>>, crate::placement::PlacementError> {
+        let sizes: Vec<u64> = self.files.iter().map(|f| f.bytes).collect();
+        crate::placement::files_per_node_with(&sizes, &self.followers(), nodes, policy, seed)
+    }
+
     /// Sum of file sizes.
     pub fn total_bytes(&self) -> u64 {
         self.files.iter().map(|f| f.bytes).sum()

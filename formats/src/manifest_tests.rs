@@ -127,3 +127,23 @@ fn missing_file_is_an_error_naming_it() {
     let err = m.validate_against_root(dir.path()).unwrap_err();
     assert!(err.to_string().contains("gone.bin"), "{err}");
 }
+
+#[test]
+fn index_sidecars_follow_their_data_file_and_are_placed_with_it() {
+    let files = ["a.tfrecord", "a.tfrecord.idx", "b.tfrecord", "b.tfrecord.idx", "c.tfrecord", "orphan.idx"];
+    let m = Manifest::new(Schema::opaque(), files.iter().map(|p| entry(p)).collect());
+    let follows = m.followers();
+    let at = |p: &str| m.files.iter().position(|f| f.path == p).unwrap();
+    assert_eq!(follows[at("a.tfrecord.idx")], Some(at("a.tfrecord")));
+    assert_eq!(follows[at("b.tfrecord.idx")], Some(at("b.tfrecord")));
+    assert_eq!(follows[at("orphan.idx")], None);
+    assert_eq!(follows[at("c.tfrecord")], None);
+    // 4 leaders (a, b, c, orphan.idx), 2 per node on 2 nodes.
+    let placed = m.files_per_node(2, crate::placement::Policy::PerNode(2), 3).unwrap();
+    for list in &placed {
+        for (data, index) in [("a.tfrecord", "a.tfrecord.idx"), ("b.tfrecord", "b.tfrecord.idx")] {
+            assert_eq!(list.contains(&at(data)), list.contains(&at(index)));
+        }
+    }
+    assert_eq!(placed.iter().map(Vec::len).sum::<usize>(), files.len());
+}

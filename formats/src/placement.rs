@@ -1,7 +1,10 @@
 //! Which files each node needs: the placement policy, a pure function of
-//! (file sizes, node count, policy, seed) shared by the stager (which copies
-//! exactly these files to each node) and the loader (which reads exactly
-//! these files on each node). One implementation, so the two always agree.
+//! (file sizes, which files follow which, node count, policy, seed) shared
+//! by the stager (which copies exactly these files to each node) and the
+//! loader (which reads exactly these files on each node). One
+//! implementation, so the two always agree. Use
+//! [`Manifest::files_per_node`](crate::manifest::Manifest::files_per_node)
+//! for a dataset: it keeps each `.idx` sidecar with its data file.
 
 use std::fmt;
 use std::str::FromStr;
@@ -77,26 +80,62 @@ pub fn files_per_node(
     policy: Policy,
     seed: u64,
 ) -> Result<Vec<Vec<usize>>, PlacementError> {
+    files_per_node_with(sizes, &vec![None; sizes.len()], nodes, policy, seed)
+}
+
+/// [`files_per_node`] where some files follow another: `follows[i] ==
+/// Some(j)` places file `i` on exactly the nodes of file `j` (an index
+/// sidecar goes wherever its data file goes). The policy counts, shuffles
+/// and balances only the files that follow none (`per-node=N` is N of
+/// those per node); a follower's bytes count with its leader's for `shard`.
+/// A follower of a follower (or of itself) is treated as a leader.
+pub fn files_per_node_with(
+    sizes: &[u64],
+    follows: &[Option<usize>],
+    nodes: usize,
+    policy: Policy,
+    seed: u64,
+) -> Result<Vec<Vec<usize>>, PlacementError> {
     if nodes == 0 {
         return Err(PlacementError::NoNodes);
     }
-    let files = sizes.len();
+    let leader_of = |i: usize| match follows.get(i).copied().flatten() {
+        Some(j) if j != i && j < sizes.len() && follows.get(j).copied().flatten().is_none() => Some(j),
+        _ => None,
+    };
+    let leaders: Vec<usize> = (0..sizes.len()).filter(|&i| leader_of(i).is_none()).collect();
+    let mut group_bytes: Vec<u64> = leaders.iter().map(|&i| sizes[i]).collect();
+    let position: std::collections::HashMap<usize, usize> = leaders.iter().enumerate().map(|(k, &i)| (i, k)).collect();
+    for i in 0..sizes.len() {
+        if let Some(k) = leader_of(i).and_then(|j| position.get(&j)) {
+            group_bytes[*k] += sizes[i];
+        }
+    }
+    let groups = leaders.len();
     let mut per_node = match policy {
-        Policy::Replicate => vec![(0..files).collect(); nodes],
-        Policy::Shard => shard(sizes, nodes),
+        Policy::Replicate => vec![(0..groups).collect(); nodes],
+        Policy::Shard => shard(&group_bytes, nodes),
         Policy::PerNode(n) => {
-            let infeasible = |reason| PlacementError::Infeasible { per_node: n, files, nodes, reason };
-            if n > files {
+            let infeasible = |reason| PlacementError::Infeasible { per_node: n, files: groups, nodes, reason };
+            if n > groups {
                 return Err(infeasible("more files per node than the dataset has"));
             }
-            if n.saturating_mul(nodes) < files {
+            if n.saturating_mul(nodes) < groups {
                 return Err(infeasible("too few files per node to place every file somewhere"));
             }
-            let order = permutation(files, seed);
-            (0..nodes).map(|k| (0..n).map(|j| order[(k * n + j) % files]).collect()).collect()
+            let order = permutation(groups, seed);
+            (0..nodes).map(|k| (0..n).map(|j| order[(k * n + j) % groups]).collect()).collect()
         }
     };
+    // From group positions to files, followers with their leaders.
+    let mut followers: Vec<Vec<usize>> = vec![Vec::new(); groups];
+    for i in 0..sizes.len() {
+        if let Some(&k) = leader_of(i).and_then(|j| position.get(&j)) {
+            followers[k].push(i);
+        }
+    }
     for list in &mut per_node {
+        *list = list.iter().flat_map(|&k| std::iter::once(leaders[k]).chain(followers[k].iter().copied())).collect();
         list.sort_unstable();
     }
     Ok(per_node)
@@ -169,6 +208,16 @@ mod tests {
     }
 
     #[test]
+    fn a_follower_of_a_follower_or_of_itself_leads() {
+        let follows = [None, Some(0), Some(1), Some(3)];
+        let placed = files_per_node_with(&[1; 4], &follows, 3, Policy::PerNode(1), 5).unwrap();
+        // Leaders: 0 (with 1), 2, 3; one per node.
+        let mut all: Vec<Vec<usize>> = placed.clone();
+        all.sort();
+        assert_eq!(all, vec![vec![0, 1], vec![2], vec![3]]);
+    }
+
+    #[test]
     fn per_node_that_cannot_cover_is_refused() {
         assert!(files_per_node(&[1; 10], 2, Policy::PerNode(4), 0).is_err());
         assert!(files_per_node(&[1; 10], 2, Policy::PerNode(11), 0).is_err());
@@ -199,6 +248,34 @@ mod tests {
             // Each file is needed by floor or ceil of nodes*n/files nodes.
             let lo = nodes * n / files;
             prop_assert!(seen.iter().all(|&c| c == lo || c == lo + 1));
+        }
+
+        #[test]
+        fn followers_go_exactly_where_their_leaders_go(
+            pairs in 1usize..100, loners in 0usize..50, nodes in 1usize..12, seed in any::<u64>(), policy in 0usize..3
+        ) {
+            // Files 0..pairs lead, pairs..2*pairs follow them, then loners.
+            let files = 2 * pairs + loners;
+            let follows: Vec<Option<usize>> =
+                (0..files).map(|i| (i >= pairs && i < 2 * pairs).then(|| i - pairs)).collect();
+            let leaders = pairs + loners;
+            let policy = match policy {
+                0 => Policy::Replicate,
+                1 => Policy::Shard,
+                _ => Policy::PerNode(leaders.div_ceil(nodes)),
+            };
+            let placed = files_per_node_with(&vec![3; files], &follows, nodes, policy, seed).unwrap();
+            for list in &placed {
+                for i in 0..pairs {
+                    prop_assert_eq!(list.contains(&i), list.contains(&(i + pairs)), "file {} split from its follower", i);
+                }
+                if let Policy::PerNode(n) = policy {
+                    prop_assert_eq!(list.iter().filter(|&&f| follows[f].is_none()).count(), n);
+                }
+            }
+            let mut seen = vec![false; files];
+            placed.iter().flatten().for_each(|&f| seen[f] = true);
+            prop_assert!(seen.iter().all(|&s| s), "a file is on no node");
         }
 
         #[test]

@@ -3,7 +3,7 @@
 //! restarted job gets the same order, and every rank takes the same number of
 //! steps (unequal step counts hang data-parallel jobs at the next allreduce).
 
-use formats::placement::{PlacementError, Policy, files_per_node, permutation};
+use formats::placement::{PlacementError, Policy, files_per_node_with, permutation};
 
 /// What to do with samples that do not divide evenly among ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -77,16 +77,19 @@ impl NodeLocalSampler {
     /// `samples_per_file[i]` is the sample count of manifest file `i`; the
     /// global sample ids are numbered file by file. `ranks_per_node[n]` is the
     /// number of ranks on node `n`. `staged` is the stager's policy and seed.
+    /// `follows` says which files travel with which (the manifest's
+    /// [`followers`](formats::manifest::Manifest::followers)).
     pub fn new(
         samples_per_file: &[u64],
         file_sizes: &[u64],
+        follows: &[Option<usize>],
         ranks_per_node: &[usize],
         (node, local_rank): (usize, usize),
         staged: (Policy, u64),
         remainder: Remainder,
     ) -> Result<Self, PlacementError> {
         let (policy, seed) = staged;
-        let needs = files_per_node(file_sizes, ranks_per_node.len(), policy, seed)?;
+        let needs = files_per_node_with(file_sizes, follows, ranks_per_node.len(), policy, seed)?;
         let mut first = Vec::with_capacity(samples_per_file.len());
         let mut next = 0usize;
         for &n in samples_per_file {
@@ -228,13 +231,13 @@ mod tests {
             let ranks = vec![per_node; nodes];
             let policy = Policy::PerNode(files.div_ceil(nodes));
             let remainder = if pad { Remainder::Pad } else { Remainder::Drop };
-            let needs = files_per_node(&sizes, nodes, policy, seed).unwrap();
+            let needs = formats::placement::files_per_node(&sizes, nodes, policy, seed).unwrap();
             let first: Vec<usize> = samples.iter().scan(0usize, |acc, &n| { let f = *acc; *acc += n as usize; Some(f) }).collect();
             let mut steps = BTreeSet::new();
             for (node, files_here) in needs.iter().enumerate() {
                 let allowed: BTreeSet<usize> = files_here.iter().flat_map(|&f| first[f]..first[f] + samples[f] as usize).collect();
                 for local in 0..per_node {
-                    let s = NodeLocalSampler::new(&samples, &sizes, &ranks, (node, local), (policy, seed), remainder).unwrap();
+                    let s = NodeLocalSampler::new(&samples, &sizes, &vec![None; sizes.len()], &ranks, (node, local), (policy, seed), remainder).unwrap();
                     let ids = s.indices(1);
                     steps.insert(ids.len());
                     prop_assert!(ids.iter().all(|i| allowed.contains(i)));

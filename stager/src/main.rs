@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use cluster::World;
 use formats::manifest::{self, MANIFEST_FILE, Manifest, ScanOptions, Schema};
-use formats::placement::{Policy, files_per_node};
+use formats::placement::Policy;
 use mpi::traits::*;
 use stager::plan::Plan;
 use stager::simulate::{Dataset, Machine, predict};
@@ -183,7 +183,7 @@ fn plan(args: &PlanArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.nodes > 0 && args.ranks_per_node > 0, "--nodes and --ranks-per-node must be positive");
     let manifest = load_manifest(&args.source, args.manifest.as_deref())?;
     let sizes: Vec<u64> = manifest.files.iter().map(|f| f.bytes).collect();
-    let needs = files_per_node(&sizes, args.nodes, args.policy, args.seed)?;
+    let needs = manifest.files_per_node(args.nodes, args.policy, args.seed)?;
     let node_of_rank: Vec<usize> = (0..args.nodes * args.ranks_per_node).map(|r| r / args.ranks_per_node).collect();
     let plan = Plan::build(&sizes, &needs, &node_of_rank)?;
     if args.json {
@@ -340,8 +340,7 @@ fn verify(world: &World, args: &VerifyArgs) -> anyhow::Result<()> {
     let args = &args.placement;
     let manifest = shared_manifest(world, &args.source, args.manifest.as_deref())?;
     let t = *world.topology();
-    let sizes: Vec<u64> = manifest.files.iter().map(|f| f.bytes).collect();
-    let needs = files_per_node(&sizes, t.nodes, args.policy, args.seed)?;
+    let needs = manifest.files_per_node(t.nodes, args.policy, args.seed)?;
     let dest = cluster::paths::expand(&args.dest, &t.path_vars())?;
     // The ranks of a node share its files: each checks every local_size-th.
     let mut counts = [0u64; 3]; // ok, missing, corrupt

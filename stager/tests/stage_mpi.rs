@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use formats::manifest::{self, MANIFEST_FILE, Manifest, ScanOptions, Schema};
-use formats::placement::{Policy, files_per_node};
+use formats::placement::Policy;
 use serde_json::Value;
 
 const STAGER: &str = env!("CARGO_BIN_EXE_stager");
@@ -69,8 +69,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn expected(root: &Path, m: &Manifest, nodes: usize, policy: Policy, seed: u64) -> Vec<BTreeMap<String, Vec<u8>>> {
-    let sizes: Vec<u64> = m.files.iter().map(|f| f.bytes).collect();
-    files_per_node(&sizes, nodes, policy, seed)
+    m.files_per_node(nodes, policy, seed)
         .unwrap()
         .into_iter()
         .map(|files| {

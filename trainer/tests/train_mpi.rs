@@ -316,13 +316,20 @@ fn cosmoflow_small_fits_simulated_universes() {
 /// reads only from its node's directory.
 #[test]
 fn staged_training_reads_only_the_files_placed_on_each_node() {
-    use formats::placement::{Policy, files_per_node};
+    use formats::placement::Policy;
     let dir = tempfile::tempdir().unwrap();
     let data = dataset(dir.path(), 4, 17);
     let manifest = formats::manifest::Manifest::load(&data.join(MANIFEST_FILE)).unwrap();
-    let sizes: Vec<u64> = manifest.files.iter().map(|f| f.bytes).collect();
-    let policy: Policy = "per-node=4".parse().unwrap();
-    let needs = files_per_node(&sizes, 2, policy, 0).unwrap();
+    let policy: Policy = "per-node=2".parse().unwrap();
+    let needs = manifest.files_per_node(2, policy, 0).unwrap();
+    for files in &needs {
+        // Every index sidecar is on the node of its records.
+        for &f in files {
+            if let Some(data) = manifest.files[f].path.strip_suffix(".idx") {
+                assert!(files.iter().any(|&g| manifest.files[g].path == data), "{data}.idx without {data}");
+            }
+        }
+    }
     for (node, files) in needs.iter().enumerate() {
         let node_dir = dir.path().join(format!("node{node}"));
         std::fs::create_dir_all(&node_dir).unwrap();
@@ -339,7 +346,7 @@ fn staged_training_reads_only_the_files_placed_on_each_node() {
         "--manifest",
         manifest_path.to_str().unwrap(),
         "--policy",
-        "per-node=4",
+        "per-node=2",
         "--val",
         data.to_str().unwrap(),
         "--epochs",

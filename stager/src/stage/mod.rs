@@ -28,7 +28,7 @@ use cluster::progress::{Counters, Progress};
 use cluster::{ThreadComm, World};
 use formats::checksum::StreamingChecksum;
 use formats::manifest::Manifest;
-use formats::placement::{Policy, files_per_node};
+use formats::placement::Policy;
 use mpi::traits::*;
 
 use crate::files::{
@@ -162,7 +162,7 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
             return Err(format!("--chunk-size must be between 1 byte and {MAX_CHUNK} bytes"));
         }
         let dest = cluster::paths::expand(&config.dest, &t.path_vars()).map_err(|e| e.to_string())?;
-        let needs = files_per_node(&sizes, t.nodes, config.policy, config.seed).map_err(|e| e.to_string())?;
+        let needs = manifest.files_per_node(t.nodes, config.policy, config.seed).map_err(|e| e.to_string())?;
         Ok((dest, needs))
     })();
     let (dest, needs) = agree(world, prepared)?;

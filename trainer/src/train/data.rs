@@ -191,13 +191,15 @@ pub fn open(
             let sampler = NodeLocalSampler::new(
                 &counts,
                 &sizes,
+                &manifest.followers(),
                 &ranks_per_node,
                 (topology.node, topology.local_rank),
                 (*policy, *placement_seed),
                 Remainder::Drop,
             )
             .map_err(|e| TrainError::Data(e.to_string()))?;
-            let needs = formats::placement::files_per_node(&sizes, topology.nodes, *policy, *placement_seed)
+            let needs = manifest
+                .files_per_node(topology.nodes, *policy, *placement_seed)
                 .map_err(|e| TrainError::Data(e.to_string()))?;
             let mine: Vec<usize> =
                 needs.get(topology.node).cloned().unwrap_or_default().into_iter().filter(|&f| counts[f] > 0).collect();
