@@ -104,13 +104,16 @@ pub fn files_per_node_with(
         _ => None,
     };
     let leaders: Vec<usize> = (0..sizes.len()).filter(|&i| leader_of(i).is_none()).collect();
-    let mut group_bytes: Vec<u64> = leaders.iter().map(|&i| sizes[i]).collect();
     let position: std::collections::HashMap<usize, usize> = leaders.iter().enumerate().map(|(k, &i)| (i, k)).collect();
+    // Each group: its leader's position, and the files that follow it.
+    let mut followers: Vec<Vec<usize>> = vec![Vec::new(); leaders.len()];
     for i in 0..sizes.len() {
-        if let Some(k) = leader_of(i).and_then(|j| position.get(&j)) {
-            group_bytes[*k] += sizes[i];
+        if let Some(&k) = leader_of(i).and_then(|j| position.get(&j)) {
+            followers[k].push(i);
         }
     }
+    let group_bytes: Vec<u64> =
+        leaders.iter().zip(&followers).map(|(&i, f)| sizes[i] + f.iter().map(|&j| sizes[j]).sum::<u64>()).collect();
     let groups = leaders.len();
     let mut per_node = match policy {
         Policy::Replicate => vec![(0..groups).collect(); nodes],
@@ -128,12 +131,6 @@ pub fn files_per_node_with(
         }
     };
     // From group positions to files, followers with their leaders.
-    let mut followers: Vec<Vec<usize>> = vec![Vec::new(); groups];
-    for i in 0..sizes.len() {
-        if let Some(&k) = leader_of(i).and_then(|j| position.get(&j)) {
-            followers[k].push(i);
-        }
-    }
     for list in &mut per_node {
         *list = list.iter().flat_map(|&k| std::iter::once(leaders[k]).chain(followers[k].iter().copied())).collect();
         list.sort_unstable();
