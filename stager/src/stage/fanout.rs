@@ -318,7 +318,7 @@ impl Context<'_> {
                 message.matched_receive_into(&mut [0u8; 0][..]);
                 self.stop_for(status.source_rank());
             }
-            let Some((message, status)) = comm.comm().any_process().immediate_matched_probe() else {
+            let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_DATA) else {
                 // Nothing yet: back off gently (spin, then sleep up to 200 us).
                 idle = (idle + 1).min(20);
                 if idle > 4 {
@@ -340,9 +340,6 @@ impl Context<'_> {
             mpi::request::scope(|scope| {
                 wait_politely(message.immediate_matched_receive_into(scope, &mut buffer.as_mut_slice()[..count]));
             });
-            if status.tag() == TAG_ABORT {
-                self.stop_for(status.source_rank());
-            }
             if let Err(message) = writer.chunk(&buffer.as_slice()[..count], status.source_rank() as usize) {
                 self.fail(message);
             }

@@ -12,7 +12,8 @@
 //!
 //! A failure on any rank (missing or corrupt source file, failed write)
 //! prints one line naming the file and the rank, tells every writer to
-//! remove its temporary files, and ends the job with `MPI_Abort`. A re-run
+//! remove its temporary files, waits until each says it has (at most
+//! 10 s), and ends the job with `MPI_Abort`. A re-run
 //! skips journaled files, so it re-reads only what was not finished.
 
 use std::collections::HashMap;
@@ -43,6 +44,12 @@ mod writer;
 
 const TAG_DATA: i32 = 10;
 const TAG_ABORT: i32 = 11;
+/// A writer's answer to `TAG_ABORT`: its temporary files are gone.
+const TAG_CLEARED: i32 = 12;
+/// How long a failing rank waits for every writer to clear its temporary
+/// files before it ends the job anyway (a writer that already finished
+/// has none and does not answer).
+const CLEAR_WAIT: Duration = Duration::from_secs(10);
 /// Bytes of the trailer after each chunk's data: file, offset, length, flags.
 /// A trailer, not a header: data then starts at the (page-aligned) start of
 /// the buffer, and the kernel copies aligned pages into the destination. A
@@ -295,7 +302,9 @@ struct Context<'a> {
 impl Context<'_> {
     /// Report a failure of this rank: print it first (the job may be torn
     /// down at any moment after), tell every writer to drop its temporary
-    /// files, give them a moment, then end the job.
+    /// files, wait until they say they have (or [`CLEAR_WAIT`]), then end
+    /// the job. Only the failing rank ends it: a writer that ended it on
+    /// hearing the notice could kill the others before they cleaned up.
     fn fail(&self, message: String) -> ! {
         self.failing.store(true, Ordering::SeqCst);
         eprintln!("error: rank {} (node {}): {message}", self.rank, self.node);
@@ -305,29 +314,49 @@ impl Context<'_> {
         let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
         let _ = journal::clear_temp(self.dest);
         if let Some(comm) = self.comm {
+            let mut told = 0;
             for node in 0..self.plan.nodes() {
                 match self.plan.writer(node) {
                     Some(writer) if writer != self.rank => {
                         comm.comm().process_at_rank(writer as i32).send_with_tag(&[0u8; 0][..], TAG_ABORT);
+                        told += 1;
                     }
                     _ => {}
                 }
             }
+            // The naive copy has no receivers to answer.
+            let told = if self.config.naive { 0 } else { told };
+            let deadline = Instant::now() + CLEAR_WAIT;
+            let mut cleared = 0;
+            while cleared < told && Instant::now() < deadline {
+                match comm.comm().any_process().immediate_matched_probe_with_tag(TAG_CLEARED) {
+                    Some((message, _)) => {
+                        message.matched_receive_into(&mut [0u8; 0][..]);
+                        cleared += 1;
+                    }
+                    None => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
         }
-        // Give every writer time to see the notice and clean up; a writer
-        // that sees it ends the job itself, usually well before this.
-        std::thread::sleep(Duration::from_secs(2));
         self.abort()
     }
 
-    /// Another rank failed: remove this node's temporary files, end the job.
+    /// Another rank failed: remove this node's temporary files, tell the
+    /// failing rank, and wait for it to end the job.
     fn stop_for(&self, failed_rank: i32) -> ! {
+        self.failing.store(true, Ordering::SeqCst);
         let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
         let _ = journal::clear_temp(self.dest);
         eprintln!(
             "error: rank {} (node {}): stopping because rank {failed_rank} failed; temporary files removed",
             self.rank, self.node
         );
+        if let Some(comm) = self.comm {
+            comm.comm().process_at_rank(failed_rank).send_with_tag(&[0u8; 0][..], TAG_CLEARED);
+        }
+        // The failing rank ends the job within CLEAR_WAIT; should it not
+        // (it died too), end it from here.
+        std::thread::sleep(CLEAR_WAIT + Duration::from_secs(5));
         self.abort()
     }
 
