@@ -122,6 +122,13 @@ impl NodeLocalSampler {
         self.per_rank
     }
 
+    /// The global sample ids on this rank's node, ascending: position `k`
+    /// is the `k`-th sample of a dataset over the node's files in manifest
+    /// order, so a node-local dataset maps an id back by binary search.
+    pub fn node_samples(&self) -> &[usize] {
+        &self.node_samples
+    }
+
     /// This rank's global sample ids for `epoch`.
     pub fn indices(&self, epoch: u64) -> Vec<usize> {
         let n = self.node_samples.len();
@@ -241,6 +248,8 @@ mod tests {
                     let ids = s.indices(1);
                     steps.insert(ids.len());
                     prop_assert!(ids.iter().all(|i| allowed.contains(i)));
+                    // The node's ids, ascending, are exactly its files' samples.
+                    prop_assert_eq!(s.node_samples(), allowed.iter().copied().collect::<Vec<_>>().as_slice());
                 }
             }
             prop_assert_eq!(steps.len(), 1);

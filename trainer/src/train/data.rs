@@ -2,7 +2,6 @@
 //! every rank can read (split into training and validation files), or what
 //! the stager placed in this node's local storage.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -38,7 +37,9 @@ pub enum DataSource {
 /// global sample ids, the dataset of this node's files in local ones.
 pub struct Remapped {
     inner: CosmoflowDataset,
-    local: HashMap<usize, usize>,
+    /// The global id of each local sample, ascending
+    /// ([`NodeLocalSampler::node_samples`]).
+    global: Vec<usize>,
 }
 
 impl Dataset for Remapped {
@@ -52,7 +53,8 @@ impl Dataset for Remapped {
         self.inner.y_len()
     }
     fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
-        let local = *self.local.get(&index).ok_or(DatasetError::OutOfRange { index, len: self.inner.len() })?;
+        let local =
+            self.global.binary_search(&index).map_err(|_| DatasetError::OutOfRange { index, len: self.inner.len() })?;
         self.inner.read_into(local, x, y)
     }
 }
@@ -204,20 +206,16 @@ pub fn open(
             let mine: Vec<usize> =
                 needs.get(topology.node).cloned().unwrap_or_default().into_iter().filter(|&f| counts[f] > 0).collect();
             let inner = CosmoflowDataset::from_manifest(&dir, &manifest, Some(&mine), transform).map_err(data_error)?;
-            let mut first = Vec::with_capacity(counts.len());
-            let mut next = 0usize;
-            for &n in &counts {
-                first.push(next);
-                next += n as usize;
+            if inner.len() != sampler.node_samples().len() {
+                return Err(TrainError::Data(format!(
+                    "node {} holds {} samples, the placement says {}",
+                    topology.node,
+                    inner.len(),
+                    sampler.node_samples().len()
+                )));
             }
-            let local: HashMap<usize, usize> = mine
-                .iter()
-                .flat_map(|&f| first[f]..first[f] + counts[f] as usize)
-                .enumerate()
-                .map(|(local, global)| (global, local))
-                .collect();
             let samples = sampler.per_rank() * world.size();
-            let dataset = Arc::new(TrainSet::Staged(Remapped { inner, local }));
+            let dataset = Arc::new(TrainSet::Staged(Remapped { inner, global: sampler.node_samples().to_vec() }));
             let train = TrainData { dataset, order: Box::new(move |e| sampler.indices(e)), shape, samples };
             let val = val.map(open_val).transpose()?;
             Ok((train, val))
