@@ -249,7 +249,8 @@ mod tests {
                     steps.insert(ids.len());
                     prop_assert!(ids.iter().all(|i| allowed.contains(i)));
                     // The node's ids, ascending, are exactly its files' samples.
-                    prop_assert_eq!(s.node_samples(), allowed.iter().copied().collect::<Vec<_>>().as_slice());
+                    let expected: Vec<usize> = allowed.iter().copied().collect();
+                    prop_assert_eq!(s.node_samples(), expected.as_slice());
                 }
             }
             prop_assert_eq!(steps.len(), 1);
