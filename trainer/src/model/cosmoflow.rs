@@ -251,10 +251,15 @@ impl Cosmoflow {
         let config = &self.config.0;
         let mut h = x.permute([0, 4, 1, 2, 3]);
         for (conv, layer) in self.convs.iter().zip(&config.convs) {
-            h = leaky_relu(conv.forward(h), LEAKY_SLOPE);
-            if layer.pool {
-                h = pool3d(h, config.pooling);
-            }
+            h = conv.forward(h);
+            h = match (layer.pool, config.pooling) {
+                // LeakyReLU is increasing, so it commutes with taking a
+                // maximum: applying it after the pool touches 8x fewer
+                // values, forward and backward (same values and gradients).
+                (true, Pooling::Max) => leaky_relu(pool3d(h, Pooling::Max), LEAKY_SLOPE),
+                (true, Pooling::Avg) => pool3d(leaky_relu(h, LEAKY_SLOPE), Pooling::Avg),
+                (false, _) => leaky_relu(h, LEAKY_SLOPE),
+            };
         }
         let [n, ..] = h.dims();
         let mut z: Tensor<2> = h.reshape([n as i64, -1]);
@@ -295,6 +300,31 @@ mod tests {
         assert_eq!(CosmoflowConfig::sc18_small().final_size(), Ok(2));
         assert!(matches!(CosmoflowConfig::mlperf(48).final_size(), Err(ConfigError::Size { layer: 4, size: 3, .. })));
         assert!(CosmoflowConfig::by_name("resnet").is_err());
+    }
+
+    #[test]
+    fn leaky_relu_commutes_with_max_pooling_in_values_and_gradients() {
+        let device = Device::flex().autodiff();
+        let dims = [2, 3, 4, 4, 4];
+        let n: usize = dims.iter().product();
+        let values: Vec<f32> = (0..n).map(|i| ((i * 7919 % 1009) as f32 - 504.5) / 97.0).collect();
+        let upstream: Vec<f32> = (0..n / 8).map(|i| (i % 5) as f32 - 2.0).collect();
+        let run = |pool_first: bool| {
+            let x = Tensor::<5>::from_data(TensorData::new(values.clone(), dims), &device).require_grad();
+            let y = if pool_first {
+                leaky_relu(pool3d(x.clone(), Pooling::Max), LEAKY_SLOPE)
+            } else {
+                pool3d(leaky_relu(x.clone(), LEAKY_SLOPE), Pooling::Max)
+            };
+            let up = Tensor::<5>::from_data(TensorData::new(upstream.clone(), y.dims()), &device);
+            let grads = (y.clone() * up).sum().backward();
+            let grad = x.grad(&grads).map(|g| g.into_data().try_into_vec_as::<f32>().unwrap_or_default());
+            (y.into_data().try_into_vec_as::<f32>().unwrap_or_default(), grad.unwrap_or_default())
+        };
+        let (after, before) = (run(true), run(false));
+        assert_eq!(after.0, before.0, "values");
+        assert_eq!(after.1, before.1, "gradients");
+        assert!(after.1.iter().any(|&g| g != 0.0));
     }
 
     #[test]
