@@ -359,10 +359,12 @@ fn work(
         };
         let started = Instant::now();
         let indices: Vec<usize> = order[number * batch..((number + 1) * batch).min(order.len())].to_vec();
+        // Room for a full batch from the start: a buffer first used for a
+        // short last batch keeps its place when it is reused for a full one.
         let mut out = buffers.take().unwrap_or_else(|| Batch {
             number,
             indices: Vec::new(),
-            x: Vec::new(),
+            x: Vec::with_capacity(batch * x_len),
             y: Vec::new(),
             y_offsets: Vec::new(),
         });

@@ -215,5 +215,8 @@ fn next_epoch_delivers_the_new_order_in_the_old_buffers() {
         loader.recycle(batch);
     }
     assert_eq!(seen, order);
-    assert!(reused >= 2, "only {reused} batches reused an old buffer");
+    // Every buffer of the first epoch was recycled, so the first batches of
+    // the next take them (how many there were depends on thread timing).
+    let expected = buffers.len().min(order.len().div_ceil(2));
+    assert!(reused >= expected, "only {reused} batches reused one of the {} old buffers", buffers.len());
 }
