@@ -158,6 +158,9 @@ impl Context<'_> {
         };
         let mut file = File::open(&path).unwrap_or_else(|e| fail(e));
         let mut out = direct.map(|d| self.create_temp(d.temp_dir, f));
+        if out.is_some() {
+            totals.lock().unwrap_or_else(|p| p.into_inner()).first_write.get_or_insert_with(Instant::now);
+        }
         let mut hash = StreamingChecksum::new();
         let chunk = self.config.chunk_size;
         let sends = self.plan.destinations(f).iter().any(|&node| self.plan.writer(node) != Some(self.rank));
