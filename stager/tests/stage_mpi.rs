@@ -119,6 +119,13 @@ fn check_policy(ranks_per_node: &str, nodes: usize, policy: &str) {
     assert_eq!(r["nodes"], nodes);
     // Every byte written on a node other than its reader's crossed MPI.
     assert!(r["bytes_moved_over_mpi"].as_u64().unwrap() <= written as u64);
+    // The phases are timed, whoever wrote (readers write their own node's
+    // copies; under `shard` on 1 rank per node nothing else is written).
+    let seconds = &r["seconds"];
+    for phase in ["read", "write", "total"] {
+        assert!(seconds[phase].as_f64().unwrap() > 0.0, "{policy}: {phase} took no time: {r}");
+    }
+    assert!(seconds["write"].as_f64().unwrap() <= seconds["total"].as_f64().unwrap(), "{r}");
 }
 
 #[test]
