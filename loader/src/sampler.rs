@@ -64,6 +64,8 @@ impl DistributedSampler {
 /// node's ranks, with the same step count on every rank of the job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeLocalSampler {
+    /// The manifest files placed on this rank's node, ascending.
+    node_files: Vec<usize>,
     /// Sample ids available to this rank's node, in file order.
     node_samples: Vec<usize>,
     /// Samples per rank per epoch, equal on every rank of the job.
@@ -109,6 +111,7 @@ impl NodeLocalSampler {
             Remainder::Drop => counts.min().unwrap_or(0),
         };
         Ok(NodeLocalSampler {
+            node_files: needs.get(node).cloned().unwrap_or_default(),
             node_samples: samples_of(node),
             per_rank,
             local_rank,
@@ -120,6 +123,12 @@ impl NodeLocalSampler {
     /// Samples per rank per epoch (the same on every rank).
     pub fn per_rank(&self) -> usize {
         self.per_rank
+    }
+
+    /// The manifest files placed on this rank's node (data files, sidecars
+    /// and files without samples alike), ascending.
+    pub fn node_files(&self) -> &[usize] {
+        &self.node_files
     }
 
     /// The global sample ids on this rank's node, ascending: position `k`
@@ -251,6 +260,7 @@ mod tests {
                     // The node's ids, ascending, are exactly its files' samples.
                     let expected: Vec<usize> = allowed.iter().copied().collect();
                     prop_assert_eq!(s.node_samples(), expected.as_slice());
+                    prop_assert_eq!(s.node_files(), files_here.as_slice());
                 }
             }
             prop_assert_eq!(steps.len(), 1);

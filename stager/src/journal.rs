@@ -36,6 +36,12 @@ pub fn temp_dir(dest: &Path) -> PathBuf {
     state_dir(dest).join("tmp")
 }
 
+/// The temporary file of manifest file `f` in `temp_dir` while a writer
+/// rank fills it (from its readers or from MPI: never both for one file).
+pub fn part_path(temp_dir: &Path, f: usize) -> PathBuf {
+    temp_dir.join(format!("{f}.part"))
+}
+
 /// Every journaled file of `dest` (all journals merged): path -> checksum.
 /// A torn last line (a crash mid-append) is ignored.
 pub fn load(dest: &Path) -> io::Result<HashMap<String, Checksum>> {

@@ -46,12 +46,11 @@ struct Chunk {
     len: usize,
 }
 
-/// What a writer rank writes itself, straight from its readers: the files
-/// it reads that its own node needs. Each piece goes to the temporary file
-/// right after it is read and hashed, while it is in cache, as `cp` does; a
-/// hand-over to the receiver thread would read the chunk again from memory.
+/// Where a writer rank's readers write the files they read that its own
+/// node needs. Each piece goes to the temporary file right after it is read
+/// and hashed, while it is in cache, as `cp` does; a hand-over to the
+/// receiver thread would read the chunk again from memory.
 struct Direct<'j> {
-    files: std::collections::HashSet<usize>,
     journal: &'j Mutex<Journal>,
     temp_dir: &'j Path,
 }
@@ -86,13 +85,11 @@ impl Context<'_> {
         if writes && let Err(e) = fs::create_dir_all(&temp_dir) {
             self.fail(format!("{}: creating {}: {e}", self.rank_label(), temp_dir.display()));
         }
-        let direct = journal.as_ref().map(|journal| Direct {
-            files: reads.iter().copied().filter(|f| node_files.contains(f)).collect(),
-            journal,
-            temp_dir: &temp_dir,
-        });
+        let direct = journal.as_ref().map(|journal| Direct { journal, temp_dir: &temp_dir });
+        // What this node needs from other ranks' reads (the rest its own
+        // readers write).
         let remote: Vec<usize> = match &direct {
-            Some(d) => node_files.iter().copied().filter(|f| !d.files.contains(f)).collect(),
+            Some(_) => node_files.iter().copied().filter(|&f| self.plan.reader(f) != Some(rank)).collect(),
             None => Vec::new(),
         };
         let reading = AtomicBool::new(true);
@@ -110,7 +107,8 @@ impl Context<'_> {
                         let begin = Instant::now();
                         let mut bytes = 0u64;
                         while let Some(&f) = reads.get(next.fetch_add(1, Ordering::Relaxed)) {
-                            bytes += self.read_file(f, &tx, budget, direct.filter(|d| d.files.contains(&f)), totals);
+                            let here = direct.filter(|_| self.plan.destinations(f).contains(&self.node));
+                            bytes += self.read_file(f, &tx, budget, here, totals);
                         }
                         let mut t = totals.lock().unwrap_or_else(|p| p.into_inner());
                         t.read += bytes;
@@ -236,7 +234,7 @@ impl Context<'_> {
                 std::thread::park();
             }
         }
-        let temp = temp_dir.join(format!("{f}.part"));
+        let temp = journal::part_path(temp_dir, f);
         match File::create(&temp) {
             Ok(file) => (file, temp),
             Err(e) => self.fail(format!("{}: creating {}: {e}", self.rank_label(), temp.display())),

@@ -45,7 +45,7 @@ impl NodeWriter<'_, '_> {
         let state = match self.open.entry(f) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
-                let temp = self.temp_dir.join(format!("{f}.part"));
+                let temp = journal::part_path(&self.temp_dir, f);
                 let file = File::create(&temp)
                     .map_err(|e| format!("{}: creating {}: {e}", ctx.rank_label(), temp.display()))?;
                 v.insert(OpenFile { file, temp, hash: StreamingChecksum::new() })

@@ -200,11 +200,7 @@ pub fn open(
                 Remainder::Drop,
             )
             .map_err(|e| TrainError::Data(e.to_string()))?;
-            let needs = manifest
-                .files_per_node(topology.nodes, *policy, *placement_seed)
-                .map_err(|e| TrainError::Data(e.to_string()))?;
-            let mine: Vec<usize> =
-                needs.get(topology.node).cloned().unwrap_or_default().into_iter().filter(|&f| counts[f] > 0).collect();
+            let mine: Vec<usize> = sampler.node_files().iter().copied().filter(|&f| counts[f] > 0).collect();
             let inner = CosmoflowDataset::from_manifest(&dir, &manifest, Some(&mine), transform).map_err(data_error)?;
             if inner.len() != sampler.node_samples().len() {
                 return Err(TrainError::Data(format!(
