@@ -84,7 +84,7 @@ fn manifest_scan(c: &mut Criterion) {
     group.bench_function("peer_raw_xxh3_in_memory", |b| {
         b.iter(|| {
             for d in &in_memory {
-                black_box(xxhash_rust::xxh3::xxh3_64(d));
+                black_box(twox_hash::XxHash3_64::oneshot(d));
             }
         })
     });
@@ -94,7 +94,7 @@ fn manifest_scan(c: &mut Criterion) {
                 for half in in_memory.chunks(in_memory.len().div_ceil(2)) {
                     s.spawn(move || {
                         for d in half {
-                            black_box(xxhash_rust::xxh3::xxh3_64(d));
+                            black_box(twox_hash::XxHash3_64::oneshot(d));
                         }
                     });
                 }

@@ -10,7 +10,9 @@ use std::path::Path;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use xxhash_rust::xxh3::Xxh3;
+use std::hash::Hasher as _;
+
+use twox_hash::XxHash3_64;
 
 /// Size of the reads used when hashing a file: large enough to amortise the
 /// syscall, small enough to stay in L2 while hashing.
@@ -23,7 +25,7 @@ pub struct Checksum(pub u64);
 impl Checksum {
     /// Digest of a byte slice.
     pub fn of(bytes: &[u8]) -> Self {
-        Checksum(xxhash_rust::xxh3::xxh3_64(bytes))
+        Checksum(XxHash3_64::oneshot(bytes))
     }
 }
 
@@ -70,7 +72,7 @@ impl<'de> Deserialize<'de> for Checksum {
 /// Streaming hasher that also counts bytes, for hashing while copying.
 #[derive(Clone, Default)]
 pub struct StreamingChecksum {
-    hasher: Xxh3,
+    hasher: XxHash3_64,
     bytes: u64,
 }
 
@@ -82,7 +84,7 @@ impl StreamingChecksum {
 
     /// Feed the next bytes.
     pub fn update(&mut self, bytes: &[u8]) {
-        self.hasher.update(bytes);
+        self.hasher.write(bytes);
         self.bytes += bytes.len() as u64;
     }
 
@@ -93,7 +95,7 @@ impl StreamingChecksum {
 
     /// The digest of everything fed so far.
     pub fn finish(&self) -> Checksum {
-        Checksum(self.hasher.digest())
+        Checksum(self.hasher.finish())
     }
 }
 
@@ -152,6 +154,22 @@ mod tests {
     fn malformed_checksum_text_is_rejected() {
         assert!("xyz".parse::<Checksum>().is_err());
         assert!("0123456789abcdeg".parse::<Checksum>().is_err());
+    }
+
+    /// Manifests store these digests: any change of hash implementation
+    /// must keep them (values from xxhash-rust 0.8 and the reference C
+    /// xxHash, `XXH3_64bits` with seed 0).
+    #[test]
+    fn digests_equal_the_reference_xxh3_64_values() {
+        let pattern: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        assert_eq!(Checksum::of(b"").to_string(), "2d06800538d394c2");
+        assert_eq!(Checksum::of(b"stagehand").to_string(), "b72154ae105619a3");
+        assert_eq!(Checksum::of(&pattern).to_string(), "8cf647b0a14f596a");
+        let mut streamed = StreamingChecksum::new();
+        for piece in pattern.chunks(12_345) {
+            streamed.update(piece);
+        }
+        assert_eq!(streamed.finish().to_string(), "8cf647b0a14f596a");
     }
 
     #[test]

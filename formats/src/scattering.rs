@@ -27,7 +27,7 @@
 //! ```
 
 use half::f16;
-use xxhash_rust::xxh3::xxh3_64;
+use twox_hash::XxHash3_64;
 
 const MAGIC: &[u8; 4] = b"SHSC";
 const VERSION: u8 = 1;
@@ -157,7 +157,7 @@ pub fn encode(
         out.extend_from_slice(&v.to_le_bytes());
     }
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&(xxh3_64(&payload) as u32).to_le_bytes());
+    out.extend_from_slice(&(XxHash3_64::oneshot(&payload) as u32).to_le_bytes());
     out.extend_from_slice(&payload);
     Ok(out)
 }
@@ -194,7 +194,7 @@ pub fn decode_header(bytes: &[u8]) -> Result<Header, ScatteringError> {
     if payload != (bytes.len() - HEADER_LEN) as u64 {
         return Err(error(20, format!("header says {payload} payload bytes, value has {}", bytes.len() - HEADER_LEN)));
     }
-    if u32_at(28) != xxh3_64(&bytes[HEADER_LEN..]) as u32 {
+    if u32_at(28) != XxHash3_64::oneshot(&bytes[HEADER_LEN..]) as u32 {
         return Err(error(HEADER_LEN, "payload checksum does not match (damaged value)"));
     }
     Ok(Header { shape, precision, compressed, payload })
@@ -321,7 +321,7 @@ mod tests {
         let mut bytes = encode(SHAPE, &cbed, &potential, Precision::F32, Compression::Zstd(3)).unwrap();
         // A payload that does not decompress, with a checksum that matches it.
         bytes[HEADER_LEN] ^= 0xff;
-        let check = (xxh3_64(&bytes[HEADER_LEN..]) as u32).to_le_bytes();
+        let check = (XxHash3_64::oneshot(&bytes[HEADER_LEN..]) as u32).to_le_bytes();
         bytes[28..32].copy_from_slice(&check);
         let e = decode(&bytes).unwrap_err();
         assert!(e.reason.contains("decompress"), "{e}");

@@ -117,13 +117,15 @@ pub fn glorot_uniform(shapes: &[Vec<usize>], seed: u64) -> Vec<Vec<f32>> {
 /// xxh3 of every value's bytes: equal on all ranks if and only if (up to
 /// hash collisions) the parameters are bit-identical.
 pub fn checksum(values: &[Vec<f32>]) -> u64 {
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    use std::hash::Hasher as _;
+    let mut hasher = twox_hash::XxHash3_64::new();
+    let mut bytes = Vec::new();
     for tensor in values {
-        for v in tensor {
-            hasher.update(&v.to_le_bytes());
-        }
+        bytes.clear();
+        bytes.extend(tensor.iter().flat_map(|v| v.to_le_bytes()));
+        hasher.write(&bytes);
     }
-    hasher.digest()
+    hasher.finish()
 }
 
 #[cfg(test)]
