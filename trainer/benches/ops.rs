@@ -4,7 +4,8 @@
 //! Times burn's ops at the shapes of the reduced MLPerf model
 //! (`mlperf-small`, batch 8, on burn's flex CPU backend with autodiff), each
 //! forward alone and forward + backward, median of 5:
-//! - `Conv3d` 3³ "same" per layer, backward with and without the input
+//! - `Conv3d` 3³ "same" per layer, burn's `conv3d` and our `conv3d_same`
+//!   (direct kernels where the volume is wide enough), backward with and without the input
 //!   gradient (the first layer needs only the weight gradient);
 //! - the 2³ max pool of [`pool3d`] and LeakyReLU after it.
 //!
@@ -20,6 +21,7 @@ use burn::tensor::activation::leaky_relu;
 use burn::tensor::module::conv3d;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Device, Tensor, TensorData};
+use trainer::model::conv_op::conv3d_same;
 use trainer::model::cosmoflow::CosmoflowConfig;
 use trainer::model::pool3d::{Pooling, pool3d};
 
@@ -48,8 +50,11 @@ fn main() {
     let config = CosmoflowConfig::mlperf_small();
     let batch = std::env::var("STAGEHAND_BENCH_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
     println!("# mlperf-small, batch {batch}: median ms of 5");
-    println!("{:<28} {:>9} {:>14} {:>12} {:>14}", "layer", "conv fwd", "conv fwd+bwd", "pool fwd+bwd", "leaky fwd+bwd");
-    let (mut total_needed, mut edge, mut c_in) = (0.0, config.input, config.channels);
+    println!(
+        "{:<20} {:>9} {:>13} {:>9} {:>12} {:>13} {:>13}",
+        "layer", "burn fwd", "burn fwd+bwd", "ours fwd", "ours fwd+bwd", "pool fwd+bwd", "leaky fwd+bwd"
+    );
+    let (mut total_burn, mut total_ours, mut edge, mut c_in) = (0.0, 0.0, config.input, config.channels);
     for (i, layer) in config.convs.iter().enumerate() {
         let c_out = layer.filters;
         let x = filled([batch, c_in, edge, edge, edge], &device);
@@ -61,16 +66,20 @@ fn main() {
         // Layer 0's input is data: autodiff computes no input gradient there.
         let input = if i == 0 { x.clone() } else { x.clone().require_grad() };
         let backward = millis(|| drop(conv(input.clone()).sum().backward()));
+        let ours = |x: Tensor<5>| conv3d_same(x, weight.clone(), Some(bias.clone()));
+        let our_forward = millis(|| drop(ours(x.clone()).into_data()));
+        let our_backward = millis(|| drop(ours(input.clone()).sum().backward()));
         let activations = filled([batch, c_out, edge, edge, edge], &device).require_grad();
         let pool = millis(|| drop(pool3d(activations.clone(), Pooling::Max).sum().backward()));
         let leaky = millis(|| drop(leaky_relu(activations.clone(), 0.3).sum().backward()));
         println!(
-            "{:<28} {forward:>9.1} {backward:>14.1} {pool:>12.1} {leaky:>14.1}",
+            "{:<20} {forward:>9.1} {backward:>13.1} {our_forward:>9.1} {our_backward:>12.1} {pool:>13.1} {leaky:>13.1}",
             format!("{i}: {c_in}->{c_out} at {edge}^3")
         );
-        total_needed += backward + pool + leaky;
+        total_burn += backward + pool + leaky;
+        total_ours += our_backward + pool + leaky;
         c_in = c_out;
         edge /= 2;
     }
-    println!("sum of the layers' fwd+bwd: {total_needed:.1} ms");
+    println!("sum of the layers' fwd+bwd: {total_burn:.1} ms with burn's conv3d, {total_ours:.1} ms with conv3d_same");
 }

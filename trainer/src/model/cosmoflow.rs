@@ -22,6 +22,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::conv_op::conv3d_same;
 use super::pool3d::{Pooling, pool3d};
 
 /// Negative slope of every LeakyReLU (Keras `LeakyReLU(alpha=0.3)`).
@@ -251,7 +252,10 @@ impl Cosmoflow {
         let config = &self.config.0;
         let mut h = x.permute([0, 4, 1, 2, 3]);
         for (conv, layer) in self.convs.iter().zip(&config.convs) {
-            h = conv.forward(h);
+            h = match layer.stride {
+                1 => conv3d_same(h, conv.weight.val(), conv.bias.as_ref().map(|b| b.val())),
+                _ => conv.forward(h),
+            };
             h = match (layer.pool, config.pooling) {
                 // LeakyReLU is increasing, so it commutes with taking a
                 // maximum: applying it after the pool touches 8x fewer

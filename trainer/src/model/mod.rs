@@ -2,5 +2,7 @@
 //! module whose code does not name a backend, so a GPU device can be
 //! switched on later.
 
+pub mod conv_op;
 pub mod cosmoflow;
+pub mod direct_conv;
 pub mod pool3d;
