@@ -109,10 +109,143 @@ pub fn input_grad(shape: &ConvShape, weight: &[f32], out_grad: &[f32]) -> Vec<f3
     x_grad
 }
 
+/// Output channels computed together by the 3³ forward kernel: each input
+/// row loaded feeds all of them.
+const CO_BLOCK: usize = 4;
+
 fn forward_padded(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[f32]>, y: &mut [f32]) {
-    y.par_chunks_mut(shape.voxels()).enumerate().for_each(|(plane, out)| {
-        with_wide_vectors(|| forward_plane(shape, padded, weight, bias, plane, out));
+    let voxels = shape.voxels();
+    let block = if shape.kernel == 3 { CO_BLOCK } else { 1 };
+    y.par_chunks_mut(shape.c_out * voxels).enumerate().for_each(|(n, sample)| {
+        sample.par_chunks_mut(block * voxels).enumerate().for_each(|(b, out)| {
+            let co = b * block;
+            forward_block_wide(shape, padded, weight, bias, n, co, out);
+        });
     });
+}
+
+/// Output planes `co..` of sample `n`.
+#[inline(always)]
+fn forward_block(
+    shape: &ConvShape,
+    padded: &[f32],
+    weight: &[f32],
+    bias: Option<&[f32]>,
+    n: usize,
+    co: usize,
+    out: &mut [f32],
+) {
+    match shape.kernel {
+        3 => forward_block_3(shape, padded, weight, bias, n, co, out),
+        _ => {
+            let voxels = shape.voxels();
+            for (j, plane) in out.chunks_mut(voxels).enumerate() {
+                forward_plane(shape, padded, weight, bias, n, co + j, plane);
+            }
+        }
+    }
+}
+
+/// Output planes `co..` of sample `n` for a 3³ kernel, in register-sized
+/// tiles of up to [`CO_BLOCK`] channels × 16 voxels of a row. Same
+/// summation order as [`forward_plane`].
+#[inline(always)]
+fn forward_block_3(
+    shape: &ConvShape,
+    padded: &[f32],
+    weight: &[f32],
+    bias: Option<&[f32]>,
+    n: usize,
+    co: usize,
+    out: &mut [f32],
+) {
+    let [d, h, w] = shape.volume;
+    let voxels = d * h * w;
+    let channels = out.len() / voxels;
+    if channels != CO_BLOCK {
+        for j in 0..channels {
+            forward_plane(shape, padded, weight, bias, n, co + j, &mut out[j * voxels..][..voxels]);
+        }
+        return;
+    }
+    let mut x = 0;
+    while x < w {
+        let left = w - x;
+        if left >= 2 * LANES {
+            forward_tile_3::<2, LANES>(shape, padded, weight, bias, n, co, x, out);
+            x += 2 * LANES;
+        } else if left >= LANES {
+            forward_tile_3::<1, LANES>(shape, padded, weight, bias, n, co, x, out);
+            x += LANES;
+        } else {
+            forward_tile_3::<1, 1>(shape, padded, weight, bias, n, co, x, out);
+            x += 1;
+        }
+    }
+}
+
+/// `L` values from the start of `s`, as one vector register's worth.
+#[inline(always)]
+fn load<const L: usize>(s: &[f32]) -> [f32; L] {
+    let mut v = [0.0; L];
+    v.copy_from_slice(&s[..L]);
+    v
+}
+
+/// Columns `x..x + V·L` of every row of output planes `co..co + CO_BLOCK`:
+/// `CO_BLOCK × V` accumulators of `L` lanes, each input row loaded once (at
+/// shifts 0, 1, 2) for all of them.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn forward_tile_3<const V: usize, const L: usize>(
+    shape: &ConvShape,
+    padded: &[f32],
+    weight: &[f32],
+    bias: Option<&[f32]>,
+    n: usize,
+    co: usize,
+    x: usize,
+    out: &mut [f32],
+) {
+    let [d, h, w] = shape.volume;
+    let [pd, ph, pw] = shape.padded();
+    let c_in = shape.c_in;
+    let input = &padded[n * c_in * pd * ph * pw..][..c_in * pd * ph * pw];
+    let taps = |j: usize, ci: usize, kd: usize, kh: usize| -> [f32; 3] {
+        load(&weight[((((co + j) * c_in + ci) * 3 + kd) * 3 + kh) * 3..])
+    };
+    for z in 0..d {
+        for yy in 0..h {
+            let mut acc = [[[0.0f32; L]; V]; CO_BLOCK];
+            for (j, a) in acc.iter_mut().enumerate() {
+                *a = [[bias.map_or(0.0, |b| b[co + j]); L]; V];
+            }
+            for ci in 0..c_in {
+                for kd in 0..3 {
+                    for kh in 0..3 {
+                        let at = ((ci * pd + z + kd) * ph + yy + kh) * pw + x;
+                        let row = &input[at..at + V * L + 2];
+                        let r: [[[f32; L]; 3]; V] =
+                            std::array::from_fn(|v| std::array::from_fn(|s| load(&row[v * L + s..])));
+                        for (j, a) in acc.iter_mut().enumerate() {
+                            let [t0, t1, t2] = taps(j, ci, kd, kh);
+                            for v in 0..V {
+                                for l in 0..L {
+                                    a[v][l] = a[v][l] + t0 * r[v][0][l] + t1 * r[v][1][l] + t2 * r[v][2][l];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            for (j, a) in acc.iter().enumerate() {
+                let dst = &mut out[((j * d + z) * h + yy) * w + x..][..V * L];
+                for (v, lanes) in a.iter().enumerate() {
+                    dst[v * L..][..L].copy_from_slice(lanes);
+                }
+            }
+        }
+    }
 }
 
 /// One output plane (sample `n`, output channel `co`) of the forward pass.
@@ -122,14 +255,14 @@ fn forward_plane(
     padded: &[f32],
     weight: &[f32],
     bias: Option<&[f32]>,
-    plane: usize,
+    n: usize,
+    co: usize,
     out: &mut [f32],
 ) {
     let [d, h, w] = shape.volume;
     let [pd, ph, pw] = shape.padded();
     let k = shape.kernel;
-    let (c_in, c_out) = (shape.c_in, shape.c_out);
-    let (n, co) = (plane / c_out, plane % c_out);
+    let c_in = shape.c_in;
     out.fill(bias.map_or(0.0, |b| b[co]));
     for ci in 0..c_in {
         let input = &padded[(n * c_in + ci) * pd * ph * pw..][..pd * ph * pw];
@@ -148,27 +281,52 @@ fn forward_plane(
     }
 }
 
-/// Run `body` (whose inner loops are `#[inline(always)]`) compiled for
-/// AVX2 when the CPU has it: a portable build targets SSE2, half the width.
-/// The arithmetic is the same either way (no fused multiply-add), so results
-/// do not depend on the CPU.
-#[inline(always)]
-fn with_wide_vectors(body: impl FnOnce()) {
+/// Whether to run the kernels compiled for AVX2: a portable build targets
+/// SSE2, half the vector width. The arithmetic is the same either way (no
+/// fused multiply-add), so results do not depend on the CPU.
+fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        #[target_feature(enable = "avx2")]
-        fn avx2(body: impl FnOnce()) {
-            body();
-        }
-        // SAFETY: the CPU supports AVX2, checked just above.
-        #[allow(unsafe_code)]
-        unsafe {
-            avx2(body);
-        }
-        return;
-    }
-    body();
+    return std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(not(target_arch = "x86_64"))]
+    return false;
 }
+
+/// `$name(args)` runs `$body(args)` (an `#[inline(always)]` function, so
+/// compiled into it) with AVX2 enabled when the CPU has it.
+macro_rules! wide {
+    ($name:ident, $body:ident, ($($arg:ident: $ty:ty),*)) => {
+        #[allow(clippy::too_many_arguments)]
+        fn $name($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2")]
+                #[allow(clippy::too_many_arguments)]
+                fn avx2($($arg: $ty),*) {
+                    $body($($arg),*)
+                }
+                if has_avx2() {
+                    // SAFETY: the CPU supports AVX2, checked just above.
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        avx2($($arg),*)
+                    };
+                    return;
+                }
+            }
+            $body($($arg),*)
+        }
+    };
+}
+
+wide!(forward_block_wide, forward_block, (
+    shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[f32]>, n: usize, co: usize, out: &mut [f32]
+));
+wide!(weight_grad_block_3_wide, weight_grad_block_3, (
+    shape: &ConvShape, padded: &[f32], out_grad: &[f32], co: usize, ci: usize, out: &mut [[f32; 27]; CO_BLOCK]
+));
+wide!(weight_grad_pair_wide, weight_grad_pair, (
+    shape: &ConvShape, padded: &[f32], out_grad: &[f32], pair: usize, out: &mut [f32]
+));
 
 /// `dst[i] += Σ_j taps[j] · row[i + j]`, in order of `j`.
 #[inline(always)]
@@ -195,10 +353,85 @@ fn add_row_taps(dst: &mut [f32], row: &[f32], taps: &[f32]) {
 pub fn weight_grad(shape: &ConvShape, x: &[f32], out_grad: &[f32]) -> Vec<f32> {
     let padded = pad(shape, shape.c_in, x);
     let mut grad = vec![0.0; shape.weight_len()];
+    if shape.kernel == 3 && shape.c_out % CO_BLOCK == 0 {
+        let (c_in, blocks) = (shape.c_in, shape.c_out / CO_BLOCK);
+        let tiles: Vec<[[f32; 27]; CO_BLOCK]> = (0..blocks * c_in)
+            .into_par_iter()
+            .map(|t| {
+                let mut tile = [[0.0; 27]; CO_BLOCK];
+                weight_grad_block_3_wide(shape, &padded, out_grad, t / c_in * CO_BLOCK, t % c_in, &mut tile);
+                tile
+            })
+            .collect();
+        for (t, tile) in tiles.iter().enumerate() {
+            let (co, ci) = (t / c_in * CO_BLOCK, t % c_in);
+            for (j, taps) in tile.iter().enumerate() {
+                grad[((co + j) * c_in + ci) * 27..][..27].copy_from_slice(taps);
+            }
+        }
+        return grad;
+    }
     grad.par_chunks_mut(shape.kernel.pow(3)).enumerate().for_each(|(pair, out)| {
-        with_wide_vectors(|| weight_grad_pair(shape, &padded, out_grad, pair, out));
+        weight_grad_pair_wide(shape, &padded, out_grad, pair, out);
     });
     grad
+}
+
+/// The 3³ weight gradient of output channels `co..co + CO_BLOCK` from input
+/// channel `ci`: each input row is loaded once (at shifts 0, 1, 2) for all
+/// of them. Same summation order as [`weight_grad_pair`].
+#[inline(always)]
+fn weight_grad_block_3(
+    shape: &ConvShape,
+    padded: &[f32],
+    out_grad: &[f32],
+    co: usize,
+    ci: usize,
+    out: &mut [[f32; 27]; CO_BLOCK],
+) {
+    let [d, h, w] = shape.volume;
+    let [pd, ph, pw] = shape.padded();
+    let (c_in, c_out, voxels) = (shape.c_in, shape.c_out, d * h * w);
+    let full = w - w % LANES;
+    for kd in 0..3 {
+        for kh in 0..3 {
+            let mut acc = [[[0.0f32; LANES]; 3]; CO_BLOCK];
+            for n in 0..shape.batch {
+                let input = &padded[(n * c_in + ci) * pd * ph * pw..][..pd * ph * pw];
+                let dy: [&[f32]; CO_BLOCK] =
+                    std::array::from_fn(|j| &out_grad[(n * c_out + co + j) * voxels..][..voxels]);
+                for z in 0..d {
+                    for yy in 0..h {
+                        let row = &input[((z + kd) * ph + yy + kh) * pw..][..pw];
+                        let at = (z * h + yy) * w;
+                        for c in (0..full).step_by(LANES) {
+                            let r: [[f32; LANES]; 3] = std::array::from_fn(|s| load(&row[c + s..]));
+                            for (j, a) in acc.iter_mut().enumerate() {
+                                let g: [f32; LANES] = load(&dy[j][at + c..]);
+                                for (s, lanes) in a.iter_mut().enumerate() {
+                                    for l in 0..LANES {
+                                        lanes[l] += g[l] * r[s][l];
+                                    }
+                                }
+                            }
+                        }
+                        for i in full..w {
+                            for (j, a) in acc.iter_mut().enumerate() {
+                                for (s, lanes) in a.iter_mut().enumerate() {
+                                    lanes[i - full] += dy[j][at + i] * row[i + s];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            for (j, a) in acc.iter().enumerate() {
+                for (s, lanes) in a.iter().enumerate() {
+                    out[j][(kd * 3 + kh) * 3 + s] = lanes.iter().sum();
+                }
+            }
+        }
+    }
 }
 
 /// The weight gradient of one (output, input) channel pair.
@@ -239,8 +472,9 @@ fn dot_taps_into_lanes(lanes: &mut [[f32; LANES]], a: &[f32], row: &[f32]) {
     if let [l0, l1, l2] = lanes {
         let (mut v0, mut v1, mut v2) = (*l0, *l1, *l2);
         for c in (0..full).step_by(LANES) {
-            let (xa, r0, r1, r2) =
-                (&a[c..c + LANES], &row[c..c + LANES], &row[c + 1..c + 1 + LANES], &row[c + 2..c + 2 + LANES]);
+            let xa: [f32; LANES] = load(&a[c..]);
+            let (r0, r1, r2): ([f32; LANES], [f32; LANES], [f32; LANES]) =
+                (load(&row[c..]), load(&row[c + 1..]), load(&row[c + 2..]));
             for l in 0..LANES {
                 v0[l] += xa[l] * r0[l];
                 v1[l] += xa[l] * r1[l];
@@ -350,12 +584,39 @@ mod tests {
         }
     }
 
-    const SHAPES: [ConvShape; 4] = [
+    const SHAPES: [ConvShape; 6] = [
         ConvShape { batch: 2, c_in: 3, c_out: 4, volume: [5, 6, 11], kernel: 3 },
+        ConvShape { batch: 1, c_in: 2, c_out: 8, volume: [3, 2, 31], kernel: 3 },
+        ConvShape { batch: 2, c_in: 2, c_out: 6, volume: [2, 3, 16], kernel: 3 },
         ConvShape { batch: 1, c_in: 2, c_out: 3, volume: [4, 4, 4], kernel: 1 },
         ConvShape { batch: 2, c_in: 2, c_out: 2, volume: [6, 5, 9], kernel: 5 },
         ConvShape { batch: 3, c_in: 1, c_out: 2, volume: [2, 2, 2], kernel: 3 },
     ];
+
+    /// The register-blocked 3³ paths add in the same order as the plain
+    /// per-plane ones, so they agree to the bit.
+    #[test]
+    fn blocked_kernels_equal_the_plain_ones_bit_for_bit() {
+        let shape = ConvShape { batch: 2, c_in: 3, c_out: 8, volume: [3, 4, 21], kernel: 3 };
+        let (x, weight, bias, g) = (
+            values(shape.input_len(), 7),
+            values(shape.weight_len(), 8),
+            values(shape.c_out, 9),
+            values(shape.output_len(), 10),
+        );
+        let padded = pad(&shape, shape.c_in, &x);
+        let voxels: usize = shape.volume.iter().product();
+        let mut plain = vec![0.0; shape.output_len()];
+        for (plane, out) in plain.chunks_mut(voxels).enumerate() {
+            forward_plane(&shape, &padded, &weight, Some(&bias), plane / shape.c_out, plane % shape.c_out, out);
+        }
+        assert_eq!(forward(&shape, &x, &weight, Some(&bias)), plain);
+        let mut plain = vec![0.0; shape.weight_len()];
+        for (pair, out) in plain.chunks_mut(27).enumerate() {
+            weight_grad_pair(&shape, &padded, &g, pair, out);
+        }
+        assert_eq!(weight_grad(&shape, &x, &g), plain);
+    }
 
     #[test]
     fn forward_matches_the_definition() {
