@@ -353,7 +353,7 @@ fn add_row_taps(dst: &mut [f32], row: &[f32], taps: &[f32]) {
 pub fn weight_grad(shape: &ConvShape, x: &[f32], out_grad: &[f32]) -> Vec<f32> {
     let padded = pad(shape, shape.c_in, x);
     let mut grad = vec![0.0; shape.weight_len()];
-    if shape.kernel == 3 && shape.c_out % CO_BLOCK == 0 {
+    if shape.kernel == 3 && shape.c_out.is_multiple_of(CO_BLOCK) {
         let (c_in, blocks) = (shape.c_in, shape.c_out / CO_BLOCK);
         let tiles: Vec<[[f32; 27]; CO_BLOCK]> = (0..blocks * c_in)
             .into_par_iter()
