@@ -11,13 +11,13 @@ use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
-use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Flex, TensorMetadata};
 use burn::tensor::module::conv3d;
 use burn::tensor::ops::ConvOptions;
-use burn::tensor::{Shape, Tensor, TensorData};
+use burn::tensor::{Shape, Tensor};
 
 use super::direct_conv::{self, ConvShape};
+use super::flex::{AutodiffTensor, OnFlex, flex, on_flex, values};
 
 /// Narrowest volume (in voxels along `w`) given to the direct kernels:
 /// below it burn's GEMM wins (`cargo bench -p stagehand-trainer --bench ops`).
@@ -55,47 +55,11 @@ fn direct(x: &Tensor<5>, weight: &Tensor<5>, bias: Option<&Tensor<1>>) -> Option
     Some(y)
 }
 
-/// A tensor on burn's Flex backend, with or without autodiff.
-enum OnFlex {
-    Plain(FlexTensor),
-    Autodiff(AutodiffTensor),
-}
-
-impl OnFlex {
-    fn lift(self) -> AutodiffTensor {
-        match self {
-            OnFlex::Plain(t) => AutodiffTensor::new(t),
-            OnFlex::Autodiff(t) => t,
-        }
-    }
-}
-
-fn on_flex<const D: usize>(t: &Tensor<D>) -> Option<OnFlex> {
-    if let Ok(p) = t.clone().try_into_primitive::<Autodiff<Flex>>() {
-        return Some(OnFlex::Autodiff(p));
-    }
-    t.clone().try_into_primitive::<Flex>().ok().map(OnFlex::Plain)
-}
-
-/// The values of a Flex tensor, in row-major order.
-fn values(t: &FlexTensor) -> Vec<f32> {
-    match t.as_slice::<f32>() {
-        Some(v) => v.to_vec(),
-        None => t.to_contiguous().as_slice::<f32>().map(<[f32]>::to_vec).unwrap_or_default(),
-    }
-}
-
-fn flex(values: Vec<f32>, shape: Shape) -> FlexTensor {
-    FlexTensor::from_data(TensorData::new(values, shape))
-}
-
 fn forward(shape: &ConvShape, x: &FlexTensor, weight: &FlexTensor, bias: &FlexTensor) -> FlexTensor {
     let [d, h, w] = shape.volume;
     let y = direct_conv::forward(shape, &values(x), &values(weight), Some(&values(bias)));
     flex(y, Shape::new([shape.batch, shape.c_out, d, h, w]))
 }
-
-type AutodiffTensor = FloatTensor<Autodiff<Flex>>;
 
 #[derive(Debug)]
 struct DirectConvBackward;
@@ -143,7 +107,7 @@ fn tracked(shape: ConvShape, x: AutodiffTensor, weight: AutodiffTensor, bias: Au
 
 #[cfg(test)]
 mod tests {
-    use burn::tensor::Device;
+    use burn::tensor::{Device, TensorData};
 
     use super::*;
 

@@ -5,4 +5,6 @@
 pub mod conv_op;
 pub mod cosmoflow;
 pub mod direct_conv;
+pub mod direct_pool;
+mod flex;
 pub mod pool3d;
