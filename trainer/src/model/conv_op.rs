@@ -69,7 +69,8 @@ impl Backward<Flex, 3> for DirectConvBackward {
 
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
         let [node_x, node_weight, node_bias] = ops.parents;
-        let out_grad = values(&grads.consume::<Flex>(&ops.node));
+        let out_grad = grads.consume::<Flex>(&ops.node);
+        let out_grad = values(&out_grad);
         let (x_state, weight_state, shape) = ops.state;
         let x: FlexTensor = checkpointer.retrieve_node_output(x_state);
         let weight: FlexTensor = checkpointer.retrieve_node_output(weight_state);

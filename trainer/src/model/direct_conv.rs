@@ -11,7 +11,8 @@
 //! rows: the inner loops run over contiguous `w` and vectorise.
 //!
 //! Summation order is fixed (it does not depend on the thread count or the
-//! CPU's vector width), so results are bit-reproducible on any machine.
+//! CPU's vector width) and every multiply-add is fused, so results are
+//! bit-reproducible on any machine.
 
 use rayon::prelude::*;
 
@@ -231,7 +232,8 @@ fn forward_tile_3<const V: usize, const L: usize>(
                             let [t0, t1, t2] = taps(j, ci, kd, kh);
                             for v in 0..V {
                                 for l in 0..L {
-                                    a[v][l] = a[v][l] + t0 * r[v][0][l] + t1 * r[v][1][l] + t2 * r[v][2][l];
+                                    a[v][l] =
+                                        t2.mul_add(r[v][2][l], t1.mul_add(r[v][1][l], t0.mul_add(r[v][0][l], a[v][l])));
                                 }
                             }
                         }
@@ -281,31 +283,32 @@ fn forward_plane(
     }
 }
 
-/// Whether to run the kernels compiled for AVX2: a portable build targets
-/// SSE2, half the vector width. The arithmetic is the same either way (no
-/// fused multiply-add), so results do not depend on the CPU.
-fn has_avx2() -> bool {
+/// Whether to run the kernels compiled for AVX2 and FMA: a portable build
+/// targets SSE2, half the vector width, and computes `mul_add` in software
+/// (slowly, but with the same result). Every multiply-add is fused on every
+/// CPU, so results do not depend on the CPU.
+fn has_avx2_fma() -> bool {
     #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("avx2");
+    return std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
     #[cfg(not(target_arch = "x86_64"))]
     return false;
 }
 
 /// `$name(args)` runs `$body(args)` (an `#[inline(always)]` function, so
-/// compiled into it) with AVX2 enabled when the CPU has it.
+/// compiled into it) with AVX2 and FMA enabled when the CPU has them.
 macro_rules! wide {
     ($name:ident, $body:ident, ($($arg:ident: $ty:ty),*)) => {
         #[allow(clippy::too_many_arguments)]
         fn $name($($arg: $ty),*) {
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx2")]
+                #[target_feature(enable = "avx2,fma")]
                 #[allow(clippy::too_many_arguments)]
                 fn avx2($($arg: $ty),*) {
                     $body($($arg),*)
                 }
-                if has_avx2() {
-                    // SAFETY: the CPU supports AVX2, checked just above.
+                if has_avx2_fma() {
+                    // SAFETY: the CPU supports AVX2 and FMA, checked just above.
                     #[allow(unsafe_code)]
                     unsafe {
                         avx2($($arg),*)
@@ -335,12 +338,12 @@ fn add_row_taps(dst: &mut [f32], row: &[f32], taps: &[f32]) {
     if let &[t0, t1, t2] = taps {
         let (r0, r1, r2) = (&row[..w], &row[1..w + 1], &row[2..w + 2]);
         for i in 0..w {
-            dst[i] = dst[i] + t0 * r0[i] + t1 * r1[i] + t2 * r2[i];
+            dst[i] = t2.mul_add(r2[i], t1.mul_add(r1[i], t0.mul_add(r0[i], dst[i])));
         }
     } else {
         for (j, &t) in taps.iter().enumerate() {
             for (o, r) in dst.iter_mut().zip(&row[j..j + w]) {
-                *o += t * r;
+                *o = t.mul_add(*r, *o);
             }
         }
     }
@@ -410,7 +413,7 @@ fn weight_grad_block_3(
                                 let g: [f32; LANES] = load(&dy[j][at + c..]);
                                 for (s, lanes) in a.iter_mut().enumerate() {
                                     for l in 0..LANES {
-                                        lanes[l] += g[l] * r[s][l];
+                                        lanes[l] = g[l].mul_add(r[s][l], lanes[l]);
                                     }
                                 }
                             }
@@ -418,7 +421,7 @@ fn weight_grad_block_3(
                         for i in full..w {
                             for (j, a) in acc.iter_mut().enumerate() {
                                 for (s, lanes) in a.iter_mut().enumerate() {
-                                    lanes[i - full] += dy[j][at + i] * row[i + s];
+                                    lanes[i - full] = dy[j][at + i].mul_add(row[i + s], lanes[i - full]);
                                 }
                             }
                         }
@@ -476,26 +479,26 @@ fn dot_taps_into_lanes(lanes: &mut [[f32; LANES]], a: &[f32], row: &[f32]) {
             let (r0, r1, r2): ([f32; LANES], [f32; LANES], [f32; LANES]) =
                 (load(&row[c..]), load(&row[c + 1..]), load(&row[c + 2..]));
             for l in 0..LANES {
-                v0[l] += xa[l] * r0[l];
-                v1[l] += xa[l] * r1[l];
-                v2[l] += xa[l] * r2[l];
+                v0[l] = xa[l].mul_add(r0[l], v0[l]);
+                v1[l] = xa[l].mul_add(r1[l], v1[l]);
+                v2[l] = xa[l].mul_add(r2[l], v2[l]);
             }
         }
         for i in full..w {
-            v0[i - full] += a[i] * row[i];
-            v1[i - full] += a[i] * row[i + 1];
-            v2[i - full] += a[i] * row[i + 2];
+            v0[i - full] = a[i].mul_add(row[i], v0[i - full]);
+            v1[i - full] = a[i].mul_add(row[i + 1], v1[i - full]);
+            v2[i - full] = a[i].mul_add(row[i + 2], v2[i - full]);
         }
         (*l0, *l1, *l2) = (v0, v1, v2);
     } else {
         for (j, l) in lanes.iter_mut().enumerate() {
             for c in (0..full).step_by(LANES) {
                 for i in 0..LANES {
-                    l[i] += a[c + i] * row[c + j + i];
+                    l[i] = a[c + i].mul_add(row[c + j + i], l[i]);
                 }
             }
             for i in full..w {
-                l[i - full] += a[i] * row[i + j];
+                l[i - full] = a[i].mul_add(row[i + j], l[i - full]);
             }
         }
     }

@@ -2,6 +2,8 @@
 //! backend: find out whether a tensor lives there (with or without
 //! autodiff), read its values, build tensors from ours.
 
+use std::borrow::Cow;
+
 use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Flex};
@@ -34,11 +36,12 @@ pub(crate) fn on_flex<const D: usize>(t: &Tensor<D>) -> Option<OnFlex> {
     t.clone().try_into_primitive::<Flex>().ok().map(OnFlex::Plain)
 }
 
-/// The values of a Flex tensor, in row-major order.
-pub(crate) fn values(t: &FlexTensor) -> Vec<f32> {
+/// The values of a Flex tensor, in row-major order: borrowed when it is
+/// contiguous (no copy), copied otherwise.
+pub(crate) fn values(t: &FlexTensor) -> Cow<'_, [f32]> {
     match t.as_slice::<f32>() {
-        Some(v) => v.to_vec(),
-        None => t.to_contiguous().as_slice::<f32>().map(<[f32]>::to_vec).unwrap_or_default(),
+        Some(v) => Cow::Borrowed(v),
+        None => Cow::Owned(t.to_contiguous().as_slice::<f32>().map(<[f32]>::to_vec).unwrap_or_default()),
     }
 }
 

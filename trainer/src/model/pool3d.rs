@@ -82,7 +82,8 @@ impl Backward<Flex, 1> for MaxPoolBackward {
 
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
         let [node] = ops.parents;
-        let grad = values(&grads.consume::<Flex>(&ops.node));
+        let grad = grads.consume::<Flex>(&ops.node);
+        let grad = values(&grad);
         let (arg, volume, shape) = ops.state;
         if let Some(node) = node {
             grads.register::<Flex>(node.id, flex(direct_pool::max_backward(volume, &arg, &grad), shape));
@@ -98,7 +99,8 @@ impl Backward<Flex, 1> for AvgPoolBackward {
 
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
         let [node] = ops.parents;
-        let grad = values(&grads.consume::<Flex>(&ops.node));
+        let grad = grads.consume::<Flex>(&ops.node);
+        let grad = values(&grad);
         let (volume, shape) = ops.state;
         if let Some(node) = node {
             grads.register::<Flex>(node.id, flex(direct_pool::avg_backward(volume, &grad), shape));
