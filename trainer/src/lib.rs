@@ -27,6 +27,7 @@
 pub mod checkpoint;
 pub mod exchange;
 pub mod fusion;
+pub mod memory;
 pub mod model;
 pub mod optim;
 pub mod params;

@@ -269,6 +269,7 @@ fn train(world: &World, args: &TrainArgs) -> anyhow::Result<()> {
 }
 
 fn main() {
+    trainer::memory::keep_freed_memory();
     let cli = Cli::parse();
     let Command::Train(args) = cli.command;
     // Check the arguments before MPI starts, so a typo fails with one line.
