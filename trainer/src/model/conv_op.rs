@@ -37,10 +37,12 @@ pub fn conv3d_same(x: Tensor<5>, weight: Tensor<5>, bias: Option<Tensor<1>>) -> 
 /// The convolution through the direct kernels, if they apply.
 fn direct(x: &Tensor<5>, weight: &Tensor<5>, bias: Option<&Tensor<1>>) -> Option<Tensor<5>> {
     let [batch, c_in, d, h, w] = x.dims();
-    let [c_out, _, k, _, _] = weight.dims();
+    let [c_out, weight_c_in, k, k_h, k_w] = weight.dims();
     let shape = ConvShape { batch, c_in, c_out, volume: [d, h, w], kernel: k };
     let bias = bias?;
-    if k % 2 == 0 || w < MIN_DIRECT_WIDTH {
+    // Anything the kernels do not cover, or shapes that do not fit together
+    // (burn's conv3d then reports them), goes to burn.
+    if k % 2 == 0 || k_h != k || k_w != k || weight_c_in != c_in || bias.dims() != [c_out] || w < MIN_DIRECT_WIDTH {
         return None;
     }
     let (xp, wp, bp) = (on_flex(x)?, on_flex(weight)?, on_flex(bias)?);
@@ -178,6 +180,13 @@ mod tests {
     fn narrow_volumes_even_kernels_and_no_bias_go_to_burn() {
         let device = Device::flex().autodiff();
         let bias = filled([2], 7, &device);
+        let x = filled([1, 2, 3, 3, MIN_DIRECT_WIDTH], 5, &device);
+        let flat = filled([2, 2, 3, 3, 1], 6, &device);
+        let wrong_inputs = filled([2, 3, 3, 3, 3], 6, &device);
+        let cubic = filled([2, 2, 3, 3, 3], 6, &device);
+        assert!(direct(&x, &flat, Some(&bias)).is_none());
+        assert!(direct(&x, &wrong_inputs, Some(&bias)).is_none());
+        assert!(direct(&x, &cubic, Some(&filled([3], 7, &device))).is_none());
         let narrow = filled([1, 2, 3, 3, MIN_DIRECT_WIDTH / 2], 5, &device);
         let wide = filled([1, 2, 3, 3, MIN_DIRECT_WIDTH], 5, &device);
         let (odd, even) = (filled([2, 2, 3, 3, 3], 6, &device), filled([2, 2, 2, 2, 2], 6, &device));

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Flex};
-use burn::tensor::{Shape, Tensor, TensorData};
+use burn::tensor::{DType, Shape, Tensor, TensorData};
 
 /// A float tensor of the autodiff Flex backend.
 pub(crate) type AutodiffTensor = FloatTensor<Autodiff<Flex>>;
@@ -28,8 +28,12 @@ impl OnFlex {
     }
 }
 
-/// The tensor on the Flex backend, or `None` if it lives elsewhere.
+/// The tensor if it holds f32 values on the Flex backend (what our kernels
+/// take), `None` if it lives elsewhere or holds another type.
 pub(crate) fn on_flex<const D: usize>(t: &Tensor<D>) -> Option<OnFlex> {
+    if t.dtype() != DType::F32 {
+        return None;
+    }
     if let Ok(p) = t.clone().try_into_primitive::<Autodiff<Flex>>() {
         return Some(OnFlex::Autodiff(p));
     }
