@@ -26,24 +26,7 @@ import tensorflow as tf  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(args.threads)
 tf.config.threading.set_inter_op_parallelism_threads(1)
-layers = tf.keras.layers
-
-
-def build(input_size, base):
-    inputs = layers.Input(shape=(input_size, input_size, input_size, 4))
-    h = inputs
-    for i in range(5):
-        h = layers.Conv3D(base * 2**i, kernel_size=3, padding="same")(h)
-        h = layers.LeakyReLU(0.3)(h)
-        h = layers.MaxPool3D(pool_size=2)(h)
-    h = layers.Flatten()(h)
-    for width in (128, 64):
-        h = layers.Dense(width)(h)
-        h = layers.LeakyReLU(0.3)(h)
-        h = layers.Dropout(0.5)(h)
-    h = layers.Dense(4, activation="tanh")(h)
-    outputs = layers.Lambda(lambda x: x * 1.2)(h)
-    return tf.keras.Model(inputs, outputs)
+from cosmoflow_keras import build  # noqa: E402
 
 
 model = build(args.input, args.base_filters)
