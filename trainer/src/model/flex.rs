@@ -45,7 +45,8 @@ pub(crate) fn on_flex<const D: usize>(t: &Tensor<D>) -> Option<OnFlex> {
 pub(crate) fn values(t: &FlexTensor) -> Cow<'_, [f32]> {
     match t.as_slice::<f32>() {
         Some(v) => Cow::Borrowed(v),
-        None => Cow::Owned(t.to_contiguous().as_slice::<f32>().map(<[f32]>::to_vec).unwrap_or_default()),
+        // One copy (the gather into order), whose buffer we then keep.
+        None => Cow::Owned(t.to_contiguous().into_data().try_into_vec::<f32>().unwrap_or_default()),
     }
 }
 
