@@ -20,6 +20,13 @@ parser.add_argument("--lr", type=float, default=0.001)
 parser.add_argument("--held-out", type=float, default=0.2)
 parser.add_argument("--threads", type=int, default=2)
 parser.add_argument("--seed", type=int, default=0)
+parser.add_argument("--dropout", type=float, default=0.5)
+parser.add_argument("--epsilon", type=float, default=1e-7, help="Adam epsilon (Keras default 1e-7; the trainer uses 1e-8)")
+parser.add_argument(
+    "--init",
+    help="start from these parameters: little-endian f32 in the trainer's order and layout "
+    "(conv [out, in, k, k, k], dense [in, out], each followed by its bias), as params.f32 of a trainer checkpoint",
+)
 args = parser.parse_args()
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -50,8 +57,20 @@ held = round(len(files) * args.held_out)
 x_train, y_train = load(files[: len(files) - held])
 x_val, y_val = load(files[len(files) - held :])
 mean_mae = np.abs(y_val - y_train.mean(axis=0)).mean(axis=0)
-model = build(x_train.shape[1], 8)
-model.compile(optimizer=tf.keras.optimizers.Adam(args.lr), loss="mse")
+model = build(x_train.shape[1], 8, dropout=args.dropout)
+if args.init:
+    flat = np.fromfile(args.init, dtype="<f4")
+    offset = 0
+    for weight in model.trainable_weights:
+        shape = tuple(weight.shape)
+        # Keras keeps a 3-D kernel as [k, k, k, in, out], the trainer as [out, in, k, k, k].
+        ours = shape[::-1][:2] + shape[:3] if len(shape) == 5 else shape
+        n = int(np.prod(shape))
+        values = flat[offset : offset + n].reshape(ours)
+        weight.assign(values.transpose(2, 3, 4, 1, 0) if len(shape) == 5 else values)
+        offset += n
+    assert offset == flat.size, f"{args.init}: {flat.size} values, the model has {offset}"
+model.compile(optimizer=tf.keras.optimizers.Adam(args.lr, epsilon=args.epsilon), loss="mse")
 history = []
 for epoch in range(1, args.epochs + 1):
     fit = model.fit(x_train, y_train, batch_size=args.batch, epochs=1, shuffle=True, verbose=0)
