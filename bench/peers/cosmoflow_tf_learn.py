@@ -20,6 +20,8 @@ parser.add_argument("--lr", type=float, default=0.001)
 parser.add_argument("--held-out", type=float, default=0.2)
 parser.add_argument("--threads", type=int, default=2)
 parser.add_argument("--seed", type=int, default=0)
+parser.add_argument("--kernel-init", default="glorot_uniform", choices=["glorot_uniform", "he_uniform_mod"])
+parser.add_argument("--pool", default="maxpool3d", choices=["maxpool3d", "reduce_max"])
 parser.add_argument("--dropout", type=float, default=0.5)
 parser.add_argument("--epsilon", type=float, default=1e-7, help="Adam epsilon (Keras default 1e-7; the trainer uses 1e-8)")
 parser.add_argument(
@@ -57,7 +59,7 @@ held = round(len(files) * args.held_out)
 x_train, y_train = load(files[: len(files) - held])
 x_val, y_val = load(files[len(files) - held :])
 mean_mae = np.abs(y_val - y_train.mean(axis=0)).mean(axis=0)
-model = build(x_train.shape[1], 8, dropout=args.dropout)
+model = build(x_train.shape[1], 8, dropout=args.dropout, kernel_init=args.kernel_init, pool=args.pool)
 if args.init:
     flat = np.fromfile(args.init, dtype="<f4")
     offset = 0

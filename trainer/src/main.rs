@@ -6,8 +6,9 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use cluster::World;
 use formats::placement::Policy;
-use trainer::model::cosmoflow::CosmoflowConfig;
+use trainer::model::cosmoflow::{CosmoflowConfig, LEAKY_SLOPE};
 use trainer::optim::{Rule, TrustRatio};
+use trainer::params::Init;
 use trainer::train::{self, DataSource, EpochReport, ScheduleSpec, TrainConfig};
 
 /// Train scientific models data-parallel over MPI.
@@ -42,6 +43,14 @@ enum OptimizerKind {
     Sgd,
     /// Adam (CosmoFlow SC18), epsilon 1e-8.
     Adam,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum InitKind {
+    /// Glorot uniform (Keras' default, the MLPerf reference's default).
+    Glorot,
+    /// He uniform scaled for LeakyReLU 0.3 (the MLPerf reference's `he_uniform_mod`).
+    He,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +146,9 @@ struct TrainArgs {
     /// Dropout probability after the hidden dense layers (default: the configuration's, MLPerf 0.5).
     #[arg(long)]
     dropout: Option<f32>,
+    /// How the initial weights are drawn (biases start at zero).
+    #[arg(long, value_enum, default_value = "glorot")]
+    init: InitKind,
     /// Seed of the initial parameters, the sample order and dropout.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -217,6 +229,10 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
         warmup_epochs: args.warmup_epochs,
         grad_lag: args.grad_lag == 1,
         fusion_bytes: (args.fusion_mb * (1 << 20) as f64) as usize,
+        init: match args.init {
+            InitKind::Glorot => Init::GlorotUniform,
+            InitKind::He => Init::HeUniformLeaky { slope: LEAKY_SLOPE as f32 },
+        },
         seed: args.seed,
         workers: args.workers,
         prefetch: args.prefetch,

@@ -89,12 +89,30 @@ pub fn with_values<M: Module>(model: M, values: &[Vec<f32>], device: &Device) ->
     model.map(&mut Write { values, device, index: 0 })
 }
 
-/// Glorot-uniform weights (Keras' default for Conv3D and Dense, as the
-/// reference models use) and zero biases, from a seeded stream: the same
-/// `seed` gives the same parameters on every machine and every build.
+/// How the initial weights are drawn (biases always start at zero).
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Init {
+    /// Glorot uniform, `U(±√(6 / (fan_in + fan_out)))`: Keras' default for
+    /// Conv3D and Dense, so the MLPerf reference model's default.
+    #[default]
+    GlorotUniform,
+    /// He uniform scaled for LeakyReLU with slope `a`, `U(±√(6 / ((1 + a²)
+    /// fan_in)))`: the MLPerf HPC reference's `kernel_init:
+    /// he_uniform_mod` (mlcommons/hpc `cosmoflow/models/cosmoflow.py`),
+    /// which keeps the activations' variance through the five layers where
+    /// Glorot shrinks it about threefold per layer.
+    HeUniformLeaky {
+        /// Negative slope of the LeakyReLU that follows each layer.
+        slope: f32,
+    },
+}
+
+/// Initial weights per `init` and zero biases, from a seeded stream: the
+/// same `seed` gives the same parameters on every machine and every build.
 /// Rank 5 is a convolution kernel [out, in, k, k, k]; rank 2 a burn
 /// `Linear` weight [in, out]; rank 1 a bias.
-pub fn glorot_uniform(shapes: &[Vec<usize>], seed: u64) -> Vec<Vec<f32>> {
+pub fn initial(shapes: &[Vec<usize>], init: Init, seed: u64) -> Vec<Vec<f32>> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     shapes
         .iter()
@@ -108,10 +126,18 @@ pub fn glorot_uniform(shapes: &[Vec<usize>], seed: u64) -> Vec<Vec<f32>> {
                 [input, out] => (*input, *out),
                 _ => return vec![0.0; len],
             };
-            let limit = (6.0 / (fan_in + fan_out) as f64).sqrt() as f32;
+            let limit = match init {
+                Init::GlorotUniform => (6.0 / (fan_in + fan_out) as f64).sqrt(),
+                Init::HeUniformLeaky { slope } => (6.0 / ((1.0 + f64::from(slope).powi(2)) * fan_in as f64)).sqrt(),
+            } as f32;
             (0..len).map(|_| rng.random_range(-limit..=limit)).collect()
         })
         .collect()
+}
+
+/// Glorot-uniform weights and zero biases ([`initial`] with [`Init::GlorotUniform`]).
+pub fn glorot_uniform(shapes: &[Vec<usize>], seed: u64) -> Vec<Vec<f32>> {
+    initial(shapes, Init::GlorotUniform, seed)
 }
 
 /// xxh3 of every value's bytes: equal on all ranks if and only if (up to
@@ -144,6 +170,19 @@ mod tests {
         assert!(values[2].iter().all(|v| v.abs() <= dense_limit));
         assert_eq!(values, glorot_uniform(&shapes, 1));
         assert_ne!(values, glorot_uniform(&shapes, 2));
+    }
+
+    #[test]
+    fn he_limits_follow_the_fan_in_and_the_leaky_slope() {
+        let shapes = vec![vec![8, 4, 3, 3, 3], vec![8], vec![100, 20]];
+        let values = initial(&shapes, Init::HeUniformLeaky { slope: 0.3 }, 1);
+        let conv_limit = (6.0f32 / (1.09 * 4.0 * 27.0)).sqrt();
+        assert!(values[0].iter().all(|v| v.abs() <= conv_limit));
+        assert!(values[0].iter().any(|v| v.abs() > 0.9 * conv_limit));
+        assert!(values[1].iter().all(|&v| v == 0.0));
+        let dense_limit = (6.0f32 / (1.09 * 100.0)).sqrt();
+        assert!(values[2].iter().all(|v| v.abs() <= dense_limit));
+        assert!(values[2].iter().any(|v| v.abs() > 0.9 * dense_limit));
     }
 
     #[test]

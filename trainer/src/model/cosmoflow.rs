@@ -26,7 +26,7 @@ use super::conv_op::conv3d_same;
 use super::pool3d::{Pooling, pool3d};
 
 /// Negative slope of every LeakyReLU (Keras `LeakyReLU(alpha=0.3)`).
-const LEAKY_SLOPE: f64 = 0.3;
+pub const LEAKY_SLOPE: f64 = 0.3;
 
 /// One convolution layer: filters, stride, and whether a pool follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

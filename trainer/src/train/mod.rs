@@ -22,7 +22,7 @@ use crate::checkpoint::{self, Checkpoint, TrainState};
 use crate::exchange::{GradientExchange, LaggedExchange};
 use crate::model::cosmoflow::{ConfigError, Cosmoflow, CosmoflowConfig, DropoutMasks, mse};
 use crate::optim::{Optimizer, Rule, TrustRatio};
-use crate::params;
+use crate::params::{self, Init};
 use crate::schedule::Schedule;
 pub use data::DataSource;
 pub use eval::Validation;
@@ -108,6 +108,8 @@ pub struct TrainConfig {
     pub grad_lag: bool,
     /// Fusion buffer size in bytes (0: one allreduce per tensor).
     pub fusion_bytes: usize,
+    /// How the initial weights are drawn.
+    pub init: Init,
     /// Seed of the initial parameters, the sample order and dropout.
     pub seed: u64,
     /// Loader worker threads per rank.
@@ -199,6 +201,8 @@ pub struct EpochReport {
 pub struct TrainReport {
     /// Model configuration.
     pub model: CosmoflowConfig,
+    /// How the initial weights were drawn.
+    pub init: Init,
     /// Trainable values.
     pub parameters: usize,
     /// Ranks.
@@ -372,7 +376,7 @@ pub fn run(
             resume_skip = cp.state.steps_into_epoch;
             (cp.params, cp.state.epochs_done, cp.state.losses)
         }
-        None => (params::glorot_uniform(&shapes, config.seed), 0, Vec::new()),
+        None => (params::initial(&shapes, config.init, config.seed), 0, Vec::new()),
     };
     if resume_skip >= steps_per_epoch {
         return Err(TrainError::Invalid(format!(
@@ -539,6 +543,7 @@ pub fn run(
     let seconds = run_started.elapsed().as_secs_f64();
     Ok(TrainReport {
         model: config.model.clone(),
+        init: config.init,
         parameters: lengths.iter().sum(),
         ranks: world.size(),
         batch_per_rank: config.batch,
