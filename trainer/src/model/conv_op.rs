@@ -21,7 +21,7 @@ use super::flex::{AutodiffTensor, OnFlex, flex, on_flex, values};
 
 /// Narrowest volume (in voxels along `w`) given to the direct kernels:
 /// below it burn's GEMM wins (`cargo bench -p stagehand-trainer --bench ops`).
-pub const MIN_DIRECT_WIDTH: usize = 16;
+pub const MIN_DIRECT_WIDTH: usize = 8;
 
 /// `conv3d(x, weight, bias)` with stride 1, dilation 1, one group and
 /// `k / 2` zeros of padding: x [N, C_in, D, H, W], weight [C_out, C_in, k,
