@@ -3,6 +3,7 @@ cosmoflow/models/cosmoflow.py layout), shared by the TensorFlow peers of
 the trainer benches: 5 x [Conv3D 3^3 same, base*2^i filters, LeakyReLU 0.3,
 MaxPool3D 2], Dense 128 and 64 with LeakyReLU and dropout 0.5, Dense 4
 tanh x 1.2."""
+import numpy as np
 import tensorflow as tf
 
 layers = tf.keras.layers
@@ -41,3 +42,20 @@ def build(input_size, base, dropout=0.5, kernel_init="glorot_uniform", pool="max
     h = layers.Dense(4, activation="tanh", kernel_initializer=init)(h)
     outputs = layers.Lambda(lambda x: x * 1.2)(h)
     return tf.keras.Model(inputs, outputs)
+
+
+def trainer_to_keras(model, flat):
+    """The trainer's flat f32 parameters (its traversal order: conv kernel
+    [out, in, k, k, k] then bias, dense [in, out] then bias) as arrays in
+    the layout of `model`'s trainable weights (Keras keeps a 3-D kernel as
+    [k, k, k, in, out])."""
+    arrays, offset = [], 0
+    for weight in model.trainable_weights:
+        shape = tuple(weight.shape)
+        ours = shape[::-1][:2] + shape[:3] if len(shape) == 5 else shape
+        n = int(np.prod(shape))
+        values = flat[offset : offset + n].reshape(ours)
+        arrays.append(values.transpose(2, 3, 4, 1, 0) if len(shape) == 5 else values)
+        offset += n
+    assert offset == flat.size, f"{flat.size} values, the model has {offset}"
+    return arrays

@@ -20,7 +20,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from cosmoflow_keras import build  # noqa: E402
+from cosmoflow_keras import build, trainer_to_keras  # noqa: E402
 
 BATCH = 8
 directory, steps = sys.argv[1], int(sys.argv[2])
@@ -37,26 +37,12 @@ weights = model.trainable_weights
 exact = build(32, 8, dropout=0.0, pool="reduce_max")
 
 
-def ours_to_keras(flat):
-    """The trainer's flat parameters (conv [out, in, k, k, k], dense [in, out]) as Keras arrays."""
-    out, offset = [], 0
-    for weight in weights:
-        shape = tuple(weight.shape)
-        ours = shape[::-1][:2] + shape[:3] if len(shape) == 5 else shape
-        n = int(np.prod(shape))
-        values = flat[offset : offset + n].reshape(ours)
-        out.append(values.transpose(2, 3, 4, 1, 0) if len(shape) == 5 else values)
-        offset += n
-    assert offset == flat.size, f"{flat.size} values, the model has {offset}"
-    return out
-
-
 x = read("x.f32").reshape(steps, BATCH, 32, 32, 32, 4)
 y = read("y.f32").reshape(steps, BATCH, 4)
-for values, weight, twin in zip(ours_to_keras(read("params.f32")), weights, exact.trainable_weights):
+for values, weight, twin in zip(trainer_to_keras(model, read("params.f32")), weights, exact.trainable_weights):
     weight.assign(values)
     twin.assign(values)
-ours_grads = ours_to_keras(read("grads.f32"))
+ours_grads = trainer_to_keras(model, read("grads.f32"))
 ours_losses = read("losses.f32")
 
 def relative_errors(theirs, ours):

@@ -35,7 +35,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from cosmoflow_keras import build  # noqa: E402
+from cosmoflow_keras import build, trainer_to_keras  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(args.threads)
 tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -61,17 +61,8 @@ x_val, y_val = load(files[len(files) - held :])
 mean_mae = np.abs(y_val - y_train.mean(axis=0)).mean(axis=0)
 model = build(x_train.shape[1], 8, dropout=args.dropout, kernel_init=args.kernel_init, pool=args.pool)
 if args.init:
-    flat = np.fromfile(args.init, dtype="<f4")
-    offset = 0
-    for weight in model.trainable_weights:
-        shape = tuple(weight.shape)
-        # Keras keeps a 3-D kernel as [k, k, k, in, out], the trainer as [out, in, k, k, k].
-        ours = shape[::-1][:2] + shape[:3] if len(shape) == 5 else shape
-        n = int(np.prod(shape))
-        values = flat[offset : offset + n].reshape(ours)
-        weight.assign(values.transpose(2, 3, 4, 1, 0) if len(shape) == 5 else values)
-        offset += n
-    assert offset == flat.size, f"{args.init}: {flat.size} values, the model has {offset}"
+    for weight, values in zip(model.trainable_weights, trainer_to_keras(model, np.fromfile(args.init, dtype="<f4"))):
+        weight.assign(values)
 model.compile(optimizer=tf.keras.optimizers.Adam(args.lr, epsilon=args.epsilon), loss="mse")
 history = []
 for epoch in range(1, args.epochs + 1):
