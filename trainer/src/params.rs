@@ -100,8 +100,8 @@ pub enum Init {
     /// He uniform scaled for LeakyReLU with slope `a`, `U(±√(6 / ((1 + a²)
     /// fan_in)))`: the MLPerf HPC reference's `kernel_init:
     /// he_uniform_mod` (mlcommons/hpc `cosmoflow/models/cosmoflow.py`),
-    /// which keeps the activations' variance through the five layers where
-    /// Glorot shrinks it about threefold per layer.
+    /// made to keep the activations' variance from layer to layer. Where a
+    /// layer doubles the filters, Glorot's weight variance is 0.36 of it.
     HeUniformLeaky {
         /// Negative slope of the LeakyReLU that follows each layer.
         slope: f32,
