@@ -11,7 +11,6 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -36,17 +35,7 @@ fn ours(dir: &Path, ranks: usize, boxes: usize) -> (f64, Value) {
 }
 
 fn numpy(reps: usize) -> Option<Value> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench");
-    let ok = Command::new("bash").arg(root.join("setup-peers.sh")).status().is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("numpy peer: could not set up bench/.venv");
-        return None;
-    }
-    let out = Command::new(root.join(".venv/bin/python"))
-        .arg(root.join("peers/numpy_cosmo.py"))
-        .args(["256", "256", "512", "2", &reps.to_string()])
-        .output()
-        .ok()?;
+    let out = e2e::peer_command("numpy_cosmo.py")?.args(["256", "256", "512", "2", &reps.to_string()]).output().ok()?;
     if !out.status.success() {
         eprintln!("numpy peer failed: {}", String::from_utf8_lossy(&out.stderr));
         return None;

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 /// `mpirun` options of every multi-rank test: more ranks than cores, no
 /// pinning, and only the shared-memory transport. Everything runs on one
@@ -13,6 +14,23 @@ use std::process::{Command, Output};
 /// than fall back to TCP loopback (which once hid a bad vader setting that
 /// made staging 3x slower).
 pub const MPIRUN_ARGS: &[&str] = &["--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader"];
+
+/// A command running `bench/peers/<script>` with the Python of the
+/// benchmark peers' venv. The first call runs `bench/setup-peers.sh`
+/// (idempotent); `None`, with a line on stderr, if that failed.
+pub fn peer_command(script: &str) -> Option<Command> {
+    static READY: OnceLock<bool> = OnceLock::new();
+    let bench = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench");
+    let ready = *READY
+        .get_or_init(|| Command::new("bash").arg(bench.join("setup-peers.sh")).status().is_ok_and(|s| s.success()));
+    if !ready {
+        eprintln!("peer {script}: could not set up bench/.venv (bash bench/setup-peers.sh)");
+        return None;
+    }
+    let mut command = Command::new(bench.join(".venv/bin/python"));
+    command.arg(bench.join("peers").join(script));
+    Some(command)
+}
 
 /// Run `program args` under `mpirun -np ranks --oversubscribe` with the
 /// given extra environment, as root if need be. Panics only when `mpirun`

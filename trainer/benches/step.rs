@@ -21,7 +21,6 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Instant;
 
 use burn::tensor::{Device, Tensor, TensorData};
@@ -84,10 +83,7 @@ fn ours(batch: usize, steps: usize) -> (f64, f64) {
 }
 
 fn peer(batch: usize, steps: usize, threads: usize) -> Option<Value> {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/.venv/bin/python");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/peers/cosmoflow_tf_step.py");
-    let out = Command::new(python)
-        .arg(script)
+    let out = e2e::peer_command("cosmoflow_tf_step.py")?
         .args(["--batch", &batch.to_string(), "--steps", &steps.to_string(), "--threads", &threads.to_string()])
         .output()
         .ok()?;

@@ -19,7 +19,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::Command;
 
 use burn::tensor::{Device, Tensor, TensorData};
 use trainer::model::cosmoflow::{CosmoflowConfig, mse};
@@ -37,12 +36,7 @@ fn write_f32(path: &Path, values: &[f32]) {
 
 fn main() {
     let steps: usize = std::env::var("STAGEHAND_CROSSCHECK_STEPS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let python = root.join("bench/.venv/bin/python");
-    if !python.exists() {
-        eprintln!("tf_crosscheck: {} missing; run bash bench/setup-peers.sh", python.display());
-        std::process::exit(2);
-    }
+    let Some(mut tensorflow) = e2e::peer_command("cosmoflow_tf_crosscheck.py") else { std::process::exit(2) };
     let temp = tempfile::tempdir().unwrap();
     // STAGEHAND_CROSSCHECK_DIR keeps the exchanged files for a closer look.
     let dir = std::env::var_os("STAGEHAND_CROSSCHECK_DIR").map_or_else(|| temp.path().to_path_buf(), Into::into);
@@ -102,13 +96,8 @@ fn main() {
         ("losses.f32", &losses),
     ];
     for (name, values) in files {
-        write_f32(&dir.as_path().join(name), values);
+        write_f32(&dir.join(name), values);
     }
-    let status = Command::new(&python)
-        .arg(root.join("bench/peers/cosmoflow_tf_crosscheck.py"))
-        .arg(&dir)
-        .arg(steps.to_string())
-        .status()
-        .unwrap();
+    let status = tensorflow.arg(&dir).arg(steps.to_string()).status().unwrap();
     assert!(status.success(), "the TensorFlow side failed");
 }
