@@ -99,6 +99,16 @@ fn run_cp(src: &Path, dest_root: &Path, needs: &[Vec<usize>], m: &Manifest) -> f
     started.elapsed().as_secs_f64()
 }
 
+/// True if this is a VM whose balloon driver hands freed memory back to the
+/// host (free page reporting): then the first touch of a fresh page costs a
+/// host fault, from about 2 s after a delete on, so a slower contender also
+/// pays more per page. `docs/benchmarks.md` shows how to measure without it.
+fn reports_free_pages() -> bool {
+    std::fs::read_dir("/sys/bus/virtio/drivers/virtio_balloon")
+        .is_ok_and(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("virtio")))
+        && Path::new("/sys/module/page_reporting").exists()
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -121,6 +131,12 @@ fn main() {
         m.files.len(),
         m.total_bytes() as f64 / (1u64 << 30) as f64
     );
+    if reports_free_pages() {
+        println!(
+            "note: this VM's balloon driver reports freed memory to the host; fresh pages cost more \
+             the longer a run lasts (see docs/benchmarks.md)"
+        );
+    }
     // Warm the page cache so every contender reads from memory.
     for f in &m.files {
         std::fs::read(src.join(&f.path)).unwrap();
