@@ -54,10 +54,19 @@ demo: setup
 		--epochs 2 --batch 2 --workers 1 --checkpoint $(DEMO_DIR)/checkpoints \
 		--report $(DEMO_DIR)/train.json --plot $(DEMO_DIR)/loss.png > /dev/null
 
-## test: formatting, lints, then every test (MPI ones under a real mpirun)
-test: setup lint
-	$(CARGO) test --workspace
+## test: formatting, then every test built through clippy (lints denied), MPI ones under a real mpirun
+# The test build itself runs clippy on our crates (clippy-driver wraps rustc
+# for workspace members only, as `cargo clippy` does), so CI compiles the
+# dependencies once instead of twice (check + build): 9 minutes less on 2
+# cores. `--all-targets` lints and builds the benches too; they are not run.
+# CLIPPY_ARGS is how cargo-clippy hands `-- -D warnings` to the driver.
+CLIPPY_BUILD := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
+test: setup
+	$(CARGO) fmt --all -- --check
+	$(CLIPPY_BUILD) $(CARGO) test --workspace --all-targets --no-run
+	$(CLIPPY_BUILD) $(CARGO) test --workspace
 
+## lint: formatting and clippy alone (what `make test` also checks)
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

@@ -43,5 +43,14 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
     die "cargo not found: install Rust 1.95 or newer (https://rustup.rs) and re-run"
 fi
+# `make test` formats-checks and builds through clippy.
+if ! command -v clippy-driver >/dev/null 2>&1 || ! cargo fmt --version >/dev/null 2>&1; then
+    if command -v rustup >/dev/null 2>&1; then
+        say "adding the clippy and rustfmt components"
+        rustup component add clippy rustfmt
+    else
+        say "warning: clippy-driver or rustfmt missing; \`make test\` needs both (rustup component add clippy rustfmt)"
+    fi
+fi
 say "toolchain: $(cargo --version)"
 say "MPI: $(mpirun --version 2>/dev/null | head -n 1)"

@@ -56,3 +56,12 @@ pub fn init(topology: &Topology, default_filter: Option<&str>) {
         .event_format(format)
         .try_init();
 }
+
+/// Print `error: {message}` to stderr in a single write. Ranks that fail
+/// together share `mpirun`'s stderr, and `eprintln!` writes each formatted
+/// piece separately, so their lines came out interleaved mid-word.
+pub fn print_error(message: impl std::fmt::Display) {
+    use std::io::Write;
+    let line = format!("error: {message}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}

@@ -114,7 +114,7 @@ impl World {
     /// rank of the job with exit code 1. What a binary does when a rank fails.
     pub fn fail(&self, error: impl std::fmt::Display) -> ! {
         let t = &self.topology;
-        eprintln!("error: rank {} (node {}): {error}", t.rank, t.node);
+        crate::logging::print_error(format_args!("rank {} (node {}): {error}", t.rank, t.node));
         self.abort(1)
     }
 

@@ -14,7 +14,9 @@ use formats::tfrecord::TfRecordFile;
 use mpi::traits::*;
 use simgen::cosmo::assign::Assignment;
 use simgen::cosmo::fft3::Fft3;
-use simgen::cosmo::generate::{CosmoConfig, RANGES, WriteStats, cosmology_of, generate_box, write_file};
+use simgen::cosmo::generate::{
+    CosmoConfig, PARAMETER_NAMES, Priors, WriteStats, cosmology_of, generate_box, write_file,
+};
 use simgen::cosmo::pk::{density_contrast, modes_of, power_spectrum};
 use simgen::image;
 
@@ -47,6 +49,23 @@ impl From<Scheme> for Assignment {
         match s {
             Scheme::Ngp => Assignment::Ngp,
             Scheme::Cic => Assignment::Cic,
+        }
+    }
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy)]
+enum PriorChoice {
+    /// CosmoFlow's narrow ranges: Ω_m 0.25-0.35, σ8 0.78-0.95, n_s 0.9-1.0, h 0.65-0.75.
+    Cosmoflow,
+    /// The Quijote Latin hypercube: Ω_m 0.1-0.5, σ8 0.6-1.0, n_s 0.8-1.2, h 0.5-0.9.
+    Quijote,
+}
+
+impl From<PriorChoice> for Priors {
+    fn from(p: PriorChoice) -> Self {
+        match p {
+            PriorChoice::Cosmoflow => Priors::CosmoFlow,
+            PriorChoice::Quijote => Priors::Quijote,
         }
     }
 }
@@ -89,6 +108,9 @@ struct CosmoArgs {
     /// Mass assignment.
     #[arg(long, value_enum, default_value = "ngp")]
     assignment: Scheme,
+    /// Ranges the target parameters are drawn from (uniformly); `y` maps them to [-1, 1].
+    #[arg(long, value_enum, default_value = "cosmoflow")]
+    priors: PriorChoice,
     /// Write PNG slices of the first box, one per redshift, into the output directory.
     #[arg(long)]
     preview: bool,
@@ -117,6 +139,9 @@ struct PkArgs {
     /// Divide by the mass-assignment window of this scheme.
     #[arg(long, value_enum)]
     compensate: Option<Scheme>,
+    /// The priors the file was generated with (to read its parameters back from `y`).
+    #[arg(long, value_enum, default_value = "cosmoflow")]
+    priors: PriorChoice,
     /// Write a log-log PNG: measured (blue) and linear theory (red).
     #[arg(long)]
     plot: Option<PathBuf>,
@@ -129,7 +154,7 @@ fn main() {
         Command::Pk(args) => pk(&args),
     };
     if let Err(e) = result {
-        eprintln!("error: {e:#}");
+        cluster::logging::print_error(format_args!("{e:#}"));
         std::process::exit(1);
     }
 }
@@ -147,6 +172,7 @@ fn cosmo(args: &CosmoArgs) -> anyhow::Result<()> {
         assignment: args.assignment.into(),
         samples_per_file: args.samples_per_file,
         gzip: args.gzip,
+        priors: args.priors.into(),
     };
     config.check().map_err(anyhow::Error::msg)?;
     let world = World::init()?;
@@ -249,7 +275,10 @@ fn report(
             "grid": config.grid, "particles": config.particles, "box_size": config.box_size, "split": config.split,
             "redshifts": config.redshifts, "lpt": config.lpt, "seed": config.seed,
             "samples_per_file": config.samples_per_file, "gzip": config.gzip,
-            "parameters": RANGES.map(|(name, lo, hi)| serde_json::json!({ "name": name, "low": lo, "high": hi })),
+            "priors": config.priors.name(),
+            "parameters": PARAMETER_NAMES.iter().zip(config.priors.ranges())
+                .map(|(name, (lo, hi))| serde_json::json!({ "name": name, "low": lo, "high": hi }))
+                .collect::<Vec<_>>(),
         },
     });
     let text = serde_json::to_string_pretty(&json)?;
@@ -280,10 +309,7 @@ fn pk(args: &PkArgs) -> anyhow::Result<()> {
     let bins = power_spectrum(&modes, n, args.size, args.compensate.map(Assignment::from));
     // Parameters back from y in [-1, 1].
     let y = sample.y();
-    let mut p = [0f64; 4];
-    for (i, (_, lo, hi)) in RANGES.iter().enumerate() {
-        p[i] = lo + (f64::from(y[i]) + 1.0) / 2.0 * (hi - lo);
-    }
+    let p = Priors::from(args.priors).from_unit(y);
     let cosmology = cosmology_of(p);
     let power = cosmology.linear_power();
     let (d1, _) = cosmology.growth(1.0 / (1.0 + args.redshift));

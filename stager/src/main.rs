@@ -167,7 +167,7 @@ fn main() {
         Command::Simulate(args) => simulate(&args),
     };
     if let Err(e) = result {
-        eprintln!("error: {e:#}");
+        cluster::logging::print_error(format_args!("{e:#}"));
         std::process::exit(1);
     }
 }
@@ -269,7 +269,11 @@ fn with_world(f: impl FnOnce(&World) -> anyhow::Result<()>) -> anyhow::Result<()
     if let Err(e) = f(&world) {
         // Another rank printed why a remote failure happened; stay quiet.
         if !matches!(e.downcast_ref::<StageError>(), Some(StageError::Remote(_))) {
-            eprintln!("error: rank {} (node {}): {e:#}", world.rank(), world.topology().node);
+            cluster::logging::print_error(format_args!(
+                "rank {} (node {}): {e:#}",
+                world.rank(),
+                world.topology().node
+            ));
         }
         // Errors returned here were agreed on by every rank, so all of them
         // get here: finalise MPI cleanly (no rank is killed mid-message),

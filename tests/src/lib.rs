@@ -96,7 +96,7 @@ pub fn demo_sample(seed: u64, id: u64, shape: formats::cosmoflow::CosmoShape) ->
 /// Print an error as one line (`error: cause: cause...`) and exit 1. For
 /// failures before MPI is up; after, use `cluster::World::fail`.
 pub fn exit_with(error: &anyhow::Error) -> ! {
-    eprintln!("error: {error:#}");
+    cluster::logging::print_error(format_args!("{error:#}"));
     std::process::exit(1)
 }
 
@@ -105,10 +105,7 @@ pub fn exit_with(error: &anyhow::Error) -> ! {
 /// universe per TFRecord file, with a manifest: CosmoFlow data for the
 /// trainer's tests and benches. Returns the dataset directory under `dir`.
 pub fn simulated_cosmo(dir: &Path, boxes: usize, seed: u64) -> std::path::PathBuf {
-    use formats::manifest::{MANIFEST_FILE, ScanOptions, Schema, scan};
-    use simgen::cosmo::generate::{CosmoConfig, WriteStats, write_file};
-    let out = dir.join(format!("cosmo-{boxes}-{seed}"));
-    let config = CosmoConfig {
+    let config = simgen::cosmo::generate::CosmoConfig {
         boxes,
         grid: 64,
         particles: 64,
@@ -120,17 +117,35 @@ pub fn simulated_cosmo(dir: &Path, boxes: usize, seed: u64) -> std::path::PathBu
         assignment: simgen::cosmo::assign::Assignment::Ngp,
         samples_per_file: 8,
         gzip: false,
+        priors: simgen::cosmo::generate::Priors::CosmoFlow,
     };
-    let (mut fft, mut cache, mut stats) = (simgen::cosmo::fft3::Fft3::new(64), None, WriteStats::default());
-    let written = std::fs::create_dir_all(&out).map_err(|e| e.to_string()).and_then(|()| {
-        for f in 0..config.files() {
-            write_file(&config, f, &out, &mut fft, &mut cache, &mut stats).map_err(|e| e.to_string())?;
+    simulate_cosmo(&dir.join(format!("cosmo-{boxes}-{seed}")), &config)
+}
+
+/// Write the dataset `config` describes into `out`, with its manifest, the
+/// files shared among the machine's cores. Returns `out`.
+pub fn simulate_cosmo(out: &Path, config: &simgen::cosmo::generate::CosmoConfig) -> std::path::PathBuf {
+    use formats::manifest::{MANIFEST_FILE, ScanOptions, Schema, scan};
+    use simgen::cosmo::generate::{WriteStats, write_file};
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(config.files());
+    let write_share = |first: usize| -> Result<(), String> {
+        let (mut fft, mut cache, mut stats) =
+            (simgen::cosmo::fft3::Fft3::new(config.particles), None, WriteStats::default());
+        for f in (first..config.files()).step_by(threads.max(1)) {
+            write_file(config, f, out, &mut fft, &mut cache, &mut stats).map_err(|e| e.to_string())?;
         }
-        let manifest = scan(&out, &ScanOptions::new(Schema::cosmoflow(config.shape()))).map_err(|e| e.to_string())?;
+        Ok(())
+    };
+    let written = std::fs::create_dir_all(out).map_err(|e| e.to_string()).and_then(|()| {
+        std::thread::scope(|scope| {
+            let shares: Vec<_> = (0..threads).map(|t| scope.spawn(move || write_share(t))).collect();
+            shares.into_iter().try_for_each(|share| share.join().map_err(|_| "a writer thread panicked".to_string())?)
+        })?;
+        let manifest = scan(out, &ScanOptions::new(Schema::cosmoflow(config.shape()))).map_err(|e| e.to_string())?;
         manifest.save(&out.join(MANIFEST_FILE)).map_err(|e| e.to_string())
     });
     if let Err(e) = written {
         panic!("simulating test data into {}: {e}", out.display());
     }
-    out
+    out.to_path_buf()
 }

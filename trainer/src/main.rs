@@ -290,13 +290,13 @@ fn main() {
     let Command::Train(args) = cli.command;
     // Check the arguments before MPI starts, so a typo fails with one line.
     if let Err(e) = config_from(&args) {
-        eprintln!("error: {e:#}");
+        cluster::logging::print_error(format_args!("{e:#}"));
         std::process::exit(2);
     }
     let world = match World::init() {
         Ok(world) => world,
         Err(e) => {
-            eprintln!("error: {e}");
+            cluster::logging::print_error(&e);
             std::process::exit(1);
         }
     };

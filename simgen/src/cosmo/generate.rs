@@ -1,4 +1,4 @@
-//! One box, start to finish: parameters drawn in the CosmoFlow ranges,
+//! One box, start to finish: parameters drawn from the chosen priors,
 //! initial conditions, displacements, one particle-count grid per redshift,
 //! cut into sub-volumes whose channels are the redshifts. And the file
 //! layout: file `f` holds samples `f*K .. (f+1)*K` of the global sample
@@ -41,6 +41,8 @@ pub struct CosmoConfig {
     pub samples_per_file: usize,
     /// GZIP-compress the files.
     pub gzip: bool,
+    /// Where the target parameters are drawn from.
+    pub priors: Priors,
 }
 
 impl CosmoConfig {
@@ -90,28 +92,65 @@ impl CosmoConfig {
     }
 }
 
-/// The four target parameters and their ranges: Ω_m, σ8, n_s as in
-/// CosmoFlow (Mathuriya et al. 2018), and h (our choice of range).
-pub const RANGES: [(&str, f64, f64); 4] =
-    [("omega_m", 0.25, 0.35), ("sigma_8", 0.78, 0.95), ("n_s", 0.9, 1.0), ("h", 0.65, 0.75)];
+/// The four target parameters, in the order of the sample's `y`.
+pub const PARAMETER_NAMES: [&str; 4] = ["omega_m", "sigma_8", "n_s", "h"];
+
+/// Where the target parameters are drawn from: uniform ranges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Priors {
+    /// Ω_m, σ8, n_s as in CosmoFlow (Mathuriya et al. 2018), h our choice:
+    /// narrow ranges around Planck, as in the community's datasets.
+    #[default]
+    CosmoFlow,
+    /// The Quijote Latin hypercube (Villaescusa-Navarro et al. 2020, ApJS
+    /// 250, 2): five times wider in Ω_m, so small volumes tell far more.
+    Quijote,
+}
+
+impl Priors {
+    /// The name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Priors::CosmoFlow => "cosmoflow",
+            Priors::Quijote => "quijote",
+        }
+    }
+
+    /// (low, high) of each parameter, in [`PARAMETER_NAMES`] order.
+    pub fn ranges(self) -> [(f64, f64); 4] {
+        match self {
+            Priors::CosmoFlow => [(0.25, 0.35), (0.78, 0.95), (0.9, 1.0), (0.65, 0.75)],
+            Priors::Quijote => [(0.1, 0.5), (0.6, 1.0), (0.8, 1.2), (0.5, 0.9)],
+        }
+    }
+
+    /// A box's parameters, drawn uniformly from (seed, box).
+    pub fn draw(self, seed: u64, box_index: usize) -> [f64; 4] {
+        let mut draw = Normals::new(mix(seed, box_index as u64, 1));
+        self.ranges().map(|(lo, hi)| lo + (hi - lo) * draw.uniform())
+    }
+
+    /// The parameters mapped to [-1, 1] (the sample's `y`).
+    pub fn to_unit(self, p: [f64; 4]) -> [f32; 4] {
+        let mut out = [0f32; 4];
+        for (o, (v, (lo, hi))) in out.iter_mut().zip(p.iter().zip(self.ranges())) {
+            *o = (2.0 * (v - lo) / (hi - lo) - 1.0) as f32;
+        }
+        out
+    }
+
+    /// The parameters back from a sample's `y`.
+    pub fn from_unit(self, y: [f32; 4]) -> [f64; 4] {
+        let mut p = [0f64; 4];
+        for (o, (v, (lo, hi))) in p.iter_mut().zip(y.iter().zip(self.ranges())) {
+            *o = lo + (f64::from(*v) + 1.0) / 2.0 * (hi - lo);
+        }
+        p
+    }
+}
 
 /// Ω_b of every box (fixed, not a target).
 pub const OMEGA_B: f64 = 0.049;
-
-/// A box's parameters, drawn uniformly in [`RANGES`] from (seed, box).
-pub fn parameters(seed: u64, box_index: usize) -> [f64; 4] {
-    let mut draw = Normals::new(mix(seed, box_index as u64, 1));
-    RANGES.map(|(_, lo, hi)| lo + (hi - lo) * draw.uniform())
-}
-
-/// The parameters mapped to [-1, 1] (the sample's `y`).
-pub fn unit_parameters(p: [f64; 4]) -> [f32; 4] {
-    let mut out = [0f32; 4];
-    for (o, (v, (_, lo, hi))) in out.iter_mut().zip(p.iter().zip(RANGES)) {
-        *o = (2.0 * (v - lo) / (hi - lo) - 1.0) as f32;
-    }
-    out
-}
 
 /// The cosmology of parameters `p`.
 pub fn cosmology_of(p: [f64; 4]) -> Cosmology {
@@ -146,7 +185,7 @@ pub struct GeneratedBox {
 pub fn generate_box(config: &CosmoConfig, box_index: usize, fft: &mut Fft3, keep_grids: bool) -> GeneratedBox {
     let started = Instant::now();
     fft.reset_time();
-    let parameters = parameters(config.seed, box_index);
+    let parameters = config.priors.draw(config.seed, box_index);
     let cosmology = cosmology_of(parameters);
     let power = cosmology.linear_power();
     let field = FieldConfig {
@@ -171,7 +210,7 @@ pub fn generate_box(config: &CosmoConfig, box_index: usize, fft: &mut Fft3, keep
             grids.push(counts);
         }
     }
-    let y = unit_parameters(parameters);
+    let y = config.priors.to_unit(parameters);
     let samples = xs
         .into_iter()
         .filter_map(|x| CosmoSample::new(shape, x, y).ok()) // lengths match the shape by construction

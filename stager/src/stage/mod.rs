@@ -307,7 +307,7 @@ impl Context<'_> {
     /// hearing the notice could kill the others before they cleaned up.
     fn fail(&self, message: String) -> ! {
         self.failing.store(true, Ordering::SeqCst);
-        eprintln!("error: rank {} (node {}): {message}", self.rank, self.node);
+        cluster::logging::print_error(format_args!("rank {} (node {}): {message}", self.rank, self.node));
         // Clear our own temporary files first (other ranks may end the job
         // as soon as they hear of the failure), holding the temp lock so the
         // receiver creates none afterwards.
