@@ -270,3 +270,34 @@ pub fn write_file(
     stats.bytes += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     Ok(path)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_stay_in_their_priors_and_round_trip_through_y() {
+        for priors in [Priors::CosmoFlow, Priors::Quijote] {
+            for b in 0..200 {
+                let p = priors.draw(3, b);
+                let y = priors.to_unit(p);
+                for (i, ((v, (lo, hi)), u)) in p.iter().zip(priors.ranges()).zip(y).enumerate() {
+                    assert!((lo..=hi).contains(v), "{} {i}: {v}", priors.name());
+                    assert!((-1.0..=1.0).contains(&u));
+                    assert!((priors.from_unit(y)[i] - v).abs() < 1e-6 * (hi - lo));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn both_priors_draw_the_same_quantiles_so_only_the_ranges_differ() {
+        // The default (CosmoFlow) draws must not change with the option's
+        // arrival: datasets made before it stay reproducible.
+        let (narrow, wide) = (Priors::CosmoFlow.draw(7, 11), Priors::Quijote.draw(7, 11));
+        for (a, b) in Priors::CosmoFlow.to_unit(narrow).iter().zip(Priors::Quijote.to_unit(wide)) {
+            assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+        }
+        assert_eq!(Priors::default(), Priors::CosmoFlow);
+    }
+}
