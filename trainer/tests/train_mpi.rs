@@ -278,8 +278,7 @@ fn bad_input_fails_with_one_clear_line() {
 /// The model learns what its data holds: on 4 simulated universes (32
 /// samples) the training loss falls to a tenth of the first epoch's. This
 /// checks the whole learning path (gradients, exchange, optimiser, write
-/// back) on real data. Generalising to unseen universes needs far more
-/// boxes than CI can simulate and train on (see docs/trainer.md).
+/// back) on real data; the next test checks generalising.
 #[test]
 fn cosmoflow_small_fits_simulated_universes() {
     let dir = tempfile::tempdir().unwrap();
