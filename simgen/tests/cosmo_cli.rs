@@ -159,3 +159,27 @@ fn pk_prints_measured_against_linear_theory_and_plots_it() {
     assert!((0.8..1.25).contains(&mean), "mean P_measured / P_linear = {mean}: {text}");
     assert_eq!(&std::fs::read(&plot).unwrap()[1..4], b"PNG");
 }
+
+#[test]
+fn quijote_priors_are_reported_and_read_back_by_pk() {
+    use simgen::cosmo::generate::Priors;
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = small(dir.path());
+    args.extend(["--priors", "quijote"].map(str::to_owned));
+    let out = Command::new(SIMGEN).args(&args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["config"]["priors"], "quijote");
+    assert_eq!(report["config"]["parameters"][0], serde_json::json!({ "name": "omega_m", "low": 0.1, "high": 0.5 }));
+    let input = dir.path().join("cosmo_000000.tfrecord");
+    let out = Command::new(SIMGEN)
+        .args(["pk", "--input", input.to_str().unwrap(), "--size", "64", "--priors", "quijote"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let header = String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or_default().to_string();
+    // Box 0 of seed 11 (`small`), its parameters read back from y.
+    let drawn = Priors::Quijote.draw(11, 0);
+    let expected = format!("Ω_m {:.4} σ8 {:.4} n_s {:.4} h {:.4}", drawn[0], drawn[1], drawn[2], drawn[3]);
+    assert!(header.contains(&expected), "{header} lacks {expected}");
+}
