@@ -55,7 +55,7 @@ fn render(losses: &[f32], steps_per_epoch: usize) -> Result<Vec<u8>, String> {
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(64)
-            .build_cartesian_2d(0..last_step, (lo..hi).log_scale())
+            .build_cartesian_2d(0..last_step, (lo..hi).log_scale().with_key_points(ticks(lo, hi)))
             .map_err(e)?;
         chart
             .configure_mesh()
@@ -63,8 +63,7 @@ fn render(losses: &[f32], steps_per_epoch: usize) -> Result<Vec<u8>, String> {
             .y_desc("loss")
             .disable_x_mesh()
             .light_line_style(WHITE)
-            .y_labels(12)
-            .y_label_formatter(&|v| format!("{v}"))
+            .y_label_formatter(&tick_label)
             .draw()
             .map_err(e)?;
         if steps_per_epoch > 0 {
@@ -90,6 +89,32 @@ fn render(losses: &[f32], steps_per_epoch: usize) -> Result<Vec<u8>, String> {
     Ok(rgb)
 }
 
+/// 1, 2 and 5 times each power of ten from `lo` (a power of ten) up to `hi`.
+fn ticks(lo: f32, hi: f32) -> Vec<f32> {
+    let first = lo.log10().round() as i32;
+    let mut ticks = Vec::new();
+    for exponent in first..first + 40 {
+        for m in [1.0, 2.0, 5.0] {
+            let t = m * 10f32.powi(exponent);
+            if t > hi * 1.0001 {
+                return ticks;
+            }
+            ticks.push(t);
+        }
+    }
+    ticks
+}
+
+/// A tick's value with as many decimals as its magnitude needs (0.05, 0.2, 1, 20).
+fn tick_label(v: &f32) -> String {
+    // Round to 4 significant digits first: 0.01f32 is 0.0099999998 in f64.
+    let v = f64::from(*v);
+    let scale = 10f64.powf(3.0 - v.abs().log10().floor());
+    let v = (v * scale).round() / scale;
+    let decimals = (-v.log10().floor()).max(0.0) as usize;
+    format!("{v:.decimals$}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +133,16 @@ mod tests {
         // Text: anti-aliased glyphs leave many dark, non-black grey pixels.
         let greys = rgb.chunks_exact(3).filter(|p| p[0] == p[1] && p[1] == p[2] && p[0] > 0 && p[0] < 128).count();
         assert!(greys > 200, "axis labels and caption");
+    }
+
+    #[test]
+    fn ticks_are_one_two_five_per_decade_with_plain_labels() {
+        let labels: Vec<String> = ticks(0.01, 1.0).iter().map(tick_label).collect();
+        assert_eq!(labels, ["0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1"]);
+        assert_eq!(
+            ticks(1.0, 100.0).iter().map(tick_label).collect::<Vec<_>>(),
+            ["1", "2", "5", "10", "20", "50", "100"]
+        );
     }
 
     #[test]
