@@ -105,7 +105,12 @@ pub fn exit_with(error: &anyhow::Error) -> ! {
 /// universe per TFRecord file, with a manifest: CosmoFlow data for the
 /// trainer's tests and benches. Returns the dataset directory under `dir`.
 pub fn simulated_cosmo(dir: &Path, boxes: usize, seed: u64) -> std::path::PathBuf {
-    let config = simgen::cosmo::generate::CosmoConfig {
+    simulate_cosmo(&dir.join(format!("cosmo-{boxes}-{seed}")), &cosmo_config(boxes, seed))
+}
+
+/// The configuration [`simulated_cosmo`] writes; tests change fields of it.
+pub fn cosmo_config(boxes: usize, seed: u64) -> simgen::cosmo::generate::CosmoConfig {
+    simgen::cosmo::generate::CosmoConfig {
         boxes,
         grid: 64,
         particles: 64,
@@ -118,8 +123,7 @@ pub fn simulated_cosmo(dir: &Path, boxes: usize, seed: u64) -> std::path::PathBu
         samples_per_file: 8,
         gzip: false,
         priors: simgen::cosmo::generate::Priors::CosmoFlow,
-    };
-    simulate_cosmo(&dir.join(format!("cosmo-{boxes}-{seed}")), &config)
+    }
 }
 
 /// Write the dataset `config` describes into `out`, with its manifest, the

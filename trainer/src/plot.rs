@@ -70,19 +70,14 @@ fn render(losses: &[f32], steps_per_epoch: usize) -> Result<Vec<u8>, String> {
             let boundaries = (steps_per_epoch..losses.len()).step_by(steps_per_epoch);
             chart.draw_series(boundaries.map(|x| PathElement::new(vec![(x, lo), (x, hi)], EPOCH))).map_err(e)?;
         }
-        // One line per run of plottable steps.
-        let mut run = Vec::new();
-        for (step, loss) in losses.iter().enumerate() {
-            if shown(loss) {
-                run.push((step, *loss));
-            } else if !run.is_empty() {
-                chart.draw_series(LineSeries::new(std::mem::take(&mut run), LINE.stroke_width(2))).map_err(e)?;
+        // One line per run of plottable steps; a lone step is a dot.
+        let points: Vec<(usize, f32)> = losses.iter().copied().enumerate().collect();
+        for run in points.split(|(_, loss)| !shown(loss)).filter(|run| !run.is_empty()) {
+            if let [point] = run {
+                chart.draw_series(std::iter::once(Circle::new(*point, 2, LINE.filled()))).map_err(e)?;
+            } else {
+                chart.draw_series(LineSeries::new(run.iter().copied(), LINE.stroke_width(2))).map_err(e)?;
             }
-        }
-        if run.len() == 1 {
-            chart.draw_series(std::iter::once(Circle::new(run[0], 2, LINE.filled()))).map_err(e)?;
-        } else if !run.is_empty() {
-            chart.draw_series(LineSeries::new(run, LINE.stroke_width(2))).map_err(e)?;
         }
         root.present().map_err(e)?;
     }

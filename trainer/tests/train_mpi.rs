@@ -322,20 +322,7 @@ fn cosmoflow_small_fits_simulated_universes() {
 fn cosmoflow_small_predicts_sigma_8_of_unseen_universes() {
     use simgen::cosmo::generate::{CosmoConfig, Priors};
     let dir = tempfile::tempdir().unwrap();
-    let config = CosmoConfig {
-        boxes: 800,
-        grid: 32,
-        particles: 64,
-        box_size: 256.0,
-        split: 1,
-        redshifts: vec![0.0, 0.5, 1.5, 3.0],
-        lpt: 2,
-        seed: 7,
-        assignment: simgen::cosmo::assign::Assignment::Ngp,
-        samples_per_file: 8,
-        gzip: false,
-        priors: Priors::Quijote,
-    };
+    let config = CosmoConfig { grid: 32, split: 1, priors: Priors::Quijote, ..e2e::cosmo_config(800, 7) };
     let data = e2e::simulate_cosmo(&dir.path().join("quijote"), &config);
     let args = [
         "--data",
