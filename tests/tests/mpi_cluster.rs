@@ -46,6 +46,15 @@ fn four_ranks_as_two_pretend_nodes() {
 }
 
 #[test]
+fn finishing_progress_does_not_wait_a_draw_interval() {
+    // Rank 0 used to sleep its 100 ms draw interval before looking for the
+    // other ranks' last counts, adding 0.1-0.2 s to the end of every job.
+    let (_, progress) = probe(4, &[("STAGEHAND_RANKS_PER_NODE", "1")]);
+    let finish_ms = progress["finish_ms"].as_f64().expect("rank 0 timed finish");
+    assert!(finish_ms < 50.0, "Progress::finish took {finish_ms} ms after every rank was done");
+}
+
+#[test]
 fn four_ranks_as_four_pretend_nodes() {
     let (ranks, _) = probe(4, &[("STAGEHAND_RANKS_PER_NODE", "1")]);
     for (r, line) in ranks.iter().enumerate() {
