@@ -39,6 +39,9 @@ impl Pool {
     }
 }
 
+/// Most chunks a sender has in flight at once.
+const SEND_BATCH: usize = 8;
+
 struct Chunk {
     file: usize,
     /// Data and trailer; only the first `len` bytes are the message.
@@ -97,13 +100,13 @@ impl Context<'_> {
             let (rx_ref, budget_ref, reading_ref, remote, temp_dir) = (&rx, &budget, &reading, &remote, &temp_dir);
             let receiver = journal
                 .as_ref()
-                .map(|journal| s.spawn(move || self.receive(comm, remote, journal, temp_dir, reading_ref)));
-            let sender = s.spawn(move || self.send(comm, rx_ref, budget_ref));
+                .map(|journal| self.spawn(s, "stager-receive", move || self.receive(comm, remote, journal, temp_dir, reading_ref)));
+            let sender = self.spawn(s, "stager-send", move || self.send(comm, rx_ref, budget_ref));
             let (next, budget, totals, reads, direct) = (&next, &budget, &totals, &reads, direct.as_ref());
             let readers: Vec<_> = (0..self.config.threads.max(1))
                 .map(|_| {
                     let tx = tx.clone();
-                    s.spawn(move || {
+                    self.spawn(s, "stager-read", move || {
                         let begin = Instant::now();
                         let mut bytes = 0u64;
                         while let Some(&f) = reads.get(next.fetch_add(1, Ordering::Relaxed)) {
@@ -266,26 +269,42 @@ impl Context<'_> {
 
     /// Send each chunk to the writer rank of every node that needs it, except
     /// this rank itself (its readers wrote that copy). Returns bytes sent
-    /// off-node.
+    /// off-node. Up to [`SEND_BATCH`] chunks that are ready go out together,
+    /// so a receiver finds the next message waiting instead of each chunk
+    /// paying a round trip.
     fn send(&self, comm: &ThreadComm, rx: &crossbeam_channel::Receiver<Chunk>, pool: &Pool) -> u64 {
         let mut moved = 0u64;
-        for chunk in rx {
-            for &node in self.plan.destinations(chunk.file) {
-                let Some(writer) = self.plan.writer(node) else { continue };
-                if writer == self.rank {
-                    continue;
-                }
-                let target = comm.comm().process_at_rank(writer as i32);
-                mpi::request::scope(|scope| {
-                    let request =
-                        target.immediate_send_with_tag(scope, &chunk.message.as_slice()[..chunk.len], TAG_DATA);
-                    wait_politely(request);
-                });
-                if node != self.node {
-                    moved += (chunk.len - TRAILER) as u64;
-                }
+        let mut batch: Vec<Chunk> = Vec::with_capacity(SEND_BATCH);
+        while let Ok(first) = rx.recv() {
+            batch.push(first);
+            while batch.len() < SEND_BATCH
+                && let Ok(more) = rx.try_recv()
+            {
+                batch.push(more);
             }
-            pool.give(chunk.message);
+            mpi::request::scope(|scope| {
+                let mut requests = Vec::new();
+                for chunk in &batch {
+                    for &node in self.plan.destinations(chunk.file) {
+                        let Some(writer) = self.plan.writer(node) else { continue };
+                        if writer == self.rank {
+                            continue;
+                        }
+                        let target = comm.comm().process_at_rank(writer as i32);
+                        let message = &chunk.message.as_slice()[..chunk.len];
+                        requests.push(target.immediate_send_with_tag(scope, message, TAG_DATA));
+                        if node != self.node {
+                            moved += (chunk.len - TRAILER) as u64;
+                        }
+                    }
+                }
+                for request in requests {
+                    wait_politely(request);
+                }
+            });
+            for chunk in batch.drain(..) {
+                pool.give(chunk.message);
+            }
         }
         moved
     }

@@ -370,6 +370,20 @@ impl Context<'_> {
         }
     }
 
+    /// Start a thread named `name` in `scope` (names show in `top -H` and in
+    /// profiles).
+    fn spawn<'s, T: Send + 's>(
+        &self,
+        scope: &'s std::thread::Scope<'s, '_>,
+        name: &str,
+        body: impl FnOnce() -> T + Send + 's,
+    ) -> std::thread::ScopedJoinHandle<'s, T> {
+        std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn_scoped(scope, body)
+            .unwrap_or_else(|e| self.fail(format!("{}: starting thread {name}: {e}", self.rank_label())))
+    }
+
     fn rank_label(&self) -> String {
         format!("rank {}", self.rank)
     }

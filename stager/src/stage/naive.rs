@@ -18,7 +18,7 @@ impl Context<'_> {
         let begin = Instant::now();
         std::thread::scope(|s| {
             for _ in 0..self.config.threads.max(1) {
-                s.spawn(|| {
+                self.spawn(s, "stager-copy", || {
                     let mut buffer = Vec::new();
                     while let Some(&f) = mine.get(next.fetch_add(1, Ordering::Relaxed)) {
                         if let Err(message) = self.copy_directly(f, &journal, &mut buffer) {
