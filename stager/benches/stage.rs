@@ -109,6 +109,15 @@ fn reports_free_pages() -> bool {
         && Path::new("/sys/module/page_reporting").exists()
 }
 
+/// True if DAMON runs a `pageout` scheme (as on this project's VMs): it
+/// evicts memory idle for a few seconds, the source's page cache included,
+/// so a contender may find part of the source on disk.
+fn pages_out_idle_memory() -> bool {
+    let state = std::fs::read_to_string("/sys/kernel/mm/damon/admin/kdamonds/0/state");
+    let action = std::fs::read_to_string("/sys/kernel/mm/damon/admin/kdamonds/0/contexts/0/schemes/0/action");
+    state.is_ok_and(|s| s.trim() == "on") && action.is_ok_and(|a| a.trim() == "pageout")
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -135,6 +144,12 @@ fn main() {
         println!(
             "note: this VM's balloon driver reports freed memory to the host; fresh pages cost more \
              the longer a run lasts (see docs/benchmarks.md)"
+        );
+    }
+    if pages_out_idle_memory() {
+        println!(
+            "note: DAMON pages out memory idle for a few seconds, the source's page cache included \
+             (see docs/benchmarks.md)"
         );
     }
     // Warm the page cache so every contender reads from memory.

@@ -38,6 +38,64 @@ impl RateLimiter {
     }
 }
 
+/// How the stager reads its source files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadMethod {
+    /// `mmap` on local file systems ([`maps_well`]), `read` elsewhere.
+    #[default]
+    Auto,
+    /// `read` into the chunk buffers.
+    Read,
+    /// Map each chunk of the file and send it from the map: one copy fewer.
+    /// A source file truncated while it is mapped ends the process with
+    /// SIGBUS.
+    Mmap,
+}
+
+impl std::str::FromStr for ReadMethod {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(ReadMethod::Auto),
+            "read" => Ok(ReadMethod::Read),
+            "mmap" => Ok(ReadMethod::Mmap),
+            _ => Err(format!("unknown read method {s:?}: expected auto, read or mmap")),
+        }
+    }
+}
+
+impl std::fmt::Display for ReadMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ReadMethod::Auto => "auto",
+            ReadMethod::Read => "read",
+            ReadMethod::Mmap => "mmap",
+        })
+    }
+}
+
+impl ReadMethod {
+    /// Whether to map `file` (an open source file).
+    pub fn maps(self, file: &File) -> bool {
+        match self {
+            ReadMethod::Auto => maps_well(file),
+            ReadMethod::Read => false,
+            ReadMethod::Mmap => true,
+        }
+    }
+}
+
+/// True if `file` is on a local disk or memory file system (ext4, XFS,
+/// Btrfs, F2FS, tmpfs), whose page cache a map reads without a copy. Parallel
+/// and network file systems (Lustre, GPFS, NFS, BeeGFS, ...) serve large
+/// `read`s better than page faults, so they are not mapped.
+pub fn maps_well(file: &File) -> bool {
+    // Superblock magic numbers of linux/magic.h.
+    const LOCAL: [u32; 5] = [0xEF53, 0x5846_5342, 0x9123_683E, 0xF2F5_2010, 0x0102_1994];
+    // `f_type` is signed on some targets; the magic numbers are 32 bits.
+    rustix::fs::fstatfs(file).is_ok_and(|s| LOCAL.contains(&(s.f_type as u32)))
+}
+
 /// Bytes read, hashed or written at a time: a quarter of a core's L2 cache
 /// here (1.25 MiB), so each piece is still in cache for the next pass over
 /// it. One pass per 64 MiB buffer instead copied 2-3x slower per byte
@@ -188,6 +246,20 @@ mod tests {
         let ok = prepare_destination(dest.path(), "a/b/c").unwrap();
         assert!(dest.path().join("a/b").is_dir());
         assert_eq!(ok, dest.path().join("a/b/c"));
+    }
+
+    #[test]
+    fn read_method_parses_what_it_prints_and_auto_maps_local_files() {
+        for m in [ReadMethod::Auto, ReadMethod::Read, ReadMethod::Mmap] {
+            assert_eq!(m.to_string().parse::<ReadMethod>(), Ok(m));
+        }
+        assert!("mmapp".parse::<ReadMethod>().unwrap_err().contains("auto, read or mmap"));
+        // The test's temporary directory is on a local file system (ext4 or tmpfs here).
+        let file = tempfile::tempfile().unwrap();
+        assert!(ReadMethod::Auto.maps(&file));
+        assert!(!ReadMethod::Read.maps(&file));
+        let proc_file = File::open("/proc/self/status").unwrap();
+        assert!(!maps_well(&proc_file), "procfs is not a file system to map from");
     }
 
     #[test]

@@ -81,14 +81,27 @@ fn expected(root: &Path, m: &Manifest, nodes: usize, policy: Policy, seed: u64) 
         .collect()
 }
 
-fn check_policy(ranks_per_node: &str, nodes: usize, policy: &str) {
+/// Stage under `policy` and check every node's files and the report. The
+/// test data is on a local file system, where `--read-method auto` maps.
+fn check_policy(ranks_per_node: &str, nodes: usize, policy: &str, read_method: &str, chunk_size: &str) {
     let dir = tempfile::tempdir().unwrap();
     let m = dataset(dir.path(), 24, 96);
     let parsed: Policy = policy.parse().unwrap();
     let r = report(&stage(
         ranks_per_node,
         dir.path(),
-        &["--policy", policy, "--seed", "5", "--chunk-size", "20KiB", "--threads", "3"],
+        &[
+            "--policy",
+            policy,
+            "--seed",
+            "5",
+            "--chunk-size",
+            chunk_size,
+            "--threads",
+            "3",
+            "--read-method",
+            read_method,
+        ],
     ));
     let want = expected(dir.path(), &m, nodes, parsed, 5);
     let mut written = 0usize;
@@ -130,20 +143,21 @@ fn check_policy(ranks_per_node: &str, nodes: usize, policy: &str) {
 
 #[test]
 fn replicate_on_two_and_four_nodes() {
-    check_policy("2", 2, "replicate");
-    check_policy("1", 4, "replicate");
+    check_policy("2", 2, "replicate", "auto", "20KiB");
+    check_policy("1", 4, "replicate", "read", "20KiB");
 }
 
 #[test]
 fn shard_on_two_and_four_nodes() {
-    check_policy("2", 2, "shard");
-    check_policy("1", 4, "shard");
+    check_policy("2", 2, "shard", "read", "20KiB");
+    // Chunks that do not start on a page: the maps start on the page before.
+    check_policy("1", 4, "shard", "mmap", "10000");
 }
 
 #[test]
 fn per_node_on_two_and_four_nodes() {
-    check_policy("2", 2, "per-node=12");
-    check_policy("1", 4, "per-node=12");
+    check_policy("2", 2, "per-node=12", "mmap", "20KiB");
+    check_policy("1", 4, "per-node=12", "read", "20KiB");
 }
 
 #[test]
@@ -207,15 +221,25 @@ fn source_file_changed_since_the_manifest_fails_naming_file_and_rank() {
     let mut bytes = std::fs::read(&path).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x40;
-    std::fs::write(&path, bytes).unwrap();
+    std::fs::write(&path, &bytes).unwrap();
+    for read_method in ["read", "mmap"] {
+        let started = Instant::now();
+        let out =
+            stage("1", dir.path(), &["--policy", "replicate", "--chunk-size", "8KiB", "--read-method", read_method]);
+        assert_failed_cleanly(
+            &out,
+            started,
+            &[victim.path.as_str(), "differs from the manifest", "error: rank"],
+            dir.path(),
+        );
+    }
+    // Shorter than the manifest says: refused before a map could reach past
+    // the end of the file.
+    std::fs::write(&path, &bytes[..middle]).unwrap();
     let started = Instant::now();
-    let out = stage("1", dir.path(), &["--policy", "replicate", "--chunk-size", "8KiB"]);
-    assert_failed_cleanly(
-        &out,
-        started,
-        &[victim.path.as_str(), "differs from the manifest", "error: rank"],
-        dir.path(),
-    );
+    let out = stage("1", dir.path(), &["--policy", "replicate", "--read-method", "mmap"]);
+    let says = format!("{middle} bytes, the manifest says {}", victim.bytes);
+    assert_failed_cleanly(&out, started, &[victim.path.as_str(), says.as_str()], dir.path());
 }
 
 #[test]

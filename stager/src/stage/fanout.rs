@@ -3,50 +3,41 @@
 use super::writer::NodeWriter;
 use super::*;
 
-/// The in-flight buffers: at most `max_inflight / (chunk + header)` of them
-/// (at least one), allocated on first use and recycled by the sender, so
-/// memory stays bounded and no chunk pays for fresh pages.
-struct Pool {
-    free_tx: crossbeam_channel::Sender<AlignedBuffer>,
-    free_rx: crossbeam_channel::Receiver<AlignedBuffer>,
-    allocated: AtomicUsize,
-    capacity: usize,
-    buffer_len: usize,
-}
-
-impl Pool {
-    fn new(max_inflight: u64, buffer_len: usize) -> Self {
-        let capacity = usize::try_from(max_inflight / buffer_len as u64).unwrap_or(usize::MAX).max(1);
-        let (free_tx, free_rx) = crossbeam_channel::unbounded();
-        Pool { free_tx, free_rx, allocated: AtomicUsize::new(0), capacity, buffer_len }
-    }
-
-    fn take(&self) -> AlignedBuffer {
-        if let Ok(buffer) = self.free_rx.try_recv() {
-            return buffer;
-        }
-        if self.allocated.fetch_add(1, Ordering::SeqCst) < self.capacity {
-            return AlignedBuffer::new(self.buffer_len);
-        }
-        self.allocated.fetch_sub(1, Ordering::SeqCst);
-        // Every buffer is in flight: wait for the sender to return one. The
-        // pool holds a sender itself, so this cannot fail.
-        self.free_rx.recv().unwrap_or_else(|_| AlignedBuffer::new(self.buffer_len))
-    }
-
-    fn give(&self, buffer: AlignedBuffer) {
-        let _ = self.free_tx.send(buffer);
-    }
-}
-
 /// Most chunks a sender has in flight at once.
 const SEND_BATCH: usize = 8;
 
+/// A chunk read and checked, on its way to the other nodes.
 struct Chunk {
     file: usize,
-    /// Data and trailer; only the first `len` bytes are the message.
-    message: AlignedBuffer,
-    len: usize,
+    head: [u8; HEAD_LEN],
+    body: Body,
+}
+
+/// Where a chunk's bytes are.
+enum Body {
+    /// Read into a pool buffer; the first `len` bytes.
+    Buffer(AlignedBuffer, usize),
+    /// A map of the source file's window (`--read-method mmap`).
+    Mapped(memmap2::Mmap),
+    /// Nothing (an empty file).
+    Empty,
+}
+
+impl Body {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Body::Buffer(buffer, len) => &buffer.as_slice()[..*len],
+            Body::Mapped(map) => map,
+            Body::Empty => &[],
+        }
+    }
+
+    fn into_buffer(self) -> Option<AlignedBuffer> {
+        match self {
+            Body::Buffer(buffer, _) => Some(buffer),
+            _ => None,
+        }
+    }
 }
 
 /// Where a writer rank's readers write the files they read that its own
@@ -73,7 +64,7 @@ impl Context<'_> {
     pub(super) fn staged(&self, comm: &ThreadComm, node_files: &[usize]) -> RankStats {
         let rank = self.rank;
         let reads = self.plan.reads(rank);
-        let budget = Pool::new(self.config.max_inflight, TRAILER + self.config.chunk_size);
+        let budget = Pool::new(self.config.max_inflight, self.config.chunk_size);
         let (tx, rx) = crossbeam_channel::unbounded::<Chunk>();
         let is_writer = self.plan.writer(self.plan.node_of(rank)) == Some(rank);
         let next = AtomicUsize::new(0);
@@ -98,9 +89,9 @@ impl Context<'_> {
         let reading = AtomicBool::new(true);
         std::thread::scope(|s| {
             let (rx_ref, budget_ref, reading_ref, remote, temp_dir) = (&rx, &budget, &reading, &remote, &temp_dir);
-            let receiver = journal
-                .as_ref()
-                .map(|journal| self.spawn(s, "stager-receive", move || self.receive(comm, remote, journal, temp_dir, reading_ref)));
+            let receiver = journal.as_ref().map(|journal| {
+                self.spawn(s, "stager-receive", move || self.receive(comm, remote, journal, temp_dir, reading_ref))
+            });
             let sender = self.spawn(s, "stager-send", move || self.send(comm, rx_ref, budget_ref));
             let (next, budget, totals, reads, direct) = (&next, &budget, &totals, &reads, direct.as_ref());
             let readers: Vec<_> = (0..self.config.threads.max(1))
@@ -142,8 +133,8 @@ impl Context<'_> {
         stats
     }
 
-    /// Read file `f` into budgeted chunks for the sender, writing it into
-    /// this node's destination on the way if `direct`; returns bytes read.
+    /// Read file `f` chunk by chunk for the sender, writing it into this
+    /// node's destination on the way if `direct`; returns bytes read.
     fn read_file(
         &self,
         f: usize,
@@ -157,23 +148,35 @@ impl Context<'_> {
         let fail = |e: io::Error| -> ! {
             self.fail(format!("{}: reading source file {}: {e}", self.rank_label(), path.display()))
         };
+        let differs = |what: String| -> ! {
+            self.fail(format!(
+                "{}: source file {} differs from the manifest ({what})",
+                self.rank_label(),
+                path.display()
+            ))
+        };
         let mut file = File::open(&path).unwrap_or_else(|e| fail(e));
+        let mapped = self.config.read_method.maps(&file);
+        if mapped {
+            // A map must not reach past the end of the file.
+            let size = file.metadata().unwrap_or_else(|e| fail(e)).len();
+            if size != entry.bytes {
+                differs(format!("{size} bytes, the manifest says {}", entry.bytes));
+            }
+        }
         let mut out = direct.map(|d| self.create_temp(d.temp_dir, f));
         if out.is_some() {
             totals.lock().unwrap_or_else(|p| p.into_inner()).first_write.get_or_insert_with(Instant::now);
         }
         let mut hash = StreamingChecksum::new();
-        let chunk = self.config.chunk_size;
         let sends = self.plan.destinations(f).iter().any(|&node| self.plan.writer(node) != Some(self.rank));
         loop {
-            let remaining = entry.bytes.saturating_sub(hash.bytes());
-            let want = (remaining as usize).min(chunk);
-            let mut buffer = pool.take();
-            let message = buffer.as_mut_slice();
             let offset = hash.bytes();
-            let mut at = offset;
-            let mut write_error = None;
-            let filled = read_hashing(&mut file, &mut message[..want], &mut hash, |piece| {
+            let want = (entry.bytes.saturating_sub(offset) as usize).min(self.config.chunk_size);
+            pool.reserve();
+            // This node's copy: each piece right after it is hashed, in cache.
+            let (mut at, mut write_error) = (offset, None);
+            let mut write_here = |piece: &[u8]| {
                 if let Some((out, _)) = &out
                     && write_error.is_none()
                 {
@@ -183,39 +186,45 @@ impl Context<'_> {
                     }
                 }
                 at += piece.len() as u64;
-            })
-            .unwrap_or_else(|e| fail(e));
+            };
+            let body = if want == 0 {
+                Body::Empty
+            } else if mapped {
+                let map = map_window(&file, offset, want).unwrap_or_else(|e| fail(e));
+                for piece in map.chunks(CACHE_PIECE) {
+                    hash.update(piece);
+                    write_here(piece);
+                }
+                Body::Mapped(map)
+            } else {
+                let mut buffer = pool.buffer();
+                let filled = read_hashing(&mut file, &mut buffer.as_mut_slice()[..want], &mut hash, &mut write_here)
+                    .unwrap_or_else(|e| fail(e));
+                Body::Buffer(buffer, filled)
+            };
             if let Some(e) = write_error {
                 self.fail(format!("{}: writing {} into {}: {e}", self.rank_label(), entry.path, self.dest.display()));
             }
+            let filled = body.bytes().len();
             if let Some(l) = self.limiter {
                 l.acquire(filled as u64);
             }
-            let at_end = hash.bytes() >= entry.bytes;
-            let last = if at_end || filled < want {
+            let last = hash.bytes() >= entry.bytes || filled < want;
+            if last {
                 // Check the whole file before its last chunk leaves this rank
                 // (or its copy here is renamed into place).
-                let mut probe = [0u8; 1];
-                let longer = matches!(file.read(&mut probe), Ok(n) if n > 0);
-                if longer || hash.bytes() != entry.bytes || hash.finish() != entry.xxh3 {
-                    self.fail(format!(
-                        "{}: source file {} differs from the manifest (size or xxh3 {} != {})",
-                        self.rank_label(),
-                        path.display(),
-                        if longer { "longer".to_owned() } else { hash.finish().to_string() },
-                        entry.xxh3
-                    ));
+                let longer = matches!(file.read_at(&mut [0u8; 1], entry.bytes), Ok(n) if n > 0);
+                if longer {
+                    differs("longer".into());
                 }
-                true
-            } else {
-                false
-            };
-            for (i, v) in [f as u64, offset, filled as u64, if last { LAST } else { 0 }].iter().enumerate() {
-                message[filled + i * 8..filled + (i + 1) * 8].copy_from_slice(&v.to_le_bytes());
+                if hash.bytes() != entry.bytes || hash.finish() != entry.xxh3 {
+                    differs(format!("{} bytes, xxh3 {} != {}", hash.bytes(), hash.finish(), entry.xxh3));
+                }
             }
+            let head = Head { file: f, offset, len: filled, last }.encode();
             if !sends {
-                pool.give(buffer);
-            } else if tx.send(Chunk { file: f, message: buffer, len: filled + TRAILER }).is_err() {
+                pool.release(body.into_buffer());
+            } else if tx.send(Chunk { file: f, head, body }).is_err() {
                 self.fail(format!("{}: the sender thread stopped", self.rank_label()));
             }
             if last {
@@ -270,8 +279,7 @@ impl Context<'_> {
     /// Send each chunk to the writer rank of every node that needs it, except
     /// this rank itself (its readers wrote that copy). Returns bytes sent
     /// off-node. Up to [`SEND_BATCH`] chunks that are ready go out together,
-    /// so a receiver finds the next message waiting instead of each chunk
-    /// paying a round trip.
+    /// so a fan-out to several nodes proceeds at once.
     fn send(&self, comm: &ThreadComm, rx: &crossbeam_channel::Receiver<Chunk>, pool: &Pool) -> u64 {
         let mut moved = 0u64;
         let mut batch: Vec<Chunk> = Vec::with_capacity(SEND_BATCH);
@@ -291,10 +299,10 @@ impl Context<'_> {
                             continue;
                         }
                         let target = comm.comm().process_at_rank(writer as i32);
-                        let message = &chunk.message.as_slice()[..chunk.len];
-                        requests.push(target.immediate_send_with_tag(scope, message, TAG_DATA));
+                        requests.push(target.immediate_send_with_tag(scope, &chunk.head[..], TAG_HEAD));
+                        requests.push(target.immediate_send_with_tag(scope, chunk.body.bytes(), TAG_BODY));
                         if node != self.node {
-                            moved += (chunk.len - TRAILER) as u64;
+                            moved += chunk.body.bytes().len() as u64;
                         }
                     }
                 }
@@ -303,7 +311,7 @@ impl Context<'_> {
                 }
             });
             for chunk in batch.drain(..) {
-                pool.give(chunk.message);
+                pool.release(chunk.body.into_buffer());
             }
         }
         moved
@@ -338,7 +346,7 @@ impl Context<'_> {
                 message.matched_receive_into(&mut [0u8; 0][..]);
                 self.stop_for(status.source_rank());
             }
-            let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_DATA) else {
+            let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_HEAD) else {
                 // Nothing yet: back off gently (spin, then sleep up to 200 us).
                 idle = (idle + 1).min(20);
                 if idle > 4 {
@@ -353,19 +361,65 @@ impl Context<'_> {
                     std::thread::park();
                 }
             }
-            let count = status.count(u8::equivalent_datatype()) as usize;
-            if buffer.len() < count {
-                buffer = AlignedBuffer::new(count.max(TRAILER + self.config.chunk_size));
+            let source = status.source_rank();
+            let mut head = [0u8; HEAD_LEN];
+            let head = match status.count(u8::equivalent_datatype()) as usize {
+                HEAD_LEN => {
+                    message.matched_receive_into(&mut head[..]);
+                    Head::decode(&head)
+                }
+                _ => None,
+            };
+            let Some(head) = head.filter(|h| h.len <= MAX_CHUNK) else {
+                self.fail(format!("{}: malformed message from rank {source}", self.rank_label()))
+            };
+            if buffer.len() < head.len {
+                buffer = AlignedBuffer::new(head.len.max(self.config.chunk_size));
             }
-            mpi::request::scope(|scope| {
-                wait_politely(message.immediate_matched_receive_into(scope, &mut buffer.as_mut_slice()[..count]));
-            });
-            if let Err(message) = writer.chunk(&buffer.as_slice()[..count], status.source_rank() as usize) {
+            let body = &mut buffer.as_mut_slice()[..head.len];
+            if let Err(message) = receive_body(comm, source, body) {
+                self.fail(format!("{}: {message}", self.rank_label()));
+            }
+            if let Err(message) = writer.chunk(head, body, source as usize) {
                 self.fail(message);
             }
         }
         (writer.written, writer.first_write, writer.done as u64)
     }
+}
+
+/// Receive into `body` the body that `source` sends after a head, checking
+/// that it has the head's length.
+fn receive_body(comm: &ThreadComm, source: i32, body: &mut [u8]) -> Result<(), String> {
+    let from = comm.comm().process_at_rank(source);
+    let mut idle = 0u64;
+    let (message, status) = loop {
+        if let Some(found) = from.immediate_matched_probe_with_tag(TAG_BODY) {
+            break found;
+        }
+        idle = (idle + 1).min(10);
+        if idle > 2 {
+            std::thread::sleep(Duration::from_micros(20 * idle));
+        }
+    };
+    let count = status.count(u8::equivalent_datatype()) as usize;
+    if count != body.len() {
+        return Err(format!("rank {source} sent {count} bytes after announcing {}", body.len()));
+    }
+    mpi::request::scope(|scope| wait_politely(message.immediate_matched_receive_into(scope, body)));
+    Ok(())
+}
+
+/// Map `len` bytes of `file` from `offset`, read-only, with the pages
+/// already in place.
+#[allow(unsafe_code)]
+fn map_window(file: &File, offset: u64, len: usize) -> io::Result<memmap2::Mmap> {
+    // SAFETY: the map is only read, and the caller checked after opening that
+    // the file is as long as the manifest says, so the window lies inside it.
+    // Should another process truncate the file meanwhile, reading the lost
+    // pages raises SIGBUS and the job ends (documented under --read-method);
+    // it cannot yield wrong bytes unnoticed, as the hash checks them.
+    unsafe { memmap2::MmapOptions::new().offset(offset).len(len).populate().map(file) }
 }
 
 /// Wait for a request by testing it with short sleeps in between. A blocking

@@ -1,8 +1,9 @@
 //! `stager stage`: the MPI execution of a [`Plan`].
 //!
-//! On every rank: T reader threads read the rank's files in chunks (hashing
-//! each 256 KiB piece as it lands, into buffers drawn from a byte budget of
-//! `max_inflight`), and one sender thread sends each chunk point-to-point to
+//! On every rank: T reader threads read the rank's files in chunks (mapped,
+//! or read into pool buffers: [`ReadMethod`]), hashing each 256 KiB piece as
+//! it lands, at most `max_inflight` bytes of chunks at a time, and one
+//! sender thread sends each chunk point-to-point (a head, then the bytes) to
 //! the writer rank (the lowest rank) of every node that needs the file. A
 //! writer rank's readers write its own node's copy of what they read straight
 //! from each piece while it is in cache. On writer ranks a receiver thread
@@ -18,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -33,16 +34,24 @@ use formats::placement::Policy;
 use mpi::traits::*;
 
 use crate::files::{
-    AlignedBuffer, CACHE_PIECE, RateLimiter, free_bytes, is_complete, prepare_destination, read_chunks, read_hashing,
+    AlignedBuffer, CACHE_PIECE, RateLimiter, ReadMethod, free_bytes, is_complete, prepare_destination, read_chunks,
+    read_hashing,
 };
 use crate::journal::{self, Entry, Journal};
 use crate::plan::Plan;
 
 mod fanout;
 mod naive;
+mod pool;
+mod wire;
 mod writer;
 
-const TAG_DATA: i32 = 10;
+use pool::Pool;
+use wire::{HEAD_LEN, Head};
+
+const TAG_HEAD: i32 = 10;
+/// The bytes of the chunk announced by the sender's last head.
+const TAG_BODY: i32 = 13;
 const TAG_ABORT: i32 = 11;
 /// A writer's answer to `TAG_ABORT`: its temporary files are gone.
 const TAG_CLEARED: i32 = 12;
@@ -50,13 +59,6 @@ const TAG_CLEARED: i32 = 12;
 /// files before it ends the job anyway (a writer that already finished
 /// has none and does not answer).
 const CLEAR_WAIT: Duration = Duration::from_secs(10);
-/// Bytes of the trailer after each chunk's data: file, offset, length, flags.
-/// A trailer, not a header: data then starts at the (page-aligned) start of
-/// the buffer, and the kernel copies aligned pages into the destination. A
-/// 32-byte header made `pwrite` ~10x slower on this AMD machine (perf:
-/// `copy_folio_from_iter_atomic`), as `rep movsb` is slow on misaligned sources.
-const TRAILER: usize = 32;
-const LAST: u64 = 1;
 /// MPI counts are C ints: keep every message well under 2^31 bytes.
 pub const MAX_CHUNK: usize = 1 << 30;
 
@@ -81,6 +83,8 @@ pub struct StageConfig {
     pub naive: bool,
     /// Emulated aggregate source bandwidth (bytes/s), split evenly over ranks.
     pub source_bandwidth: Option<f64>,
+    /// How readers read the source (the naive copy always uses `read`).
+    pub read_method: ReadMethod,
 }
 
 /// A failure before any data moved, agreed on by every rank.

@@ -22,22 +22,17 @@ pub(super) struct OpenFile {
 }
 
 impl NodeWriter<'_, '_> {
-    /// Handle one message (data + trailer) from rank `source`. Holds the
+    /// Write one chunk (`head` and its `data`) from rank `source`. Holds the
     /// context's temp lock throughout, so a failing rank can clear the
     /// temporary files knowing none is being created.
-    pub(super) fn chunk(&mut self, message: &[u8], source: usize) -> Result<(), String> {
+    pub(super) fn chunk(&mut self, head: Head, data: &[u8], source: usize) -> Result<(), String> {
         let ctx = self.ctx;
         let _guard = ctx.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
         if ctx.failing.load(Ordering::SeqCst) {
             return Ok(());
         }
-        if message.len() < TRAILER {
-            return Err(format!("{}: malformed message from rank {source}", ctx.rank_label()));
-        }
-        let (data, trailer) = message.split_at(message.len() - TRAILER);
-        let field = |i: usize| u64::from_le_bytes(trailer[i * 8..(i + 1) * 8].try_into().unwrap_or([0; 8]));
-        let (f, offset, len, flags) = (field(0) as usize, field(1), field(2) as usize, field(3));
-        if !self.expected.contains(&f) || len != data.len() {
+        let (f, offset) = (head.file, head.offset);
+        if !self.expected.contains(&f) || head.len != data.len() {
             return Err(format!("{}: unexpected chunk of file {f} from rank {source}", ctx.rank_label()));
         }
         let entry = &ctx.manifest.files[f];
@@ -62,7 +57,7 @@ impl NodeWriter<'_, '_> {
         }
         self.written += data.len() as u64;
         ctx.counters.add_bytes(data.len() as u64);
-        if flags & LAST == 0 {
+        if !head.last {
             return Ok(());
         }
         let Some(state) = self.open.remove(&f) else { return Ok(()) };
