@@ -27,6 +27,7 @@
 pub mod files;
 pub mod journal;
 pub mod plan;
+pub mod sigbus;
 pub mod simulate;
 pub mod stage;
 pub mod units;

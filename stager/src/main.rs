@@ -79,7 +79,7 @@ struct StageArgs {
     max_inflight: u64,
     /// How to read the source: `mmap` maps each chunk and sends it from the
     /// map (one copy fewer; a source file truncated while mapped ends the job
-    /// with SIGBUS), `read` reads it into a buffer, `auto` maps files on
+    /// with a SIGBUS message), `read` reads it into a buffer, `auto` maps files on
     /// local file systems (ext4, XFS, Btrfs, F2FS, tmpfs) and reads from
     /// parallel and network ones (Lustre, GPFS, NFS, ...).
     #[arg(long, default_value = "auto")]
@@ -327,6 +327,15 @@ fn shared_manifest(world: &World, source: &Path, manifest: Option<&Path>) -> any
 fn stage(world: &World, args: &StageArgs) -> anyhow::Result<()> {
     let p = &args.placement;
     let manifest = shared_manifest(world, &p.source, p.manifest.as_deref())?;
+    let t = world.topology();
+    stager::sigbus::exit_with_message_on_sigbus(&format!(
+        "error: rank {} (node {}): a file under {} shrank while it was read through a map (SIGBUS); \
+         rerun once it is complete (the rerun clears temporary files), or use --read-method read",
+        t.rank,
+        t.node,
+        p.source.display()
+    ))
+    .context("installing the SIGBUS handler")?;
     let config = StageConfig {
         source: p.source.clone(),
         dest: p.dest.clone(),
