@@ -47,8 +47,8 @@ pub enum ReadMethod {
     /// `read` into the chunk buffers.
     Read,
     /// Map each chunk of the file and send it from the map: one copy fewer.
-    /// A source file truncated while it is mapped ends the process with
-    /// SIGBUS.
+    /// A source file truncated while it is mapped raises SIGBUS, which the
+    /// `stager` binary turns into one error line ([`crate::sigbus`]).
     Mmap,
 }
 
