@@ -8,8 +8,7 @@ const SEND_BATCH: usize = 8;
 
 /// A chunk read and checked, on its way to the other nodes.
 struct Chunk {
-    file: usize,
-    head: [u8; HEAD_LEN],
+    head: Head,
     body: Body,
 }
 
@@ -221,10 +220,10 @@ impl Context<'_> {
                     differs(format!("{} bytes, xxh3 {} != {}", hash.bytes(), hash.finish(), entry.xxh3));
                 }
             }
-            let head = Head { file: f, offset, len: filled, last }.encode();
+            let head = Head { file: f, offset, len: filled, last };
             if !sends {
                 pool.release(body.into_buffer());
-            } else if tx.send(Chunk { file: f, head, body }).is_err() {
+            } else if tx.send(Chunk { head, body }).is_err() {
                 self.fail(format!("{}: the sender thread stopped", self.rank_label()));
             }
             if last {
@@ -290,16 +289,17 @@ impl Context<'_> {
             {
                 batch.push(more);
             }
+            let heads: Vec<[u8; HEAD_LEN]> = batch.iter().map(|chunk| chunk.head.encode()).collect();
             mpi::request::scope(|scope| {
                 let mut requests = Vec::new();
-                for chunk in &batch {
-                    for &node in self.plan.destinations(chunk.file) {
+                for (chunk, head) in batch.iter().zip(&heads) {
+                    for &node in self.plan.destinations(chunk.head.file) {
                         let Some(writer) = self.plan.writer(node) else { continue };
                         if writer == self.rank {
                             continue;
                         }
                         let target = comm.comm().process_at_rank(writer as i32);
-                        requests.push(target.immediate_send_with_tag(scope, &chunk.head[..], TAG_HEAD));
+                        requests.push(target.immediate_send_with_tag(scope, &head[..], TAG_HEAD));
                         requests.push(target.immediate_send_with_tag(scope, chunk.body.bytes(), TAG_BODY));
                         if node != self.node {
                             moved += chunk.body.bytes().len() as u64;
@@ -339,7 +339,8 @@ impl Context<'_> {
             first_write: None,
         };
         let mut buffer = AlignedBuffer::new(0);
-        let mut idle = 0u32;
+        // Spin, then sleep up to 200 us.
+        let mut idle = Backoff::new(4, 10, 20);
         while writer.done < remote.len() || reading.load(Ordering::SeqCst) {
             // A failure notice jumps the queue of data waiting to be written.
             if let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_ABORT) {
@@ -347,14 +348,10 @@ impl Context<'_> {
                 self.stop_for(status.source_rank());
             }
             let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_HEAD) else {
-                // Nothing yet: back off gently (spin, then sleep up to 200 us).
-                idle = (idle + 1).min(20);
-                if idle > 4 {
-                    std::thread::sleep(Duration::from_micros(10 * u64::from(idle)));
-                }
+                idle.snooze();
                 continue;
             };
-            idle = 0;
+            idle.reset();
             if self.failing.load(Ordering::SeqCst) {
                 // Another thread of this rank is ending the job; write nothing more.
                 loop {
@@ -392,15 +389,12 @@ impl Context<'_> {
 /// that it has the head's length.
 fn receive_body(comm: &ThreadComm, source: i32, body: &mut [u8]) -> Result<(), String> {
     let from = comm.comm().process_at_rank(source);
-    let mut idle = 0u64;
+    let mut idle = Backoff::polite();
     let (message, status) = loop {
         if let Some(found) = from.immediate_matched_probe_with_tag(TAG_BODY) {
             break found;
         }
-        idle = (idle + 1).min(10);
-        if idle > 2 {
-            std::thread::sleep(Duration::from_micros(20 * idle));
-        }
+        idle.snooze();
     };
     let count = status.count(u8::equivalent_datatype()) as usize;
     if count != body.len() {
@@ -426,15 +420,43 @@ fn map_window(file: &File, offset: u64, len: usize) -> io::Result<memmap2::Mmap>
 /// MPI wait spins (and, oversubscribed, yields in a loop), taking the CPU
 /// from the threads that read and write; sleeping leaves it to them.
 fn wait_politely<'a, B: ?Sized, S: mpi::request::Scope<'a>>(mut request: mpi::request::Request<'a, B, S>) {
-    let mut idle = 0u64;
+    let mut idle = Backoff::polite();
     loop {
         match request.test() {
             Ok(_) => return,
             Err(pending) => request = pending,
         }
-        idle = (idle + 1).min(10);
-        if idle > 2 {
-            std::thread::sleep(Duration::from_micros(20 * idle));
+        idle.snooze();
+    }
+}
+
+/// How a thread polling MPI waits between polls: `spins` polls at once,
+/// then sleeps of `step_us` times the polls so far, up to `cap` of them.
+struct Backoff {
+    polls: u64,
+    spins: u64,
+    step_us: u64,
+    cap: u64,
+}
+
+impl Backoff {
+    fn new(spins: u64, step_us: u64, cap: u64) -> Self {
+        Backoff { polls: 0, spins, step_us, cap }
+    }
+
+    /// Waiting for one message or request: spin twice, then sleep up to 200 us.
+    fn polite() -> Self {
+        Backoff::new(2, 20, 10)
+    }
+
+    fn snooze(&mut self) {
+        self.polls = (self.polls + 1).min(self.cap);
+        if self.polls > self.spins {
+            std::thread::sleep(Duration::from_micros(self.step_us * self.polls));
         }
+    }
+
+    fn reset(&mut self) {
+        self.polls = 0;
     }
 }
