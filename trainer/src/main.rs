@@ -149,7 +149,16 @@ struct TrainArgs {
     /// How the initial weights are drawn (biases start at zero).
     #[arg(long, value_enum, default_value = "glorot")]
     init: InitKind,
-    /// Seed of the initial parameters, the sample order and dropout.
+    /// Turn each training sample by one of the cube's 48 rotations and
+    /// reflections, drawn anew each step (the universe is isotropic, so
+    /// the targets stay as they are).
+    #[arg(long)]
+    augment: bool,
+    /// Shift and scale each input channel to mean 0 and deviation 1, with
+    /// statistics of the training set (never per sample).
+    #[arg(long)]
+    standardize: bool,
+    /// Seed of the initial parameters, the sample order, dropout and --augment.
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Loader worker threads per rank.
@@ -233,6 +242,8 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
             InitKind::Glorot => Init::GlorotUniform,
             InitKind::He => Init::HeUniformLeaky { slope: LEAKY_SLOPE as f32 },
         },
+        augment: args.augment,
+        standardize: args.standardize,
         seed: args.seed,
         workers: args.workers,
         prefetch: args.prefetch,

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::TrainError;
 use super::data::ValData;
+use super::standardize::Standardize;
 use crate::model::cosmoflow::Cosmoflow;
 
 /// Validation errors, per parameter and averaged.
@@ -33,6 +34,7 @@ pub fn validate(
     model: &Cosmoflow,
     val: &ValData,
     loader: &LoaderConfig,
+    standardize: Option<&Standardize>,
     device: &Device,
 ) -> Result<Validation, TrainError> {
     let config = model.config();
@@ -46,7 +48,11 @@ pub fn validate(
     for batch in Loader::new(val.dataset.clone(), mine, *loader) {
         let batch = batch.map_err(|e| TrainError::Data(e.to_string()))?;
         let n = batch.len();
-        let x = Tensor::<5>::from_data(TensorData::new(batch.x.clone(), [n, d, d, d, c]), device);
+        let mut x = batch.x.clone();
+        if let Some(s) = standardize {
+            s.apply(&mut x);
+        }
+        let x = Tensor::<5>::from_data(TensorData::new(x, [n, d, d, d, c]), device);
         let prediction = model.forward(x, None).into_data().try_into_vec_as::<f32>().unwrap_or_default();
         for (k, (p, y)) in prediction.iter().zip(&batch.y).enumerate() {
             abs[k % outputs] += f64::from((p - y).abs());

@@ -5,8 +5,10 @@
 //! rank, a check at each epoch's end that all ranks hold identical
 //! parameters, validation, checkpoints.
 
+mod augment;
 pub mod data;
 mod eval;
+mod standardize;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -54,6 +56,9 @@ pub enum TrainError {
     #[error("{0}")]
     Invalid(String),
 }
+
+/// Training samples per rank whose statistics set `--standardize`'s shift and scale.
+const STANDARDIZE_SAMPLES: usize = 32;
 
 /// The learning-rate schedule in epochs, turned into steps once the
 /// number of steps per epoch is known.
@@ -110,7 +115,11 @@ pub struct TrainConfig {
     pub fusion_bytes: usize,
     /// How the initial weights are drawn.
     pub init: Init,
-    /// Seed of the initial parameters, the sample order and dropout.
+    /// Turn each training sample by a random symmetry of the cube.
+    pub augment: bool,
+    /// Shift and scale each input channel to mean 0, deviation 1 (training-set statistics).
+    pub standardize: bool,
+    /// Seed of the initial parameters, the sample order, dropout and augmentation.
     pub seed: u64,
     /// Loader worker threads per rank.
     pub workers: usize,
@@ -213,6 +222,10 @@ pub struct TrainReport {
     pub fusion_buffers: usize,
     /// One-step gradient lag.
     pub grad_lag: bool,
+    /// Samples turned by random symmetries of the cube.
+    pub augment: bool,
+    /// Inputs standardised per channel.
+    pub standardize: bool,
     /// Steps per epoch.
     pub steps_per_epoch: u64,
     /// Epoch this run started from (0 unless resumed).
@@ -341,6 +354,11 @@ pub fn run(
             train.shape.size, train.shape.channels, config.model.name
         )));
     }
+    let standardize = if config.standardize {
+        Some(standardize::Standardize::fit(world, &*train.dataset, &(train.order)(0), STANDARDIZE_SAMPLES, c)?)
+    } else {
+        None
+    };
     let steps_per_epoch = ((train.order)(0).len() / config.batch) as u64;
     if steps_per_epoch == 0 {
         return Err(TrainError::Invalid(format!(
@@ -404,6 +422,7 @@ pub fn run(
     let loader_config =
         LoaderConfig { batch: config.batch, workers: config.workers, prefetch: config.prefetch, skip_corrupt: false };
 
+    let mut scratch = Vec::new();
     let mut loader: Option<Loader> = None;
     let mut epochs = Vec::new();
     let mut run_times = StepTimes::default();
@@ -433,7 +452,14 @@ pub fn run(
 
             let t = Instant::now();
             let n = batch.len();
-            let x = Tensor::<5>::from_data(TensorData::new(batch.x.clone(), [n, d, d, d, c]), &device);
+            let mut x = batch.x.clone();
+            if config.augment {
+                augment::augment_batch(&mut x, d, c, (config.seed, optimizer.steps, world.rank()), &mut scratch);
+            }
+            if let Some(s) = &standardize {
+                s.apply(&mut x);
+            }
+            let x = Tensor::<5>::from_data(TensorData::new(x, [n, d, d, d, c]), &device);
             let y = Tensor::<2>::from_data(TensorData::new(batch.y.clone(), [n, config.model.outputs]), &device);
             batches.recycle(batch);
             let mut masks = DropoutMasks::for_step(config.seed, optimizer.steps, world.rank());
@@ -508,7 +534,7 @@ pub fn run(
 
         let sum = agreed_checksum(world, &values, epoch)?;
         let validation = match &val {
-            Some(v) => Some(eval::validate(world, &model, v, &loader_config, &device)?),
+            Some(v) => Some(eval::validate(world, &model, v, &loader_config, standardize.as_ref(), &device)?),
             None => None,
         };
         let seconds = started.elapsed().as_secs_f64();
@@ -549,6 +575,8 @@ pub fn run(
         batch_per_rank: config.batch,
         fusion_buffers,
         grad_lag: config.grad_lag,
+        augment: config.augment,
+        standardize: config.standardize,
         steps_per_epoch,
         resumed_from_epoch: start_epoch,
         epochs,
