@@ -64,11 +64,13 @@ fn one_vs_two_ranks(dir: &Path, data: &Path, extra: &[&str]) -> (Vec<f32>, Vec<f
 }
 
 #[test]
-fn two_ranks_with_batch_b_match_one_rank_with_batch_2b_with_and_without_fusion() {
+fn two_ranks_with_batch_b_match_one_rank_with_batch_2b_with_and_without_fusion_and_augmentation() {
     let dir = tempfile::tempdir().unwrap();
     let data = dataset(dir.path(), 2, 11);
-    for fusion in ["64", "0"] {
-        let (two, one) = one_vs_two_ranks(dir.path(), &data, &["--fusion-mb", fusion]);
+    // Standardisation statistics and each sample's turn do not depend on the ranks either.
+    for extra in [&["--fusion-mb", "64"][..], &["--fusion-mb", "0", "--standardize", "--augment"]] {
+        let fusion = extra[1];
+        let (two, one) = one_vs_two_ranks(dir.path(), &data, extra);
         let moved = max_difference(&one, &params_at_start(dir.path(), &data));
         let diff = max_difference(&two, &one);
         assert!(moved > 1e-3, "training did not move the parameters ({moved})");
@@ -310,16 +312,14 @@ fn cosmoflow_small_fits_simulated_universes() {
     assert!(std::fs::metadata(&plot).unwrap().len() > 1000);
 }
 
-/// The model generalises to universes it has not seen. On 800 simulated
-/// whole boxes (32³ counts of 64³ particles) whose parameters are drawn
-/// from the wide Quijote priors, 6 epochs on 640 of them bring the
-/// validation MAE on the other 160 clearly under that of predicting the
-/// mean, σ8's most of all (measured: 0.82 of the mean overall and σ8 at
-/// 0.39-0.45 in five runs with different seeds and batches). The issue's
-/// 30 % overall needs Ω_m as well, which takes far more universes and
-/// epochs than CI has (docs/trainer.md).
+/// The model learns the cosmology of universes it has not seen, as the
+/// issue asks: validation MAE at least 30 % under that of predicting the
+/// mean. 800 simulated whole boxes (32³ counts of 64³ particles) with
+/// parameters from the wide Quijote priors, 8 epochs on 640 of them with
+/// standardised inputs, random cube symmetries and a decaying rate.
+/// Measured in release with seeds 0-3: see docs/trainer.md.
 #[test]
-fn cosmoflow_small_predicts_sigma_8_of_unseen_universes() {
+fn cosmoflow_small_learns_the_parameters_of_unseen_universes() {
     use simgen::cosmo::generate::{CosmoConfig, Priors};
     let dir = tempfile::tempdir().unwrap();
     let config = CosmoConfig { grid: 32, split: 1, priors: Priors::Quijote, ..e2e::cosmo_config(800, 7) };
@@ -328,22 +328,32 @@ fn cosmoflow_small_predicts_sigma_8_of_unseen_universes() {
         "--data",
         data.to_str().unwrap(),
         "--epochs",
-        "6",
+        "8",
         "--batch",
         "4",
         "--optimizer",
         "adam",
         "--lr",
         "0.001",
+        "--schedule",
+        "poly",
+        "--poly-end",
+        "0.05",
         "--dropout",
         "0",
+        "--standardize",
+        "--augment",
     ];
     let report = ok(&train(2, &[], &args));
+    assert_eq!(report["augment"], true);
     let last = &report["epochs"].as_array().unwrap().last().unwrap()["validation"];
-    let ratio = |key: &str, i: usize| last[key][i].as_f64().unwrap();
+    let ratio = |i: usize| last["mae"][i].as_f64().unwrap() / last["baseline_mae"][i].as_f64().unwrap();
     let overall = last["relative_mae"].as_f64().unwrap();
-    let sigma_8 = ratio("mae", 1) / ratio("baseline_mae", 1);
-    assert!(overall < 0.9 && sigma_8 < 0.6, "validation MAE / mean's: {overall:.3} overall, σ8 {sigma_8:.3}: {last}");
+    let (omega_m, sigma_8) = (ratio(0), ratio(1));
+    assert!(
+        overall < 0.7 && omega_m < 0.6 && sigma_8 < 0.4,
+        "validation MAE / mean's: {overall:.3} overall, Ω_m {omega_m:.3}, σ8 {sigma_8:.3}: {last}"
+    );
 }
 
 /// Training from node-local copies: each pretend node holds only the files

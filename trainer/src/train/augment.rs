@@ -3,7 +3,8 @@
 //! volume of the same cosmology: the 48 rotations and reflections of the
 //! cube (6 orders of the axes × 8 sets of flipped axes) multiply the
 //! training set without changing a target. Which one a sample gets is drawn
-//! from (seed, step, rank), like dropout, so a resumed run draws the same.
+//! from (seed, epoch, sample id): a resumed run draws the same, and so does
+//! a run on another number of ranks.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -63,20 +64,32 @@ impl CubeSymmetry {
     }
 }
 
-/// Turn each of the `x.len() / (d³·c)` samples of a batch by a symmetry
-/// drawn from (seed, step, rank). `scratch` is reused between calls.
-pub fn augment_batch(x: &mut [f32], d: usize, c: usize, key: (u64, u64, usize), scratch: &mut Vec<f32>) {
-    let (seed, step, rank) = key;
-    let mut rng = ChaCha8Rng::seed_from_u64(
-        seed.rotate_left(17) ^ step.wrapping_mul(0xd6e8_feb8_6659_fd93) ^ (rank as u64).wrapping_mul(0xa076_1d64_78bd_642f),
-    );
+/// The symmetry sample `id` gets in `epoch` of a run seeded `seed`.
+pub fn symmetry_for(seed: u64, epoch: u64, id: usize) -> CubeSymmetry {
+    let key = seed.rotate_left(17)
+        ^ epoch.wrapping_mul(0xd6e8_feb8_6659_fd93)
+        ^ (id as u64).wrapping_mul(0xa076_1d64_78bd_642f);
+    CubeSymmetry::nth(ChaCha8Rng::seed_from_u64(key).random_range(0..CubeSymmetry::COUNT))
+}
+
+/// Turn each sample of a batch (`ids[k]` is sample k's id, `x` holds the
+/// samples one after another) by its [`symmetry_for`]. `scratch` is reused
+/// between calls.
+pub fn augment_batch(
+    x: &mut [f32],
+    d: usize,
+    c: usize,
+    (seed, epoch): (u64, u64),
+    ids: &[usize],
+    scratch: &mut Vec<f32>,
+) {
     let sample = d * d * d * c;
     if sample == 0 {
         return;
     }
     scratch.resize(sample, 0.0);
-    for volume in x.chunks_exact_mut(sample) {
-        let symmetry = CubeSymmetry::nth(rng.random_range(0..CubeSymmetry::COUNT));
+    for (volume, &id) in x.chunks_exact_mut(sample).zip(ids) {
+        let symmetry = symmetry_for(seed, epoch, id);
         if symmetry == CubeSymmetry::nth(0) {
             continue;
         }
@@ -140,16 +153,23 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_gets_the_same_turns_for_the_same_step_and_others_for_another() {
+    fn a_sample_gets_the_same_turn_in_the_same_epoch_wherever_it_sits() {
         let (d, c) = (4, 1);
         let batch: Vec<f32> = (0..8).flat_map(|_| labelled(d, c)).collect();
-        let run = |step| {
+        let run = |epoch, ids: &[usize]| {
             let mut x = batch.clone();
-            augment_batch(&mut x, d, c, (3, step, 0), &mut Vec::new());
+            augment_batch(&mut x, d, c, (3, epoch), ids, &mut Vec::new());
             x
         };
-        assert_eq!(run(5), run(5));
-        assert_ne!(run(5), run(6));
-        assert_ne!(run(5), batch, "eight samples all drew the identity");
+        let ids: Vec<usize> = (10..18).collect();
+        let first = run(5, &ids);
+        assert_eq!(first, run(5, &ids));
+        assert_ne!(first, run(6, &ids));
+        assert_ne!(first, batch, "eight samples all drew the identity");
+        // Sample 13 alone, in a batch of one: the same turn as inside the batch.
+        let sample = d * d * d * c;
+        let mut alone = labelled(d, c);
+        augment_batch(&mut alone, d, c, (3, 5), &[13], &mut Vec::new());
+        assert_eq!(alone, first[3 * sample..4 * sample]);
     }
 }

@@ -94,6 +94,17 @@ impl Dataset for TrainSet {
     }
 }
 
+impl TrainSet {
+    /// The first `n` samples this rank holds, and whether every rank holds
+    /// the same ones (a shared directory) or only its node's (staged copies).
+    pub fn first_samples(&self, n: usize) -> (Vec<usize>, bool) {
+        match self {
+            TrainSet::Files(d) => ((0..n.min(d.len())).collect(), true),
+            TrainSet::Staged(d) => (d.global.iter().take(n).copied().collect(), false),
+        }
+    }
+}
+
 /// The training set of this rank and its per-epoch order.
 pub struct TrainData {
     /// The dataset.

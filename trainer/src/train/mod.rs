@@ -57,7 +57,7 @@ pub enum TrainError {
     Invalid(String),
 }
 
-/// Training samples per rank whose statistics set `--standardize`'s shift and scale.
+/// Training samples (the first a rank holds) whose statistics set `--standardize`'s shift and scale.
 const STANDARDIZE_SAMPLES: usize = 32;
 
 /// The learning-rate schedule in epochs, turned into steps once the
@@ -355,7 +355,8 @@ pub fn run(
         )));
     }
     let standardize = if config.standardize {
-        Some(standardize::Standardize::fit(world, &*train.dataset, &(train.order)(0), STANDARDIZE_SAMPLES, c)?)
+        let (samples, same_everywhere) = train.dataset.first_samples(STANDARDIZE_SAMPLES);
+        Some(standardize::Standardize::fit(world, &*train.dataset, &samples, same_everywhere, c)?)
     } else {
         None
     };
@@ -454,7 +455,7 @@ pub fn run(
             let n = batch.len();
             let mut x = batch.x.clone();
             if config.augment {
-                augment::augment_batch(&mut x, d, c, (config.seed, optimizer.steps, world.rank()), &mut scratch);
+                augment::augment_batch(&mut x, d, c, (config.seed, epoch), &batch.indices, &mut scratch);
             }
             if let Some(s) = &standardize {
                 s.apply(&mut x);

@@ -48,23 +48,27 @@ impl Standardize {
         sums
     }
 
-    /// Fit on the first `samples` of each rank's `indices` of `dataset`,
-    /// summed over the ranks so every rank holds the same statistics.
-    /// Collective.
+    /// Fit on the samples `indices` of `dataset`. With `same_everywhere`
+    /// (every rank reads the same samples) no rank needs another's sums, so
+    /// the statistics do not depend on the number of ranks; otherwise the
+    /// sums are added over the ranks. Collective unless `same_everywhere`.
     pub fn fit(
         world: &World,
         dataset: &dyn Dataset,
         indices: &[usize],
-        samples: usize,
+        same_everywhere: bool,
         c: usize,
     ) -> Result<Self, TrainError> {
         let (mut x, mut y) = (vec![0f32; dataset.x_len()], vec![0f32; dataset.y_len()]);
         let mut local = vec![0f64; 2 * c + 1];
-        for &i in indices.iter().take(samples) {
+        for &i in indices {
             dataset.read_into(i, &mut x, &mut y).map_err(|e| TrainError::Data(e.to_string()))?;
             for (total, s) in local.iter_mut().zip(Self::sums(&x, c)) {
                 *total += s;
             }
+        }
+        if same_everywhere {
+            return Ok(Self::from_sums(&local, c));
         }
         let mut total = vec![0f64; local.len()];
         world.comm().all_reduce_into(&local[..], &mut total[..], SystemOperation::sum());
