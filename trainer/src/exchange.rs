@@ -37,12 +37,17 @@ impl GradientExchange {
         &self.plan
     }
 
-    /// Where tensor `t`'s gradient goes before [`average_slots`](Self::average_slots):
-    /// a trainer that copies gradients out of the model writes them here
-    /// directly, so fusion costs no extra copy.
-    pub fn slot_mut(&mut self, t: usize) -> &mut [f32] {
+    /// Put tensor `t`'s local gradient in its fusion slot, divided by the
+    /// number of ranks on the way: a trainer copies gradients out of the
+    /// model anyway, so fusion and the division cost no extra pass over
+    /// memory, and [`average_slots`](Self::average_slots) is the allreduce
+    /// alone (what Horovod calls prescaling).
+    pub fn put(&mut self, t: usize, gradient: &[f32]) {
+        let scale = 1.0 / self.comm.size() as f32;
         let (b, offset, len) = self.plan.place(t);
-        &mut self.send[b][offset..offset + len]
+        debug_assert_eq!(gradient.len(), len, "tensor {t}");
+        let slot = &mut self.send[b][offset..offset + len];
+        slot.iter_mut().zip(gradient).for_each(|(s, g)| *s = g * scale);
     }
 
     /// Tensor `t`'s averaged gradient after [`average_slots`](Self::average_slots).
@@ -51,12 +56,11 @@ impl GradientExchange {
         &self.recv[b][offset..offset + len]
     }
 
-    /// Average what was written into the slots over the ranks. Collective.
+    /// Average what was [`put`](Self::put) in the slots over the ranks: sum
+    /// the pre-divided gradients. Collective.
     pub fn average_slots(&mut self) {
-        let scale = 1.0 / self.comm.size() as f32;
         for (s, r) in self.send.iter().zip(self.recv.iter_mut()) {
             self.comm.all_reduce_into(&s[..], &mut r[..], SystemOperation::sum());
-            r.iter_mut().for_each(|v| *v *= scale);
         }
     }
 

@@ -46,7 +46,7 @@ fn main() {
     // Gradients written straight into the fusion slots.
     let mut exchange = GradientExchange::new(&world, &lengths, 4 * 400);
     for (t, &n) in lengths.iter().enumerate() {
-        exchange.slot_mut(t).copy_from_slice(&tensor(rank, 5, t, n));
+        exchange.put(t, &tensor(rank, 5, t, n));
     }
     exchange.average_slots();
     for (t, &n) in lengths.iter().enumerate() {

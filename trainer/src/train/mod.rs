@@ -474,7 +474,7 @@ pub fn run(
             let lr = schedule.at(optimizer.steps);
             match &mut exchange {
                 Exchange::Blocking(ex) => {
-                    params::gradients(&model, &grads, |i, g| ex.slot_mut(i).copy_from_slice(g));
+                    params::gradients(&model, &grads, |i, g| ex.put(i, g));
                     times.compute += t.elapsed().as_secs_f64();
                     let t = Instant::now();
                     ex.average_slots();
