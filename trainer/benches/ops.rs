@@ -8,7 +8,9 @@
 //!   (direct kernels where the volume is wide enough), backward with and without the input
 //!   gradient (the first layer needs only the weight gradient);
 //! - the 2³ max pool of [`pool3d`] and LeakyReLU after it (on the pooled
-//!   volume, as the model applies it).
+//!   volume, as the model applies it);
+//! - `--augment`'s turn of a batch of input volumes by the cube's
+//!   symmetries (on the compute thread, before the forward pass).
 //!
 //! ```sh
 //! cargo bench -p stagehand-trainer --bench ops
@@ -25,6 +27,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use trainer::model::conv_op::conv3d_same;
 use trainer::model::cosmoflow::CosmoflowConfig;
 use trainer::model::pool3d::{Pooling, pool3d};
+use trainer::train::augment::augment_batch;
 
 fn filled<const D: usize>(shape: [usize; D], device: &Device) -> Tensor<D> {
     let n: usize = shape.iter().product();
@@ -86,4 +89,14 @@ fn main() {
         edge /= 2;
     }
     println!("sum of the layers' fwd+bwd: {total_burn:.1} ms with burn's conv3d, {total_ours:.1} ms with conv3d_same");
+    let (d, c) = (config.input, config.channels);
+    let mut volumes: Vec<f32> = (0..batch * d * d * d * c).map(|i| (i % 7) as f32).collect();
+    let mut scratch = Vec::new();
+    let mut epoch = 0;
+    let ids: Vec<usize> = (0..batch).collect();
+    let augment = millis(|| {
+        epoch += 1;
+        augment_batch(&mut volumes, d, c, (0, epoch), &ids, &mut scratch);
+    });
+    println!("--augment, a batch of {batch} volumes {d}^3 x {c}: {augment:.2} ms");
 }

@@ -5,7 +5,7 @@
 //! rank, a check at each epoch's end that all ranks hold identical
 //! parameters, validation, checkpoints.
 
-mod augment;
+pub mod augment;
 pub mod data;
 mod eval;
 mod standardize;
