@@ -12,7 +12,8 @@
 //!   [`schedule`]: polynomial, step and piecewise decay, linear warm-up.
 //! - [`train`]: the loop (step time split into data wait, compute and
 //!   communication; parameter agreement checked every epoch; validation);
-//!   [`checkpoint`]: save and resume; [`plot`]: the loss curve as a PNG.
+//!   [`checkpoint`]: save and resume; [`plot`]: the loss curve as a PNG;
+//!   [`scaling`]: parallel efficiency against a 1-rank run's report.
 //!
 //! The `trainer` binary runs it under `mpirun`:
 //! `mpirun -np 2 trainer train --model cosmoflow --config mlperf-small --data DIR --epochs 4 --batch 8`.
@@ -32,5 +33,6 @@ pub mod model;
 pub mod optim;
 pub mod params;
 pub mod plot;
+pub mod scaling;
 pub mod schedule;
 pub mod train;

@@ -9,6 +9,7 @@ use formats::placement::Policy;
 use trainer::model::cosmoflow::{CosmoflowConfig, LEAKY_SLOPE};
 use trainer::optim::{Rule, TrustRatio};
 use trainer::params::Init;
+use trainer::scaling::Baseline;
 use trainer::train::{self, DataSource, EpochReport, ScheduleSpec, TrainConfig};
 
 /// Train scientific models data-parallel over MPI.
@@ -183,6 +184,11 @@ struct TrainArgs {
     /// Write the loss curve (log scale, epoch boundaries marked) as a PNG here.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// The --report of a 1-rank run of the same model and --batch: the
+    /// report then gives this run's parallel efficiency (samples/s over
+    /// ranks x the 1-rank samples/s).
+    #[arg(long)]
+    baseline: Option<PathBuf>,
 }
 
 fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
@@ -273,14 +279,34 @@ fn epoch_line(e: &EpochReport) -> String {
     )
 }
 
+/// The 1-rank report to compare with, checked against this run's model and batch.
+fn baseline(args: &TrainArgs, config: &TrainConfig) -> anyhow::Result<Option<Baseline>> {
+    let Some(path) = &args.baseline else { return Ok(None) };
+    Ok(Some(Baseline::load(path, &config.model, config.batch)?))
+}
+
 fn train(world: &World, args: &TrainArgs) -> anyhow::Result<()> {
     let config = config_from(args)?;
+    let baseline = baseline(args, &config)?;
     let root = world.is_root();
-    let report = train::run(world, &config, |e| {
+    let mut report = train::run(world, &config, |e| {
         if root {
             eprintln!("{}", epoch_line(e));
         }
     })?;
+    if let Some(baseline) = baseline {
+        let efficiency = baseline.efficiency(report.samples_per_sec, report.ranks);
+        report.parallel_efficiency = Some(efficiency);
+        if root {
+            eprintln!(
+                "{:.1} samples/s on {} ranks, {:.1} on 1: parallel efficiency {:.0}%",
+                report.samples_per_sec,
+                report.ranks,
+                baseline.samples_per_sec,
+                100.0 * efficiency
+            );
+        }
+    }
     if root {
         let json = serde_json::to_string_pretty(&report)?;
         println!("{json}");
@@ -300,7 +326,7 @@ fn main() {
     let cli = Cli::parse();
     let Command::Train(args) = cli.command;
     // Check the arguments before MPI starts, so a typo fails with one line.
-    if let Err(e) = config_from(&args) {
+    if let Err(e) = config_from(&args).and_then(|config| baseline(&args, &config)) {
         cluster::logging::print_error(format_args!("{e:#}"));
         std::process::exit(2);
     }

@@ -277,6 +277,33 @@ fn bad_input_fails_with_one_clear_line() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown CosmoFlow configuration"));
 }
 
+#[test]
+fn a_one_rank_report_as_baseline_gives_the_parallel_efficiency() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 2, 17);
+    let (one, two) = (dir.path().join("one.json"), dir.path().join("two.json"));
+    let run = |ranks: usize, batch: &str, extra: &[&str]| {
+        let mut args = vec!["--data", data.to_str().unwrap(), "--val-fraction", "0", "--epochs", "1"];
+        args.extend_from_slice(&["--batch", batch, "--workers", "1"]);
+        args.extend_from_slice(extra);
+        train(ranks, &[], &args)
+    };
+    let baseline = ok(&run(1, "2", &["--report", one.to_str().unwrap()]));
+    assert!(baseline.get("parallel_efficiency").is_none());
+    let report = ok(&run(2, "2", &["--baseline", one.to_str().unwrap(), "--report", two.to_str().unwrap()]));
+    let expected = report["samples_per_sec"].as_f64().unwrap() / (2.0 * baseline["samples_per_sec"].as_f64().unwrap());
+    let efficiency = report["parallel_efficiency"].as_f64().unwrap();
+    assert!((efficiency - expected).abs() < 1e-9 && efficiency > 0.0, "{efficiency} against {expected}");
+
+    // A 2-rank report, or one of another batch, is refused before training.
+    for (baseline, batch, says) in [(&two, "2", "1-rank run"), (&one, "4", "batch 2")] {
+        let output = run(2, batch, &["--baseline", baseline.to_str().unwrap()]);
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(baseline.file_name().unwrap().to_str().unwrap()) && stderr.contains(says), "{stderr}");
+    }
+}
+
 /// The model learns what its data holds: on 4 simulated universes (32
 /// samples) the training loss falls to a tenth of the first epoch's. This
 /// checks the whole learning path (gradients, exchange, optimiser, write

@@ -240,6 +240,10 @@ pub struct TrainReport {
     pub fractions: [f64; 4],
     /// Samples per second over this run, all ranks.
     pub samples_per_sec: f64,
+    /// Against a 1-rank run's report (`--baseline`): samples/s over ranks
+    /// times the 1-rank samples/s. The caller fills it in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel_efficiency: Option<f64>,
     /// Final parameters (for comparing runs); only with `keep_params`.
     #[serde(skip)]
     pub params: Vec<Vec<f32>>,
@@ -590,6 +594,7 @@ pub fn run(
             run_times.optimizer / total,
         ],
         samples_per_sec: (run_steps as usize * config.batch * world.size()) as f64 / seconds,
+        parallel_efficiency: None,
         params: values,
     })
 }

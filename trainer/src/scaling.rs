@@ -1,0 +1,160 @@
+//! Parallel efficiency against a 1-rank run (weak scaling: the same batch
+//! per rank): samples/s on n ranks divided by n times the samples/s of the
+//! 1-rank run. The 1-rank figure comes from that run's JSON report, so a
+//! scaling study is two commands:
+//!
+//! ```text
+//! mpirun -np 1 trainer train ... --batch 8 --report one.json
+//! mpirun -np 8 trainer train ... --batch 8 --baseline one.json
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::model::cosmoflow::CosmoflowConfig;
+
+/// Why a report cannot serve as the baseline.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BaselineError {
+    /// The file could not be read.
+    #[error("reading baseline report {path}: {source}")]
+    Read {
+        /// The report.
+        path: PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+    /// The file is not a trainer report.
+    #[error("baseline report {path} is not a trainer report: {reason}")]
+    NotAReport {
+        /// The report.
+        path: PathBuf,
+        /// What is missing or malformed.
+        reason: String,
+    },
+    /// The baseline ran on more than one rank.
+    #[error("baseline report {path} is from {ranks} ranks; it must be a 1-rank run")]
+    NotOneRank {
+        /// The report.
+        path: PathBuf,
+        /// Its ranks.
+        ranks: u64,
+    },
+    /// The baseline trained another model or batch per rank.
+    #[error(
+        "baseline report {path} ran {theirs}, this run {ours}: weak scaling compares the same model and batch per rank"
+    )]
+    Different {
+        /// The report.
+        path: PathBuf,
+        /// What the baseline ran.
+        theirs: String,
+        /// What this run runs.
+        ours: String,
+    },
+}
+
+/// A 1-rank run's throughput, checked against this run's model and batch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Baseline {
+    /// Samples per second of the 1-rank run.
+    pub samples_per_sec: f64,
+}
+
+impl Baseline {
+    /// Read `path` (a report of `trainer train`) and check that it is a
+    /// 1-rank run of `model` with `batch` samples per step.
+    pub fn load(path: &Path, model: &CosmoflowConfig, batch: usize) -> Result<Self, BaselineError> {
+        let text = std::fs::read_to_string(path).map_err(|source| BaselineError::Read { path: path.into(), source })?;
+        let not_a_report = |reason: String| BaselineError::NotAReport { path: path.into(), reason };
+        let report: Value = serde_json::from_str(&text).map_err(|e| not_a_report(e.to_string()))?;
+        Self::from_report(&report, model, batch).map_err(|e| match e {
+            Mismatch::Missing(field) => not_a_report(format!("no `{field}`")),
+            Mismatch::Ranks(ranks) => BaselineError::NotOneRank { path: path.into(), ranks },
+            Mismatch::Run { theirs, ours } => BaselineError::Different { path: path.into(), theirs, ours },
+        })
+    }
+
+    fn from_report(report: &Value, model: &CosmoflowConfig, batch: usize) -> Result<Self, Mismatch> {
+        let number = |field: &'static str| report[field].as_f64().ok_or(Mismatch::Missing(field));
+        let ranks = report["ranks"].as_u64().ok_or(Mismatch::Missing("ranks"))?;
+        if ranks != 1 {
+            return Err(Mismatch::Ranks(ranks));
+        }
+        let samples_per_sec = number("samples_per_sec")?;
+        let their_batch = report["batch_per_rank"].as_u64().ok_or(Mismatch::Missing("batch_per_rank"))?;
+        let theirs = CosmoflowConfig::deserialize(&report["model"]).map_err(|_| Mismatch::Missing("model"))?;
+        if theirs != *model || their_batch != batch as u64 {
+            return Err(Mismatch::Run { theirs: describe(&theirs, their_batch), ours: describe(model, batch as u64) });
+        }
+        Ok(Baseline { samples_per_sec })
+    }
+
+    /// This run's parallel efficiency: `samples_per_sec` on `ranks` ranks
+    /// against `ranks` times the baseline's.
+    pub fn efficiency(&self, samples_per_sec: f64, ranks: usize) -> f64 {
+        samples_per_sec / (ranks as f64 * self.samples_per_sec)
+    }
+}
+
+enum Mismatch {
+    Missing(&'static str),
+    Ranks(u64),
+    Run { theirs: String, ours: String },
+}
+
+fn describe(model: &CosmoflowConfig, batch: u64) -> String {
+    let filters: Vec<String> = model.convs.iter().map(|c| c.filters.to_string()).collect();
+    format!(
+        "a {}³ model with filters {} and dropout {} at batch {batch}",
+        model.input,
+        filters.join("-"),
+        model.dropout
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn report(ranks: u64, batch: u64, model: &CosmoflowConfig) -> Value {
+        serde_json::json!({ "ranks": ranks, "batch_per_rank": batch, "samples_per_sec": 100.0,
+            "model": serde_json::to_value(model).unwrap() })
+    }
+
+    #[test]
+    fn efficiency_is_throughput_over_ranks_times_the_one_rank_throughput() {
+        let model = CosmoflowConfig::mlperf_small();
+        let baseline = Baseline::from_report(&report(1, 8, &model), &model, 8).ok().unwrap();
+        assert!((baseline.efficiency(150.0, 2) - 0.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_baseline_from_several_ranks_or_another_batch_or_model_is_refused() {
+        let model = CosmoflowConfig::mlperf_small();
+        assert!(matches!(Baseline::from_report(&report(2, 8, &model), &model, 8), Err(Mismatch::Ranks(2))));
+        assert!(matches!(Baseline::from_report(&report(1, 4, &model), &model, 8), Err(Mismatch::Run { .. })));
+        let other = CosmoflowConfig::mlperf(128);
+        assert!(matches!(Baseline::from_report(&report(1, 8, &other), &model, 8), Err(Mismatch::Run { .. })));
+        let mut incomplete = report(1, 8, &model);
+        incomplete["samples_per_sec"] = Value::Null;
+        assert!(matches!(Baseline::from_report(&incomplete, &model, 8), Err(Mismatch::Missing("samples_per_sec"))));
+    }
+
+    #[test]
+    fn an_unreadable_or_foreign_file_names_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = CosmoflowConfig::mlperf_small();
+        let foreign = dir.path().join("foreign.json");
+        std::fs::write(&foreign, "{\"stager\": true}").unwrap();
+        let e = Baseline::load(&foreign, &model, 8).unwrap_err().to_string();
+        assert!(e.contains("foreign.json") && e.contains("not a trainer report"), "{e}");
+        let e = Baseline::load(&dir.path().join("missing.json"), &model, 8).unwrap_err().to_string();
+        assert!(e.contains("missing.json"), "{e}");
+    }
+}
