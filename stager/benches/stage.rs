@@ -118,6 +118,17 @@ fn pages_out_idle_memory() -> bool {
     state.is_ok_and(|s| s.trim() == "on") && action.is_ok_and(|a| a.trim() == "pageout")
 }
 
+/// Read the whole source so the next contender finds it in the page cache.
+/// Done before every contender, not once: DAMON (where it runs) evicts
+/// pages idle for a few seconds, and the stager reads each file once where
+/// `cp` and the naive copy read it twice, so an eviction between runs would
+/// cost the contenders differently.
+fn warm(src: &Path, m: &Manifest) {
+    for f in &m.files {
+        std::fs::read(src.join(&f.path)).unwrap();
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -152,10 +163,7 @@ fn main() {
              (see docs/benchmarks.md)"
         );
     }
-    // Warm the page cache so every contender reads from memory.
-    for f in &m.files {
-        std::fs::read(src.join(&f.path)).unwrap();
-    }
+    warm(&src, &m);
 
     // (contender, wall seconds, stager-internal seconds, reports)
     type Row<'a> = (&'a str, Vec<f64>, Vec<f64>, Vec<Value>);
@@ -178,6 +186,7 @@ fn main() {
     for rep in 0..reps {
         for k in 0..=cases.len() {
             let i = (k + rep) % (cases.len() + 1);
+            warm(&src, &m);
             if i == cases.len() {
                 cp_times.push(run_cp(&src, &dest_root, &needs, &m));
                 continue;
