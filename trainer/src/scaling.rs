@@ -85,6 +85,9 @@ impl Baseline {
             return Err(Mismatch::Ranks(ranks));
         }
         let samples_per_sec = number("samples_per_sec")?;
+        if samples_per_sec.is_nan() || samples_per_sec <= 0.0 {
+            return Err(Mismatch::Missing("samples_per_sec above 0"));
+        }
         let their_batch = report["batch_per_rank"].as_u64().ok_or(Mismatch::Missing("batch_per_rank"))?;
         let theirs = CosmoflowConfig::deserialize(&report["model"]).map_err(|_| Mismatch::Missing("model"))?;
         if theirs != *model || their_batch != batch as u64 {
@@ -144,6 +147,8 @@ mod tests {
         let mut incomplete = report(1, 8, &model);
         incomplete["samples_per_sec"] = Value::Null;
         assert!(matches!(Baseline::from_report(&incomplete, &model, 8), Err(Mismatch::Missing("samples_per_sec"))));
+        incomplete["samples_per_sec"] = 0.0.into();
+        assert!(matches!(Baseline::from_report(&incomplete, &model, 8), Err(Mismatch::Missing(_))));
     }
 
     #[test]
