@@ -72,30 +72,24 @@ pub fn symmetry_for(seed: u64, epoch: u64, id: usize) -> CubeSymmetry {
     CubeSymmetry::nth(ChaCha8Rng::seed_from_u64(key).random_range(0..CubeSymmetry::COUNT))
 }
 
-/// Turn each sample of a batch (`ids[k]` is sample k's id, `x` holds the
-/// samples one after another) by its [`symmetry_for`]. `scratch` is reused
-/// between calls.
-pub fn augment_batch(
-    x: &mut [f32],
-    d: usize,
-    c: usize,
-    (seed, epoch): (u64, u64),
-    ids: &[usize],
-    scratch: &mut Vec<f32>,
-) {
+/// The batch `src` (`ids[k]` is sample k's id; the samples one after
+/// another) with each sample turned by its [`symmetry_for`], written
+/// straight into a new buffer (no copy of the batch first).
+pub fn augment_batch(src: &[f32], d: usize, c: usize, (seed, epoch): (u64, u64), ids: &[usize]) -> Vec<f32> {
+    let mut dst = vec![0f32; src.len()];
     let sample = d * d * d * c;
     if sample == 0 {
-        return;
+        return dst;
     }
-    scratch.resize(sample, 0.0);
-    for (volume, &id) in x.chunks_exact_mut(sample).zip(ids) {
+    for ((from, to), &id) in src.chunks_exact(sample).zip(dst.chunks_exact_mut(sample)).zip(ids) {
         let symmetry = symmetry_for(seed, epoch, id);
         if symmetry == CubeSymmetry::nth(0) {
-            continue;
+            to.copy_from_slice(from);
+        } else {
+            symmetry.apply(from, to, d, c);
         }
-        scratch.copy_from_slice(volume);
-        symmetry.apply(scratch, volume, d, c);
     }
+    dst
 }
 
 #[cfg(test)]
@@ -156,11 +150,7 @@ mod tests {
     fn a_sample_gets_the_same_turn_in_the_same_epoch_wherever_it_sits() {
         let (d, c) = (4, 1);
         let batch: Vec<f32> = (0..8).flat_map(|_| labelled(d, c)).collect();
-        let run = |epoch, ids: &[usize]| {
-            let mut x = batch.clone();
-            augment_batch(&mut x, d, c, (3, epoch), ids, &mut Vec::new());
-            x
-        };
+        let run = |epoch, ids: &[usize]| augment_batch(&batch, d, c, (3, epoch), ids);
         let ids: Vec<usize> = (10..18).collect();
         let first = run(5, &ids);
         assert_eq!(first, run(5, &ids));
@@ -168,8 +158,7 @@ mod tests {
         assert_ne!(first, batch, "eight samples all drew the identity");
         // Sample 13 alone, in a batch of one: the same turn as inside the batch.
         let sample = d * d * d * c;
-        let mut alone = labelled(d, c);
-        augment_batch(&mut alone, d, c, (3, 5), &[13], &mut Vec::new());
+        let alone = augment_batch(&labelled(d, c), d, c, (3, 5), &[13]);
         assert_eq!(alone, first[3 * sample..4 * sample]);
     }
 }

@@ -427,7 +427,6 @@ pub fn run(
     let loader_config =
         LoaderConfig { batch: config.batch, workers: config.workers, prefetch: config.prefetch, skip_corrupt: false };
 
-    let mut scratch = Vec::new();
     let mut loader: Option<Loader> = None;
     let mut epochs = Vec::new();
     let mut run_times = StepTimes::default();
@@ -457,10 +456,11 @@ pub fn run(
 
             let t = Instant::now();
             let n = batch.len();
-            let mut x = batch.x.clone();
-            if config.augment {
-                augment::augment_batch(&mut x, d, c, (config.seed, epoch), &batch.indices, &mut scratch);
-            }
+            let mut x = if config.augment {
+                augment::augment_batch(&batch.x, d, c, (config.seed, epoch), &batch.indices)
+            } else {
+                batch.x.clone()
+            };
             if let Some(s) = &standardize {
                 s.apply(&mut x);
             }
