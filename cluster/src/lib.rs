@@ -8,6 +8,8 @@
 //! - [`paths`]: node-local path templates (`/tmp/bb/node{node}`, `$TMPDIR/data`).
 //! - [`logging`]: a `tracing` subscriber that prefixes rank and node.
 //! - [`memory`]: a rank's peak resident memory, for reports.
+//! - [`panic`]: a panic on any thread of a rank prints one line naming it
+//!   and ends the job with `MPI_Abort` (installed by [`World::init`]).
 //! - [`progress`]: per-rank counters that workers bump without blocking,
 //!   gathered to one progress bar on rank 0.
 //!
@@ -25,6 +27,7 @@
 
 pub mod logging;
 pub mod memory;
+pub mod panic;
 pub mod paths;
 pub mod progress;
 mod topology;

@@ -35,6 +35,7 @@ impl World {
     /// and the progress reporter may communicate) and work out the topology:
     /// `STAGEHAND_RANKS_PER_NODE=k` groups consecutive ranks into pretend
     /// nodes; otherwise the shared-memory split of `MPI_COMM_WORLD` decides.
+    /// Installs [`abort_job_on_panic`](crate::panic::abort_job_on_panic).
     pub fn init() -> Result<World, WorldError> {
         let (universe, threading) =
             mpi::initialize_with_threading(Threading::Multiple).ok_or(WorldError::AlreadyInitialised)?;
@@ -49,6 +50,9 @@ impl World {
         let topology = Topology::from_leaders(rank, &leaders)?;
         let node_of_rank =
             (0..size).map(|r| Topology::from_leaders(r, &leaders).map(|t| t.node)).collect::<Result<_, _>>()?;
+        // From here on a panic on any thread ends the whole job instead of
+        // leaving the other ranks waiting in a collective.
+        crate::panic::abort_job_on_panic(&topology);
         Ok(World { world, topology, node_of_rank, threading, _universe: universe })
     }
 

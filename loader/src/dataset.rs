@@ -60,6 +60,16 @@ pub enum DatasetError {
         /// What differs.
         reason: String,
     },
+    /// Reading the sample panicked in a loader worker (a bug in the
+    /// dataset's code); the worker caught it so the consumer does not wait
+    /// forever for the batch.
+    #[error("a loader worker panicked reading sample {index}: {message}")]
+    WorkerPanicked {
+        /// The sample being read.
+        index: usize,
+        /// The panic's message.
+        message: String,
+    },
     /// An index past the end.
     #[error("sample {index} out of range (dataset has {len})")]
     OutOfRange {

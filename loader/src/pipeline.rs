@@ -332,6 +332,29 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// `dataset.read_ragged`, with a panic turned into
+/// [`DatasetError::WorkerPanicked`]: a worker that died would leave its
+/// batch undelivered and the consumer waiting for it forever.
+fn read_catching_panics(
+    dataset: &dyn Dataset,
+    index: usize,
+    x: &mut [f32],
+    y: &mut Vec<f32>,
+) -> Result<u64, DatasetError> {
+    let start = y.len();
+    let read = std::panic::AssertUnwindSafe(|| dataset.read_ragged(index, x, &mut *y));
+    std::panic::catch_unwind(read).unwrap_or_else(|payload| {
+        // Whatever the panicking read appended is not a target.
+        y.truncate(start);
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(no message)".to_owned());
+        Err(DatasetError::WorkerPanicked { index, message })
+    })
+}
+
 fn work(
     shared: &Shared,
     dataset: &dyn Dataset,
@@ -378,13 +401,13 @@ fn work(
         for &index in &indices {
             let k = kept.len();
             let x = &mut out.x[k * x_len..(k + 1) * x_len];
-            match dataset.read_ragged(index, x, &mut out.y) {
+            match read_catching_panics(dataset, index, x, &mut out.y) {
                 Ok(bytes) => {
                     shared.bytes.fetch_add(bytes, Ordering::Relaxed);
                     kept.push(index);
                     out.y_offsets.push(out.y.len());
                 }
-                Err(e) if skip_corrupt => {
+                Err(e) if skip_corrupt && !matches!(e, DatasetError::WorkerPanicked { .. }) => {
                     // Whatever a failed read appended is not a target.
                     out.y.truncate(out.y_offsets.last().copied().unwrap_or(0));
                     shared.skipped.fetch_add(1, Ordering::Relaxed);

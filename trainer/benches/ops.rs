@@ -24,10 +24,9 @@ use burn::tensor::activation::leaky_relu;
 use burn::tensor::module::conv3d;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Device, Tensor, TensorData};
-use trainer::model::conv_op::conv3d_same;
-use trainer::model::cosmoflow::CosmoflowConfig;
-use trainer::model::pool3d::{Pooling, pool3d};
-use trainer::train::augment::augment_batch;
+use trainer::kernels::{Pooling, conv3d_same, pool3d};
+use trainer::models::cosmoflow::CosmoflowConfig;
+use trainer::models::cosmoflow::augment::augment_batch;
 
 fn filled<const D: usize>(shape: [usize; D], device: &Device) -> Tensor<D> {
     let n: usize = shape.iter().product();

@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use burn::tensor::{Device, Tensor, TensorData};
 use serde_json::Value;
-use trainer::model::cosmoflow::{CosmoflowConfig, DropoutMasks, mse};
+use trainer::models::cosmoflow::{CosmoflowConfig, DropoutMasks, mse};
 use trainer::optim::{Optimizer, Rule};
 use trainer::params;
 
@@ -43,7 +43,7 @@ fn ours(batch: usize, steps: usize) -> (f64, f64) {
     let config = CosmoflowConfig::mlperf_small();
     let device = Device::flex().autodiff();
     let model = config.init(&device).unwrap();
-    let shapes = params::shapes(&model);
+    let shapes = params::shapes(&model).unwrap();
     let lengths = params::lengths(&shapes);
     let mut values = params::glorot_uniform(&shapes, 1);
     let mut model = params::with_values(model, &values, &device);

@@ -21,7 +21,7 @@ use std::io::Write;
 use std::path::Path;
 
 use burn::tensor::{Device, Tensor, TensorData};
-use trainer::model::cosmoflow::{CosmoflowConfig, mse};
+use trainer::models::cosmoflow::{CosmoflowConfig, mse};
 use trainer::optim::{Optimizer, Rule};
 use trainer::params;
 
@@ -60,7 +60,7 @@ fn main() {
 
     let device = Device::flex().autodiff();
     let model = config.init(&device).unwrap();
-    let shapes = params::shapes(&model);
+    let shapes = params::shapes(&model).unwrap();
     let initial = params::glorot_uniform(&shapes, 5);
     let mut values = initial.clone();
     let mut model = params::with_values(model, &values, &device);

@@ -1,4 +1,5 @@
-//! Checkpoints: parameters, optimiser state and where training stands,
+//! Checkpoints: parameters, model state (BatchNorm running statistics),
+//! optimiser state and where training stands,
 //! written by rank 0 at the end of an epoch (and, with `--checkpoint-every`,
 //! every so many steps within one) and read by every rank on resume. A
 //! checkpoint is a directory `epoch-N/` (N epochs done) or
@@ -6,7 +7,11 @@
 //! little-endian `f32` arrays, made complete in a temporary directory and
 //! renamed into place; `latest` names the newest, replaced atomically, so a
 //! job killed mid-write resumes from the previous complete checkpoint.
+//! `state.json` holds the xxh3 of every array file, checked on load, so a
+//! damaged file is an error naming it, never a resumed run on corrupt
+//! momentum.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,6 +27,9 @@ pub struct TrainState {
     pub model: String,
     /// Parameter tensor lengths (checked on load).
     pub lengths: Vec<usize>,
+    /// Model state tensor lengths (BatchNorm running statistics).
+    #[serde(default)]
+    pub state_lengths: Vec<usize>,
     /// Epochs completed.
     pub epochs_done: u64,
     /// Steps of the next epoch already taken (a mid-epoch checkpoint; 0 at
@@ -35,9 +43,15 @@ pub struct TrainState {
     pub seed: u64,
     /// Per-step training loss so far (mean over ranks).
     pub losses: Vec<f32>,
-    /// xxh3 of the parameters (see `params::checksum`).
+    /// xxh3 of the parameters then the model state (see `params::checksum`).
     pub checksum: u64,
+    /// xxh3-64 (hex) of each array file's bytes, filled in by [`save`].
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
 }
+
+/// The format [`save`] writes: 2 added the model state and per-file checksums.
+pub const FORMAT: u32 = 2;
 
 /// A checkpoint's contents.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +60,8 @@ pub struct Checkpoint {
     pub state: TrainState,
     /// Parameters, per tensor.
     pub params: Vec<Vec<f32>>,
+    /// Model state (BatchNorm running statistics), per tensor.
+    pub model_state: Vec<Vec<f32>>,
     /// Optimiser first moments (SGD velocity), per tensor.
     pub first: Vec<Vec<f32>>,
     /// Optimiser second moments (Adam; empty for SGD), per tensor.
@@ -76,7 +92,11 @@ pub enum CheckpointError {
 
 const LATEST: &str = "latest";
 const STATE: &str = "state.json";
-const ARRAYS: [&str; 3] = ["params.f32", "first.f32", "second.f32"];
+const ARRAYS: [&str; 4] = ["params.f32", "first.f32", "second.f32", "model_state.f32"];
+
+fn xxh3_hex(bytes: &[u8]) -> String {
+    format!("{:016x}", twox_hash::XxHash3_64::oneshot(bytes))
+}
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
     move |source| CheckpointError::Io { path: path.to_path_buf(), source }
@@ -121,12 +141,16 @@ pub fn save(dir: &Path, checkpoint: &Checkpoint) -> Result<PathBuf, CheckpointEr
     let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let _ = fs::remove_dir_all(&temp);
     fs::create_dir(&temp).map_err(io(&temp))?;
-    let state = serde_json::to_vec_pretty(&checkpoint.state)
+    let mut state = checkpoint.state.clone();
+    let arrays = [&checkpoint.params, &checkpoint.first, &checkpoint.second, &checkpoint.model_state];
+    for (file, tensors) in ARRAYS.iter().zip(arrays) {
+        let bytes = flatten(tensors);
+        state.files.insert((*file).to_owned(), xxh3_hex(&bytes));
+        write_synced(&temp.join(file), &bytes)?;
+    }
+    let state = serde_json::to_vec_pretty(&state)
         .map_err(|e| CheckpointError::Corrupt { path: temp.join(STATE), reason: e.to_string() })?;
     write_synced(&temp.join(STATE), &state)?;
-    for (file, tensors) in ARRAYS.iter().zip([&checkpoint.params, &checkpoint.first, &checkpoint.second]) {
-        write_synced(&temp.join(file), &flatten(tensors))?;
-    }
     let final_dir = dir.join(&name);
     let _ = fs::remove_dir_all(&final_dir);
     fs::rename(&temp, &final_dir).map_err(io(&final_dir))?;
@@ -159,23 +183,44 @@ pub fn load_latest(dir: &Path) -> Result<Option<Checkpoint>, CheckpointError> {
     let bytes = fs::read(&state_path).map_err(io(&state_path))?;
     let state: TrainState = serde_json::from_slice(&bytes)
         .map_err(|e| CheckpointError::Corrupt { path: state_path.clone(), reason: e.to_string() })?;
-    let mut arrays = Vec::with_capacity(3);
+    let mut arrays = Vec::with_capacity(ARRAYS.len());
     for file in ARRAYS {
         let path = at.join(file);
-        let bytes = fs::read(&path).map_err(io(&path))?;
-        let lengths: Vec<usize> = if bytes.is_empty() { Vec::new() } else { state.lengths.clone() };
-        arrays.push(unflatten(&bytes, &lengths, &path)?);
+        let lengths = if file == "model_state.f32" { &state.state_lengths } else { &state.lengths };
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            // Checkpoints of format 1 have no model state.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && lengths.is_empty() => Vec::new(),
+            Err(e) => return Err(CheckpointError::Io { path, source: e }),
+        };
+        let lengths: &[usize] = if bytes.is_empty() { &[] } else { lengths };
+        arrays.push(unflatten(&bytes, lengths, &path)?);
+        if let Some(expected) = state.files.get(file)
+            && *expected != xxh3_hex(&bytes)
+        {
+            return Err(CheckpointError::Corrupt {
+                path,
+                reason: format!("checksum mismatch: its xxh3 is {}, state.json says {expected}", xxh3_hex(&bytes)),
+            });
+        }
     }
-    let second = arrays.pop().unwrap_or_default();
-    let first = arrays.pop().unwrap_or_default();
-    let params = arrays.pop().unwrap_or_default();
-    if crate::params::checksum(&params) != state.checksum {
+    let [params, first, second, model_state]: [Vec<Vec<f32>>; 4] = arrays
+        .try_into()
+        .map_err(|_| CheckpointError::Corrupt { path: at.clone(), reason: "missing arrays".into() })?;
+    if params.len() != state.lengths.len() || model_state.len() != state.state_lengths.len() {
+        return Err(CheckpointError::Corrupt {
+            path: at.join(ARRAYS[0]),
+            reason: "holds no values where state.json lists tensors".into(),
+        });
+    }
+    let all: Vec<Vec<f32>> = params.iter().chain(&model_state).cloned().collect();
+    if crate::params::checksum(&all) != state.checksum {
         return Err(CheckpointError::Corrupt {
             path: at.join(ARRAYS[0]),
             reason: "parameters do not match the checksum in state.json".into(),
         });
     }
-    Ok(Some(Checkpoint { state, params, first, second }))
+    Ok(Some(Checkpoint { state, params, model_state, first, second }))
 }
 
 #[cfg(test)]
@@ -185,22 +230,53 @@ mod tests {
 
     fn sample(epochs_done: u64) -> Checkpoint {
         let params = vec![vec![1.0, -2.5, 3.25], vec![0.5]];
+        let model_state = vec![vec![0.25, 4.0]];
+        let all: Vec<Vec<f32>> = params.iter().chain(&model_state).cloned().collect();
         Checkpoint {
             state: TrainState {
-                format: 1,
+                format: FORMAT,
                 model: "mlperf-small".into(),
                 lengths: vec![3, 1],
+                state_lengths: vec![2],
                 epochs_done,
                 steps_into_epoch: 0,
                 steps: 10 * epochs_done,
                 seed: 7,
                 losses: vec![0.5, 0.25],
-                checksum: crate::params::checksum(&params),
+                checksum: crate::params::checksum(&all),
+                files: BTreeMap::new(),
             },
             params,
+            model_state,
             first: vec![vec![0.1, 0.2, 0.3], vec![0.4]],
             second: Vec::new(),
         }
+    }
+
+    /// The latest checkpoint as saved (without the file checksums `save` adds).
+    fn loaded(dir: &Path) -> Option<Checkpoint> {
+        load_latest(dir).unwrap().map(|mut c| {
+            assert_eq!(c.state.files.len(), ARRAYS.len(), "every array file has a checksum");
+            c.state.files.clear();
+            c
+        })
+    }
+
+    #[test]
+    fn every_array_file_is_covered_by_a_checksum() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = save(dir.path(), &sample(1)).unwrap();
+        for file in ["first.f32", "model_state.f32", "params.f32"] {
+            let path = at.join(file);
+            let good = fs::read(&path).unwrap();
+            let mut bad = good.clone();
+            bad[1] ^= 0x40;
+            fs::write(&path, &bad).unwrap();
+            let err = load_latest(dir.path()).unwrap_err().to_string();
+            assert!(err.contains(file) && err.contains("checksum"), "{err}");
+            fs::write(&path, &good).unwrap();
+        }
+        assert_eq!(loaded(dir.path()), Some(sample(1)));
     }
 
     #[test]
@@ -210,7 +286,7 @@ mod tests {
         for e in 1..=3 {
             save(dir.path(), &sample(e)).unwrap();
         }
-        assert_eq!(load_latest(dir.path()).unwrap(), Some(sample(3)));
+        assert_eq!(loaded(dir.path()), Some(sample(3)));
         assert!(dir.path().join("epoch-2").is_dir() && !dir.path().join("epoch-1").exists());
     }
 
@@ -221,7 +297,7 @@ mod tests {
         mid.state.steps_into_epoch = 3;
         save(dir.path(), &sample(1)).unwrap();
         save(dir.path(), &mid).unwrap();
-        assert_eq!(load_latest(dir.path()).unwrap(), Some(mid.clone()));
+        assert_eq!(loaded(dir.path()), Some(mid.clone()));
         assert!(dir.path().join("epoch-1").is_dir() && dir.path().join("epoch-1-step-3").is_dir());
         save(dir.path(), &sample(2)).unwrap();
         assert!(dir.path().join("epoch-2").is_dir() && dir.path().join("epoch-1-step-3").is_dir());

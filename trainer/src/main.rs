@@ -6,11 +6,10 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use cluster::World;
 use formats::placement::Policy;
-use trainer::model::cosmoflow::{CosmoflowConfig, LEAKY_SLOPE};
+use trainer::engine::{DataSource, DeviceChoice, InitChoice, ModelOptions, ScheduleSpec, TrainConfig};
+use trainer::models::{self, Trainable};
 use trainer::optim::{Rule, TrustRatio};
-use trainer::params::Init;
 use trainer::scaling::Baseline;
-use trainer::train::{self, DataSource, EpochReport, ScheduleSpec, TrainConfig};
 
 /// Train scientific models data-parallel over MPI.
 ///
@@ -30,12 +29,8 @@ struct Cli {
 enum Command {
     /// Train a model on a dataset (a directory, or what `stager stage` put on each node).
     Train(Box<TrainArgs>),
-}
-
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-enum ModelKind {
-    /// CosmoFlow: cosmological parameters from dark-matter volumes.
-    Cosmoflow,
+    /// List the models, their configurations and parameter counts.
+    Models,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +45,8 @@ enum OptimizerKind {
 enum InitKind {
     /// Glorot uniform (Keras' default, the MLPerf reference's default).
     Glorot,
-    /// He uniform scaled for LeakyReLU 0.3 (the MLPerf reference's `he_uniform_mod`).
+    /// He uniform scaled for the model's activation (CosmoFlow: LeakyReLU
+    /// 0.3, the MLPerf reference's `he_uniform_mod`).
     He,
 }
 
@@ -66,12 +62,17 @@ enum ScheduleKind {
 
 #[derive(Args, Debug)]
 struct TrainArgs {
-    /// The model.
-    #[arg(long, value_enum, default_value = "cosmoflow")]
-    model: ModelKind,
-    /// Its configuration: mlperf (128³ inputs), sc18 (128³), mlperf-small or sc18-small (32³, for tests and CPUs).
-    #[arg(long, default_value = "mlperf")]
-    config: String,
+    /// The model (`trainer models` lists them).
+    #[arg(long, default_value = "cosmoflow")]
+    model: String,
+    /// Its configuration (default: the model's first; CosmoFlow: mlperf and
+    /// sc18 take 128³ inputs, mlperf-small and sc18-small 32³, for tests and CPUs).
+    #[arg(long)]
+    config: Option<String>,
+    /// Where to train: cpu, or gpu[:N] (a build with the `gpu` feature, on a
+    /// node whose Vulkan driver lists a GPU).
+    #[arg(long, default_value = "cpu")]
+    device: DeviceChoice,
     /// Dataset directory with manifest.json (e.g. `simgen cosmo --out`), read by every rank.
     #[arg(long, conflicts_with = "staged", required_unless_present = "staged")]
     data: Option<PathBuf>,
@@ -147,9 +148,10 @@ struct TrainArgs {
     /// Dropout probability after the hidden dense layers (default: the configuration's, MLPerf 0.5).
     #[arg(long)]
     dropout: Option<f32>,
-    /// How the initial weights are drawn (biases start at zero).
-    #[arg(long, value_enum, default_value = "glorot")]
-    init: InitKind,
+    /// How the initial weights are drawn (default: the model's own; biases
+    /// start at zero, BatchNorm scales at one).
+    #[arg(long, value_enum)]
+    init: Option<InitKind>,
     /// Turn each training sample by one of the cube's 48 rotations and
     /// reflections, drawn anew each step (the universe is isotropic, so
     /// the targets stay as they are).
@@ -191,13 +193,20 @@ struct TrainArgs {
     baseline: Option<PathBuf>,
 }
 
-fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
-    let ModelKind::Cosmoflow = args.model;
-    let mut model = CosmoflowConfig::by_name(&args.config)?;
-    if let Some(p) = args.dropout {
-        anyhow::ensure!((0.0..1.0).contains(&p), "--dropout must be in [0, 1)");
-        model.dropout = p;
-    }
+/// The model the arguments select, and the run's configuration.
+fn config_from(args: &TrainArgs) -> anyhow::Result<(Box<dyn Trainable>, TrainConfig)> {
+    let entry = models::find(&args.model)?;
+    let options = ModelOptions {
+        config: args.config.clone().unwrap_or_else(|| entry.configs[0].to_owned()),
+        dropout: args.dropout,
+        augment: args.augment,
+        standardize: args.standardize,
+        init: args.init.map(|i| match i {
+            InitKind::Glorot => InitChoice::Glorot,
+            InitKind::He => InitChoice::He,
+        }),
+    };
+    let model = entry.build(&options)?;
     let source = match (&args.data, &args.staged) {
         (Some(dir), _) => DataSource::Dir(dir.clone()),
         (None, Some(dest)) => DataSource::Staged {
@@ -230,8 +239,8 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
             ScheduleSpec::Step { boundaries: args.decay_epochs.clone(), factors: args.decay_factors.clone() }
         }
     };
-    Ok(TrainConfig {
-        model,
+    let config = TrainConfig {
+        device: args.device,
         source,
         val: args.val.clone(),
         val_fraction: args.val_fraction,
@@ -244,54 +253,43 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<TrainConfig> {
         warmup_epochs: args.warmup_epochs,
         grad_lag: args.grad_lag == 1,
         fusion_bytes: (args.fusion_mb * (1 << 20) as f64) as usize,
-        init: match args.init {
-            InitKind::Glorot => Init::GlorotUniform,
-            InitKind::He => Init::HeUniformLeaky { slope: LEAKY_SLOPE as f32 },
-        },
-        augment: args.augment,
-        standardize: args.standardize,
         seed: args.seed,
         workers: args.workers,
         prefetch: args.prefetch,
         checkpoint: args.checkpoint.clone(),
         checkpoint_every: args.checkpoint_every,
         max_steps: args.max_steps,
-    })
-}
-
-fn epoch_line(e: &EpochReport) -> String {
-    let t = &e.times;
-    let total = t.total().max(f64::MIN_POSITIVE);
-    let val = e.validation.as_ref().map_or(String::new(), |v| {
-        let mae: Vec<String> = v.mae.iter().map(|m| format!("{m:.3}")).collect();
-        format!(", val MAE [{}] = {:.0}% of predicting the mean", mae.join(" "), 100.0 * v.relative_mae)
-    });
-    format!(
-        "epoch {}: {} steps, loss {:.4}{val}, {:.1} samples/s, data wait {:.1}% compute {:.1}% comm {:.1}%, {:.1} s",
-        e.epoch,
-        e.steps,
-        e.train_loss,
-        e.samples_per_sec,
-        100.0 * t.data_wait / total,
-        100.0 * t.compute / total,
-        100.0 * t.communication / total,
-        e.seconds
-    )
+    };
+    Ok((model, config))
 }
 
 /// The 1-rank report to compare with, checked against this run's model and batch.
-fn baseline(args: &TrainArgs, config: &TrainConfig) -> anyhow::Result<Option<Baseline>> {
+fn baseline(args: &TrainArgs, model: &dyn Trainable, config: &TrainConfig) -> anyhow::Result<Option<Baseline>> {
     let Some(path) = &args.baseline else { return Ok(None) };
-    Ok(Some(Baseline::load(path, &config.model, config.batch)?))
+    Ok(Some(Baseline::load(path, &model.summary(), config.batch)?))
 }
 
-fn train(world: &World, args: &TrainArgs) -> anyhow::Result<()> {
-    let config = config_from(args)?;
-    let baseline = baseline(args, &config)?;
+/// Everything that can be checked before MPI starts: the arguments, the
+/// model, the device, the datasets' manifests, the baseline report.
+fn prepare(args: &TrainArgs) -> anyhow::Result<(Box<dyn Trainable>, TrainConfig, Option<Baseline>)> {
+    let (model, config) = config_from(args)?;
+    config.device.check()?;
+    model.check_data(&config)?;
+    let baseline = baseline(args, &*model, &config)?;
+    Ok((model, config, baseline))
+}
+
+fn train(
+    world: &World,
+    model: Box<dyn Trainable>,
+    config: &TrainConfig,
+    baseline: Option<Baseline>,
+    args: &TrainArgs,
+) -> anyhow::Result<()> {
     let root = world.is_root();
-    let mut report = train::run(world, &config, |e| {
+    let mut report = model.train(world, config, &mut |e| {
         if root {
-            eprintln!("{}", epoch_line(e));
+            eprintln!("{}", e.line());
         }
     })?;
     if let Some(baseline) = baseline {
@@ -321,15 +319,41 @@ fn train(world: &World, args: &TrainArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `trainer models`: every model and configuration with its sizes.
+fn list_models() -> anyhow::Result<()> {
+    println!("{:<12} {:<14} {:>12} {:>8}  about", "model", "config", "parameters", "state");
+    for entry in models::MODELS {
+        for config in entry.configs {
+            let options = ModelOptions { config: (*config).to_owned(), ..ModelOptions::default() };
+            let (parameters, state) = entry.build(&options)?.sizes()?;
+            println!("{:<12} {:<14} {parameters:>12} {state:>8}  {}", entry.name, config, entry.about);
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     trainer::memory::keep_freed_memory();
     let cli = Cli::parse();
-    let Command::Train(args) = cli.command;
-    // Check the arguments before MPI starts, so a typo fails with one line.
-    if let Err(e) = config_from(&args).and_then(|config| baseline(&args, &config)) {
-        cluster::logging::print_error(format_args!("{e:#}"));
-        std::process::exit(2);
-    }
+    let args = match cli.command {
+        Command::Train(args) => args,
+        Command::Models => {
+            if let Err(e) = list_models() {
+                cluster::logging::print_error(format_args!("{e:#}"));
+                std::process::exit(1);
+            }
+            return;
+        }
+    };
+    // Check what can be checked before MPI starts, so a typo, a missing
+    // GPU or a dataset of the wrong kind fails with one line and exit 2.
+    let (model, config, baseline) = match prepare(&args) {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            cluster::logging::print_error(format_args!("{e:#}"));
+            std::process::exit(2);
+        }
+    };
     let world = match World::init() {
         Ok(world) => world,
         Err(e) => {
@@ -338,7 +362,7 @@ fn main() {
         }
     };
     cluster::logging::init(world.topology(), Some("warn"));
-    if let Err(e) = train(&world, &args) {
+    if let Err(e) = train(&world, model, &config, baseline, &args) {
         // A failure on one rank is not seen by the others, which would wait
         // in the next allreduce: end the whole job.
         world.fail(format!("{e:#}"));

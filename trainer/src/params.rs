@@ -1,25 +1,154 @@
-//! A model's float parameters as flat `f32` vectors, in the fixed order of
-//! burn's module traversal: read values and gradients out, write values
-//! back, and a seeded initialisation that does not depend on burn's RNG.
-//! The trainer's optimisers, fusion buffers and checkpoints all work on
-//! these vectors, so every rank holds bit-identical parameters.
+//! A model's tensors as flat `f32` vectors, in the fixed order of burn's
+//! module traversal, split by what they are:
+//!
+//! - **parameters** (convolution and dense weights and biases, BatchNorm's
+//!   scale `gamma` and shift `beta`): trained; they go through the gradient
+//!   exchange, the optimiser and checkpoints;
+//! - **state** (BatchNorm's `running_mean` and `running_var`): updated by
+//!   the forward pass as burn does, never by the optimiser; the engine
+//!   averages it over the ranks and checkpoints it.
+//!
+//! What a tensor is comes from where it sits in the module: its field name
+//! and the type of the module that holds it, which burn's visitors report
+//! (`enter_module("gamma", "Struct:BatchNorm")`). A tensor this module does
+//! not recognise is an error, not a silently zeroed parameter.
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::{Device, Gradients, Tensor, TensorData};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// The shape of every float parameter of `model`, in traversal order.
-pub fn shapes<M: Module>(model: &M) -> Vec<Vec<usize>> {
-    struct Shapes(Vec<Vec<usize>>);
-    impl ModuleVisitor for Shapes {
+/// What a tensor of a model is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A convolution or dense weight: drawn by the model's scheme.
+    Weight,
+    /// A bias: starts at 0.
+    Bias,
+    /// BatchNorm's scale: starts at 1.
+    Gamma,
+    /// BatchNorm's shift: starts at 0.
+    Beta,
+    /// BatchNorm's running mean (state): starts at 0.
+    RunningMean,
+    /// BatchNorm's running variance (state): starts at 1.
+    RunningVar,
+}
+
+impl Role {
+    /// True for tensors the optimiser trains; false for state.
+    pub fn trainable(self) -> bool {
+        !matches!(self, Role::RunningMean | Role::RunningVar)
+    }
+}
+
+/// One tensor of a model.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TensorInfo {
+    /// Dotted path of field names (`convs.0.weight`).
+    pub path: String,
+    /// The module type that holds it (`Conv3d`, `BatchNorm`, `Linear`).
+    pub module: String,
+    /// What it is.
+    pub role: Role,
+    /// Its shape.
+    pub shape: Vec<usize>,
+}
+
+impl TensorInfo {
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// True if it holds no value.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A tensor whose role cannot be told from its place in the module.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "tensor '{path}' of module type '{module}' is neither a weight, a bias nor BatchNorm's gamma, beta or running statistics: the trainer does not know how to initialise or train it"
+)]
+pub struct UnknownTensor {
+    /// Its path.
+    pub path: String,
+    /// The module type holding it.
+    pub module: String,
+}
+
+/// The path of field names and module types down to the tensor being
+/// visited, as burn's visitors and mappers report it.
+#[derive(Default)]
+struct Place {
+    stack: Vec<(String, String)>,
+}
+
+impl Place {
+    fn enter(&mut self, name: &str, container: &str) {
+        self.stack.push((name.to_owned(), container.to_owned()));
+    }
+
+    fn exit(&mut self) {
+        self.stack.pop();
+    }
+
+    fn path(&self) -> String {
+        self.stack.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(".")
+    }
+
+    /// The tensor's field name and the type of the struct holding it.
+    fn role(&self) -> Result<(Role, String), UnknownTensor> {
+        let field = self.stack.last().map_or("", |(n, _)| n.as_str());
+        let module = self.stack.last().and_then(|(_, c)| c.strip_prefix("Struct:")).unwrap_or("").to_owned();
+        let role = match (module.as_str(), field) {
+            ("BatchNorm", "gamma") => Role::Gamma,
+            ("BatchNorm", "beta") => Role::Beta,
+            ("BatchNorm", "running_mean") => Role::RunningMean,
+            ("BatchNorm", "running_var") => Role::RunningVar,
+            (_, "weight") => Role::Weight,
+            (_, "bias") => Role::Bias,
+            _ => return Err(UnknownTensor { path: self.path(), module }),
+        };
+        Ok((role, module))
+    }
+}
+
+/// Every float tensor of `model`, in traversal order, with its role.
+pub fn inventory<M: Module>(model: &M) -> Result<Vec<TensorInfo>, UnknownTensor> {
+    struct Inventory {
+        place: Place,
+        found: Result<Vec<TensorInfo>, UnknownTensor>,
+    }
+    impl ModuleVisitor for Inventory {
+        fn enter_module(&mut self, name: &str, container: &str) {
+            self.place.enter(name, container);
+        }
+        fn exit_module(&mut self, _: &str, _: &str) {
+            self.place.exit();
+        }
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-            self.0.push(param.val().dims().to_vec());
+            let shape = param.val().dims().to_vec();
+            let info =
+                self.place.role().map(|(role, module)| TensorInfo { path: self.place.path(), module, role, shape });
+            match (&mut self.found, info) {
+                (Ok(found), Ok(info)) => found.push(info),
+                (Ok(_), Err(e)) => self.found = Err(e),
+                (Err(_), _) => {}
+            }
         }
     }
-    let mut visitor = Shapes(Vec::new());
+    let mut visitor = Inventory { place: Place::default(), found: Ok(Vec::new()) };
     model.visit(&mut visitor);
-    visitor.0
+    visitor.found
+}
+
+/// The shapes of the trainable parameters of `model`, in traversal order.
+pub fn shapes<M: Module>(model: &M) -> Result<Vec<Vec<usize>>, UnknownTensor> {
+    Ok(inventory(model)?.into_iter().filter(|t| t.role.trainable()).map(|t| t.shape).collect())
 }
 
 /// Number of values of each shape.
@@ -27,34 +156,77 @@ pub fn lengths(shapes: &[Vec<usize>]) -> Vec<usize> {
     shapes.iter().map(|s| s.iter().product()).collect()
 }
 
+/// A tensor's values as `f32`. Every float tensor of our models holds f32
+/// (burn's default float type); anything else is a bug worth stopping for,
+/// never a list of zeros.
 fn to_vec<const D: usize>(tensor: Tensor<D>) -> Vec<f32> {
-    // A float tensor of this crate's models always converts to f32.
-    tensor.into_data().try_into_vec_as::<f32>().unwrap_or_default()
+    match tensor.into_data().try_into_vec_as::<f32>() {
+        Ok(values) => values,
+        Err(e) => panic!("a model tensor did not convert to f32: {e:?}"),
+    }
 }
 
-/// Every float parameter's values.
-pub fn values<M: Module>(model: &M) -> Vec<Vec<f32>> {
-    struct Values(Vec<Vec<f32>>);
-    impl ModuleVisitor for Values {
+/// The values of the float tensors of one kind (trainable or state), in
+/// traversal order.
+fn read_kind<M: Module>(model: &M, trainable: bool) -> Vec<Vec<f32>> {
+    struct Read {
+        place: Place,
+        trainable: bool,
+        out: Vec<Vec<f32>>,
+    }
+    impl ModuleVisitor for Read {
+        fn enter_module(&mut self, name: &str, container: &str) {
+            self.place.enter(name, container);
+        }
+        fn exit_module(&mut self, _: &str, _: &str) {
+            self.place.exit();
+        }
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-            self.0.push(to_vec(param.val()));
+            // `inventory` has checked every role before a run starts.
+            let Ok((role, _)) = self.place.role() else { return };
+            if role.trainable() == self.trainable {
+                self.out.push(to_vec(param.val()));
+            }
         }
     }
-    let mut visitor = Values(Vec::new());
+    let mut visitor = Read { place: Place::default(), trainable, out: Vec::new() };
     model.visit(&mut visitor);
-    visitor.0
+    visitor.out
 }
 
-/// Hand each parameter's gradient (zeros where the loss does not depend on
-/// it) to `sink(index, gradient)`, in traversal order.
-pub fn gradients<M: Module>(model: &M, grads: &Gradients, sink: impl FnMut(usize, &[f32])) {
+/// Every trainable parameter's values.
+pub fn values<M: Module>(model: &M) -> Vec<Vec<f32>> {
+    read_kind(model, true)
+}
+
+/// The state's values (BatchNorm running statistics), as of the last
+/// forward pass. Reads through `model.valid()`, which folds the updates
+/// burn's running state still holds per thread into its value.
+pub fn state_values<M: Module>(model: &M) -> Vec<Vec<f32>> {
+    read_kind(&model.valid(), false)
+}
+
+/// Hand each trainable parameter's gradient (zeros where the loss does not
+/// depend on it) to `sink(index, gradient)`, in traversal order.
+pub fn gradients<M: Module>(model: &M, grads: &Gradients, mut sink: impl FnMut(usize, &[f32])) {
     struct Grads<'g, F> {
+        place: Place,
         grads: &'g Gradients,
-        sink: F,
+        sink: &'g mut F,
         index: usize,
     }
     impl<F: FnMut(usize, &[f32])> ModuleVisitor for Grads<'_, F> {
+        fn enter_module(&mut self, name: &str, container: &str) {
+            self.place.enter(name, container);
+        }
+        fn exit_module(&mut self, _: &str, _: &str) {
+            self.place.exit();
+        }
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            let Ok((role, _)) = self.place.role() else { return };
+            if !role.trainable() {
+                return;
+            }
             let value = param.val();
             let grad = match value.grad(self.grads) {
                 Some(g) => to_vec(g),
@@ -64,29 +236,58 @@ pub fn gradients<M: Module>(model: &M, grads: &Gradients, sink: impl FnMut(usize
             self.index += 1;
         }
     }
-    model.visit(&mut Grads { grads, sink, index: 0 });
+    model.visit(&mut Grads { place: Place::default(), grads, sink: &mut sink, index: 0 });
 }
 
-/// `model` with its float parameters replaced by `values` (traversal order),
-/// placed on `device` and tracked for gradients.
-pub fn with_values<M: Module>(model: M, values: &[Vec<f32>], device: &Device) -> M {
+/// Write `values` into the tensors of one kind, in traversal order.
+fn write_kind<M: Module>(model: M, values: &[Vec<f32>], trainable: bool, device: &Device) -> M {
     struct Write<'v> {
+        place: Place,
         values: &'v [Vec<f32>],
+        trainable: bool,
         device: &'v Device,
         index: usize,
     }
     impl ModuleMapper for Write<'_> {
+        fn enter_module(&mut self, name: &str, container: &str) {
+            self.place.enter(name, container);
+        }
+        fn exit_module(&mut self, _: &str, _: &str) {
+            self.place.exit();
+        }
         fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+            let Ok((role, _)) = self.place.role() else { return param };
+            if role.trainable() != self.trainable {
+                return param;
+            }
             let Some(values) = self.values.get(self.index) else { return param };
             self.index += 1;
-            let device = self.device;
+            let (device, trainable) = (self.device, self.trainable);
             param.map(|old| {
-                let shape = old.dims();
-                Tensor::<D>::from_data(TensorData::new(values.clone(), shape), device).require_grad()
+                let tensor = Tensor::<D>::from_data(TensorData::new(values.clone(), old.dims()), device);
+                // Tracked for gradients where there is autodiff to track them.
+                if trainable && device.is_autodiff() { tensor.require_grad() } else { tensor }
             })
         }
     }
-    model.map(&mut Write { values, device, index: 0 })
+    model.map(&mut Write { place: Place::default(), values, trainable, device, index: 0 })
+}
+
+/// `model` with its trainable parameters replaced by `values` (traversal
+/// order), placed on `device` and tracked for gradients (on an autodiff
+/// device). The state is left
+/// as the forward passes made it.
+pub fn with_values<M: Module>(model: M, values: &[Vec<f32>], device: &Device) -> M {
+    write_kind(model, values, true, device)
+}
+
+/// `model` with its state (BatchNorm running statistics) replaced by
+/// `state`, in traversal order.
+pub fn with_state<M: Module>(model: M, state: &[Vec<f32>], device: &Device) -> M {
+    // Fold pending per-thread updates into the running state first, or the
+    // next forward pass would average them into what is written here.
+    let _ = model.valid();
+    write_kind(model, state, false, device)
 }
 
 /// How the initial weights are drawn (biases always start at zero).
@@ -100,48 +301,76 @@ pub enum Init {
     /// He uniform scaled for LeakyReLU with slope `a`, `U(±√(6 / ((1 + a²)
     /// fan_in)))`: the MLPerf HPC reference's `kernel_init:
     /// he_uniform_mod` (mlcommons/hpc `cosmoflow/models/cosmoflow.py`),
-    /// made to keep the activations' variance from layer to layer. Where a
-    /// layer doubles the filters, Glorot's weight variance is 0.36 of it.
+    /// made to keep the activations' variance from layer to layer (He et
+    /// al. 2015, with slope 0 for ReLU).
     HeUniformLeaky {
         /// Negative slope of the LeakyReLU that follows each layer.
         slope: f32,
     },
 }
 
-/// Initial weights per `init` and zero biases, from a seeded stream: the
-/// same `seed` gives the same parameters on every machine and every build.
-/// Rank 5 is a convolution kernel [out, in, k, k, k]; rank 2 a burn
-/// `Linear` weight [in, out]; rank 1 a bias.
-pub fn initial(shapes: &[Vec<usize>], init: Init, seed: u64) -> Vec<Vec<f32>> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    shapes
-        .iter()
-        .map(|shape| {
-            let len: usize = shape.iter().product();
-            let (fan_in, fan_out) = match shape.as_slice() {
-                [out, input, kernel @ ..] if !kernel.is_empty() => {
-                    let k: usize = kernel.iter().product();
-                    (input * k, out * k)
-                }
-                [input, out] => (*input, *out),
-                _ => return vec![0.0; len],
-            };
-            let limit = match init {
-                Init::GlorotUniform => (6.0 / (fan_in + fan_out) as f64).sqrt(),
-                Init::HeUniformLeaky { slope } => (6.0 / ((1.0 + f64::from(slope).powi(2)) * fan_in as f64)).sqrt(),
-            } as f32;
-            (0..len).map(|_| rng.random_range(-limit..=limit)).collect()
-        })
-        .collect()
+/// Fan-in and fan-out of a weight. burn's `Linear` stores [in, out];
+/// convolutions [out, in / groups, k...] and transposed ones [in, out /
+/// groups, k...], where PyTorch's convention (`_calculate_fan_in_and_fan_out`)
+/// takes dimension 1 times the kernel as the fan-in either way.
+fn fans(module: &str, shape: &[usize]) -> (usize, usize) {
+    match (module, shape) {
+        ("Linear", [input, out]) => (*input, *out),
+        (_, [d0, d1, kernel @ ..]) => {
+            let k: usize = kernel.iter().product();
+            (d1 * k, d0 * k)
+        }
+        (_, [n]) => (*n, *n),
+        _ => (1, 1),
+    }
 }
 
-/// Glorot-uniform weights and zero biases ([`initial`] with [`Init::GlorotUniform`]).
+/// Initial values of every tensor in `tensors` (trainable ones then state,
+/// each in traversal order), from a seeded stream: the same `seed` gives
+/// the same values on every machine and every build. Weights follow
+/// `init`; biases and BatchNorm shifts and running means start at 0,
+/// BatchNorm scales and running variances at 1. Only weights draw from the
+/// stream, in traversal order.
+pub fn initial(tensors: &[TensorInfo], init: Init, seed: u64) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (mut params, mut state) = (Vec::new(), Vec::new());
+    for tensor in tensors {
+        let len = tensor.len();
+        let values = match tensor.role {
+            Role::Weight => {
+                let (fan_in, fan_out) = fans(&tensor.module, &tensor.shape);
+                let limit = match init {
+                    Init::GlorotUniform => (6.0 / (fan_in + fan_out) as f64).sqrt(),
+                    Init::HeUniformLeaky { slope } => (6.0 / ((1.0 + f64::from(slope).powi(2)) * fan_in as f64)).sqrt(),
+                } as f32;
+                (0..len).map(|_| rng.random_range(-limit..=limit)).collect()
+            }
+            Role::Bias | Role::Beta | Role::RunningMean => vec![0.0; len],
+            Role::Gamma | Role::RunningVar => vec![1.0; len],
+        };
+        if tensor.role.trainable() { params.push(values) } else { state.push(values) }
+    }
+    (params, state)
+}
+
+/// Glorot-uniform weights and zero biases for a model of convolutions and
+/// dense layers given only the shapes (rank 2: a burn `Linear` weight
+/// [in, out]; rank 1: a bias; higher: a convolution kernel).
 pub fn glorot_uniform(shapes: &[Vec<usize>], seed: u64) -> Vec<Vec<f32>> {
-    initial(shapes, Init::GlorotUniform, seed)
+    let tensors: Vec<TensorInfo> = shapes
+        .iter()
+        .map(|shape| TensorInfo {
+            path: String::new(),
+            module: if shape.len() == 2 { "Linear" } else { "Conv" }.into(),
+            role: if shape.len() == 1 { Role::Bias } else { Role::Weight },
+            shape: shape.clone(),
+        })
+        .collect();
+    initial(&tensors, Init::GlorotUniform, seed).0
 }
 
 /// xxh3 of every value's bytes: equal on all ranks if and only if (up to
-/// hash collisions) the parameters are bit-identical.
+/// hash collisions) the tensors are bit-identical.
 pub fn checksum(values: &[Vec<f32>]) -> u64 {
     use std::hash::Hasher as _;
     let mut hasher = twox_hash::XxHash3_64::new();
@@ -152,79 +381,4 @@ pub fn checksum(values: &[Vec<f32>]) -> u64 {
         hasher.write(&bytes);
     }
     hasher.finish()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn glorot_limits_follow_the_fans_and_biases_start_at_zero() {
-        let shapes = vec![vec![8, 4, 3, 3, 3], vec![8], vec![100, 20]];
-        let values = glorot_uniform(&shapes, 1);
-        let conv_limit = (6.0f32 / (4.0 * 27.0 + 8.0 * 27.0)).sqrt();
-        assert!(values[0].iter().all(|v| v.abs() <= conv_limit));
-        assert!(values[0].iter().any(|v| v.abs() > 0.9 * conv_limit));
-        assert!(values[1].iter().all(|&v| v == 0.0));
-        let dense_limit = (6.0f32 / 120.0).sqrt();
-        assert!(values[2].iter().all(|v| v.abs() <= dense_limit));
-        assert_eq!(values, glorot_uniform(&shapes, 1));
-        assert_ne!(values, glorot_uniform(&shapes, 2));
-    }
-
-    #[test]
-    fn he_limits_follow_the_fan_in_and_the_leaky_slope() {
-        let shapes = vec![vec![8, 4, 3, 3, 3], vec![8], vec![100, 20]];
-        let values = initial(&shapes, Init::HeUniformLeaky { slope: 0.3 }, 1);
-        let conv_limit = (6.0f32 / (1.09 * 4.0 * 27.0)).sqrt();
-        assert!(values[0].iter().all(|v| v.abs() <= conv_limit));
-        assert!(values[0].iter().any(|v| v.abs() > 0.9 * conv_limit));
-        assert!(values[1].iter().all(|&v| v == 0.0));
-        let dense_limit = (6.0f32 / (1.09 * 100.0)).sqrt();
-        assert!(values[2].iter().all(|v| v.abs() <= dense_limit));
-        assert!(values[2].iter().any(|v| v.abs() > 0.9 * dense_limit));
-    }
-
-    #[test]
-    fn values_written_into_a_model_read_back_the_same_in_traversal_order() {
-        let device = Device::flex().autodiff();
-        let model =
-            crate::model::cosmoflow::CosmoflowConfig::mlperf_small().init(&device).unwrap_or_else(|e| panic!("{e}"));
-        let shapes = shapes(&model);
-        // 5 convolutions and 3 dense layers, weight and bias each.
-        assert_eq!(shapes.len(), 16);
-        assert_eq!(shapes[0], vec![8, 4, 3, 3, 3]);
-        assert_eq!(shapes[10], vec![128, 128]);
-        let values = glorot_uniform(&shapes, 9);
-        let model = with_values(model, &values, &device);
-        assert_eq!(super::values(&model), values);
-    }
-
-    #[test]
-    fn every_parameter_written_back_receives_a_gradient() {
-        use crate::model::cosmoflow::{CosmoflowConfig, mse};
-        let device = Device::flex().autodiff();
-        let config = CosmoflowConfig::mlperf_small();
-        let model = config.init(&device).unwrap_or_else(|e| panic!("{e}"));
-        let shapes = shapes(&model);
-        let model = with_values(model, &glorot_uniform(&shapes, 3), &device);
-        let d = config.input;
-        let x: Vec<f32> = (0..2 * d * d * d * 4).map(|i| ((i * 31) % 7) as f32 / 3.0).collect();
-        let x = Tensor::<5>::from_data(TensorData::new(x, [2, d, d, d, 4]), &device);
-        let y = Tensor::<2>::from_data(TensorData::new(vec![0.5f32; 8], [2, 4]), &device);
-        let grads = mse(model.forward(x, None), y).backward();
-        let mut norms = Vec::new();
-        gradients(&model, &grads, |_, g| norms.push(g.iter().map(|v| v * v).sum::<f32>()));
-        assert_eq!(norms.len(), shapes.len());
-        assert!(norms.iter().all(|&n| n > 0.0), "{norms:?}");
-    }
-
-    #[test]
-    fn checksum_sees_a_single_bit() {
-        let a = vec![vec![1.0f32, 2.0], vec![3.0]];
-        let mut b = a.clone();
-        b[1][0] = f32::from_bits(3.0f32.to_bits() ^ 1);
-        assert_ne!(checksum(&a), checksum(&b));
-        assert_eq!(checksum(&a), checksum(&a.clone()));
-    }
 }

@@ -10,10 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use serde_json::Value;
 
-use crate::model::cosmoflow::CosmoflowConfig;
+use crate::engine::ModelSummary;
 
 /// Why a report cannot serve as the baseline.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +66,7 @@ pub struct Baseline {
 impl Baseline {
     /// Read `path` (a report of `trainer train`) and check that it is a
     /// 1-rank run of `model` with `batch` samples per step.
-    pub fn load(path: &Path, model: &CosmoflowConfig, batch: usize) -> Result<Self, BaselineError> {
+    pub fn load(path: &Path, model: &ModelSummary, batch: usize) -> Result<Self, BaselineError> {
         let text = std::fs::read_to_string(path).map_err(|source| BaselineError::Read { path: path.into(), source })?;
         let not_a_report = |reason: String| BaselineError::NotAReport { path: path.into(), reason };
         let report: Value = serde_json::from_str(&text).map_err(|e| not_a_report(e.to_string()))?;
@@ -78,7 +77,7 @@ impl Baseline {
         })
     }
 
-    fn from_report(report: &Value, model: &CosmoflowConfig, batch: usize) -> Result<Self, Mismatch> {
+    fn from_report(report: &Value, model: &ModelSummary, batch: usize) -> Result<Self, Mismatch> {
         let number = |field: &'static str| report[field].as_f64().ok_or(Mismatch::Missing(field));
         let ranks = report["ranks"].as_u64().ok_or(Mismatch::Missing("ranks"))?;
         if ranks != 1 {
@@ -89,9 +88,17 @@ impl Baseline {
             return Err(Mismatch::Missing("samples_per_sec above 0"));
         }
         let their_batch = report["batch_per_rank"].as_u64().ok_or(Mismatch::Missing("batch_per_rank"))?;
-        let theirs = CosmoflowConfig::deserialize(&report["model"]).map_err(|_| Mismatch::Missing("model"))?;
-        if theirs != *model || their_batch != batch as u64 {
-            return Err(Mismatch::Run { theirs: describe(&theirs, their_batch), ours: describe(model, batch as u64) });
+        let theirs = &report["model"];
+        let name = |field: &str| theirs[field].as_str().map(str::to_owned).ok_or(Mismatch::Missing("model"));
+        let ours = serde_json::to_value(model).map_err(|_| Mismatch::Missing("model"))?;
+        if *theirs != ours || their_batch != batch as u64 {
+            // Settings are only worth printing when nothing shorter differs.
+            let settings =
+                their_batch == batch as u64 && theirs["name"] == ours["name"] && theirs["config"] == ours["config"];
+            let theirs =
+                describe(&name("name")?, &name("config")?, settings.then_some(&theirs["details"]), their_batch);
+            let ours = describe(&model.name, &model.config, settings.then_some(&model.details), batch as u64);
+            return Err(Mismatch::Run { theirs, ours });
         }
         Ok(Baseline { samples_per_sec })
     }
@@ -109,14 +116,12 @@ enum Mismatch {
     Run { theirs: String, ours: String },
 }
 
-fn describe(model: &CosmoflowConfig, batch: u64) -> String {
-    let filters: Vec<String> = model.convs.iter().map(|c| c.filters.to_string()).collect();
-    format!(
-        "a {}³ model with filters {} and dropout {} at batch {batch}",
-        model.input,
-        filters.join("-"),
-        model.dropout
-    )
+/// A run in a few words: model, configuration, its settings if given, batch.
+fn describe(name: &str, config: &str, settings: Option<&Value>, batch: u64) -> String {
+    match settings {
+        Some(settings) => format!("{name}/{config} with {settings} at batch {batch}"),
+        None => format!("{name}/{config} at batch {batch}"),
+    }
 }
 
 #[cfg(test)]
@@ -125,25 +130,34 @@ mod tests {
 
     use super::*;
 
-    fn report(ranks: u64, batch: u64, model: &CosmoflowConfig) -> Value {
+    fn report(ranks: u64, batch: u64, model: &ModelSummary) -> Value {
         serde_json::json!({ "ranks": ranks, "batch_per_rank": batch, "samples_per_sec": 100.0,
             "model": serde_json::to_value(model).unwrap() })
     }
 
+    fn summary(config: &str, dropout: f64) -> ModelSummary {
+        ModelSummary {
+            name: "cosmoflow".into(),
+            config: config.into(),
+            details: serde_json::json!({ "dropout": dropout }),
+        }
+    }
+
     #[test]
     fn efficiency_is_throughput_over_ranks_times_the_one_rank_throughput() {
-        let model = CosmoflowConfig::mlperf_small();
+        let model = summary("mlperf-small", 0.5);
         let baseline = Baseline::from_report(&report(1, 8, &model), &model, 8).ok().unwrap();
         assert!((baseline.efficiency(150.0, 2) - 0.75).abs() < 1e-12);
     }
 
     #[test]
     fn a_baseline_from_several_ranks_or_another_batch_or_model_is_refused() {
-        let model = CosmoflowConfig::mlperf_small();
+        let model = summary("mlperf-small", 0.5);
         assert!(matches!(Baseline::from_report(&report(2, 8, &model), &model, 8), Err(Mismatch::Ranks(2))));
         assert!(matches!(Baseline::from_report(&report(1, 4, &model), &model, 8), Err(Mismatch::Run { .. })));
-        let other = CosmoflowConfig::mlperf(128);
-        assert!(matches!(Baseline::from_report(&report(1, 8, &other), &model, 8), Err(Mismatch::Run { .. })));
+        for other in [summary("mlperf", 0.5), summary("mlperf-small", 0.0)] {
+            assert!(matches!(Baseline::from_report(&report(1, 8, &other), &model, 8), Err(Mismatch::Run { .. })));
+        }
         let mut incomplete = report(1, 8, &model);
         incomplete["samples_per_sec"] = Value::Null;
         assert!(matches!(Baseline::from_report(&incomplete, &model, 8), Err(Mismatch::Missing("samples_per_sec"))));
@@ -154,7 +168,7 @@ mod tests {
     #[test]
     fn an_unreadable_or_foreign_file_names_the_path() {
         let dir = tempfile::tempdir().unwrap();
-        let model = CosmoflowConfig::mlperf_small();
+        let model = summary("mlperf-small", 0.5);
         let foreign = dir.path().join("foreign.json");
         std::fs::write(&foreign, "{\"stager\": true}").unwrap();
         let e = Baseline::load(&foreign, &model, 8).unwrap_err().to_string();

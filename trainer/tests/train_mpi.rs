@@ -114,7 +114,7 @@ fn explicit_sgd(data: &Path, batch: usize, lr: f32, lag: bool) -> Vec<f32> {
     use burn::tensor::{Device, Tensor, TensorData};
     use loader::dataset::{CosmoTransform, CosmoflowDataset, Dataset};
     use loader::sampler::{DistributedSampler, Remainder};
-    use trainer::model::cosmoflow::{CosmoflowConfig, mse};
+    use trainer::models::cosmoflow::{CosmoflowConfig, mse};
 
     let manifest = formats::manifest::Manifest::load(&data.join(MANIFEST_FILE)).unwrap();
     let files: Vec<usize> = (0..manifest.files.len()).filter(|&i| manifest.files[i].samples > 0).collect();
@@ -130,11 +130,11 @@ fn explicit_sgd(data: &Path, batch: usize, lr: f32, lag: bool) -> Vec<f32> {
     let config = CosmoflowConfig::mlperf_small();
     let device = Device::flex().autodiff();
     let model = config.init(&device).unwrap();
-    let shapes = trainer::params::shapes(&model);
+    let shapes = trainer::params::shapes(&model).unwrap();
     let mut values = trainer::params::glorot_uniform(&shapes, 0);
     let mut model = trainer::params::with_values(model, &values, &device);
     let d = config.input;
-    let gradient_at = |model: &trainer::model::cosmoflow::Cosmoflow, indices: &[usize]| {
+    let gradient_at = |model: &trainer::models::cosmoflow::Cosmoflow, indices: &[usize]| {
         let (mut x, mut y) = (vec![0f32; indices.len() * dataset.x_len()], vec![0f32; indices.len() * 4]);
         for (k, &i) in indices.iter().enumerate() {
             let (xs, ys) = (&mut x[k * dataset.x_len()..][..dataset.x_len()], &mut y[k * 4..][..4]);
@@ -429,4 +429,128 @@ fn staged_training_reads_only_the_files_placed_on_each_node() {
     let report = ok(&train(2, &[("STAGEHAND_RANKS_PER_NODE", "1")], &args));
     assert!(report["epochs"][0]["steps"].as_u64().unwrap() >= 1, "{report}");
     assert_eq!(report["epochs"][0]["validation"]["samples"], 32);
+}
+
+/// A model's state tensors from the latest checkpoint.
+fn model_state(checkpoint: &Path) -> Vec<f32> {
+    let latest = std::fs::read_to_string(checkpoint.join("latest")).unwrap();
+    let bytes = std::fs::read(checkpoint.join(latest.trim()).join("model_state.f32")).unwrap();
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+/// BatchNorm's running statistics are state, not parameters: they start at
+/// 0 (means) and 1 (variances), change as the forward passes see data, are
+/// averaged over the ranks at every epoch's end (the run fails if the
+/// ranks' parameters or state then differ: the checksum of both is agreed
+/// every epoch), and survive checkpoint and resume bit for bit.
+#[test]
+fn batchnorm_state_trains_on_two_ranks_and_resumes_bit_for_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 2, 21);
+    let run = |checkpoint: &Path, epochs: &str| {
+        let args = [
+            "train",
+            "--model",
+            "bn-probe",
+            "--config",
+            "small",
+            "--data",
+            data.to_str().unwrap(),
+            "--val-fraction",
+            "0.5",
+            "--epochs",
+            epochs,
+            "--batch",
+            "2",
+            "--lr",
+            "0.01",
+            "--workers",
+            "1",
+            "--checkpoint",
+            checkpoint.to_str().unwrap(),
+        ];
+        ok(&e2e::mpirun(2, &[], Path::new(TRAINER), &args))
+    };
+    let (straight, resumed) = (dir.path().join("straight"), dir.path().join("resumed"));
+    let first = run(&resumed, "1");
+    assert_eq!(first["state_values"], 32, "two BatchNorm layers of 8 features, mean and variance each");
+    let after_one = model_state(&resumed);
+    assert_eq!(after_one.len(), 32);
+    // Traversal order: norm1 (mean, var), norm2 (mean, var).
+    let (means, vars): (Vec<f32>, Vec<f32>) = (
+        after_one[..8].iter().chain(&after_one[16..24]).copied().collect(),
+        after_one[8..16].iter().chain(&after_one[24..]).copied().collect(),
+    );
+    assert!(means.iter().any(|&m| m != 0.0), "running means never left 0: {means:?}");
+    assert!(vars.iter().any(|&v| v != 1.0) && vars.iter().all(|&v| v > 0.0 && v.is_finite()), "{vars:?}");
+    let validation = &first["epochs"][0]["validation"];
+    assert!(validation["relative_mae"].as_f64().unwrap().is_finite(), "{validation}");
+
+    let two = run(&straight, "2");
+    let continued = run(&resumed, "2");
+    assert_eq!(continued["resumed_from_epoch"], 1);
+    assert_eq!(params(&straight), params(&resumed), "parameters after resume");
+    assert_eq!(model_state(&straight), model_state(&resumed), "running statistics after resume");
+    assert_ne!(model_state(&straight), after_one, "the second epoch changed the running statistics");
+    assert_eq!(two["epochs"][1]["checksum"], continued["epochs"][0]["checksum"]);
+}
+
+/// A panic on one rank prints one line naming the rank and ends the whole
+/// job with MPI_Abort (the other rank would otherwise wait in its allreduce).
+#[test]
+fn a_panic_on_one_rank_ends_the_job_naming_the_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 2, 22);
+    let started = Instant::now();
+    let args = ["--data", data.to_str().unwrap(), "--val-fraction", "0", "--epochs", "3", "--batch", "2"];
+    let output = train(2, &[("STAGEHAND_TRAINER_PANIC_AT", "1:2")], &args);
+    let elapsed = started.elapsed();
+    assert!(!output.status.success(), "the job succeeded although rank 1 panicked");
+    assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = stderr.lines().find(|l| l.contains("panicked")).unwrap_or_else(|| panic!("no panic line in:\n{stderr}"));
+    assert!(line.starts_with("error: rank 1 (node ") && line.contains("injected panic at step 2"), "{line}");
+}
+
+/// `--device gpu` on a machine (or build) without a GPU fails with one
+/// line and exit code 2 before reading anything: the data given does not
+/// even exist.
+#[test]
+fn a_gpu_device_without_a_gpu_fails_before_any_data_is_read() {
+    let output = std::process::Command::new(TRAINER)
+        .args(["train", "--device", "gpu", "--config", "mlperf-small", "--data", "/nonexistent/data"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--device gpu") && !stderr.contains("nonexistent"), "{stderr}");
+}
+
+#[test]
+fn trainer_models_lists_every_model_with_its_configurations_and_sizes() {
+    let output = std::process::Command::new(TRAINER).arg("models").output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let row = |model: &str, config: &str| {
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().take(2).eq([model, config]))
+            .unwrap_or_else(|| panic!("no {model} {config} row in:\n{stdout}"))
+            .split_whitespace()
+            .nth(2)
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap()
+    };
+    for config in ["mlperf", "mlperf-small", "sc18", "sc18-small"] {
+        assert!(row("cosmoflow", config) > 0);
+    }
+    // 5 convolutions 3³ (4→8→16→32→64→128) and dense 128→128→64→4, weights and biases.
+    let small: u64 = [4 * 8, 8 * 16, 16 * 32, 32 * 64, 64 * 128].iter().map(|io| io * 27).sum::<u64>()
+        + (8 + 16 + 32 + 64 + 128)
+        + (128 * 128 + 128)
+        + (128 * 64 + 64)
+        + (64 * 4 + 4);
+    assert_eq!(row("cosmoflow", "mlperf-small"), small);
+    assert!(row("bn-probe", "small") > 0);
 }

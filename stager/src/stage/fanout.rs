@@ -110,13 +110,16 @@ impl Context<'_> {
                 })
                 .collect();
             drop(tx);
+            // A thread that panicked did not finish its share: the run must
+            // fail, never report what the others did as the whole.
+            let joined = |name: &str| -> ! { self.fail(format!("the {name} thread panicked")) };
             for r in readers {
-                let _ = r.join();
+                r.join().unwrap_or_else(|_| joined("stager-read"));
             }
             reading.store(false, Ordering::SeqCst);
-            stats.moved_bytes = sender.join().unwrap_or(0);
+            stats.moved_bytes = sender.join().unwrap_or_else(|_| joined("stager-send"));
             if let Some(receiver) = receiver {
-                let (written, first_write, files) = receiver.join().unwrap_or((0, None, 0));
+                let (written, first_write, files) = receiver.join().unwrap_or_else(|_| joined("stager-receive"));
                 stats.written_bytes = written;
                 stats.files_written = files;
                 let t = totals.lock().unwrap_or_else(|p| p.into_inner());

@@ -11,7 +11,7 @@ use loader::dataset::Dataset;
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
 
-use super::TrainError;
+use crate::engine::TrainError;
 
 /// Per-channel shift and scale.
 #[derive(Debug, Clone, PartialEq)]

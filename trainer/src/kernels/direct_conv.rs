@@ -1,7 +1,7 @@
 //! Direct 3-D convolution kernels: stride 1, "same" padding (odd kernel edge
 //! `k`, `k / 2` voxels of zeros on every side), one group, f32 in burn's
 //! NCDHW layout. Pure functions over slices, parallel over output planes
-//! with rayon; [`conv_op`](super::conv_op) hooks them into burn's autodiff.
+//! with rayon; [`ops`](super::ops) hooks them into burn through its backend-extension route.
 //!
 //! Why not burn's own `conv3d`: on the CPU backend its forward is im2col +
 //! GEMM, and its weight gradient is a convolution whose kernel is the whole

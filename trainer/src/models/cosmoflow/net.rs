@@ -11,7 +11,7 @@
 //!   256, 256), LeakyReLU, average pooling after the first five, no batch
 //!   norm, Dense 2048 and 256 with dropout, a linear output. LBANN pools
 //!   with overlapping 3³ windows (stride 2, padding 1); we pool 2³ windows
-//!   (see [`pool3d`](super::pool3d)), which halves the size the same way.
+//!   (see [`pool3d`](crate::kernels::pool3d)), which halves the size the same way.
 
 use burn::module::Module;
 use burn::nn::conv::{Conv3d, Conv3dConfig};
@@ -22,8 +22,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::conv_op::conv3d_same;
-use super::pool3d::{Pooling, pool3d};
+pub use crate::kernels::Pooling;
+use crate::kernels::{conv3d_same, pool3d};
 
 /// Negative slope of every LeakyReLU (Keras `LeakyReLU(alpha=0.3)`).
 pub const LEAKY_SLOPE: f64 = 0.3;

@@ -1,6 +1,7 @@
 //! Where the training and validation samples come from: a dataset directory
 //! every rank can read (split into training and validation files), or what
-//! the stager placed in this node's local storage.
+//! the stager placed in this node's local storage. Which dataset type reads
+//! the files is the model's business ([`TrainModel::open_dataset`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,10 +9,11 @@ use std::sync::Arc;
 use cluster::World;
 use formats::manifest::{MANIFEST_FILE, Manifest};
 use formats::placement::Policy;
-use loader::dataset::{CosmoTransform, CosmoflowDataset, Dataset, DatasetError};
+use loader::dataset::{Dataset, DatasetError};
 use loader::sampler::{DistributedSampler, NodeLocalSampler, Remainder};
 
 use super::TrainError;
+use super::model::TrainModel;
 
 /// The training data.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,13 +35,40 @@ pub enum DataSource {
     },
 }
 
+/// A dataset behind a trait object, usable where the loader wants a sized type.
+pub struct Shared(pub Arc<dyn Dataset>);
+
+impl Dataset for Shared {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn x_len(&self) -> usize {
+        self.0.x_len()
+    }
+    fn y_len(&self) -> usize {
+        self.0.y_len()
+    }
+    fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
+        self.0.read_into(index, x, y)
+    }
+    fn read_ragged(&self, index: usize, x: &mut [f32], y: &mut Vec<f32>) -> Result<u64, DatasetError> {
+        self.0.read_ragged(index, x, y)
+    }
+}
+
 /// A dataset whose indices are remapped: the node-local sampler speaks in
 /// global sample ids, the dataset of this node's files in local ones.
 pub struct Remapped {
-    inner: CosmoflowDataset,
+    inner: Arc<dyn Dataset>,
     /// The global id of each local sample, ascending
     /// ([`NodeLocalSampler::node_samples`]).
     global: Vec<usize>,
+}
+
+impl Remapped {
+    fn local(&self, index: usize) -> Result<usize, DatasetError> {
+        self.global.binary_search(&index).map_err(|_| DatasetError::OutOfRange { index, len: self.inner.len() })
+    }
 }
 
 impl Dataset for Remapped {
@@ -53,48 +82,29 @@ impl Dataset for Remapped {
         self.inner.y_len()
     }
     fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
-        let local =
-            self.global.binary_search(&index).map_err(|_| DatasetError::OutOfRange { index, len: self.inner.len() })?;
-        self.inner.read_into(local, x, y)
+        self.inner.read_into(self.local(index)?, x, y)
+    }
+    fn read_ragged(&self, index: usize, x: &mut [f32], y: &mut Vec<f32>) -> Result<u64, DatasetError> {
+        self.inner.read_ragged(self.local(index)?, x, y)
     }
 }
 
 /// The training samples: all files of a directory, or this node's staged files.
 pub enum TrainSet {
     /// Files every rank can read.
-    Files(CosmoflowDataset),
+    Files(Arc<dyn Dataset>),
     /// This node's staged files, addressed by global sample id.
     Staged(Remapped),
 }
 
-impl Dataset for TrainSet {
-    fn len(&self) -> usize {
-        match self {
-            TrainSet::Files(d) => d.len(),
-            TrainSet::Staged(d) => d.len(),
-        }
-    }
-    fn x_len(&self) -> usize {
-        match self {
-            TrainSet::Files(d) => d.x_len(),
-            TrainSet::Staged(d) => d.x_len(),
-        }
-    }
-    fn y_len(&self) -> usize {
-        match self {
-            TrainSet::Files(d) => d.y_len(),
-            TrainSet::Staged(d) => d.y_len(),
-        }
-    }
-    fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
-        match self {
-            TrainSet::Files(d) => d.read_into(index, x, y),
-            TrainSet::Staged(d) => d.read_into(index, x, y),
-        }
-    }
-}
-
 impl TrainSet {
+    fn inner(&self) -> &dyn Dataset {
+        match self {
+            TrainSet::Files(d) => &**d,
+            TrainSet::Staged(d) => d,
+        }
+    }
+
     /// The first `n` samples this rank holds, and whether every rank holds
     /// the same ones (a shared directory) or only its node's (staged copies).
     pub fn first_samples(&self, n: usize) -> (Vec<usize>, bool) {
@@ -105,14 +115,30 @@ impl TrainSet {
     }
 }
 
+impl Dataset for TrainSet {
+    fn len(&self) -> usize {
+        self.inner().len()
+    }
+    fn x_len(&self) -> usize {
+        self.inner().x_len()
+    }
+    fn y_len(&self) -> usize {
+        self.inner().y_len()
+    }
+    fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
+        self.inner().read_into(index, x, y)
+    }
+    fn read_ragged(&self, index: usize, x: &mut [f32], y: &mut Vec<f32>) -> Result<u64, DatasetError> {
+        self.inner().read_ragged(index, x, y)
+    }
+}
+
 /// The training set of this rank and its per-epoch order.
 pub struct TrainData {
     /// The dataset.
     pub dataset: Arc<TrainSet>,
     /// This rank's sample order for an epoch.
     pub order: Box<dyn Fn(u64) -> Vec<usize> + Send>,
-    /// Cube edge and channels of the samples.
-    pub shape: formats::cosmoflow::CosmoShape,
     /// Samples in the training set (all ranks).
     pub samples: usize,
 }
@@ -120,7 +146,7 @@ pub struct TrainData {
 /// Validation samples (read by every rank, each rank a strided share).
 pub struct ValData {
     /// The dataset.
-    pub dataset: Arc<CosmoflowDataset>,
+    pub dataset: Arc<Shared>,
 }
 
 fn load_manifest(path: &Path) -> Result<Manifest, TrainError> {
@@ -131,25 +157,47 @@ fn data_error(e: DatasetError) -> TrainError {
     TrainError::Data(e.to_string())
 }
 
+/// The manifest of the dataset in `dir`, checked against the model.
+fn checked_manifest<M: TrainModel>(model: &M, dir: &Path) -> Result<Manifest, TrainError> {
+    let manifest = load_manifest(&dir.join(MANIFEST_FILE))?;
+    model.check_data(dir, &manifest)?;
+    Ok(manifest)
+}
+
+/// Check every dataset a run would read against the model (manifests and
+/// schemas only, no sample read): what `trainer train` does before MPI
+/// starts, so a dataset of the wrong kind fails with one line.
+pub fn check<M: TrainModel>(model: &M, source: &DataSource, val: Option<&Path>) -> Result<(), TrainError> {
+    match source {
+        DataSource::Dir(dir) => {
+            checked_manifest(model, dir)?;
+        }
+        DataSource::Staged { manifest, .. } => {
+            let dir = manifest.parent().unwrap_or(Path::new("."));
+            model.check_data(dir, &load_manifest(manifest)?)?;
+        }
+    }
+    if let Some(val) = val {
+        checked_manifest(model, val)?;
+    }
+    Ok(())
+}
+
 /// Build the training and validation sets. With `val` absent and a
 /// directory source, the last `val_fraction` of the sample files (whole
 /// files, so sub-volumes of one simulation never straddle the split) are
 /// held out.
-pub fn open(
+pub fn open<M: TrainModel>(
     world: &World,
+    model: &M,
     source: &DataSource,
     val: Option<&Path>,
     val_fraction: f64,
     seed: u64,
 ) -> Result<(TrainData, Option<ValData>), TrainError> {
-    let transform = CosmoTransform::Log1p;
     match source {
         DataSource::Dir(dir) => {
-            let manifest = load_manifest(&dir.join(MANIFEST_FILE))?;
-            let shape = manifest
-                .schema
-                .cosmo_shape()
-                .ok_or_else(|| TrainError::Data(format!("{} does not describe a CosmoFlow dataset", dir.display())))?;
+            let manifest = checked_manifest(model, dir)?;
             let sample_files: Vec<usize> =
                 (0..manifest.files.len()).filter(|&i| manifest.files[i].samples > 0).collect();
             let held = if val.is_some() { 0 } else { (sample_files.len() as f64 * val_fraction).round() as usize };
@@ -160,15 +208,11 @@ pub fn open(
                 )));
             }
             let (train_files, val_files) = sample_files.split_at(sample_files.len() - held);
-            let dataset =
-                CosmoflowDataset::from_manifest(dir, &manifest, Some(train_files), transform).map_err(data_error)?;
+            let dataset = model.open_dataset(dir, &manifest, Some(train_files)).map_err(data_error)?;
             let val = match val {
-                Some(v) => Some(open_val(v)?),
+                Some(v) => Some(open_val(model, v)?),
                 None if !val_files.is_empty() => Some(ValData {
-                    dataset: Arc::new(
-                        CosmoflowDataset::from_manifest(dir, &manifest, Some(val_files), transform)
-                            .map_err(data_error)?,
-                    ),
+                    dataset: Arc::new(Shared(model.open_dataset(dir, &manifest, Some(val_files)).map_err(data_error)?)),
                 }),
                 None => None,
             };
@@ -184,17 +228,13 @@ pub fn open(
             let train = TrainData {
                 dataset: Arc::new(TrainSet::Files(dataset)),
                 order: Box::new(move |e| sampler.indices(e)),
-                shape,
                 samples,
             };
             Ok((train, val))
         }
-        DataSource::Staged { dest, manifest, policy, seed: placement_seed } => {
-            let manifest = load_manifest(manifest)?;
-            let shape = manifest
-                .schema
-                .cosmo_shape()
-                .ok_or_else(|| TrainError::Data("the manifest does not describe a CosmoFlow dataset".into()))?;
+        DataSource::Staged { dest, manifest: manifest_path, policy, seed: placement_seed } => {
+            let manifest = load_manifest(manifest_path)?;
+            model.check_data(manifest_path.parent().unwrap_or(Path::new(".")), &manifest)?;
             let topology = world.topology();
             let dir = cluster::paths::expand(dest, &topology.path_vars())
                 .map_err(|e| TrainError::Data(format!("expanding --staged {dest}: {e}")))?;
@@ -212,7 +252,7 @@ pub fn open(
             )
             .map_err(|e| TrainError::Data(e.to_string()))?;
             let mine: Vec<usize> = sampler.node_files().iter().copied().filter(|&f| counts[f] > 0).collect();
-            let inner = CosmoflowDataset::from_manifest(&dir, &manifest, Some(&mine), transform).map_err(data_error)?;
+            let inner = model.open_dataset(&dir, &manifest, Some(&mine)).map_err(data_error)?;
             if inner.len() != sampler.node_samples().len() {
                 return Err(TrainError::Data(format!(
                     "node {} holds {} samples, the placement says {}",
@@ -223,15 +263,15 @@ pub fn open(
             }
             let samples = sampler.per_rank() * world.size();
             let dataset = Arc::new(TrainSet::Staged(Remapped { inner, global: sampler.node_samples().to_vec() }));
-            let train = TrainData { dataset, order: Box::new(move |e| sampler.indices(e)), shape, samples };
-            let val = val.map(open_val).transpose()?;
+            let train = TrainData { dataset, order: Box::new(move |e| sampler.indices(e)), samples };
+            let val = val.map(|v| open_val(model, v)).transpose()?;
             Ok((train, val))
         }
     }
 }
 
-fn open_val(dir: &Path) -> Result<ValData, TrainError> {
-    let manifest = load_manifest(&dir.join(MANIFEST_FILE))?;
-    let dataset = CosmoflowDataset::from_manifest(dir, &manifest, None, CosmoTransform::Log1p).map_err(data_error)?;
-    Ok(ValData { dataset: Arc::new(dataset) })
+fn open_val<M: TrainModel>(model: &M, dir: &Path) -> Result<ValData, TrainError> {
+    let manifest = checked_manifest(model, dir)?;
+    let dataset = model.open_dataset(dir, &manifest, None).map_err(data_error)?;
+    Ok(ValData { dataset: Arc::new(Shared(dataset)) })
 }

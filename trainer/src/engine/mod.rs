@@ -1,0 +1,545 @@
+//! The training engine, the same for every model: batches from the loader,
+//! forward and backward through the model's network, gradients averaged
+//! over the ranks with fused MPI allreduce (blocking, or lagged one step so
+//! the exchange overlaps the next step's compute), the same optimiser step
+//! on every rank, the model's state averaged and every rank's tensors
+//! checked to agree at each epoch's end, validation, checkpoints.
+//!
+//! A model plugs in through [`TrainModel`]; the loop never names one.
+
+pub mod collective;
+pub mod config;
+pub mod data;
+pub mod device;
+pub mod model;
+pub mod report;
+
+use std::time::Instant;
+
+use burn::tensor::{Device, Tensor};
+use cluster::World;
+use loader::pipeline::{Batch, Loader, LoaderConfig};
+use mpi::traits::*;
+
+use crate::checkpoint::{self, Checkpoint, TrainState};
+use crate::exchange::{GradientExchange, LaggedExchange};
+use crate::optim::Optimizer;
+use crate::params::{self, TensorInfo};
+use crate::schedule::Schedule;
+pub use config::{ScheduleSpec, TrainConfig};
+pub use data::DataSource;
+pub use device::{DeviceChoice, DeviceError};
+pub use model::{InitChoice, ModelOptions, ModelSummary, StepContext, TrainModel};
+pub use report::{EpochReport, StepTimes, TrainReport, Validation};
+
+/// Why training stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrainError {
+    /// The model or its configuration does not exist or does not fit.
+    #[error("{0}")]
+    Model(String),
+    /// The data could not be opened or read, or is not what the model takes.
+    #[error("{0}")]
+    Data(String),
+    /// A checkpoint could not be read or written.
+    #[error(transparent)]
+    Checkpoint(#[from] checkpoint::CheckpointError),
+    /// The device cannot be used.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    /// The ranks' parameters differ (a bug, or a bad node).
+    #[error("parameters differ between ranks after epoch {epoch} (checksums {min:016x} .. {max:016x})")]
+    Diverged {
+        /// Epoch (1-based).
+        epoch: u64,
+        /// Smallest checksum.
+        min: u64,
+        /// Largest checksum.
+        max: u64,
+    },
+    /// Anything else about the arguments.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<params::UnknownTensor> for TrainError {
+    fn from(e: params::UnknownTensor) -> Self {
+        TrainError::Model(e.to_string())
+    }
+}
+
+/// Training samples (the first a rank holds) a model fits its input
+/// statistics on.
+const FIT_SAMPLES: usize = 32;
+
+/// The gradient exchange of a run.
+enum Exchange {
+    Blocking(GradientExchange),
+    Lagged { exchange: LaggedExchange, local: Vec<Vec<f32>>, pending: Vec<Vec<f32>> },
+}
+
+/// A rank that fails at a given step, so tests can check that a failing
+/// rank ends the job instead of hanging it: `STAGEHAND_TRAINER_ABORT_AT=rank:step`
+/// kills the process, `STAGEHAND_TRAINER_PANIC_AT=rank:step` panics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Abort,
+    Panic,
+}
+
+fn fault_at(world: &World) -> Option<(Fault, u64)> {
+    [("STAGEHAND_TRAINER_ABORT_AT", Fault::Abort), ("STAGEHAND_TRAINER_PANIC_AT", Fault::Panic)].into_iter().find_map(
+        |(variable, fault)| {
+            let value = std::env::var(variable).ok()?;
+            let (rank, step) = value.split_once(':')?;
+            (rank.parse::<usize>().ok()? == world.rank()).then(|| step.parse().ok().map(|s| (fault, s))).flatten()
+        },
+    )
+}
+
+/// One optimiser step of every parameter tensor with `grads`.
+fn apply(optimizer: &mut Optimizer, lr: f32, values: &mut [Vec<f32>], grads: &[&[f32]]) {
+    optimizer.step(lr, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), grads);
+}
+
+fn scalar(loss: Tensor<1>) -> Result<f32, TrainError> {
+    loss.into_data()
+        .try_into_vec_as::<f32>()
+        .ok()
+        .and_then(|v| v.first().copied())
+        .ok_or_else(|| TrainError::Model("the loss is not a scalar f32 tensor".into()))
+}
+
+/// Where a run starts: fresh, or from a checkpoint.
+struct Start {
+    values: Vec<Vec<f32>>,
+    state: Vec<Vec<f32>>,
+    epoch: u64,
+    skip: u64,
+    losses: Vec<f32>,
+}
+
+/// A run in progress: everything the epochs share.
+struct Run<'a, M: TrainModel> {
+    world: &'a World,
+    config: &'a TrainConfig,
+    model: &'a M,
+    device: Device,
+    summary: ModelSummary,
+    lengths: Vec<usize>,
+    state_lengths: Vec<usize>,
+    values: Vec<Vec<f32>>,
+    state: Vec<Vec<f32>>,
+    optimizer: Optimizer,
+    exchange: Exchange,
+    schedule: Schedule,
+    steps_per_epoch: u64,
+    losses: Vec<f32>,
+    loader_config: LoaderConfig,
+    fault: Option<(Fault, u64)>,
+}
+
+/// Train `model`. Collective: every rank calls it with the same
+/// configuration. `on_epoch` sees each epoch's report on every rank.
+pub fn run<M: TrainModel>(
+    world: &World,
+    mut model: M,
+    config: &TrainConfig,
+    on_epoch: &mut dyn FnMut(&EpochReport),
+) -> Result<TrainReport, TrainError> {
+    if config.batch == 0 {
+        return Err(TrainError::Invalid("--batch must be at least 1".into()));
+    }
+    let device = config.device.device()?;
+    let net = model.build(&device)?;
+    let tensors = params::inventory(&net)?;
+    let (train, val) =
+        data::open(world, &model, &config.source, config.val.as_deref(), config.val_fraction, config.seed)?;
+    let (first, same_everywhere) = train.dataset.first_samples(FIT_SAMPLES);
+    model.fit(world, &*train.dataset, &first, same_everywhere)?;
+    let steps_per_epoch = ((train.order)(0).len() / config.batch) as u64;
+    if steps_per_epoch == 0 {
+        return Err(TrainError::Invalid(format!(
+            "{} training samples over {} ranks do not fill one batch of {} per rank",
+            train.samples,
+            world.size(),
+            config.batch
+        )));
+    }
+    let summary = model.summary();
+    let lengths: Vec<usize> = tensors.iter().filter(|t| t.role.trainable()).map(TensorInfo::len).collect();
+    let state_lengths: Vec<usize> = tensors.iter().filter(|t| !t.role.trainable()).map(TensorInfo::len).collect();
+    let mut optimizer = Optimizer::new(config.rule, config.trust, &lengths);
+    let mut start = start(config, &model, &summary, &tensors, (&lengths, &state_lengths), &mut optimizer)?;
+    if start.skip >= steps_per_epoch {
+        return Err(TrainError::Invalid(format!(
+            "the checkpoint is {} steps into an epoch, but this run has {steps_per_epoch} steps per epoch",
+            start.skip
+        )));
+    }
+    // Rank 0's tensors are everyone's, whatever each rank read or drew.
+    for tensor in start.values.iter_mut().chain(start.state.iter_mut()) {
+        world.comm().process_at_rank(0).broadcast_into(&mut tensor[..]);
+    }
+    let net = params::with_values(net, &start.values, &device);
+    let net = params::with_state(net, &start.state, &device);
+    let exchange = if config.grad_lag {
+        let exchange = LaggedExchange::new(world, &lengths, config.fusion_bytes).ok_or_else(|| {
+            TrainError::Invalid("--grad-lag 1 needs MPI_THREAD_MULTIPLE, which this MPI did not grant".into())
+        })?;
+        let zeros = || lengths.iter().map(|&n| vec![0.0f32; n]).collect::<Vec<_>>();
+        Exchange::Lagged { exchange, local: zeros(), pending: zeros() }
+    } else {
+        Exchange::Blocking(GradientExchange::new(world, &lengths, config.fusion_bytes))
+    };
+    let mut run = Run {
+        world,
+        config,
+        model: &model,
+        device,
+        summary,
+        values: std::mem::take(&mut start.values),
+        state: std::mem::take(&mut start.state),
+        lengths,
+        state_lengths,
+        optimizer,
+        exchange,
+        schedule: config.schedule(steps_per_epoch),
+        steps_per_epoch,
+        losses: std::mem::take(&mut start.losses),
+        loader_config: LoaderConfig {
+            batch: config.batch,
+            workers: config.workers,
+            prefetch: config.prefetch,
+            skip_corrupt: false,
+        },
+        fault: fault_at(world),
+    };
+    run.epochs(net, &train, val.as_ref(), (start.epoch, start.skip), on_epoch)
+}
+
+/// Fresh tensors, or the latest checkpoint's (checked against this run).
+fn start<M: TrainModel>(
+    config: &TrainConfig,
+    model: &M,
+    summary: &ModelSummary,
+    tensors: &[TensorInfo],
+    (lengths, state_lengths): (&[usize], &[usize]),
+    optimizer: &mut Optimizer,
+) -> Result<Start, TrainError> {
+    let resumed = match &config.checkpoint {
+        Some(dir) => checkpoint::load_latest(dir)?,
+        None => None,
+    };
+    let Some(cp) = resumed else {
+        let (values, state) = params::initial(tensors, model.weight_init(), config.seed);
+        return Ok(Start { values, state, epoch: 0, skip: 0, losses: Vec::new() });
+    };
+    if cp.state.lengths != lengths || cp.state.model != summary.config || cp.state.state_lengths != state_lengths {
+        return Err(TrainError::Invalid(format!(
+            "the checkpoint holds model '{}' with {} tensors and {} state tensors; this run is '{}' with {} and {}",
+            cp.state.model,
+            cp.state.lengths.len(),
+            cp.state.state_lengths.len(),
+            summary.config,
+            lengths.len(),
+            state_lengths.len()
+        )));
+    }
+    optimizer.first = cp.first;
+    if !cp.second.is_empty() {
+        optimizer.second = cp.second;
+    }
+    optimizer.steps = cp.state.steps;
+    Ok(Start {
+        values: cp.params,
+        state: cp.model_state,
+        epoch: cp.state.epochs_done,
+        skip: cp.state.steps_into_epoch,
+        losses: cp.state.losses,
+    })
+}
+
+impl<M: TrainModel> Run<'_, M> {
+    /// The epochs from `start_epoch` (`skip` steps into it) to the end.
+    fn epochs(
+        &mut self,
+        mut net: M::Net,
+        train: &data::TrainData,
+        val: Option<&data::ValData>,
+        (start_epoch, resume_skip): (u64, u64),
+        on_epoch: &mut dyn FnMut(&EpochReport),
+    ) -> Result<TrainReport, TrainError> {
+        let mut loader: Option<Loader> = None;
+        let mut epochs = Vec::new();
+        let mut run_times = StepTimes::default();
+        let mut run_steps = 0u64;
+        let run_started = Instant::now();
+        for epoch in start_epoch..self.config.epochs {
+            let started = Instant::now();
+            let mut order = (train.order)(epoch);
+            order.truncate(self.steps_per_epoch as usize * self.config.batch);
+            // A run resumed from a mid-epoch checkpoint skips what it trained on.
+            let skip = if epoch == start_epoch { resume_skip } else { 0 };
+            order.drain(..skip as usize * self.config.batch);
+            let mut batches = match loader.take() {
+                None => Loader::new(train.dataset.clone(), order, self.loader_config),
+                Some(previous) => previous.next_epoch(order),
+            };
+            let mut times = StepTimes::default();
+            let mut epoch_losses = Vec::with_capacity(self.steps_per_epoch as usize);
+            loop {
+                if self.config.max_steps.is_some_and(|max| run_steps >= max) {
+                    break;
+                }
+                let t = Instant::now();
+                let Some(batch) = batches.next() else { break };
+                let batch = batch.map_err(|e| TrainError::Data(e.to_string()))?;
+                times.data_wait += t.elapsed().as_secs_f64();
+                let (next, loss) = self.step(net, &batch, epoch, &mut times)?;
+                net = next;
+                batches.recycle(batch);
+                epoch_losses.push(loss);
+                run_steps += 1;
+                let into_epoch = skip + epoch_losses.len() as u64;
+                net = self.maybe_checkpoint_mid_epoch(net, epoch, into_epoch, &epoch_losses, &mut times)?;
+            }
+            loader = Some(batches);
+            let stopped_early = (epoch_losses.len() as u64) < self.steps_per_epoch - skip;
+            let (next, report) = self.end_epoch(net, val, (epoch, stopped_early), &epoch_losses, times, started)?;
+            net = next;
+            on_epoch(&report);
+            run_times.add(&times);
+            epochs.push(report);
+            if stopped_early {
+                break;
+            }
+        }
+        let seconds = run_started.elapsed().as_secs_f64();
+        Ok(TrainReport {
+            model: self.summary.clone(),
+            device: self.config.device.to_string(),
+            init: self.model.weight_init(),
+            parameters: self.lengths.iter().sum(),
+            state_values: self.state_lengths.iter().sum(),
+            ranks: self.world.size(),
+            batch_per_rank: self.config.batch,
+            fusion_buffers: crate::fusion::FusionPlan::new(&self.lengths, self.config.fusion_bytes).buffers(),
+            grad_lag: self.config.grad_lag,
+            augment: model_flag(&self.summary, "augment"),
+            standardize: model_flag(&self.summary, "standardize"),
+            steps_per_epoch: self.steps_per_epoch,
+            resumed_from_epoch: start_epoch,
+            epochs,
+            losses: std::mem::take(&mut self.losses),
+            times: run_times,
+            fractions: run_times.fractions(),
+            samples_per_sec: (run_steps as usize * self.config.batch * self.world.size()) as f64 / seconds,
+            parallel_efficiency: None,
+            params: std::mem::take(&mut self.values),
+            state: std::mem::take(&mut self.state),
+        })
+    }
+
+    /// One training step: forward, backward, exchange, update, write back.
+    /// Returns the network with the new parameters and the step's loss.
+    fn step(
+        &mut self,
+        net: M::Net,
+        batch: &Batch,
+        epoch: u64,
+        times: &mut StepTimes,
+    ) -> Result<(M::Net, f32), TrainError> {
+        let t = Instant::now();
+        let context =
+            StepContext { seed: self.config.seed, epoch, step: self.optimizer.steps, rank: self.world.rank() };
+        let loss = self.model.loss(&net, batch, &context, &self.device)?;
+        let grads = loss.backward();
+        let loss = scalar(loss)?;
+        match self.fault {
+            Some((Fault::Abort, at)) if at == self.optimizer.steps => {
+                eprintln!("rank {}: aborting at step {at} (STAGEHAND_TRAINER_ABORT_AT)", self.world.rank());
+                std::process::abort();
+            }
+            Some((Fault::Panic, at)) if at == self.optimizer.steps => {
+                panic!("injected panic at step {at} (STAGEHAND_TRAINER_PANIC_AT)");
+            }
+            _ => {}
+        }
+        let lr = self.schedule.at(self.optimizer.steps);
+        match &mut self.exchange {
+            Exchange::Blocking(ex) => {
+                params::gradients(&net, &grads, |i, g| ex.put(i, g));
+                times.compute += t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                ex.average_slots();
+                times.communication += t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                let averaged: Vec<&[f32]> = (0..self.lengths.len()).map(|i| ex.averaged(i)).collect();
+                apply(&mut self.optimizer, lr, &mut self.values, &averaged);
+                times.optimizer += t.elapsed().as_secs_f64();
+            }
+            Exchange::Lagged { exchange: ex, local, pending } => {
+                params::gradients(&net, &grads, |i, g| local[i].copy_from_slice(g));
+                times.compute += t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                let had = ex.take(&mut pending.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>());
+                ex.submit(&local.iter().map(Vec::as_slice).collect::<Vec<_>>());
+                times.communication += t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                if had {
+                    let pending: Vec<&[f32]> = pending.iter().map(Vec::as_slice).collect();
+                    apply(&mut self.optimizer, lr, &mut self.values, &pending);
+                }
+                times.optimizer += t.elapsed().as_secs_f64();
+            }
+        }
+        let t = Instant::now();
+        let net = params::with_values(net, &self.values, &self.device);
+        times.compute += t.elapsed().as_secs_f64();
+        Ok((net, loss))
+    }
+
+    /// Apply the gradient still in flight in a lagged exchange (at an
+    /// epoch's end or before a checkpoint, so nothing is in flight across
+    /// either), writing the new parameters into `net`.
+    fn drain_lag(&mut self, net: M::Net, times: &mut StepTimes) -> M::Net {
+        let Exchange::Lagged { exchange: ex, pending, .. } = &mut self.exchange else { return net };
+        let t = Instant::now();
+        let had = ex.take(&mut pending.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>());
+        times.communication += t.elapsed().as_secs_f64();
+        if !had {
+            return net;
+        }
+        let lr = self.schedule.at(self.optimizer.steps);
+        let pending: Vec<&[f32]> = pending.iter().map(Vec::as_slice).collect();
+        apply(&mut self.optimizer, lr, &mut self.values, &pending);
+        params::with_values(net, &self.values, &self.device)
+    }
+
+    /// The model's state averaged over the ranks and written back, then
+    /// the checksum every rank must agree on. Collective.
+    fn agree(&mut self, net: M::Net, epoch: u64) -> Result<(M::Net, u64), TrainError> {
+        let net = if self.state_lengths.is_empty() {
+            net
+        } else {
+            let mut state = params::state_values(&net);
+            collective::average_state(self.world, &mut state);
+            self.state = state;
+            params::with_state(net, &self.state, &self.device)
+        };
+        let sum = collective::agreed_checksum(self.world, &self.values, &self.state, epoch)?;
+        Ok((net, sum))
+    }
+
+    /// With `--checkpoint-every`, save a checkpoint when the global step
+    /// is a multiple of it (not at an epoch's end, which saves its own).
+    fn maybe_checkpoint_mid_epoch(
+        &mut self,
+        net: M::Net,
+        epoch: u64,
+        into_epoch: u64,
+        epoch_losses: &[f32],
+        times: &mut StepTimes,
+    ) -> Result<M::Net, TrainError> {
+        let (Some(dir), Some(every)) = (&self.config.checkpoint, self.config.checkpoint_every) else { return Ok(net) };
+        let global_step = epoch * self.steps_per_epoch + into_epoch;
+        if !global_step.is_multiple_of(every.max(1)) || into_epoch >= self.steps_per_epoch {
+            return Ok(net);
+        }
+        let net = self.drain_lag(net, times);
+        let (net, sum) = self.agree(net, epoch)?;
+        let mut so_far = self.losses.clone();
+        so_far.extend(collective::mean_over_ranks(self.world, epoch_losses));
+        if self.world.is_root() {
+            checkpoint::save(dir, &self.snapshot((epoch, into_epoch, sum), so_far))?;
+        }
+        Ok(net)
+    }
+
+    /// An epoch's end: drain the lag, agree on state and checksum, validate,
+    /// report, checkpoint.
+    fn end_epoch(
+        &mut self,
+        net: M::Net,
+        val: Option<&data::ValData>,
+        (epoch, stopped_early): (u64, bool),
+        epoch_losses: &[f32],
+        times: StepTimes,
+        started: Instant,
+    ) -> Result<(M::Net, EpochReport), TrainError> {
+        let mut times = times;
+        // The lagged gradient of the epoch's last step is applied here, so
+        // nothing is in flight across an epoch boundary (or a checkpoint).
+        let net = self.drain_lag(net, &mut times);
+        let mean_losses = collective::mean_over_ranks(self.world, epoch_losses);
+        self.losses.extend_from_slice(&mean_losses);
+        let (net, sum) = self.agree(net, epoch)?;
+        let validation = match val {
+            Some(v) => Some(self.validate(&net, v)?),
+            None => None,
+        };
+        let seconds = started.elapsed().as_secs_f64();
+        let steps = mean_losses.len() as u64;
+        let report = EpochReport {
+            epoch: epoch + 1,
+            steps,
+            train_loss: mean_losses.iter().sum::<f32>() / steps.max(1) as f32,
+            validation,
+            seconds,
+            samples_per_sec: (steps as usize * self.config.batch * self.world.size()) as f64 / seconds,
+            times,
+            lr: self.schedule.at(self.optimizer.steps),
+            checksum: format!("{sum:016x}"),
+        };
+        // An epoch cut short by --max-steps is not an epoch's end to resume from.
+        if let Some(dir) = &self.config.checkpoint
+            && self.world.is_root()
+            && !stopped_early
+        {
+            checkpoint::save(dir, &self.snapshot((epoch + 1, 0, sum), self.losses.clone()))?;
+        }
+        Ok((net, report))
+    }
+
+    /// Validation on this rank's strided share of `val`, with the network
+    /// in inference mode (BatchNorm uses its running statistics).
+    fn validate(&self, net: &M::Net, val: &data::ValData) -> Result<Validation, TrainError> {
+        use burn::module::Module as _;
+        let len = loader::dataset::Dataset::len(&*val.dataset);
+        let mine: Vec<usize> = (self.world.rank()..len).step_by(self.world.size().max(1)).collect();
+        let mut batches = Loader::new(val.dataset.clone(), mine, self.loader_config);
+        let net = net.valid();
+        self.model.validate(self.world, &net, &mut batches, &self.device)
+    }
+
+    /// A checkpoint at (epochs done, steps into the next epoch, checksum).
+    fn snapshot(&self, (epochs_done, steps_into_epoch, checksum): (u64, u64, u64), losses: Vec<f32>) -> Checkpoint {
+        let state = TrainState {
+            format: checkpoint::FORMAT,
+            model: self.summary.config.clone(),
+            lengths: self.lengths.clone(),
+            state_lengths: self.state_lengths.clone(),
+            epochs_done,
+            steps_into_epoch,
+            steps: self.optimizer.steps,
+            seed: self.config.seed,
+            losses,
+            checksum,
+            files: Default::default(),
+        };
+        Checkpoint {
+            state,
+            params: self.values.clone(),
+            model_state: self.state.clone(),
+            first: self.optimizer.first.clone(),
+            second: self.optimizer.second.clone(),
+        }
+    }
+}
+
+/// A boolean of the model's details (`augment`, `standardize`), false if absent.
+fn model_flag(summary: &ModelSummary, name: &str) -> bool {
+    summary.details.get(name).and_then(serde_json::Value::as_bool).unwrap_or(false)
+}

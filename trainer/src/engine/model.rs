@@ -1,0 +1,146 @@
+//! What a model supplies to the engine: the [`TrainModel`] trait.
+//!
+//! The engine owns everything that is the same for every network (the
+//! loop, the gradient exchange, optimisers, schedules, checkpoints,
+//! reports); a model says how to build its network on a device, which
+//! dataset feeds it, its loss, its validation metrics and how its weights
+//! start. Model code never names a burn backend: it builds on the `Device`
+//! it is given, so the same model trains on the CPU or a GPU.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use burn::module::Module;
+use burn::tensor::{Device, Tensor};
+use cluster::World;
+use formats::manifest::Manifest;
+use loader::dataset::{Dataset, DatasetError};
+use loader::pipeline::Batch;
+use serde::Serialize;
+
+use super::TrainError;
+use super::report::Validation;
+use crate::params::Init;
+
+/// Which model, which configuration, and the few things about it a run may
+/// override from the command line.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModelOptions {
+    /// Configuration name (`mlperf-small`, ...).
+    pub config: String,
+    /// Dropout probability instead of the configuration's.
+    pub dropout: Option<f32>,
+    /// Random symmetries of each training sample (models that have them).
+    pub augment: bool,
+    /// Inputs standardised with training-set statistics (models that have it).
+    pub standardize: bool,
+    /// Initial weights' distribution instead of the model's own.
+    pub init: Option<InitChoice>,
+}
+
+/// The `--init` choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InitChoice {
+    /// Glorot uniform.
+    Glorot,
+    /// He uniform, scaled for the model's activation.
+    He,
+}
+
+/// How a run is described in reports and checked against checkpoints and
+/// baselines.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelSummary {
+    /// Model name (`cosmoflow`).
+    pub name: String,
+    /// Configuration name (`mlperf-small`).
+    pub config: String,
+    /// The configuration in full (layer sizes, dropout, ...).
+    pub details: serde_json::Value,
+}
+
+/// Where a training step stands: what seeded randomness in a model (dropout
+/// masks, augmentation) is keyed by, so a resumed run draws what an
+/// uninterrupted one would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepContext {
+    /// The run's seed.
+    pub seed: u64,
+    /// Epoch (0-based).
+    pub epoch: u64,
+    /// Optimiser steps taken before this one.
+    pub step: u64,
+    /// This rank.
+    pub rank: usize,
+}
+
+/// A model the engine can train. Implemented once per network family; the
+/// engine is generic over it, and [`Trainable`](crate::models::Trainable)
+/// erases it for the registry.
+pub trait TrainModel: Send + Sync + 'static {
+    /// The network: a burn module.
+    type Net: Module + 'static;
+
+    /// Name, configuration and details, for reports and checkpoints.
+    fn summary(&self) -> ModelSummary;
+
+    /// Build the network on `device` (initial values are then set by the
+    /// engine, see [`weight_init`](Self::weight_init)).
+    fn build(&self, device: &Device) -> Result<Self::Net, TrainError>;
+
+    /// The distribution of every `weight` tensor's initial values. Biases
+    /// and BatchNorm shifts start at 0, BatchNorm scales at 1, running
+    /// means at 0 and running variances at 1 whatever this says.
+    fn weight_init(&self) -> Init;
+
+    /// Check that a dataset described by `manifest` (in `dir`) is one this
+    /// model reads, with the shapes it takes; the error names `dir`.
+    fn check_data(&self, dir: &Path, manifest: &Manifest) -> Result<(), TrainError>;
+
+    /// Open the sample files `files` (indices into the manifest; all when
+    /// `None`) of the dataset in `dir`.
+    fn open_dataset(
+        &self,
+        dir: &Path,
+        manifest: &Manifest,
+        files: Option<&[usize]>,
+    ) -> Result<Arc<dyn Dataset>, DatasetError>;
+
+    /// Fit whatever the model derives from the training data before the
+    /// first step (input statistics). `first` are the first samples this
+    /// rank holds; `same_everywhere` says whether every rank holds the same
+    /// ones. Collective when it communicates. Nothing by default.
+    fn fit(
+        &mut self,
+        world: &World,
+        train: &dyn Dataset,
+        first: &[usize],
+        same_everywhere: bool,
+    ) -> Result<(), TrainError> {
+        let _ = (world, train, first, same_everywhere);
+        Ok(())
+    }
+
+    /// The mean training loss of `batch` (a scalar tensor on `device`, with
+    /// the graph for `backward`).
+    fn loss(
+        &self,
+        net: &Self::Net,
+        batch: &Batch,
+        step: &StepContext,
+        device: &Device,
+    ) -> Result<Tensor<1>, TrainError>;
+
+    /// Names of the figures [`validate`](Self::validate) reports.
+    fn metric_names(&self) -> &'static [&'static str];
+
+    /// Evaluate `net` (in inference mode) on this rank's share of the
+    /// validation batches and reduce over the ranks. Collective.
+    fn validate(
+        &self,
+        world: &World,
+        net: &Self::Net,
+        batches: &mut dyn Iterator<Item = Result<Batch, DatasetError>>,
+        device: &Device,
+    ) -> Result<Validation, TrainError>;
+}

@@ -1,0 +1,150 @@
+//! What a run reports: the step-time split, each epoch, the whole run.
+
+use serde::Serialize;
+
+use super::model::ModelSummary;
+use crate::params::Init;
+
+/// Seconds spent per part of the steps, summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct StepTimes {
+    /// Waiting for the loader.
+    pub data_wait: f64,
+    /// Forward, backward, reading gradients out, writing parameters back.
+    pub compute: f64,
+    /// Allreduce (blocking) or waiting for the lagged one.
+    pub communication: f64,
+    /// The optimiser update.
+    pub optimizer: f64,
+}
+
+impl StepTimes {
+    pub(super) fn add(&mut self, other: &StepTimes) {
+        self.data_wait += other.data_wait;
+        self.compute += other.compute;
+        self.communication += other.communication;
+        self.optimizer += other.optimizer;
+    }
+
+    /// All four.
+    pub fn total(&self) -> f64 {
+        self.data_wait + self.compute + self.communication + self.optimizer
+    }
+
+    /// Each part as a share of the total (data wait, compute,
+    /// communication, optimizer); zeros when nothing was timed.
+    pub fn fractions(&self) -> [f64; 4] {
+        let total = self.total();
+        if total <= 0.0 {
+            return [0.0; 4];
+        }
+        [self.data_wait / total, self.compute / total, self.communication / total, self.optimizer / total]
+    }
+}
+
+/// A model's validation figures, reduced over the ranks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Validation {
+    /// Samples evaluated (all ranks).
+    pub samples: u64,
+    /// The model's figures by name (see `TrainModel::metric_names`).
+    #[serde(flatten)]
+    pub metrics: serde_json::Map<String, serde_json::Value>,
+    /// The figures as the epoch line shows them.
+    #[serde(skip)]
+    pub line: String,
+}
+
+/// One epoch, as rank 0 reports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EpochReport {
+    /// Epoch number (1-based).
+    pub epoch: u64,
+    /// Steps in it.
+    pub steps: u64,
+    /// Mean training loss over its steps and the ranks.
+    pub train_loss: f32,
+    /// Validation, when there is validation data.
+    pub validation: Option<Validation>,
+    /// Wall seconds.
+    pub seconds: f64,
+    /// Training samples per second, all ranks.
+    pub samples_per_sec: f64,
+    /// Rank 0's step time split.
+    pub times: StepTimes,
+    /// Learning rate at the epoch's end.
+    pub lr: f32,
+    /// Checksum of the parameters and the model's state, equal on every rank.
+    pub checksum: String,
+}
+
+impl EpochReport {
+    /// The line rank 0 prints for the epoch.
+    pub fn line(&self) -> String {
+        let t = &self.times;
+        let [wait, compute, comm, _] = t.fractions();
+        let val = self.validation.as_ref().map_or(String::new(), |v| format!(", {}", v.line));
+        format!(
+            "epoch {}: {} steps, loss {:.4}{val}, {:.1} samples/s, data wait {:.1}% compute {:.1}% comm {:.1}%, {:.1} s",
+            self.epoch,
+            self.steps,
+            self.train_loss,
+            self.samples_per_sec,
+            100.0 * wait,
+            100.0 * compute,
+            100.0 * comm,
+            self.seconds
+        )
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrainReport {
+    /// The model and its configuration.
+    pub model: ModelSummary,
+    /// The device it trained on.
+    pub device: String,
+    /// How the initial weights were drawn.
+    pub init: Init,
+    /// Trainable values.
+    pub parameters: usize,
+    /// Values of the model's state (BatchNorm running statistics).
+    pub state_values: usize,
+    /// Ranks.
+    pub ranks: usize,
+    /// Samples per rank per step.
+    pub batch_per_rank: usize,
+    /// Allreduce calls per step (fusion buffers).
+    pub fusion_buffers: usize,
+    /// One-step gradient lag.
+    pub grad_lag: bool,
+    /// Samples turned by random symmetries of the cube.
+    pub augment: bool,
+    /// Inputs standardised per channel.
+    pub standardize: bool,
+    /// Steps per epoch.
+    pub steps_per_epoch: u64,
+    /// Epoch this run started from (0 unless resumed).
+    pub resumed_from_epoch: u64,
+    /// The epochs this run trained.
+    pub epochs: Vec<EpochReport>,
+    /// Every step's loss from the start of training (resumed runs included).
+    pub losses: Vec<f32>,
+    /// Step time split of this run, rank 0, seconds.
+    pub times: StepTimes,
+    /// Fractions of step time (data wait, compute, communication, optimizer).
+    pub fractions: [f64; 4],
+    /// Samples per second over this run, all ranks.
+    pub samples_per_sec: f64,
+    /// Against a 1-rank run's report (`--baseline`): samples/s over ranks
+    /// times the 1-rank samples/s. The caller fills it in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel_efficiency: Option<f64>,
+    /// Final parameters (for comparing runs).
+    #[serde(skip)]
+    pub params: Vec<Vec<f32>>,
+    /// Final state (BatchNorm running statistics), averaged over the ranks.
+    #[serde(skip)]
+    pub state: Vec<Vec<f32>>,
+}

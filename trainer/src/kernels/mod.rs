@@ -1,0 +1,68 @@
+//! Operations our models need that burn's CPU backend does not run fast
+//! enough, or at all: a stride-1 "same" 3-D convolution ([`conv3d_same`])
+//! and 3-D pooling over 2³ windows ([`pool3d`]; burn 0.22 has no 3-D
+//! pooling).
+//!
+//! Model code calls these functions on plain `Tensor`s and never names a
+//! backend. They go through burn's backend-extension route ([`ops`]): on
+//! burn's Flex CPU backend the direct kernels ([`direct_conv`],
+//! [`direct_pool`]) run, with their own backward passes under autodiff;
+//! every other backend (a GPU) runs the same operation composed of burn's
+//! own ops.
+//!
+//! ```
+//! use burn::tensor::{Device, Tensor};
+//! use trainer::kernels::{Pooling, pool3d};
+//!
+//! let x = Tensor::<5>::ones([1, 2, 4, 4, 4], &Device::flex());
+//! assert_eq!(pool3d(x, Pooling::Avg).dims(), [1, 2, 2, 2, 2]);
+//! ```
+
+pub mod direct_conv;
+pub mod direct_pool;
+mod flex;
+pub mod ops;
+
+use burn::backend::Dispatch;
+use burn::tensor::Tensor;
+use burn::tensor::module::conv3d;
+use burn::tensor::ops::ConvOptions;
+
+pub use ops::{KernelOps, MIN_DIRECT_WIDTH};
+
+/// Which reduction a pooling layer applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pooling {
+    /// Maximum of each 2×2×2 window (MLPerf HPC CosmoFlow).
+    Max,
+    /// Mean of each 2×2×2 window (CosmoFlow SC18).
+    Avg,
+}
+
+/// `conv3d(x, weight, bias)` with stride 1, dilation 1, one group and
+/// `k / 2` zeros of padding: x [N, C_in, D, H, W], weight [C_out, C_in, k,
+/// k, k] with odd `k`.
+pub fn conv3d_same(x: Tensor<5>, weight: Tensor<5>, bias: Option<Tensor<1>>) -> Tensor<5> {
+    match bias {
+        Some(bias) => Tensor::from_dispatch(<Dispatch as KernelOps>::conv3d_same(
+            x.into_dispatch(),
+            weight.into_dispatch(),
+            bias.into_dispatch(),
+        )),
+        None => {
+            let p = weight.dims()[2] / 2;
+            conv3d(x, weight, None, ConvOptions::new([1; 3], [p; 3], [1; 3], 1))
+        }
+    }
+}
+
+/// Pool `x` of shape [N, C, D, H, W] (D, H, W even) by 2 in every spatial
+/// dimension.
+pub fn pool3d(x: Tensor<5>, pooling: Pooling) -> Tensor<5> {
+    let x = x.into_dispatch();
+    Tensor::from_dispatch(match pooling {
+        Pooling::Max => <Dispatch as KernelOps>::max_pool3d_2(x),
+        Pooling::Avg => <Dispatch as KernelOps>::avg_pool3d_2(x),
+    })
+}

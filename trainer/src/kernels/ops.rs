@@ -1,0 +1,431 @@
+//! Our kernels behind burn's backend-extension route (`#[backend_extension]`,
+//! burn book "Backend Extension"): one trait, [`KernelOps`], whose default
+//! bodies compose burn's own primitive operations, so every backend runs
+//! them; burn's Flex CPU backend overrides them with the direct kernels,
+//! and `Autodiff<Flex>` with the direct kernels plus their hand-written
+//! backward passes. The generated `Dispatch` implementation routes each
+//! call by the backend its tensors live on.
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::flex::FlexTensor;
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{Autodiff, Backend, Flex, TensorMetadata, backend_extension};
+use burn::tensor::ops::ConvOptions;
+use burn::tensor::{DType, Shape};
+
+use super::direct_conv::{self, ConvShape};
+use super::direct_pool;
+use super::flex::{flex, values};
+
+/// Narrowest volume (in voxels along `w`) given to the direct convolution:
+/// below it burn's GEMM wins (`cargo bench -p stagehand-trainer --bench ops`).
+pub const MIN_DIRECT_WIDTH: usize = 8;
+
+/// The operations our models need beyond burn's: a stride-1 "same" 3-D
+/// convolution with bias, and 3-D pooling over 2³ windows.
+#[backend_extension(Flex, Autodiff)]
+pub trait KernelOps: Backend {
+    /// `conv3d` with stride 1, dilation 1, one group and `k / 2` zeros of
+    /// padding: x [N, C_in, D, H, W], weight [C_out, C_in, k, k, k], bias [C_out].
+    fn conv3d_same(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: FloatTensor<Self>) -> FloatTensor<Self> {
+        composed::conv3d_same::<Self>(x, weight, bias)
+    }
+
+    /// Maximum over each 2³ window of x [N, C, D, H, W] (D, H, W even).
+    fn max_pool3d_2(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        composed::pool3d_2::<Self>(x, false)
+    }
+
+    /// Mean over each 2³ window of x [N, C, D, H, W] (D, H, W even).
+    fn avg_pool3d_2(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        composed::pool3d_2::<Self>(x, true)
+    }
+}
+
+/// The operations from burn's own primitives, for any backend.
+mod composed {
+    use super::*;
+
+    pub(super) fn conv3d_same<B: Backend>(
+        x: FloatTensor<B>,
+        weight: FloatTensor<B>,
+        bias: FloatTensor<B>,
+    ) -> FloatTensor<B> {
+        let p = weight.shape()[2] / 2;
+        B::conv3d(x, weight, Some(bias), ConvOptions::new([1; 3], [p; 3], [1; 3], 1))
+    }
+
+    /// Pool H and W with burn's 2-D pool, then pairs along D by a reshape
+    /// and a reduction (exact, forward and backward, because the windows do
+    /// not overlap).
+    pub(super) fn pool3d_2<B: Backend>(x: FloatTensor<B>, average: bool) -> FloatTensor<B> {
+        let shape = x.shape();
+        let [n, c, d, h, w] = [shape[0], shape[1], shape[2], shape[3], shape[4]];
+        let planes = B::float_reshape(x, Shape::new([n * c, d, h, w]));
+        let halved = if average {
+            B::avg_pool2d(planes, [2, 2], [2, 2], [0, 0], true, false)
+        } else {
+            B::max_pool2d(planes, [2, 2], [2, 2], [0, 0], [1, 1], false)
+        };
+        let pairs = B::float_reshape(halved, Shape::new([n * c, d / 2, 2, (h / 2) * (w / 2)]));
+        let reduced = if average { B::float_mean_dim(pairs, 2) } else { B::float_max_dim(pairs, 2) };
+        B::float_reshape(reduced, Shape::new([n, c, d / 2, h / 2, w / 2]))
+    }
+}
+
+/// The shape of a convolution the direct kernels take, or `None` for
+/// anything they do not cover (which then goes to burn's `conv3d`, which
+/// also reports shapes that do not fit together).
+fn direct_conv_shape(x: &FlexTensor, weight: &FlexTensor, bias: &FlexTensor) -> Option<ConvShape> {
+    if [x.dtype(), weight.dtype(), bias.dtype()].iter().any(|t| *t != DType::F32) {
+        return None;
+    }
+    let (xs, ws, bs) = (x.shape(), weight.shape(), bias.shape());
+    let (&[batch, c_in, d, h, w], &[c_out, weight_c_in, k, k_h, k_w], &[bias_len]) =
+        (xs.as_slice(), ws.as_slice(), bs.as_slice())
+    else {
+        return None;
+    };
+    let fits = k % 2 == 1 && k_h == k && k_w == k && weight_c_in == c_in && bias_len == c_out;
+    (fits && w >= MIN_DIRECT_WIDTH).then_some(ConvShape { batch, c_in, c_out, volume: [d, h, w], kernel: k })
+}
+
+/// The volume of a pool the direct kernels take (f32, even edges).
+fn direct_pool_volume(x: &FlexTensor) -> Option<[usize; 3]> {
+    let shape = x.shape();
+    let &[_, _, d, h, w] = shape.as_slice() else { return None };
+    (x.dtype() == DType::F32 && [d, h, w].iter().all(|e| e % 2 == 0)).then_some([d, h, w])
+}
+
+fn conv_forward(shape: &ConvShape, x: &FlexTensor, weight: &FlexTensor, bias: &FlexTensor) -> FlexTensor {
+    let [d, h, w] = shape.volume;
+    let y = direct_conv::forward(shape, &values(x), &values(weight), Some(&values(bias)));
+    flex(y, Shape::new([shape.batch, shape.c_out, d, h, w]))
+}
+
+/// The shape of `x` [N, C, D, H, W] halved in D, H and W.
+fn pooled_shape(x: &FlexTensor) -> Shape {
+    let mut shape = x.shape();
+    for e in shape.as_mut_slice().iter_mut().skip(2) {
+        *e /= 2;
+    }
+    shape
+}
+
+impl KernelOps for Flex {
+    fn conv3d_same(x: FlexTensor, weight: FlexTensor, bias: FlexTensor) -> FlexTensor {
+        match direct_conv_shape(&x, &weight, &bias) {
+            Some(shape) => conv_forward(&shape, &x, &weight, &bias),
+            None => composed::conv3d_same::<Self>(x, weight, bias),
+        }
+    }
+
+    fn max_pool3d_2(x: FlexTensor) -> FlexTensor {
+        match direct_pool_volume(&x) {
+            Some(volume) => flex(direct_pool::max_forward(volume, &values(&x)).0, pooled_shape(&x)),
+            None => composed::pool3d_2::<Self>(x, false),
+        }
+    }
+
+    fn avg_pool3d_2(x: FlexTensor) -> FlexTensor {
+        match direct_pool_volume(&x) {
+            Some(volume) => flex(direct_pool::avg_forward(volume, &values(&x)), pooled_shape(&x)),
+            None => composed::pool3d_2::<Self>(x, true),
+        }
+    }
+}
+
+type AutodiffFloat<C> = FloatTensor<Autodiff<Flex, C>>;
+
+#[derive(Debug)]
+struct ConvBackward;
+
+impl Backward<Flex, 3> for ConvBackward {
+    type State = (burn::backend::autodiff::NodeId, burn::backend::autodiff::NodeId, ConvShape);
+
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+        let [node_x, node_weight, node_bias] = ops.parents;
+        let out_grad = grads.consume::<Flex>(&ops.node);
+        let out_grad = values(&out_grad);
+        let (x_state, weight_state, shape) = ops.state;
+        let x: FlexTensor = checkpointer.retrieve_node_output(x_state);
+        let weight: FlexTensor = checkpointer.retrieve_node_output(weight_state);
+        if let Some(node) = node_x {
+            let grad = direct_conv::input_grad(&shape, &values(&weight), &out_grad);
+            grads.register::<Flex>(node.id, flex(grad, x.shape()));
+        }
+        if let Some(node) = node_weight {
+            let grad = direct_conv::weight_grad(&shape, &values(&x), &out_grad);
+            grads.register::<Flex>(node.id, flex(grad, weight.shape()));
+        }
+        if let Some(node) = node_bias {
+            grads.register::<Flex>(node.id, flex(direct_conv::bias_grad(&shape, &out_grad), Shape::new([shape.c_out])));
+        }
+    }
+}
+
+#[derive(Debug)]
+struct MaxPoolBackward;
+
+impl Backward<Flex, 1> for MaxPoolBackward {
+    /// Which voxel of each window held its maximum; the input's volume and shape.
+    type State = (Vec<u8>, [usize; 3], Shape);
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [node] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let grad = values(&grad);
+        let (arg, volume, shape) = ops.state;
+        if let Some(node) = node {
+            grads.register::<Flex>(node.id, flex(direct_pool::max_backward(volume, &arg, &grad), shape));
+        }
+    }
+}
+
+#[derive(Debug)]
+struct AvgPoolBackward;
+
+impl Backward<Flex, 1> for AvgPoolBackward {
+    type State = ([usize; 3], Shape);
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [node] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let grad = values(&grad);
+        let (volume, shape) = ops.state;
+        if let Some(node) = node {
+            grads.register::<Flex>(node.id, flex(direct_pool::avg_backward(volume, &grad), shape));
+        }
+    }
+}
+
+impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
+    fn conv3d_same(x: AutodiffFloat<C>, weight: AutodiffFloat<C>, bias: AutodiffFloat<C>) -> AutodiffFloat<C> {
+        let Some(shape) = direct_conv_shape(x.primitive(), weight.primitive(), bias.primitive()) else {
+            return composed::conv3d_same::<Self>(x, weight, bias);
+        };
+        match ConvBackward.prepare::<C>([x.node(), weight.node(), bias.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let x_state = prep.checkpoint(&x);
+                let weight_state = prep.checkpoint(&weight);
+                let y = conv_forward(&shape, x.primitive(), weight.primitive(), bias.primitive());
+                prep.finish((x_state, weight_state, shape), y)
+            }
+            OpsKind::UnTracked(prep) => {
+                prep.finish(conv_forward(&shape, x.primitive(), weight.primitive(), bias.primitive()))
+            }
+        }
+    }
+
+    fn max_pool3d_2(x: AutodiffFloat<C>) -> AutodiffFloat<C> {
+        let Some(volume) = direct_pool_volume(x.primitive()) else {
+            return composed::pool3d_2::<Self>(x, false);
+        };
+        let (in_shape, out_shape) = (x.primitive().shape(), pooled_shape(x.primitive()));
+        let (y, arg) = direct_pool::max_forward(volume, &values(x.primitive()));
+        match MaxPoolBackward.prepare::<C>([x.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish((arg, volume, in_shape), flex(y, out_shape)),
+            OpsKind::UnTracked(prep) => prep.finish(flex(y, out_shape)),
+        }
+    }
+
+    fn avg_pool3d_2(x: AutodiffFloat<C>) -> AutodiffFloat<C> {
+        let Some(volume) = direct_pool_volume(x.primitive()) else {
+            return composed::pool3d_2::<Self>(x, true);
+        };
+        let (in_shape, out_shape) = (x.primitive().shape(), pooled_shape(x.primitive()));
+        let y = direct_pool::avg_forward(volume, &values(x.primitive()));
+        match AvgPoolBackward.prepare::<C>([x.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish((volume, in_shape), flex(y, out_shape)),
+            OpsKind::UnTracked(prep) => prep.finish(flex(y, out_shape)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use burn::tensor::module::conv3d;
+    use burn::tensor::{Device, Tensor, TensorData};
+
+    use super::super::{Pooling, conv3d_same, pool3d};
+    use super::*;
+
+    fn filled<const D: usize>(shape: [usize; D], seed: usize, device: &Device) -> Tensor<D> {
+        let n: usize = shape.iter().product();
+        let values: Vec<f32> = (0..n).map(|i| ((i * 37 + seed * 11) % 23) as f32 / 11.0 - 1.0).collect();
+        Tensor::from_data(TensorData::new(values, shape), device)
+    }
+
+    fn to_vec<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+        t.into_data().try_into_vec_as().unwrap()
+    }
+
+    fn max_diff<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
+        let (a, b) = (to_vec(a), to_vec(b));
+        assert_eq!(a.len(), b.len());
+        assert!(!a.is_empty());
+        a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    }
+
+    fn burn_conv(x: Tensor<5>, weight: Tensor<5>, bias: Tensor<1>) -> Tensor<5> {
+        conv3d(x, weight, Some(bias), ConvOptions::new([1; 3], [1; 3], [1; 3], 1))
+    }
+
+    /// Values and all three gradients equal burn's `conv3d` (to float
+    /// tolerance) on the autodiff Flex device, where the direct kernels run.
+    #[test]
+    fn direct_convolution_matches_burn_conv3d_in_values_and_gradients() {
+        let device = Device::flex().autodiff();
+        let x = filled([2, 3, 4, 5, MIN_DIRECT_WIDTH], 1, &device).require_grad();
+        let weight = filled([4, 3, 3, 3, 3], 2, &device).require_grad();
+        let bias = filled([4], 3, &device).require_grad();
+        let up = filled([2, 4, 4, 5, MIN_DIRECT_WIDTH], 4, &device);
+        let ours = conv3d_same(x.clone(), weight.clone(), Some(bias.clone()));
+        let theirs = burn_conv(x.clone(), weight.clone(), bias.clone());
+        assert!(max_diff(ours.clone(), theirs.clone()) < 1e-4);
+        let g_ours = (ours * up.clone()).sum().backward();
+        let g_theirs = (theirs * up).sum().backward();
+        for (what, a, b) in
+            [("x", x.grad(&g_ours), x.grad(&g_theirs)), ("weight", weight.grad(&g_ours), weight.grad(&g_theirs))]
+        {
+            let diff = max_diff(a.unwrap(), b.unwrap());
+            assert!(diff < 1e-3, "{what} gradient differs by {diff}");
+        }
+        assert!(max_diff(bias.grad(&g_ours).unwrap(), bias.grad(&g_theirs).unwrap()) < 1e-3);
+    }
+
+    /// The direct kernel really ran: its result differs from burn's GEMM in
+    /// the last bits (another summation order) but not beyond rounding.
+    #[test]
+    fn the_flex_backend_takes_the_direct_kernel_and_other_shapes_take_burns() {
+        let device = Device::flex();
+        let (x, weight, bias) =
+            (filled([1, 3, 6, 6, 9], 5, &device), filled([5, 3, 3, 3, 3], 6, &device), filled([5], 7, &device));
+        let direct = <Flex as KernelOps>::conv3d_same(
+            x.clone().try_into_primitive::<Flex>().unwrap(),
+            weight.clone().try_into_primitive::<Flex>().unwrap(),
+            bias.clone().try_into_primitive::<Flex>().unwrap(),
+        );
+        let shape = direct_conv_shape(
+            &x.clone().try_into_primitive::<Flex>().unwrap(),
+            &weight.clone().try_into_primitive::<Flex>().unwrap(),
+            &bias.clone().try_into_primitive::<Flex>().unwrap(),
+        );
+        assert!(shape.is_some(), "a 9-wide volume goes to the direct kernel");
+        let direct: Tensor<5> = Tensor::from_primitive::<Flex>(direct);
+        assert!(max_diff(direct, burn_conv(x, weight.clone(), bias.clone())) < 1e-4);
+        let narrow = filled([1, 3, 6, 6, MIN_DIRECT_WIDTH - 1], 5, &device).try_into_primitive::<Flex>().unwrap();
+        let (w, b) = (weight.try_into_primitive::<Flex>().unwrap(), bias.try_into_primitive::<Flex>().unwrap());
+        assert!(direct_conv_shape(&narrow, &w, &b).is_none(), "narrow volumes go to burn");
+        let even = filled([5, 3, 2, 2, 2], 6, &device).try_into_primitive::<Flex>().unwrap();
+        let x9 = filled([1, 3, 6, 6, 9], 5, &device).try_into_primitive::<Flex>().unwrap();
+        assert!(direct_conv_shape(&x9, &even, &b).is_none(), "even kernels go to burn");
+    }
+
+    /// As in evaluation: data on the autodiff device, parameters of
+    /// `model.valid()` on the plain one; and everything plain.
+    #[test]
+    fn mixed_plain_and_autodiff_inputs_give_burns_values() {
+        let (plain, autodiff) = (Device::flex(), Device::flex().autodiff());
+        for x_device in [&plain, &autodiff] {
+            let x = filled([1, 2, 3, 3, MIN_DIRECT_WIDTH], 5, x_device);
+            let weight = filled([2, 2, 3, 3, 3], 6, &plain);
+            let bias = filled([2], 7, &plain);
+            let ours = conv3d_same(x.clone(), weight.clone(), Some(bias.clone()));
+            assert!(max_diff(ours, burn_conv(x, weight, bias)) < 1e-4);
+        }
+    }
+
+    #[test]
+    fn a_convolution_without_bias_or_with_a_narrow_volume_still_computes() {
+        let device = Device::flex().autodiff();
+        let narrow = filled([1, 2, 3, 3, MIN_DIRECT_WIDTH / 2], 5, &device);
+        let (weight, bias) = (filled([2, 2, 3, 3, 3], 6, &device), filled([2], 7, &device));
+        let y = conv3d_same(narrow.clone(), weight.clone(), Some(bias.clone()));
+        assert!(max_diff(y, burn_conv(narrow.clone(), weight.clone(), bias)) < 1e-5);
+        let unbiased = conv3d_same(narrow.clone(), weight.clone(), None);
+        let theirs = conv3d(narrow, weight, None, ConvOptions::new([1; 3], [1; 3], [1; 3], 1));
+        assert!(max_diff(unbiased, theirs) < 1e-5);
+    }
+
+    /// Pool by definition: every 2×2×2 window of every plane, one at a time.
+    fn naive(x: &[f32], [n, c, d, h, w]: [usize; 5], pooling: Pooling) -> Vec<f32> {
+        let mut out = Vec::new();
+        for plane in 0..n * c {
+            for z in (0..d).step_by(2) {
+                for y in (0..h).step_by(2) {
+                    for v in (0..w).step_by(2) {
+                        let window: Vec<f32> = (0..8)
+                            .map(|k| x[(((plane * d + z + k / 4) * h) + y + (k / 2) % 2) * w + v + k % 2])
+                            .collect();
+                        out.push(match pooling {
+                            Pooling::Max => window.iter().copied().fold(f32::MIN, f32::max),
+                            Pooling::Avg => window.iter().sum::<f32>() / 8.0,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn pooling_equals_the_definition_on_every_window_on_both_paths() {
+        let dims = [2, 3, 4, 6, 8];
+        let len: usize = dims.iter().product();
+        let x: Vec<f32> = (0..len).map(|i| ((i * 7919) % 101) as f32 - 50.0).collect();
+        let device = Device::flex();
+        for pooling in [Pooling::Max, Pooling::Avg] {
+            let t = Tensor::<5>::from_data(TensorData::new(x.clone(), dims), &device);
+            let want = naive(&x, dims, pooling);
+            let composed: Tensor<5> = Tensor::from_primitive::<Flex>(composed::pool3d_2::<Flex>(
+                t.clone().try_into_primitive::<Flex>().unwrap(),
+                pooling == Pooling::Avg,
+            ));
+            for (path, pooled) in [("direct", pool3d(t, pooling)), ("composed", composed)] {
+                assert_eq!(pooled.dims(), [2, 3, 2, 3, 4]);
+                let got = to_vec(pooled);
+                assert_eq!(got.len(), want.len());
+                for (g, w) in got.iter().zip(&want) {
+                    assert!((g - w).abs() < 1e-5, "{path} {pooling:?}: {g} != {w}");
+                }
+            }
+        }
+    }
+
+    /// The direct kernels and burn's composed pool agree on autodiff
+    /// tensors, values and gradients (distinct values: no ties).
+    #[test]
+    fn direct_and_composed_pools_agree_in_values_and_gradients() {
+        let dims = [2, 2, 4, 4, 6];
+        let len: usize = dims.iter().product();
+        let device = Device::flex().autodiff();
+        let x: Vec<f32> = (0..len).map(|i| ((i * 7919) % len) as f32 / 10.0 - 9.0).collect();
+        let up: Vec<f32> = (0..len / 8).map(|i| i as f32 - 5.0).collect();
+        let up = Tensor::<5>::from_data(TensorData::new(up, [2, 2, 2, 2, 3]), &device);
+        for pooling in [Pooling::Max, Pooling::Avg] {
+            let run = |direct: bool| {
+                let t = Tensor::<5>::from_data(TensorData::new(x.clone(), dims), &device).require_grad();
+                let y = if direct {
+                    pool3d(t.clone(), pooling)
+                } else {
+                    type Ad = Autodiff<Flex>;
+                    let primitive = t.clone().try_into_primitive::<Ad>().unwrap();
+                    Tensor::from_primitive::<Ad>(composed::pool3d_2::<Ad>(primitive, pooling == Pooling::Avg))
+                };
+                let grads = (y.clone() * up.clone()).sum().backward();
+                (to_vec(y), to_vec(t.grad(&grads).unwrap()))
+            };
+            let (direct, composed) = (run(true), run(false));
+            assert_eq!(direct.1.len(), len, "{pooling:?}: no input gradient");
+            for (a, b) in direct.0.iter().chain(&direct.1).zip(composed.0.iter().chain(&composed.1)) {
+                assert!((a - b).abs() < 1e-5, "{pooling:?}: {a} != {b}");
+            }
+        }
+    }
+}

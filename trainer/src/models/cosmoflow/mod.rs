@@ -1,0 +1,191 @@
+//! CosmoFlow: cosmological parameters regressed from dark-matter volumes
+//! (Mathuriya et al. 2018; MLPerf HPC). [`net`] is the network; this module
+//! plugs it into the engine: CosmoFlow TFRecords decoded with `log(1 + x)`
+//! (the MLPerf reference's `apply_log`), mean squared error, dropout masks
+//! keyed by step and rank, optional [`augment`]ation by the cube's
+//! symmetries and input [`standardize`]ation, and validation by the mean
+//! absolute error of each parameter against that of predicting the mean.
+
+pub mod augment;
+pub mod eval;
+pub mod net;
+pub mod standardize;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use burn::tensor::{Device, Tensor, TensorData};
+use cluster::World;
+use formats::manifest::Manifest;
+use loader::dataset::{CosmoTransform, CosmoflowDataset, Dataset, DatasetError};
+use loader::pipeline::Batch;
+
+pub use net::{ConfigError, ConvLayer, Cosmoflow, CosmoflowConfig, DropoutMasks, LEAKY_SLOPE, mse};
+
+use crate::engine::{InitChoice, ModelOptions, ModelSummary, StepContext, TrainError, TrainModel, Validation};
+use crate::params::Init;
+use standardize::Standardize;
+
+/// The configurations `--config` accepts.
+pub const CONFIGS: &[&str] = &["mlperf", "mlperf-small", "sc18", "sc18-small"];
+
+/// Check that `manifest` (of the dataset in `dir`) describes CosmoFlow
+/// samples of `size`³ × `channels`, as configuration `config` takes.
+pub fn check_data(
+    dir: &Path,
+    manifest: &Manifest,
+    (size, channels): (usize, usize),
+    config: &str,
+) -> Result<(), TrainError> {
+    let shape = manifest.schema.cosmo_shape().ok_or_else(|| {
+        TrainError::Data(format!(
+            "{}: not a CosmoFlow dataset (its manifest describes {:?} samples); this model reads `simgen cosmo` output",
+            dir.display(),
+            manifest.schema.kind
+        ))
+    })?;
+    if shape.size != size || shape.channels != channels {
+        return Err(TrainError::Data(format!(
+            "{}: the data holds {}³×{} samples; model '{config}' takes {size}³×{channels}",
+            dir.display(),
+            shape.size,
+            shape.channels,
+        )));
+    }
+    Ok(())
+}
+
+/// The CosmoFlow TFRecords `files` of the dataset in `dir`, decoded with
+/// `log(1 + x)` (the MLPerf reference's `apply_log: True`).
+pub fn open_dataset(
+    dir: &Path,
+    manifest: &Manifest,
+    files: Option<&[usize]>,
+) -> Result<Arc<dyn Dataset>, DatasetError> {
+    Ok(Arc::new(CosmoflowDataset::from_manifest(dir, manifest, files, CosmoTransform::Log1p)?))
+}
+
+/// CosmoFlow as the engine trains it.
+#[derive(Debug, Clone)]
+pub struct CosmoflowModel {
+    config: CosmoflowConfig,
+    init: Init,
+    augment: bool,
+    standardize: bool,
+    /// Fitted on the training data when `standardize` is asked for.
+    fitted: Option<Standardize>,
+}
+
+impl CosmoflowModel {
+    /// The model for `options` (configuration by name, dropout override,
+    /// `--augment`, `--standardize`, `--init`).
+    pub fn new(options: &ModelOptions) -> Result<Self, TrainError> {
+        let mut config = CosmoflowConfig::by_name(&options.config).map_err(|e| TrainError::Model(e.to_string()))?;
+        if let Some(p) = options.dropout {
+            if !(0.0..1.0).contains(&p) {
+                return Err(TrainError::Invalid("--dropout must be in [0, 1)".into()));
+            }
+            config.dropout = p;
+        }
+        config.final_size().map_err(|e| TrainError::Model(e.to_string()))?;
+        let init = match options.init {
+            None | Some(InitChoice::Glorot) => Init::GlorotUniform,
+            Some(InitChoice::He) => Init::HeUniformLeaky { slope: LEAKY_SLOPE as f32 },
+        };
+        Ok(CosmoflowModel { config, init, augment: options.augment, standardize: options.standardize, fitted: None })
+    }
+
+    /// The network's configuration.
+    pub fn config(&self) -> &CosmoflowConfig {
+        &self.config
+    }
+
+    /// A batch's inputs as the network takes them: turned by the cube's
+    /// symmetries when augmenting (training only), standardised when asked.
+    fn inputs(&self, batch: &Batch, augment: Option<(u64, u64)>, device: &Device) -> Tensor<5> {
+        let (d, c, n) = (self.config.input, self.config.channels, batch.len());
+        let mut x = match augment {
+            Some(key) => augment::augment_batch(&batch.x, d, c, key, &batch.indices),
+            None => batch.x.clone(),
+        };
+        if let Some(s) = &self.fitted {
+            s.apply(&mut x);
+        }
+        Tensor::<5>::from_data(TensorData::new(x, [n, d, d, d, c]), device)
+    }
+}
+
+impl TrainModel for CosmoflowModel {
+    type Net = Cosmoflow;
+
+    fn summary(&self) -> ModelSummary {
+        let mut details = serde_json::to_value(&self.config).unwrap_or(serde_json::Value::Null);
+        if let Some(map) = details.as_object_mut() {
+            map.insert("augment".into(), self.augment.into());
+            map.insert("standardize".into(), self.standardize.into());
+        }
+        ModelSummary { name: "cosmoflow".into(), config: self.config.name.clone(), details }
+    }
+
+    fn build(&self, device: &Device) -> Result<Cosmoflow, TrainError> {
+        self.config.init(device).map_err(|e| TrainError::Model(e.to_string()))
+    }
+
+    fn weight_init(&self) -> Init {
+        self.init
+    }
+
+    fn check_data(&self, dir: &Path, manifest: &Manifest) -> Result<(), TrainError> {
+        check_data(dir, manifest, (self.config.input, self.config.channels), &self.config.name)
+    }
+
+    fn open_dataset(
+        &self,
+        dir: &Path,
+        manifest: &Manifest,
+        files: Option<&[usize]>,
+    ) -> Result<Arc<dyn Dataset>, DatasetError> {
+        open_dataset(dir, manifest, files)
+    }
+
+    fn fit(&mut self, world: &World, train: &dyn Dataset, first: &[usize], same: bool) -> Result<(), TrainError> {
+        if self.standardize {
+            self.fitted = Some(Standardize::fit(world, train, first, same, self.config.channels)?);
+        }
+        Ok(())
+    }
+
+    fn loss(
+        &self,
+        net: &Cosmoflow,
+        batch: &Batch,
+        step: &StepContext,
+        device: &Device,
+    ) -> Result<Tensor<1>, TrainError> {
+        let x = self.inputs(batch, self.augment.then_some((step.seed, step.epoch)), device);
+        let y = Tensor::<2>::from_data(TensorData::new(batch.y.clone(), [batch.len(), self.config.outputs]), device);
+        let mut masks = DropoutMasks::for_step(step.seed, step.step, step.rank);
+        Ok(mse(net.forward(x, Some(&mut masks)), y))
+    }
+
+    fn metric_names(&self) -> &'static [&'static str] {
+        &["mae", "baseline_mae", "relative_mae"]
+    }
+
+    fn validate(
+        &self,
+        world: &World,
+        net: &Cosmoflow,
+        batches: &mut dyn Iterator<Item = Result<Batch, DatasetError>>,
+        device: &Device,
+    ) -> Result<Validation, TrainError> {
+        let outputs = self.config.outputs;
+        eval::validate(world, outputs, batches, |batch| {
+            let x = self.inputs(batch, None, device);
+            net.forward(x, None)
+                .into_data()
+                .try_into_vec_as::<f32>()
+                .map_err(|e| TrainError::Model(format!("CosmoFlow's prediction did not convert to f32: {e:?}")))
+        })
+    }
+}
