@@ -208,7 +208,9 @@ mod tests {
         assert_ne!(moved, state, "a training forward pass left the running statistics as they were");
         assert_eq!(params::values(&net), values, "the forward pass changed trainable parameters");
 
-        let predict = |net: &ProbeNet| -> Vec<f32> { net.valid().forward(x.clone()).into_data().to_vec().unwrap() };
+        let predict = |net: &ProbeNet| -> Vec<f32> {
+            net.valid().forward(x.clone()).into_data().try_into_vec_as::<f32>().unwrap()
+        };
         let before = predict(&net);
         let other: Vec<Vec<f32>> = moved.iter().map(|t| t.iter().map(|v| v * 2.0 + 0.5).collect()).collect();
         let net = params::with_state(net, &other, &device);
