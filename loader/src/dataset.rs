@@ -280,6 +280,9 @@ fn log1p_counts(raw: &[u8], out: &mut [f32]) {
         *o = one(b);
     }
     let (blocks, tail) = raw_body.as_chunks::<16>();
+    // `store_eight`'s contract: every chunk of 8 starts 16-byte aligned
+    // (the first does after the head; each is 32 bytes long).
+    assert!(out_body.is_empty() || out_body.as_ptr().align_offset(16) == 0);
     let mut outs = out_body.chunks_exact_mut(8);
     for (o, b) in outs.by_ref().zip(blocks) {
         let word = u128::from_le_bytes(*b);
@@ -287,7 +290,12 @@ fn log1p_counts(raw: &[u8], out: &mut [f32]) {
         for (k, v) in eight.iter_mut().enumerate() {
             *v = table[((word >> (16 * k)) & 0xffff) as usize];
         }
-        store_eight(o, &eight);
+        // SAFETY: `o` holds 8 f32 (`chunks_exact_mut(8)`) and is 16-byte
+        // aligned (asserted above for the first chunk; chunks are 32 bytes).
+        #[allow(unsafe_code)]
+        unsafe {
+            store_eight(o, &eight)
+        };
     }
     for (o, b) in outs.into_remainder().iter_mut().zip(tail.chunks_exact(2)) {
         *o = one(b);
@@ -295,26 +303,36 @@ fn log1p_counts(raw: &[u8], out: &mut [f32]) {
     streaming_fence();
 }
 
+/// Write `eight` into `out` with two non-temporal 16-byte stores.
+///
+/// # Safety
+///
+/// `out` must hold at least 8 f32 and start at a 16-byte aligned address.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 #[inline(always)]
-fn store_eight(out: &mut [f32], eight: &[f32; 8]) {
+unsafe fn store_eight(out: &mut [f32], eight: &[f32; 8]) {
     use std::arch::x86_64::{_mm_loadu_ps, _mm_stream_ps};
-    debug_assert!(out.len() == 8 && out.as_ptr().align_offset(16) == 0);
-    // SAFETY: SSE is part of the x86-64 baseline; `out` holds 8 f32 and
-    // starts 16-byte aligned (the caller aligns the first chunk and every
-    // chunk is 32 bytes), so both 16-byte stores are in bounds and aligned;
-    // `eight` is read with unaligned loads.
+    debug_assert!(out.len() >= 8 && out.as_ptr().align_offset(16) == 0);
+    // SAFETY: SSE is part of the x86-64 baseline; by this function's
+    // contract both 16-byte stores are in bounds and aligned; `eight` is
+    // read with unaligned loads.
     unsafe {
         _mm_stream_ps(out.as_mut_ptr(), _mm_loadu_ps(eight.as_ptr()));
         _mm_stream_ps(out.as_mut_ptr().add(4), _mm_loadu_ps(eight.as_ptr().add(4)));
     }
 }
 
+/// Write `eight` into `out` (portable builds).
+///
+/// # Safety
+///
+/// None beyond the x86-64 version's contract, kept so callers are the same.
 #[cfg(not(target_arch = "x86_64"))]
+#[allow(unsafe_code)]
 #[inline(always)]
-fn store_eight(out: &mut [f32], eight: &[f32; 8]) {
-    out.copy_from_slice(eight);
+unsafe fn store_eight(out: &mut [f32], eight: &[f32; 8]) {
+    out[..8].copy_from_slice(eight);
 }
 
 /// Order the streaming stores before anything that follows (another thread

@@ -36,7 +36,11 @@ impl ScatteringDataset {
             let Some(&first) = keys.first() else {
                 return Err(DatasetError::Shape { path: path.to_owned(), key: 0, reason: "the store is empty".into() });
             };
-            let bytes = reader.get(first)?.unwrap_or_default();
+            let bytes = reader.get(first)?.ok_or_else(|| DatasetError::Shape {
+                path: path.to_owned(),
+                key: first,
+                reason: "listed in the store's ids but absent".into(),
+            })?;
             let header = scattering::decode_header(bytes).map_err(|source| DatasetError::Scattering {
                 path: path.to_owned(),
                 key: first,

@@ -335,7 +335,11 @@ fn weight_grad_block_3_wide(
 ) {
     #[cfg(target_arch = "x86_64")]
     if has_avx2_fma() {
-        weight_grad_avx2::block_3(shape, padded, out_grad, co, ci, out);
+        // SAFETY: the CPU supports AVX2 and FMA, checked just above.
+        #[allow(unsafe_code)]
+        unsafe {
+            weight_grad_avx2::block_3(shape, padded, out_grad, co, ci, out)
+        };
         return;
     }
     weight_grad_block_3(shape, padded, out_grad, co, ci, out);
@@ -462,9 +466,13 @@ mod weight_grad_avx2 {
 
     use super::{CO_BLOCK, ConvShape, LANES};
 
-    /// Safe entry: checks the lengths every pointer below relies on. The
-    /// caller has checked that the CPU has AVX2 and FMA.
-    pub(super) fn block_3(
+    /// The weight gradient block; checks the lengths every pointer below
+    /// relies on (and panics if they do not hold).
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX2 and FMA (`is_x86_feature_detected!`).
+    pub(super) unsafe fn block_3(
         shape: &ConvShape,
         padded: &[f32],
         out_grad: &[f32],
@@ -476,8 +484,8 @@ mod weight_grad_avx2 {
         assert!(shape.kernel == 3 && co + CO_BLOCK <= shape.c_out && ci < shape.c_in);
         assert!(padded.len() >= shape.batch * shape.c_in * pd * ph * pw);
         assert!(out_grad.len() >= shape.output_len());
-        // SAFETY: AVX2 and FMA are present (checked by the caller), and the
-        // asserts above bound every offset read in `block_3_unchecked`.
+        // SAFETY: AVX2 and FMA are present (this function's contract), and
+        // the asserts above bound every offset read in `block_3_unchecked`.
         unsafe { block_3_unchecked(shape, padded, out_grad, co, ci, out) }
     }
 

@@ -136,7 +136,7 @@ mod tests {
             let win = window(&x, o);
             let best = win.iter().map(|&(_, v)| v).fold(f32::MIN, f32::max);
             assert_eq!(y[o], best);
-            let (i, _) = win.iter().find(|&&(_, v)| v == best).copied().unwrap_or_default();
+            let Some(&(i, _)) = win.iter().find(|&&(_, v)| v == best) else { panic!("window {o} has no maximum") };
             want[i] = grad[o];
         }
         assert_eq!(x_grad, want);

@@ -294,6 +294,8 @@ pub fn mse(prediction: Tensor<2>, target: Tensor<2>) -> Tensor<1> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     #[test]
@@ -322,8 +324,8 @@ mod tests {
             };
             let up = Tensor::<5>::from_data(TensorData::new(upstream.clone(), y.dims()), &device);
             let grads = (y.clone() * up).sum().backward();
-            let grad = x.grad(&grads).map(|g| g.into_data().try_into_vec_as::<f32>().unwrap_or_default());
-            (y.into_data().try_into_vec_as::<f32>().unwrap_or_default(), grad.unwrap_or_default())
+            let grad = x.grad(&grads).map(|g| g.into_data().try_into_vec_as::<f32>().unwrap());
+            (y.into_data().try_into_vec_as::<f32>().unwrap(), grad.unwrap())
         };
         let (after, before) = (run(true), run(false));
         assert_eq!(after.0, before.0, "values");
@@ -342,7 +344,8 @@ mod tests {
             let mut masks = DropoutMasks::for_step(1, 0, 0);
             let y = model.forward(x, Some(&mut masks));
             assert_eq!(y.dims(), [2, 4], "{}", config.name);
-            let values = y.into_data().try_into_vec_as::<f32>().unwrap_or_default();
+            let values = y.into_data().try_into_vec_as::<f32>().unwrap();
+            assert_eq!(values.len(), 8);
             assert!(values.iter().all(|v| v.is_finite()), "{}: {values:?}", config.name);
             if config.output_scale.is_some() {
                 assert!(values.iter().all(|v| v.abs() <= 1.2), "{values:?}");
