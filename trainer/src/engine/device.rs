@@ -112,9 +112,9 @@ mod gpu {
     /// Whether Vulkan reports GPU `n` (wgpu's adapter list, the same one
     /// burn's Vulkan backend picks from).
     pub(super) fn check(n: usize) -> Result<(), Option<String>> {
-        let instance = wgpu::Instance::new(&wgpu::InstanceDescriptor {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
             backends: wgpu::Backends::VULKAN,
-            ..wgpu::InstanceDescriptor::default()
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
         });
         let adapters: Vec<_> = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::VULKAN))
             .into_iter()

@@ -16,6 +16,8 @@
 
 use rayon::prelude::*;
 
+use super::cpu::{self, KernelPath};
+
 /// Lanes of the weight-gradient accumulators (fixed, for reproducibility).
 const LANES: usize = 8;
 
@@ -125,9 +127,9 @@ fn forward_padded(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Optio
     });
 }
 
-/// Output planes `co..` of sample `n`.
+/// Output planes `co..` of sample `n`, in tiles of `L` lanes.
 #[inline(always)]
-fn forward_block(
+fn forward_block<const L: usize>(
     shape: &ConvShape,
     padded: &[f32],
     weight: &[f32],
@@ -137,7 +139,7 @@ fn forward_block(
     out: &mut [f32],
 ) {
     match shape.kernel {
-        3 => forward_block_3(shape, padded, weight, bias, n, co, out),
+        3 => forward_block_3::<L>(shape, padded, weight, bias, n, co, out),
         _ => {
             let voxels = shape.voxels();
             for (j, plane) in out.chunks_mut(voxels).enumerate() {
@@ -148,10 +150,10 @@ fn forward_block(
 }
 
 /// Output planes `co..` of sample `n` for a 3³ kernel, in register-sized
-/// tiles of up to [`CO_BLOCK`] channels × 16 voxels of a row. Same
+/// tiles of up to [`CO_BLOCK`] channels × 2·`L` voxels of a row. Same
 /// summation order as [`forward_plane`].
 #[inline(always)]
-fn forward_block_3(
+fn forward_block_3<const L: usize>(
     shape: &ConvShape,
     padded: &[f32],
     weight: &[f32],
@@ -172,10 +174,13 @@ fn forward_block_3(
     let mut x = 0;
     while x < w {
         let left = w - x;
-        if left >= 2 * LANES {
-            forward_tile_3::<2, LANES>(shape, padded, weight, bias, n, co, x, out);
-            x += 2 * LANES;
-        } else if left >= LANES {
+        if left >= 2 * L {
+            forward_tile_3::<2, L>(shape, padded, weight, bias, n, co, x, out);
+            x += 2 * L;
+        } else if left >= L {
+            forward_tile_3::<1, L>(shape, padded, weight, bias, n, co, x, out);
+            x += L;
+        } else if L > LANES && left >= LANES {
             forward_tile_3::<1, LANES>(shape, padded, weight, bias, n, co, x, out);
             x += LANES;
         } else {
@@ -283,19 +288,12 @@ fn forward_plane(
     }
 }
 
-/// Whether to run the kernels compiled for AVX2 and FMA: a portable build
-/// targets SSE2, half the vector width, and computes `mul_add` in software
-/// (slowly, but with the same result). Every multiply-add is fused on every
-/// CPU, so results do not depend on the CPU.
-fn has_avx2_fma() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
-    #[cfg(not(target_arch = "x86_64"))]
-    return false;
-}
-
 /// `$name(args)` runs `$body(args)` (an `#[inline(always)]` function, so
-/// compiled into it) with AVX2 and FMA enabled when the CPU has them.
+/// compiled into each version) built for the [`KernelPath`] that
+/// [`cpu::path`] chooses: a portable build targets SSE2, half the AVX2
+/// vector width, and computes `mul_add` in software (slowly, but with the
+/// same result). Every multiply-add is fused on every path, so results do
+/// not depend on the CPU.
 macro_rules! wide {
     ($name:ident, $body:ident, ($($arg:ident: $ty:ty),*)) => {
         #[allow(clippy::too_many_arguments)]
@@ -307,13 +305,19 @@ macro_rules! wide {
                 fn avx2($($arg: $ty),*) {
                     $body($($arg),*)
                 }
-                if has_avx2_fma() {
-                    // SAFETY: the CPU supports AVX2 and FMA, checked just above.
+                #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+                #[allow(clippy::too_many_arguments)]
+                fn avx512($($arg: $ty),*) {
+                    $body($($arg),*)
+                }
+                match cpu::path() {
+                    // SAFETY: `cpu::path` only chooses a path the CPU supports.
                     #[allow(unsafe_code)]
-                    unsafe {
-                        avx2($($arg),*)
-                    };
-                    return;
+                    KernelPath::Avx512 => return unsafe { avx512($($arg),*) },
+                    // SAFETY: as above.
+                    #[allow(unsafe_code)]
+                    KernelPath::Avx2 => return unsafe { avx2($($arg),*) },
+                    KernelPath::Portable => {}
                 }
             }
             $body($($arg),*)
@@ -321,9 +325,42 @@ macro_rules! wide {
     };
 }
 
-wide!(forward_block_wide, forward_block, (
-    shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[f32]>, n: usize, co: usize, out: &mut [f32]
-));
+/// [`forward_block`] built for the chosen [`KernelPath`], in tiles of 8
+/// lanes, or 16 where AVX-512 registers hold them (each output voxel's sum
+/// is the same whatever the tile width).
+#[allow(clippy::too_many_arguments)]
+fn forward_block_wide(
+    shape: &ConvShape,
+    padded: &[f32],
+    weight: &[f32],
+    bias: Option<&[f32]>,
+    n: usize,
+    co: usize,
+    out: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2,fma")]
+        fn avx2(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[f32]>, n: usize, co: usize, out: &mut [f32]) {
+            forward_block::<LANES>(shape, padded, weight, bias, n, co, out)
+        }
+        #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+        fn avx512(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[f32]>, n: usize, co: usize, out: &mut [f32]) {
+            forward_block::<{ 2 * LANES }>(shape, padded, weight, bias, n, co, out)
+        }
+        match cpu::path() {
+            // SAFETY: `cpu::path` only chooses a path the CPU supports.
+            #[allow(unsafe_code)]
+            KernelPath::Avx512 => return unsafe { avx512(shape, padded, weight, bias, n, co, out) },
+            // SAFETY: as above.
+            #[allow(unsafe_code)]
+            KernelPath::Avx2 => return unsafe { avx2(shape, padded, weight, bias, n, co, out) },
+            KernelPath::Portable => {}
+        }
+    }
+    forward_block::<LANES>(shape, padded, weight, bias, n, co, out)
+}
+
 /// [`weight_grad_block_3`], with explicit AVX2 loads where the CPU has them.
 fn weight_grad_block_3_wide(
     shape: &ConvShape,
@@ -334,8 +371,8 @@ fn weight_grad_block_3_wide(
     out: &mut [[f32; 27]; CO_BLOCK],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if has_avx2_fma() {
-        // SAFETY: the CPU supports AVX2 and FMA, checked just above.
+    if matches!(cpu::path(), KernelPath::Avx2 | KernelPath::Avx512) {
+        // SAFETY: the CPU supports AVX2 and FMA (every path but the portable one does).
         #[allow(unsafe_code)]
         unsafe {
             weight_grad_avx2::block_3(shape, padded, out_grad, co, ci, out)

@@ -26,7 +26,7 @@ pub const MIN_DIRECT_WIDTH: usize = 8;
 
 /// The operations our models need beyond burn's: a stride-1 "same" 3-D
 /// convolution with bias, and 3-D pooling over 2³ windows.
-#[backend_extension(Flex, Autodiff)]
+#[backend_extension(Flex, Autodiff, Cube: cfg(feature = "gpu"))]
 pub trait KernelOps: Backend {
     /// `conv3d` with stride 1, dilation 1, one group and `k / 2` zeros of
     /// padding: x [N, C_in, D, H, W], weight [C_out, C_in, k, k, k], bias [C_out].
@@ -137,6 +137,13 @@ impl KernelOps for Flex {
         }
     }
 }
+
+/// On burn's GPU backends the default bodies (burn's own ops) run.
+#[cfg(feature = "gpu")]
+impl KernelOps for burn::backend::Cube {}
+
+#[cfg(feature = "gpu")]
+impl<C: CheckpointStrategy> KernelOps for Autodiff<burn::backend::Cube, C> {}
 
 type AutodiffFloat<C> = FloatTensor<Autodiff<Flex, C>>;
 

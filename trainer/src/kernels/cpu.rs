@@ -1,0 +1,113 @@
+//! Which compiled version of the kernels runs: chosen at run time from
+//! what the CPU supports, the widest first (AVX-512, then AVX2 with FMA,
+//! then the portable build), or forced (tests of each path on one machine,
+//! benchmarks, and users who want one) with `STAGEHAND_KERNELS=portable|avx2|avx512`
+//! or [`force`].
+//!
+//! Every path computes the same sums in the same order with fused
+//! multiply-adds, so results are bit-identical whichever runs; the wider
+//! ones only do more of them per instruction.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// A compiled version of the kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelPath {
+    /// Built for the target's baseline (SSE2 on x86-64): runs anywhere.
+    Portable,
+    /// AVX2 and FMA (x86-64 since Haswell and Zen).
+    Avx2,
+    /// AVX-512 F, VL, DQ and BW, with FMA (Skylake-SP, Ice Lake, Sapphire
+    /// Rapids, Zen 4 and later).
+    Avx512,
+}
+
+/// The environment variable that forces a path.
+pub const KERNELS_ENV: &str = "STAGEHAND_KERNELS";
+
+/// 0: not chosen yet; otherwise 1 + the path's index.
+static CHOSEN: AtomicU8 = AtomicU8::new(0);
+
+impl KernelPath {
+    /// Every path, narrowest first.
+    pub const ALL: [KernelPath; 3] = [KernelPath::Portable, KernelPath::Avx2, KernelPath::Avx512];
+
+    /// Its name in `STAGEHAND_KERNELS`.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelPath::Portable => "portable",
+            KernelPath::Avx2 => "avx2",
+            KernelPath::Avx512 => "avx512",
+        }
+    }
+
+    /// Whether this CPU can run it.
+    pub fn supported(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            match self {
+                KernelPath::Portable => true,
+                KernelPath::Avx2 => has!("avx2") && has!("fma"),
+                KernelPath::Avx512 => {
+                    has!("avx512f") && has!("avx512vl") && has!("avx512dq") && has!("avx512bw") && has!("fma")
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self == KernelPath::Portable
+        }
+    }
+
+    fn from_name(name: &str) -> Option<KernelPath> {
+        KernelPath::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// A path this CPU cannot run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("this CPU cannot run the {} kernels", .0.name())]
+pub struct Unsupported(pub KernelPath);
+
+/// The widest path this CPU supports.
+pub fn best() -> KernelPath {
+    KernelPath::ALL.into_iter().rev().find(|p| p.supported()).unwrap_or(KernelPath::Portable)
+}
+
+/// The path the kernels take: the forced one, else `STAGEHAND_KERNELS`
+/// (when this CPU supports it; otherwise a warning and the best), else the best.
+pub fn path() -> KernelPath {
+    match CHOSEN.load(Ordering::Relaxed) {
+        0 => {
+            let chosen = from_env();
+            CHOSEN.store(1 + chosen as u8, Ordering::Relaxed);
+            chosen
+        }
+        n => KernelPath::ALL[usize::from(n - 1)],
+    }
+}
+
+fn from_env() -> KernelPath {
+    let Ok(name) = std::env::var(KERNELS_ENV) else { return best() };
+    match KernelPath::from_name(&name) {
+        Some(path) if path.supported() => path,
+        Some(path) => {
+            tracing::warn!("{KERNELS_ENV}={name}: {}; using {}", Unsupported(path), best().name());
+            best()
+        }
+        None => {
+            tracing::warn!("{KERNELS_ENV}={name}: expected portable, avx2 or avx512; using {}", best().name());
+            best()
+        }
+    }
+}
+
+/// Run the kernels on `path` from now on, in every thread of the process.
+pub fn force(path: KernelPath) -> Result<(), Unsupported> {
+    if !path.supported() {
+        return Err(Unsupported(path));
+    }
+    CHOSEN.store(1 + path as u8, Ordering::Relaxed);
+    Ok(())
+}

@@ -1,0 +1,66 @@
+//! Every compiled path of the convolution kernels (portable, AVX2, AVX-512)
+//! gives the same bits, forced one after the other on this machine. One
+//! test in its own binary: the path is process-wide, so no other test may
+//! switch it meanwhile.
+
+use trainer::kernels::cpu::{self, KernelPath};
+use trainer::kernels::direct_conv::{self, ConvShape};
+
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 20_001) as f32 / 10_000.0 - 1.0
+        })
+        .collect()
+}
+
+/// Forward, input gradient, weight gradient and bias gradient of `shape`.
+fn all_four(shape: &ConvShape) -> [Vec<f32>; 4] {
+    let x = values(shape.input_len(), 1);
+    let weight = values(shape.weight_len(), 2);
+    let bias = values(shape.c_out, 3);
+    let g = values(shape.output_len(), 4);
+    [
+        direct_conv::forward(shape, &x, &weight, Some(&bias)),
+        direct_conv::input_grad(shape, &weight, &g),
+        direct_conv::weight_grad(shape, &x, &g),
+        direct_conv::bias_grad(shape, &g),
+    ]
+}
+
+#[test]
+fn every_kernel_path_this_cpu_runs_gives_the_portable_paths_bits() {
+    // Widths that leave 32-, 16-, 8- and 1-voxel tiles; 4 and 8 output
+    // channels (blocked), 3 (per plane); a 5³ kernel (the generic loops).
+    let shapes = [
+        ConvShape { batch: 2, c_in: 3, c_out: 8, volume: [3, 4, 61], kernel: 3 },
+        ConvShape { batch: 1, c_in: 4, c_out: 4, volume: [4, 3, 21], kernel: 3 },
+        ConvShape { batch: 2, c_in: 2, c_out: 3, volume: [2, 3, 17], kernel: 3 },
+        ConvShape { batch: 1, c_in: 2, c_out: 4, volume: [5, 5, 9], kernel: 5 },
+    ];
+    cpu::force(KernelPath::Portable).unwrap_or_else(|e| panic!("{e}"));
+    let portable: Vec<[Vec<f32>; 4]> = shapes.iter().map(all_four).collect();
+    let mut compared = vec!["portable"];
+    for path in [KernelPath::Avx2, KernelPath::Avx512] {
+        if cpu::force(path).is_err() {
+            println!("SKIPPED: the {} path (this CPU cannot run it)", path.name());
+            continue;
+        }
+        assert_eq!(cpu::path(), path);
+        for (shape, want) in shapes.iter().zip(&portable) {
+            let got = all_four(shape);
+            for (what, (a, b)) in ["forward", "input_grad", "weight_grad", "bias_grad"].iter().zip(got.iter().zip(want)) {
+                assert!(!a.is_empty());
+                let same = a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same && a.len() == b.len(), "{}: {what} of {shape:?} differs from the portable path", path.name());
+            }
+        }
+        compared.push(path.name());
+    }
+    println!("kernel paths compared bit for bit: {}", compared.join(", "));
+    cpu::force(cpu::best()).unwrap_or_else(|e| panic!("{e}"));
+}
