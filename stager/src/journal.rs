@@ -6,10 +6,18 @@
 //! Each line is `{"path": ..., "xxh3": ...}`, appended and fsynced only after
 //! the file was checked and renamed into place. Several writers (the naive
 //! copy has one per rank) each append to their own `journal*.jsonl`.
+//!
+//! The journal is a cache of work done, never the only record of it: a line
+//! that does not parse (a torn append, random bytes, a name cut inside a
+//! UTF-8 character) is skipped with a warning naming the journal, and the
+//! file it described is simply staged again. Nothing under the destination
+//! is followed out of it: a state directory, temporary directory or journal
+//! that is a symbolic link is an error.
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use formats::checksum::Checksum;
@@ -42,11 +50,66 @@ pub fn part_path(temp_dir: &Path, f: usize) -> PathBuf {
     temp_dir.join(format!("{f}.part"))
 }
 
+/// An error unless `path` is absent or a real directory (not a link).
+fn refuse_link(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(io::Error::other(format!(
+            "{} is a symbolic link; Stagehand does not follow links out of the destination (remove it)",
+            path.display()
+        ))),
+        Ok(meta) if !meta.is_dir() => Err(io::Error::other(format!("{} is not a directory", path.display()))),
+        _ => Ok(()),
+    }
+}
+
+/// Create `dir` (a directory of Stagehand's inside a destination) unless it
+/// exists, refusing a symbolic link in its place.
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    refuse_link(dir)?;
+    match fs::create_dir(dir) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => refuse_link(dir),
+        other => other,
+    }
+}
+
+/// Create `dest` (which may be reached through links: it is the user's)
+/// and its state directory, refusing a link in the latter's place.
+fn create_state_dir(dest: &Path) -> io::Result<PathBuf> {
+    fs::create_dir_all(dest).map_err(|e| named(dest, e))?;
+    let dir = state_dir(dest);
+    create_private_dir(&dir)?;
+    Ok(dir)
+}
+
+/// Create the state directory and its temporary directory of `dest`,
+/// refusing links in their place.
+pub fn create_temp_dir(dest: &Path) -> io::Result<PathBuf> {
+    create_state_dir(dest)?;
+    let temp = temp_dir(dest);
+    create_private_dir(&temp)?;
+    Ok(temp)
+}
+
+/// The entries of one journal's bytes, and how many lines were skipped
+/// because they do not parse.
+pub fn parse(bytes: &[u8]) -> (Vec<Entry>, usize) {
+    let (mut entries, mut skipped) = (Vec::new(), 0);
+    for line in bytes.split(|&b| b == b'\n').filter(|l| !l.iter().all(u8::is_ascii_whitespace)) {
+        match serde_json::from_slice::<Entry>(line) {
+            Ok(entry) => entries.push(entry),
+            Err(_) => skipped += 1,
+        }
+    }
+    (entries, skipped)
+}
+
 /// Every journaled file of `dest` (all journals merged): path -> checksum.
-/// A torn last line (a crash mid-append) is ignored.
+/// Lines that do not parse are skipped with a warning naming the journal
+/// (the files they describe are staged again).
 pub fn load(dest: &Path) -> io::Result<HashMap<String, Checksum>> {
     let mut done = HashMap::new();
     let dir = state_dir(dest);
+    refuse_link(&dir)?;
     let entries = match fs::read_dir(&dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(done),
@@ -61,17 +124,34 @@ pub fn load(dest: &Path) -> io::Result<HashMap<String, Checksum>> {
         if !is_journal {
             continue;
         }
-        for line in BufReader::new(File::open(&path)?).lines() {
-            if let Ok(entry) = serde_json::from_str::<Entry>(&line?) {
-                done.insert(entry.path, entry.xxh3);
-            }
+        let mut bytes = Vec::new();
+        let mut file =
+            OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(&path).map_err(|e| named(&path, e))?;
+        file.read_to_end(&mut bytes).map_err(|e| named(&path, e))?;
+        let (entries, skipped) = parse(&bytes);
+        if skipped > 0 {
+            tracing::warn!(
+                "{}: skipped {skipped} unreadable line(s); the files they describe will be checked and staged again",
+                path.display()
+            );
+        }
+        for entry in entries {
+            done.insert(entry.path, entry.xxh3);
         }
     }
     Ok(done)
 }
 
+/// `e` with `path` in its message.
+fn named(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
 /// Remove temporary files left by an interrupted run.
 pub fn clear_temp(dest: &Path) -> io::Result<()> {
+    // Through a linked state directory this would remove a directory
+    // outside the destination.
+    refuse_link(&state_dir(dest))?;
     match fs::remove_dir_all(temp_dir(dest)) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
@@ -80,16 +160,37 @@ pub fn clear_temp(dest: &Path) -> io::Result<()> {
 
 /// An open journal that appends completed files.
 pub struct Journal {
-    file: File,
+    file: fs::File,
     path: PathBuf,
 }
 
 impl Journal {
-    /// Open (creating) `DEST/.stagehand/<name>` for appending.
+    /// Open (creating) `DEST/.stagehand/<name>` for appending. A journal
+    /// that does not end a line (an append cut short) gets a newline first,
+    /// so the next entry starts a line of its own.
     pub fn open(dest: &Path, name: &str) -> io::Result<Journal> {
-        fs::create_dir_all(state_dir(dest))?;
-        let path = state_dir(dest).join(name);
-        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        let path = create_state_dir(dest)?.join(name);
+        let mut file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => io::Error::other(format!(
+                    "{} is a symbolic link; Stagehand does not follow links out of the destination (remove it)",
+                    path.display()
+                )),
+                _ => named(&path, e),
+            })?;
+        let len = file.metadata()?.len();
+        if len > 0 {
+            let mut last = [0u8];
+            std::os::unix::fs::FileExt::read_exact_at(&file, &mut last, len - 1)?;
+            if last[0] != b'\n' {
+                file.write_all(b"\n")?;
+            }
+        }
         Ok(Journal { file, path })
     }
 
@@ -109,6 +210,8 @@ impl Journal {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     #[test]
@@ -123,6 +226,67 @@ mod tests {
         assert_eq!(done.len(), 2);
         assert_eq!(done["a/b"], Checksum(7));
         assert_eq!(done["c"], Checksum(9));
+    }
+
+    /// A line of random bytes, or one cut inside a multi-byte UTF-8 name,
+    /// is skipped; the lines around it still count.
+    #[test]
+    fn unreadable_lines_are_skipped_and_the_rest_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(dir.path(), "journal.jsonl").unwrap();
+        j.append(&Entry { path: "first".into(), xxh3: Checksum(1) }).unwrap();
+        let cut = "{\"path\": \"caf\u{e9}-\u{1f600}".as_bytes();
+        let mut file = std::fs::OpenOptions::new().append(true).open(j.path()).unwrap();
+        file.write_all(&cut[..cut.len() - 2]).unwrap();
+        file.write_all(b"\n\xff\xfe\x00garbage\x80\n").unwrap();
+        drop(file);
+        let mut j = Journal::open(dir.path(), "journal.jsonl").unwrap();
+        j.append(&Entry { path: "second".into(), xxh3: Checksum(2) }).unwrap();
+        let done = load(dir.path()).unwrap();
+        assert_eq!(done.len(), 2, "{done:?}");
+        assert_eq!((done["first"], done["second"]), (Checksum(1), Checksum(2)));
+        assert_eq!(parse(&std::fs::read(j.path()).unwrap()).1, 2);
+    }
+
+    /// After a torn last line, the next append starts a new line instead of
+    /// being glued onto the torn one (and lost with it).
+    #[test]
+    fn an_append_after_a_torn_line_is_not_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path(), "journal.jsonl").unwrap();
+        std::fs::OpenOptions::new().append(true).open(j.path()).unwrap().write_all(b"{\"path\": \"tor").unwrap();
+        drop(j);
+        let mut j = Journal::open(dir.path(), "journal.jsonl").unwrap();
+        j.append(&Entry { path: "after".into(), xxh3: Checksum(5) }).unwrap();
+        let done = load(dir.path()).unwrap();
+        assert_eq!(done.get("after"), Some(&Checksum(5)), "{done:?}");
+    }
+
+    /// A state directory, temporary directory or journal that is a link
+    /// out of the destination is refused; nothing is written through it.
+    #[test]
+    fn links_out_of_the_destination_are_refused() {
+        let (dest, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::os::unix::fs::symlink(outside.path(), state_dir(dest.path())).unwrap();
+        for e in [
+            Journal::open(dest.path(), "journal.jsonl").map(|_| ()).unwrap_err(),
+            load(dest.path()).map(|_| ()).unwrap_err(),
+            create_temp_dir(dest.path()).map(|_| ()).unwrap_err(),
+        ] {
+            assert!(e.to_string().contains("symbolic link"), "{e}");
+        }
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "something was written outside");
+
+        let dest = tempfile::tempdir().unwrap();
+        std::fs::create_dir(state_dir(dest.path())).unwrap();
+        let target = outside.path().join("victim.txt");
+        std::fs::write(&target, "keep").unwrap();
+        std::os::unix::fs::symlink(&target, state_dir(dest.path()).join("journal.jsonl")).unwrap();
+        let e = Journal::open(dest.path(), "journal.jsonl").map(|_| ()).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        std::os::unix::fs::symlink(outside.path(), temp_dir(dest.path())).unwrap();
+        assert!(create_temp_dir(dest.path()).is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
     }
 
     #[test]

@@ -8,7 +8,13 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 /// Parse a rate in bytes per second such as `10GB/s` or `2.5GiB/s`.
 pub fn parse_rate(text: &str) -> Result<f64, String> {
     let size = text.trim().strip_suffix("/s").unwrap_or(text.trim());
-    parse_bytes(size).map(|b| b as f64).map_err(|_| format!("{text:?} is not a rate like 10GB/s or 800MiB/s"))
+    match parse_bytes(size) {
+        // A rate of nothing per second would take forever (and its pacing
+        // divides by it).
+        Ok(0) => Err(format!("{text:?}: a rate must be above 0")),
+        Ok(bytes) => Ok(bytes as f64),
+        Err(_) => Err(format!("{text:?} is not a rate like 10GB/s or 800MiB/s")),
+    }
 }
 
 /// Format bytes for people: `1.50 GiB`.
@@ -26,6 +32,15 @@ pub fn human_bytes(bytes: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_of_zero_is_refused() {
+        for zero in ["0", "0GB/s", "0 MiB/s"] {
+            let Err(e) = parse_rate(zero) else { panic!("{zero} was accepted") };
+            assert!(e.contains("above 0"), "{zero}: {e}");
+        }
+        assert_eq!(parse_rate("1B/s"), Ok(1.0));
+    }
 
     #[test]
     fn sizes_and_rates_parse() {

@@ -53,10 +53,15 @@ fn every_kernel_path_this_cpu_runs_gives_the_portable_paths_bits() {
         assert_eq!(cpu::path(), path);
         for (shape, want) in shapes.iter().zip(&portable) {
             let got = all_four(shape);
-            for (what, (a, b)) in ["forward", "input_grad", "weight_grad", "bias_grad"].iter().zip(got.iter().zip(want)) {
+            for (what, (a, b)) in ["forward", "input_grad", "weight_grad", "bias_grad"].iter().zip(got.iter().zip(want))
+            {
                 assert!(!a.is_empty());
                 let same = a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
-                assert!(same && a.len() == b.len(), "{}: {what} of {shape:?} differs from the portable path", path.name());
+                assert!(
+                    same && a.len() == b.len(),
+                    "{}: {what} of {shape:?} differs from the portable path",
+                    path.name()
+                );
             }
         }
         compared.push(path.name());

@@ -75,7 +75,7 @@ impl Context<'_> {
             Err(e) => self.fail(format!("{}: opening the journal in {}: {e}", self.rank_label(), self.dest.display())),
         });
         let temp_dir = journal::temp_dir(self.dest);
-        if writes && let Err(e) = fs::create_dir_all(&temp_dir) {
+        if writes && let Err(e) = journal::create_temp_dir(self.dest) {
             self.fail(format!("{}: creating {}: {e}", self.rank_label(), temp_dir.display()));
         }
         let direct = journal.as_ref().map(|journal| Direct { journal, temp_dir: &temp_dir });

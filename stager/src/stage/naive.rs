@@ -43,7 +43,7 @@ impl Context<'_> {
         let source = self.config.source.join(&entry.path);
         let temp = journal::temp_dir(self.dest).join(format!("{f}.r{}.part", self.rank));
         let fail = |what: &str, e: io::Error| format!("{}: {what} {}: {e}", self.rank_label(), entry.path);
-        fs::create_dir_all(journal::temp_dir(self.dest)).map_err(|e| fail("creating temp dir for", e))?;
+        journal::create_temp_dir(self.dest).map_err(|e| fail("creating temp dir for", e))?;
         let out = File::create(&temp).map_err(|e| fail("creating temp file for", e))?;
         let (bytes, sum) =
             read_chunks(&source, self.config.chunk_size.min(CACHE_PIECE), self.limiter, buffer, |offset, data| {

@@ -341,11 +341,27 @@ fn forward_block_wide(
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2,fma")]
-        fn avx2(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[f32]>, n: usize, co: usize, out: &mut [f32]) {
+        fn avx2(
+            shape: &ConvShape,
+            padded: &[f32],
+            weight: &[f32],
+            bias: Option<&[f32]>,
+            n: usize,
+            co: usize,
+            out: &mut [f32],
+        ) {
             forward_block::<LANES>(shape, padded, weight, bias, n, co, out)
         }
         #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
-        fn avx512(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[f32]>, n: usize, co: usize, out: &mut [f32]) {
+        fn avx512(
+            shape: &ConvShape,
+            padded: &[f32],
+            weight: &[f32],
+            bias: Option<&[f32]>,
+            n: usize,
+            co: usize,
+            out: &mut [f32],
+        ) {
             forward_block::<{ 2 * LANES }>(shape, padded, weight, bias, n, co, out)
         }
         match cpu::path() {
@@ -371,13 +387,14 @@ fn weight_grad_block_3_wide(
     out: &mut [[f32; 27]; CO_BLOCK],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if matches!(cpu::path(), KernelPath::Avx2 | KernelPath::Avx512) {
-        // SAFETY: the CPU supports AVX2 and FMA (every path but the portable one does).
+    match cpu::path() {
+        // SAFETY: `cpu::path` only chooses a path the CPU supports.
         #[allow(unsafe_code)]
-        unsafe {
-            weight_grad_avx2::block_3(shape, padded, out_grad, co, ci, out)
-        };
-        return;
+        KernelPath::Avx512 => return unsafe { weight_grad_avx512::block_3(shape, padded, out_grad, co, ci, out) },
+        // SAFETY: as above.
+        #[allow(unsafe_code)]
+        KernelPath::Avx2 => return unsafe { weight_grad_avx2::block_3(shape, padded, out_grad, co, ci, out) },
+        KernelPath::Portable => {}
     }
     weight_grad_block_3(shape, padded, out_grad, co, ci, out);
 }
@@ -494,12 +511,16 @@ fn weight_grad_block_3(
 /// The 3³ weight gradient written with AVX2 intrinsics. The portable
 /// version compiled for AVX2 builds the three shifted input vectors from
 /// one load and shuffles, and keeps its accumulators on the stack; here
-/// every vector is one unaligned load and the twelve accumulators are
-/// registers. Same operations in the same order, so the same bits.
+/// every vector is one unaligned load and the twelve accumulators of a
+/// kernel row are registers. The loops run sample by sample with the nine
+/// kernel rows inside, so a sample's input and output-gradient planes are
+/// read from cache nine times rather than from memory; each accumulator
+/// still sees the same operations in the same order as in
+/// [`weight_grad_block_3`], so the same bits.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod weight_grad_avx2 {
-    use std::arch::x86_64::{__m256, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps, _mm256_storeu_ps};
+    use std::arch::x86_64::{__m256, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_storeu_ps};
 
     use super::{CO_BLOCK, ConvShape, LANES};
 
@@ -517,12 +538,9 @@ mod weight_grad_avx2 {
         ci: usize,
         out: &mut [[f32; 27]; CO_BLOCK],
     ) {
-        let [pd, ph, pw] = shape.padded();
-        assert!(shape.kernel == 3 && co + CO_BLOCK <= shape.c_out && ci < shape.c_in);
-        assert!(padded.len() >= shape.batch * shape.c_in * pd * ph * pw);
-        assert!(out_grad.len() >= shape.output_len());
+        super::check_block_3(shape, padded, out_grad, co, ci);
         // SAFETY: AVX2 and FMA are present (this function's contract), and
-        // the asserts above bound every offset read in `block_3_unchecked`.
+        // `check_block_3` bounds every offset read in `block_3_unchecked`.
         unsafe { block_3_unchecked(shape, padded, out_grad, co, ci, out) }
     }
 
@@ -539,46 +557,48 @@ mod weight_grad_avx2 {
         let [pd, ph, pw] = shape.padded();
         let (c_in, c_out, voxels) = (shape.c_in, shape.c_out, d * h * w);
         let full = w - w % LANES;
-        for kd in 0..3 {
-            for kh in 0..3 {
-                let mut acc: [[__m256; 3]; CO_BLOCK] = [[_mm256_setzero_ps(); 3]; CO_BLOCK];
-                for n in 0..shape.batch {
-                    let input = &padded[(n * c_in + ci) * pd * ph * pw..][..pd * ph * pw];
-                    let dy: [&[f32]; CO_BLOCK] =
-                        std::array::from_fn(|j| &out_grad[(n * c_out + co + j) * voxels..][..voxels]);
-                    for z in 0..d {
-                        for yy in 0..h {
-                            let row = &input[((z + kd) * ph + yy + kh) * pw..][..pw];
-                            let at = (z * h + yy) * w;
-                            let mut c = 0;
-                            while c < full {
-                                // SAFETY: c + 2 + LANES <= full + 2 <= pw and
-                                // at + c + LANES <= at + w <= voxels.
-                                let (r0, r1, r2, g) = unsafe {
-                                    let p = row.as_ptr().add(c);
-                                    let g: [__m256; CO_BLOCK] =
-                                        std::array::from_fn(|j| _mm256_loadu_ps(dy[j].as_ptr().add(at + c)));
-                                    (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(1)), _mm256_loadu_ps(p.add(2)), g)
-                                };
-                                for j in 0..CO_BLOCK {
-                                    acc[j][0] = _mm256_fmadd_ps(g[j], r0, acc[j][0]);
-                                    acc[j][1] = _mm256_fmadd_ps(g[j], r1, acc[j][1]);
-                                    acc[j][2] = _mm256_fmadd_ps(g[j], r2, acc[j][2]);
-                                }
-                                c += LANES;
+        // Per kernel row (kd, kh): CO_BLOCK channels × 3 shifts of LANES.
+        let mut saved = [[[[0.0f32; LANES]; 3]; CO_BLOCK]; 9];
+        for n in 0..shape.batch {
+            let input = &padded[(n * c_in + ci) * pd * ph * pw..][..pd * ph * pw];
+            let dy: [&[f32]; CO_BLOCK] = std::array::from_fn(|j| &out_grad[(n * c_out + co + j) * voxels..][..voxels]);
+            for (kernel_row, kept) in saved.iter_mut().enumerate() {
+                let (kd, kh) = (kernel_row / 3, kernel_row % 3);
+                // SAFETY: `kept` holds CO_BLOCK × 3 × LANES floats.
+                let mut acc: [[__m256; 3]; CO_BLOCK] =
+                    std::array::from_fn(|j| std::array::from_fn(|s| unsafe { _mm256_loadu_ps(kept[j][s].as_ptr()) }));
+                for z in 0..d {
+                    for yy in 0..h {
+                        let row = &input[((z + kd) * ph + yy + kh) * pw..][..pw];
+                        let at = (z * h + yy) * w;
+                        let mut c = 0;
+                        while c < full {
+                            // SAFETY: c + 2 + LANES <= full + 2 <= pw and
+                            // at + c + LANES <= at + w <= voxels.
+                            let (r0, r1, r2, g) = unsafe {
+                                let p = row.as_ptr().add(c);
+                                let g: [__m256; CO_BLOCK] =
+                                    std::array::from_fn(|j| _mm256_loadu_ps(dy[j].as_ptr().add(at + c)));
+                                (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(1)), _mm256_loadu_ps(p.add(2)), g)
+                            };
+                            for j in 0..CO_BLOCK {
+                                acc[j][0] = _mm256_fmadd_ps(g[j], r0, acc[j][0]);
+                                acc[j][1] = _mm256_fmadd_ps(g[j], r1, acc[j][1]);
+                                acc[j][2] = _mm256_fmadd_ps(g[j], r2, acc[j][2]);
                             }
-                            if full < w {
-                                for j in 0..CO_BLOCK {
-                                    for s in 0..3 {
-                                        let mut lanes = [0.0f32; LANES];
-                                        // SAFETY: `lanes` holds LANES floats.
-                                        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc[j][s]) };
-                                        for i in full..w {
-                                            lanes[i - full] = dy[j][at + i].mul_add(row[i + s], lanes[i - full]);
-                                        }
-                                        // SAFETY: as above.
-                                        acc[j][s] = unsafe { _mm256_loadu_ps(lanes.as_ptr()) };
+                            c += LANES;
+                        }
+                        if full < w {
+                            for j in 0..CO_BLOCK {
+                                for s in 0..3 {
+                                    let mut lanes = [0.0f32; LANES];
+                                    // SAFETY: `lanes` holds LANES floats.
+                                    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc[j][s]) };
+                                    for i in full..w {
+                                        lanes[i - full] = dy[j][at + i].mul_add(row[i + s], lanes[i - full]);
                                     }
+                                    // SAFETY: as above.
+                                    acc[j][s] = unsafe { _mm256_loadu_ps(lanes.as_ptr()) };
                                 }
                             }
                         }
@@ -586,12 +606,156 @@ mod weight_grad_avx2 {
                 }
                 for (j, a) in acc.iter().enumerate() {
                     for (s, v) in a.iter().enumerate() {
-                        let mut lanes = [0.0f32; LANES];
-                        // SAFETY: `lanes` holds LANES floats.
-                        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), *v) };
-                        out[j][(kd * 3 + kh) * 3 + s] = lanes.iter().sum();
+                        // SAFETY: `kept[j][s]` holds LANES floats.
+                        unsafe { _mm256_storeu_ps(kept[j][s].as_mut_ptr(), *v) };
                     }
                 }
+            }
+        }
+        super::sum_lanes_into(&saved, out);
+    }
+}
+
+/// The 3³ weight gradient with AVX-512: the AVX2 scheme with two output
+/// channels per 16-lane register (channel `2p` in the low eight lanes,
+/// `2p + 1` in the high eight) and each shifted input vector broadcast to
+/// both halves. Every lane sees the same operations in the same order as
+/// in the AVX2 and portable versions, so the same bits, with half the
+/// multiply-add instructions.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod weight_grad_avx512 {
+    use std::arch::x86_64::{
+        __m512, _mm256_loadu_ps, _mm512_broadcast_f32x8, _mm512_castps256_ps512, _mm512_fmadd_ps, _mm512_insertf32x8,
+        _mm512_loadu_ps, _mm512_storeu_ps,
+    };
+
+    use super::{CO_BLOCK, ConvShape, LANES};
+
+    const PAIRS: usize = CO_BLOCK / 2;
+
+    /// The weight gradient block; checks the lengths every pointer below
+    /// relies on (and panics if they do not hold).
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512 F and DQ and FMA (`is_x86_feature_detected!`).
+    pub(super) unsafe fn block_3(
+        shape: &ConvShape,
+        padded: &[f32],
+        out_grad: &[f32],
+        co: usize,
+        ci: usize,
+        out: &mut [[f32; 27]; CO_BLOCK],
+    ) {
+        super::check_block_3(shape, padded, out_grad, co, ci);
+        // SAFETY: the CPU features are this function's contract, and
+        // `check_block_3` bounds every offset read in `block_3_unchecked`.
+        unsafe { block_3_unchecked(shape, padded, out_grad, co, ci, out) }
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+    fn block_3_unchecked(
+        shape: &ConvShape,
+        padded: &[f32],
+        out_grad: &[f32],
+        co: usize,
+        ci: usize,
+        out: &mut [[f32; 27]; CO_BLOCK],
+    ) {
+        let [d, h, w] = shape.volume;
+        let [pd, ph, pw] = shape.padded();
+        let (c_in, c_out, voxels) = (shape.c_in, shape.c_out, d * h * w);
+        let full = w - w % LANES;
+        let mut saved = [[[[0.0f32; LANES]; 3]; CO_BLOCK]; 9];
+        for n in 0..shape.batch {
+            let input = &padded[(n * c_in + ci) * pd * ph * pw..][..pd * ph * pw];
+            let dy: [&[f32]; CO_BLOCK] = std::array::from_fn(|j| &out_grad[(n * c_out + co + j) * voxels..][..voxels]);
+            for (kernel_row, kept) in saved.iter_mut().enumerate() {
+                let (kd, kh) = (kernel_row / 3, kernel_row % 3);
+                let mut acc: [[__m512; 3]; PAIRS] = std::array::from_fn(|p| {
+                    std::array::from_fn(|s| {
+                        let pair = [kept[2 * p][s], kept[2 * p + 1][s]];
+                        // SAFETY: `pair` holds 2 × LANES = 16 floats.
+                        unsafe { _mm512_loadu_ps(pair.as_ptr().cast::<f32>()) }
+                    })
+                });
+                for z in 0..d {
+                    for yy in 0..h {
+                        let row = &input[((z + kd) * ph + yy + kh) * pw..][..pw];
+                        let at = (z * h + yy) * w;
+                        let mut c = 0;
+                        while c < full {
+                            // SAFETY: c + 2 + LANES <= full + 2 <= pw and
+                            // at + c + LANES <= at + w <= voxels.
+                            let (r, g) = unsafe {
+                                let p = row.as_ptr().add(c);
+                                let r: [__m512; 3] =
+                                    std::array::from_fn(|s| _mm512_broadcast_f32x8(_mm256_loadu_ps(p.add(s))));
+                                let g: [__m512; PAIRS] = std::array::from_fn(|q| {
+                                    let low = _mm512_castps256_ps512(_mm256_loadu_ps(dy[2 * q].as_ptr().add(at + c)));
+                                    _mm512_insertf32x8::<1>(low, _mm256_loadu_ps(dy[2 * q + 1].as_ptr().add(at + c)))
+                                });
+                                (r, g)
+                            };
+                            for q in 0..PAIRS {
+                                for s in 0..3 {
+                                    acc[q][s] = _mm512_fmadd_ps(g[q], r[s], acc[q][s]);
+                                }
+                            }
+                            c += LANES;
+                        }
+                        if full < w {
+                            for (q, a) in acc.iter_mut().enumerate() {
+                                for (s, v) in a.iter_mut().enumerate() {
+                                    let mut lanes = [[0.0f32; LANES]; 2];
+                                    // SAFETY: `lanes` holds 16 floats.
+                                    unsafe { _mm512_storeu_ps(lanes.as_mut_ptr().cast::<f32>(), *v) };
+                                    for (half, l) in lanes.iter_mut().enumerate() {
+                                        let g = dy[2 * q + half];
+                                        for i in full..w {
+                                            l[i - full] = g[at + i].mul_add(row[i + s], l[i - full]);
+                                        }
+                                    }
+                                    // SAFETY: as above.
+                                    *v = unsafe { _mm512_loadu_ps(lanes.as_ptr().cast::<f32>()) };
+                                }
+                            }
+                        }
+                    }
+                }
+                for (q, a) in acc.iter().enumerate() {
+                    for (s, v) in a.iter().enumerate() {
+                        let mut pair = [[0.0f32; LANES]; 2];
+                        // SAFETY: `pair` holds 16 floats.
+                        unsafe { _mm512_storeu_ps(pair.as_mut_ptr().cast::<f32>(), *v) };
+                        kept[2 * q][s] = pair[0];
+                        kept[2 * q + 1][s] = pair[1];
+                    }
+                }
+            }
+        }
+        super::sum_lanes_into(&saved, out);
+    }
+}
+
+/// The bounds the intrinsic weight-gradient blocks rely on.
+#[cfg(target_arch = "x86_64")]
+fn check_block_3(shape: &ConvShape, padded: &[f32], out_grad: &[f32], co: usize, ci: usize) {
+    let [pd, ph, pw] = shape.padded();
+    assert!(shape.kernel == 3 && co + CO_BLOCK <= shape.c_out && ci < shape.c_in);
+    assert!(padded.len() >= shape.batch * shape.c_in * pd * ph * pw);
+    assert!(out_grad.len() >= shape.output_len());
+}
+
+/// Each (kernel row, channel, shift)'s lanes summed in lane order, into
+/// the 27 taps of each channel: the last step of [`weight_grad_block_3`].
+#[cfg(target_arch = "x86_64")]
+fn sum_lanes_into(saved: &[[[[f32; LANES]; 3]; CO_BLOCK]; 9], out: &mut [[f32; 27]; CO_BLOCK]) {
+    for (kernel_row, kept) in saved.iter().enumerate() {
+        for (j, shifts) in kept.iter().enumerate() {
+            for (s, lanes) in shifts.iter().enumerate() {
+                out[j][kernel_row * 3 + s] = lanes.iter().sum();
             }
         }
     }
