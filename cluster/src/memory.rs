@@ -11,6 +11,17 @@ pub fn peak_rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// Memory the kernel says can be allocated without swapping (Linux
+/// `MemAvailable`), or `None` where it does not say.
+pub fn available_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -19,6 +30,13 @@ mod tests {
         std::hint::black_box(&block);
         if cfg!(target_os = "linux") {
             assert!(super::peak_rss_bytes() >= 32 << 20);
+        }
+    }
+
+    #[test]
+    fn available_memory_is_read_on_linux() {
+        if cfg!(target_os = "linux") {
+            assert!(super::available_bytes().is_some_and(|b| b > 0));
         }
     }
 }

@@ -39,6 +39,9 @@ pub enum PlacementError {
     /// Unknown policy text.
     #[error("unknown policy {0:?}: use replicate, shard or per-node=N")]
     Unknown(String),
+    /// `per-node=N` whose N is not a whole number of at least 1.
+    #[error("{0:?}: per-node=N needs N to be a whole number of files, at least 1")]
+    BadCount(String),
     /// `per-node=N` with N larger than the dataset or too small to cover it.
     #[error("per-node={per_node} cannot place {files} files on {nodes} nodes: {reason}")]
     Infeasible {
@@ -62,12 +65,15 @@ impl FromStr for Policy {
         match s.trim() {
             "replicate" => Ok(Policy::Replicate),
             "shard" => Ok(Policy::Shard),
-            other => other
-                .strip_prefix("per-node=")
-                .and_then(|n| n.parse::<usize>().ok())
-                .filter(|&n| n > 0)
-                .map(Policy::PerNode)
-                .ok_or_else(|| PlacementError::Unknown(s.to_owned())),
+            other => match other.strip_prefix("per-node=") {
+                None => Err(PlacementError::Unknown(s.to_owned())),
+                Some(n) => n
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .map(Policy::PerNode)
+                    .ok_or_else(|| PlacementError::BadCount(s.to_owned())),
+            },
         }
     }
 }
@@ -192,8 +198,14 @@ mod tests {
         for text in ["replicate", "shard", "per-node=1500"] {
             assert_eq!(text.parse::<Policy>().unwrap().to_string(), text);
         }
-        for bad in ["", "copy", "per-node=0", "per-node=x", "per-node"] {
-            assert!(bad.parse::<Policy>().is_err(), "{bad}");
+        for bad in ["", "copy", "per-node"] {
+            assert!(matches!(bad.parse::<Policy>(), Err(PlacementError::Unknown(_))), "{bad}");
+        }
+        // A count of 0 is a bad count, not an unknown policy.
+        for bad in ["per-node=0", "per-node=x", "per-node=-2"] {
+            let e = bad.parse::<Policy>().unwrap_err();
+            assert!(matches!(e, PlacementError::BadCount(_)), "{bad}: {e}");
+            assert!(e.to_string().contains("at least 1"), "{e}");
         }
     }
 

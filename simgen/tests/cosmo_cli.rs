@@ -130,6 +130,35 @@ fn bad_arguments_fail_with_one_clear_line() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.tfrecord"));
 }
 
+/// Sizes a hostile tester tried: each fails before anything is written,
+/// with one line saying what is accepted, never a panic or an allocation
+/// failure.
+#[test]
+fn sizes_out_of_range_fail_up_front_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flag, value, says) in [
+        ("--grid", "0", "--grid must be at least 1"),
+        ("--box-size", "1e-6", "simgen accepts 0.5 to 100 Mpc/h"),
+        ("--box-size", "1e-20", "simgen accepts 0.5 to 100 Mpc/h"),
+        ("--grid", "100000", "GiB available"),
+        ("--particles", "100000", "--box-size"),
+    ] {
+        let out_dir = dir.path().join(format!("{flag}-{value}"));
+        let mut args = small(&out_dir);
+        let at = args.iter().position(|a| a == flag).map(|i| i + 1);
+        match at {
+            Some(i) => args[i] = value.to_owned(),
+            None => args.extend([flag.to_owned(), value.to_owned()]),
+        }
+        let out = Command::new(SIMGEN).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{flag} {value}: {err}");
+        assert_eq!(err.lines().count(), 1, "{flag} {value}: {err}");
+        assert!(err.contains(says) && !err.contains("panicked"), "{flag} {value}: {err}");
+        assert!(!out_dir.exists(), "{flag} {value} wrote {}", out_dir.display());
+    }
+}
+
 #[test]
 fn pk_prints_measured_against_linear_theory_and_plots_it() {
     let dir = tempfile::tempdir().unwrap();

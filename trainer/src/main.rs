@@ -269,12 +269,25 @@ fn baseline(args: &TrainArgs, model: &dyn Trainable, config: &TrainConfig) -> an
     Ok(Some(Baseline::load(path, &model.summary(), config.batch)?))
 }
 
+/// Create `dir` if needed and check that a file can be written in it, so
+/// an unwritable checkpoint directory fails before training, not after an
+/// epoch.
+fn writable(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let probe = dir.join(format!(".write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"")?;
+    std::fs::remove_file(&probe)
+}
+
 /// Everything that can be checked before MPI starts: the arguments, the
 /// model, the device, the datasets' manifests, the baseline report.
 fn prepare(args: &TrainArgs) -> anyhow::Result<(Box<dyn Trainable>, TrainConfig, Option<Baseline>)> {
     let (model, config) = config_from(args)?;
     config.device.check()?;
     model.check_data(&config)?;
+    if let Some(dir) = &config.checkpoint {
+        writable(dir).with_context(|| format!("--checkpoint {}", dir.display()))?;
+    }
     let baseline = baseline(args, &*model, &config)?;
     Ok((model, config, baseline))
 }

@@ -275,6 +275,19 @@ fn bad_input_fails_with_one_clear_line() {
     let output = e2e::mpirun(1, &[], Path::new(TRAINER), &["train", "--config", "resnet", "--data", "x"]);
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown CosmoFlow configuration"));
+
+    // An unwritable checkpoint directory fails before training, not after an epoch.
+    let blocker = dir.path().join("a-file");
+    std::fs::write(&blocker, "").unwrap();
+    let checkpoint = blocker.join("cp");
+    let args = ["--data", data.to_str().unwrap(), "--checkpoint", checkpoint.to_str().unwrap(), "--batch", "2"];
+    let started = Instant::now();
+    let output = train(1, &[], &args);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--checkpoint") && stderr.contains("a-file"), "{stderr}");
+    assert!(!stderr.contains("epoch 1"), "it trained first: {stderr}");
+    assert!(started.elapsed() < Duration::from_secs(20));
 }
 
 #[test]

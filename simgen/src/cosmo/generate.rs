@@ -45,11 +45,19 @@ pub struct CosmoConfig {
     pub priors: Priors,
 }
 
+/// Closest mean particle spacing accepted, Mpc/h.
+pub const MIN_SPACING: f64 = 0.5;
+/// Widest mean particle spacing accepted, Mpc/h.
+pub const MAX_SPACING: f64 = 100.0;
+
 impl CosmoConfig {
     /// Why this configuration cannot run, if it cannot.
     pub fn check(&self) -> Result<(), String> {
         if self.boxes == 0 || self.particles == 0 || self.redshifts.is_empty() || self.samples_per_file == 0 {
             return Err("--boxes, --particles, --samples-per-file and --redshifts must be at least 1".into());
+        }
+        if self.grid == 0 {
+            return Err("--grid must be at least 1".into());
         }
         if self.split == 0 || !self.grid.is_multiple_of(self.split) {
             return Err(format!("--grid {} is not divisible by --split {}", self.grid, self.split));
@@ -57,13 +65,36 @@ impl CosmoConfig {
         if !(1..=2).contains(&self.lpt) {
             return Err(format!("--lpt {} must be 1 or 2", self.lpt));
         }
-        if self.box_size <= 0.0 {
-            return Err("--box-size must be positive".into());
+        // Lagrangian perturbation theory (what simgen runs) describes the
+        // large scales: with particles closer than half a megaparsec the
+        // displacements cross many neighbours and the counts stop meaning
+        // anything (at 1e-20 every particle lands in one voxel); boxes with
+        // particles farther apart than 100 Mpc/h have no structure to learn.
+        let spacing = self.box_size / self.particles as f64;
+        if !(self.box_size.is_finite() && (MIN_SPACING..=MAX_SPACING).contains(&spacing)) {
+            return Err(format!(
+                "--box-size {} with --particles {} puts particles {spacing:.3} Mpc/h apart; simgen accepts {MIN_SPACING} to {MAX_SPACING} Mpc/h (--box-size {} to {} here)",
+                self.box_size,
+                self.particles,
+                MIN_SPACING * self.particles as f64,
+                MAX_SPACING * self.particles as f64
+            ));
         }
         if let Some(z) = self.redshifts.iter().find(|z| !(**z >= 0.0 && z.is_finite())) {
             return Err(format!("redshift {z} must be a finite number >= 0"));
         }
         Ok(())
+    }
+
+    /// Memory one rank needs to generate a box, in bytes, roughly: the
+    /// particle fields of 2LPT (about 24 f32 or complex values per
+    /// particle: density, potentials, three displacement components per
+    /// order, FFT scratch) and the count grids (f32 and int16 per voxel per
+    /// redshift). In f64, so absurd sizes do not overflow.
+    pub fn memory_bytes(&self) -> f64 {
+        let particles = (self.particles as f64).powi(3);
+        let voxels = (self.grid as f64).powi(3) * self.redshifts.len() as f64;
+        particles * 96.0 + voxels * 6.0
     }
 
     /// Sub-volumes per box.
