@@ -185,6 +185,7 @@ fn load_manifest(source: &std::path::Path, manifest: Option<&std::path::Path>) -
     if manifest.is_some() || path.exists() {
         return Manifest::load(&path).with_context(|| format!("loading manifest {}", path.display()));
     }
+    anyhow::ensure!(source.is_dir(), "--source {} is not a directory: stage a dataset directory", source.display());
     eprintln!("no {} in {}: scanning it", MANIFEST_FILE, source.display());
     Ok(manifest::scan(source, &ScanOptions::new(Schema::opaque()))?)
 }
@@ -298,6 +299,13 @@ fn shared_manifest(world: &World, source: &Path, manifest: Option<&Path>) -> any
     let loaded = if world.is_root() {
         load_manifest(source, manifest).and_then(|m| {
             m.validate_against_root(source)?;
+            // Nothing to stage is almost always a wrong --source; say so
+            // rather than report success on an empty destination.
+            anyhow::ensure!(
+                !m.files.is_empty(),
+                "{} holds no files (and its manifest lists none): nothing to stage; check --source",
+                source.display()
+            );
             Ok(m)
         })
     } else {

@@ -339,3 +339,26 @@ fn killed_rank_ends_the_job_and_a_rerun_finishes_byte_identical() {
         assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node} differs after resume");
     }
 }
+
+/// An empty source directory, or a source that is a file, is a clear error
+/// on one rank and on several (it used to fail inside `MPI_Allgather`).
+#[test]
+fn an_empty_source_or_a_file_as_source_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("src");
+    std::fs::create_dir(&empty).unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "not a dataset").unwrap();
+    for (source, says) in [(&empty, "holds no files"), (&file, "is not a directory")] {
+        for ranks in [1usize, 4] {
+            let started = Instant::now();
+            let dest = dir.path().join("node{node}");
+            let args = ["stage", "--source", source.to_str().unwrap(), "--dest", dest.to_str().unwrap()];
+            let out = e2e::mpirun(ranks, &[("STAGEHAND_RANKS_PER_NODE", "2")], Path::new(STAGER), &args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{ranks} ranks: {stderr}");
+            assert!(stderr.contains(says) && !stderr.contains("MPI_ERR"), "{ranks} ranks: {stderr}");
+            assert!(started.elapsed() < Duration::from_secs(30));
+        }
+    }
+}

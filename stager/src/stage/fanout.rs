@@ -72,11 +72,11 @@ impl Context<'_> {
         let writes = is_writer && !node_files.is_empty();
         let journal = writes.then(|| match Journal::open(self.dest, "journal.jsonl") {
             Ok(j) => Mutex::new(j),
-            Err(e) => self.fail(format!("{}: opening the journal in {}: {e}", self.rank_label(), self.dest.display())),
+            Err(e) => self.fail(format!("opening the journal in {}: {e}", self.dest.display())),
         });
         let temp_dir = journal::temp_dir(self.dest);
         if writes && let Err(e) = journal::create_temp_dir(self.dest) {
-            self.fail(format!("{}: creating {}: {e}", self.rank_label(), temp_dir.display()));
+            self.fail(format!("creating {}: {e}", temp_dir.display()));
         }
         let direct = journal.as_ref().map(|journal| Direct { journal, temp_dir: &temp_dir });
         // What this node needs from other ranks' reads (the rest its own
@@ -147,15 +147,9 @@ impl Context<'_> {
     ) -> u64 {
         let entry = &self.manifest.files[f];
         let path = self.config.source.join(&entry.path);
-        let fail = |e: io::Error| -> ! {
-            self.fail(format!("{}: reading source file {}: {e}", self.rank_label(), path.display()))
-        };
+        let fail = |e: io::Error| -> ! { self.fail(format!("reading source file {}: {e}", path.display())) };
         let differs = |what: String| -> ! {
-            self.fail(format!(
-                "{}: source file {} differs from the manifest ({what})",
-                self.rank_label(),
-                path.display()
-            ))
+            self.fail(format!("source file {} differs from the manifest ({what})", path.display()))
         };
         let mut file = File::open(&path).unwrap_or_else(|e| fail(e));
         let mapped = self.config.read_method.maps(&file);
@@ -205,7 +199,7 @@ impl Context<'_> {
                 Body::Buffer(buffer, filled)
             };
             if let Some(e) = write_error {
-                self.fail(format!("{}: writing {} into {}: {e}", self.rank_label(), entry.path, self.dest.display()));
+                self.fail(format!("writing {} into {}: {e}", entry.path, self.dest.display()));
             }
             let filled = body.bytes().len();
             if let Some(l) = self.limiter {
@@ -227,7 +221,7 @@ impl Context<'_> {
             if !sends {
                 pool.release(body.into_buffer());
             } else if tx.send(Chunk { head, body }).is_err() {
-                self.fail(format!("{}: the sender thread stopped", self.rank_label()));
+                self.fail("the sender thread stopped".to_owned());
             }
             if last {
                 if let (Some((file, temp)), Some(d)) = (out.take(), direct) {
@@ -251,7 +245,7 @@ impl Context<'_> {
         let temp = journal::part_path(temp_dir, f);
         match File::create(&temp) {
             Ok(file) => (file, temp),
-            Err(e) => self.fail(format!("{}: creating {}: {e}", self.rank_label(), temp.display())),
+            Err(e) => self.fail(format!("creating {}: {e}", temp.display())),
         }
     }
 
@@ -259,7 +253,7 @@ impl Context<'_> {
     fn finish_direct(&self, file: File, temp: &Path, f: usize, direct: &Direct, totals: &Mutex<ReadTotals>) {
         let entry = &self.manifest.files[f];
         if let Err(e) = file.sync_all() {
-            self.fail(format!("{}: syncing {}: {e}", self.rank_label(), entry.path));
+            self.fail(format!("syncing {}: {e}", entry.path));
         }
         drop(file);
         let finished = {
@@ -371,14 +365,14 @@ impl Context<'_> {
                 _ => None,
             };
             let Some(head) = head.filter(|h| h.len <= MAX_CHUNK) else {
-                self.fail(format!("{}: malformed message from rank {source}", self.rank_label()))
+                self.fail(format!("malformed message from rank {source}"))
             };
             if buffer.len() < head.len {
                 buffer = AlignedBuffer::new(head.len.max(self.config.chunk_size));
             }
             let body = &mut buffer.as_mut_slice()[..head.len];
             if let Err(message) = receive_body(comm, source, body) {
-                self.fail(format!("{}: {message}", self.rank_label()));
+                self.fail(message.to_string());
             }
             if let Err(message) = writer.chunk(head, body, source as usize) {
                 self.fail(message);

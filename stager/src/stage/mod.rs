@@ -385,24 +385,18 @@ impl Context<'_> {
         std::thread::Builder::new()
             .name(name.to_owned())
             .spawn_scoped(scope, body)
-            .unwrap_or_else(|e| self.fail(format!("{}: starting thread {name}: {e}", self.rank_label())))
-    }
-
-    fn rank_label(&self) -> String {
-        format!("rank {}", self.rank)
+            .unwrap_or_else(|e| self.fail(format!("starting thread {name}: {e}")))
     }
 
     /// Rename a checked temporary file into place and journal it.
     fn finish_file(&self, temp: &Path, f: usize, journal: &Mutex<Journal>) -> Result<(), String> {
         let entry = &self.manifest.files[f];
-        let target = prepare_destination(self.dest, &entry.path)
-            .map_err(|e| format!("{}: placing {}: {e}", self.rank_label(), entry.path))?;
-        fs::rename(temp, &target)
-            .map_err(|e| format!("{}: renaming into {}: {e}", self.rank_label(), target.display()))?;
+        let target = prepare_destination(self.dest, &entry.path).map_err(|e| format!("placing {}: {e}", entry.path))?;
+        fs::rename(temp, &target).map_err(|e| format!("renaming into {}: {e}", target.display()))?;
         journal
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .append(&Entry { path: entry.path.clone(), xxh3: entry.xxh3 })
-            .map_err(|e| format!("{}: journaling {}: {e}", self.rank_label(), entry.path))
+            .map_err(|e| format!("journaling {}: {e}", entry.path))
     }
 }

@@ -42,7 +42,7 @@ impl Context<'_> {
         let entry = &self.manifest.files[f];
         let source = self.config.source.join(&entry.path);
         let temp = journal::temp_dir(self.dest).join(format!("{f}.r{}.part", self.rank));
-        let fail = |what: &str, e: io::Error| format!("{}: {what} {}: {e}", self.rank_label(), entry.path);
+        let fail = |what: &str, e: io::Error| format!("{what} {}: {e}", entry.path);
         journal::create_temp_dir(self.dest).map_err(|e| fail("creating temp dir for", e))?;
         let out = File::create(&temp).map_err(|e| fail("creating temp file for", e))?;
         let (bytes, sum) =
@@ -55,8 +55,7 @@ impl Context<'_> {
         if bytes != entry.bytes || sum != entry.xxh3 {
             let _ = fs::remove_file(&temp);
             return Err(format!(
-                "{}: source file {} has {bytes} bytes and xxh3 {sum}, the manifest says {} bytes and {}",
-                self.rank_label(),
+                "source file {} has {bytes} bytes and xxh3 {sum}, the manifest says {} bytes and {}",
                 source.display(),
                 entry.bytes,
                 entry.xxh3

@@ -33,7 +33,7 @@ impl NodeWriter<'_, '_> {
         }
         let (f, offset) = (head.file, head.offset);
         if !self.expected.contains(&f) || head.len != data.len() {
-            return Err(format!("{}: unexpected chunk of file {f} from rank {source}", ctx.rank_label()));
+            return Err(format!("unexpected chunk of file {f} from rank {source}"));
         }
         let entry = &ctx.manifest.files[f];
         self.first_write.get_or_insert_with(Instant::now);
@@ -41,8 +41,7 @@ impl NodeWriter<'_, '_> {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
                 let temp = journal::part_path(&self.temp_dir, f);
-                let file = File::create(&temp)
-                    .map_err(|e| format!("{}: creating {}: {e}", ctx.rank_label(), temp.display()))?;
+                let file = File::create(&temp).map_err(|e| format!("creating {}: {e}", temp.display()))?;
                 v.insert(OpenFile { file, temp, hash: StreamingChecksum::new() })
             }
         };
@@ -52,7 +51,7 @@ impl NodeWriter<'_, '_> {
         for (k, piece) in data.chunks(CACHE_PIECE).enumerate() {
             state.hash.update(piece);
             if let Err(e) = state.file.write_all_at(piece, offset + (k * CACHE_PIECE) as u64) {
-                return Err(format!("{}: writing {} into {}: {e}", ctx.rank_label(), entry.path, ctx.dest.display()));
+                return Err(format!("writing {} into {}: {e}", entry.path, ctx.dest.display()));
             }
         }
         self.written += data.len() as u64;
@@ -62,16 +61,10 @@ impl NodeWriter<'_, '_> {
         }
         let Some(state) = self.open.remove(&f) else { return Ok(()) };
         if state.hash.bytes() != entry.bytes || state.hash.finish() != entry.xxh3 {
-            return Err(format!(
-                "{}: {} arrived corrupt (xxh3 {} != {})",
-                ctx.rank_label(),
-                entry.path,
-                state.hash.finish(),
-                entry.xxh3
-            ));
+            return Err(format!("{} arrived corrupt (xxh3 {} != {})", entry.path, state.hash.finish(), entry.xxh3));
         }
         if let Err(e) = state.file.sync_all() {
-            return Err(format!("{}: syncing {}: {e}", ctx.rank_label(), entry.path));
+            return Err(format!("syncing {}: {e}", entry.path));
         }
         drop(state.file);
         ctx.finish_file(&state.temp, f, self.journal)?;
