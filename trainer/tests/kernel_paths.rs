@@ -3,6 +3,8 @@
 //! test in its own binary: the path is process-wide, so no other test may
 //! switch it meanwhile.
 
+use std::io::Write as _;
+
 use trainer::kernels::cpu::{self, KernelPath};
 use trainer::kernels::direct_conv::{self, ConvShape};
 
@@ -47,7 +49,10 @@ fn every_kernel_path_this_cpu_runs_gives_the_portable_paths_bits() {
     let mut compared = vec!["portable"];
     for path in [KernelPath::Avx2, KernelPath::Avx512] {
         if cpu::force(path).is_err() {
-            println!("SKIPPED: the {} path (this CPU cannot run it)", path.name());
+            // Straight to stderr, past the test harness's capture, so a
+            // skipped path shows in every run's output.
+            let _ =
+                writeln!(std::io::stderr(), "kernel_paths: SKIPPED the {} path (this CPU cannot run it)", path.name());
             continue;
         }
         assert_eq!(cpu::path(), path);
@@ -66,6 +71,6 @@ fn every_kernel_path_this_cpu_runs_gives_the_portable_paths_bits() {
         }
         compared.push(path.name());
     }
-    println!("kernel paths compared bit for bit: {}", compared.join(", "));
+    let _ = writeln!(std::io::stderr(), "kernel_paths: compared bit for bit: {}", compared.join(", "));
     cpu::force(cpu::best()).unwrap_or_else(|e| panic!("{e}"));
 }
