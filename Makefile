@@ -65,12 +65,13 @@ demo: setup
 # CLIPPY_ARGS is how cargo-clippy hands `-- -D warnings` to the driver.
 CLIPPY_BUILD := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 # The GPU build (burn's Vulkan backend) is only type-checked: no CI machine
-# has a GPU, and checking keeps it compiling.
+# has a GPU, and checking keeps it compiling. It runs before the tests so
+# their summary is the last thing printed.
 test: setup
 	$(CARGO) fmt --all -- --check
 	$(CLIPPY_BUILD) $(CARGO) test --workspace --all-targets --no-run
-	$(CLIPPY_BUILD) $(CARGO) test --workspace
 	$(CARGO) check -p stagehand-trainer --features gpu
+	$(CLIPPY_BUILD) $(CARGO) test --workspace
 
 ## lint: formatting and clippy alone (what `make test` also checks)
 lint:
