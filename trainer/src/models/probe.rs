@@ -144,12 +144,7 @@ impl TrainModel for ProbeModel {
         batches: &mut dyn Iterator<Item = Result<Batch, DatasetError>>,
         device: &Device,
     ) -> Result<Validation, TrainError> {
-        cosmoflow::eval::validate(world, OUTPUTS, batches, |batch| {
-            net.forward(Self::inputs(batch, device))
-                .into_data()
-                .try_into_vec_as::<f32>()
-                .map_err(|e| TrainError::Model(format!("bn-probe's prediction did not convert to f32: {e:?}")))
-        })
+        cosmoflow::eval::validate(world, OUTPUTS, batches, |batch| net.forward(Self::inputs(batch, device)))
     }
 }
 

@@ -3,6 +3,7 @@
 //! reduced over the ranks), next to the error of always predicting the
 //! validation mean.
 
+use burn::tensor::Tensor;
 use cluster::World;
 use loader::dataset::DatasetError;
 use loader::pipeline::Batch;
@@ -11,20 +12,23 @@ use mpi::traits::*;
 
 use crate::engine::{TrainError, Validation};
 
-/// Evaluate `predict` (a batch's predictions, `outputs` per sample) on
+/// Evaluate `predict` (a batch's predictions, [samples, `outputs`]) on
 /// `batches`. Collective.
 pub fn validate(
     world: &World,
     outputs: usize,
     batches: &mut dyn Iterator<Item = Result<Batch, DatasetError>>,
-    mut predict: impl FnMut(&Batch) -> Result<Vec<f32>, TrainError>,
+    mut predict: impl FnMut(&Batch) -> Tensor<2>,
 ) -> Result<Validation, TrainError> {
     let mut abs = vec![0f64; outputs];
     let mut sum_y = vec![0f64; outputs];
     let mut targets = Vec::new();
     for batch in batches {
         let batch = batch.map_err(|e| TrainError::Data(e.to_string()))?;
-        let prediction = predict(&batch)?;
+        let prediction = predict(&batch)
+            .into_data()
+            .try_into_vec_as::<f32>()
+            .map_err(|e| TrainError::Model(format!("a prediction did not convert to f32: {e:?}")))?;
         if prediction.len() != batch.y.len() {
             return Err(TrainError::Model(format!(
                 "{} predictions for {} targets in validation batch {}",

@@ -180,12 +180,6 @@ impl TrainModel for CosmoflowModel {
         device: &Device,
     ) -> Result<Validation, TrainError> {
         let outputs = self.config.outputs;
-        eval::validate(world, outputs, batches, |batch| {
-            let x = self.inputs(batch, None, device);
-            net.forward(x, None)
-                .into_data()
-                .try_into_vec_as::<f32>()
-                .map_err(|e| TrainError::Model(format!("CosmoFlow's prediction did not convert to f32: {e:?}")))
-        })
+        eval::validate(world, outputs, batches, |batch| net.forward(self.inputs(batch, None, device), None))
     }
 }
