@@ -74,7 +74,7 @@ fn create_private_dir(dir: &Path) -> io::Result<()> {
 
 /// Create `dest` (which may be reached through links: it is the user's)
 /// and its state directory, refusing a link in the latter's place.
-fn create_state_dir(dest: &Path) -> io::Result<PathBuf> {
+pub fn create_state_dir(dest: &Path) -> io::Result<PathBuf> {
     fs::create_dir_all(dest).map_err(|e| named(dest, e))?;
     let dir = state_dir(dest);
     create_private_dir(&dir)?;
@@ -142,6 +142,19 @@ pub fn load(dest: &Path) -> io::Result<HashMap<String, Checksum>> {
     Ok(done)
 }
 
+/// The error of an `O_NOFOLLOW` open of `path`: a link in its place is
+/// said to be one (the kernel's ELOOP reads "too many levels of symbolic
+/// links"), anything else gets the path.
+pub fn explain_link(path: &Path, e: io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(libc::ELOOP) => io::Error::other(format!(
+            "{} is a symbolic link; Stagehand does not follow links out of the destination (remove it)",
+            path.display()
+        )),
+        _ => named(path, e),
+    }
+}
+
 /// `e` with `path` in its message.
 fn named(path: &Path, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{}: {e}", path.display()))
@@ -176,13 +189,7 @@ impl Journal {
             .append(true)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
-            .map_err(|e| match e.raw_os_error() {
-                Some(libc::ELOOP) => io::Error::other(format!(
-                    "{} is a symbolic link; Stagehand does not follow links out of the destination (remove it)",
-                    path.display()
-                )),
-                _ => named(&path, e),
-            })?;
+            .map_err(|e| explain_link(&path, e))?;
         let len = file.metadata()?.len();
         if len > 0 {
             let mut last = [0u8];

@@ -22,10 +22,11 @@
 //!
 //! The I/O and MPI parts: [`files`] (chunked hashing reads, safe
 //! destination paths, free space), [`journal`] (what is complete, for
-//! resume), and [`stage`] (the MPI execution behind `stager stage`).
+//! resume), [`lock`] (one job per destination), and [`stage`] (the MPI execution behind `stager stage`).
 
 pub mod files;
 pub mod journal;
+pub mod lock;
 pub mod plan;
 pub mod sigbus;
 pub mod simulate;

@@ -362,3 +362,70 @@ fn an_empty_source_or_a_file_as_source_is_a_clear_error() {
         }
     }
 }
+
+/// A destination held by another job is refused before anything in it
+/// changes, and the message names the holder.
+#[test]
+fn a_destination_locked_by_another_job_is_refused_naming_the_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    dataset(dir.path(), 6, 16);
+    let node0 = dir.path().join("node0");
+    let held = stager::lock::DestLock::acquire(&node0).unwrap();
+    // A temporary file of the holder's must survive the refused job.
+    let theirs = stager::journal::create_temp_dir(&node0).unwrap().join("0.part");
+    std::fs::write(&theirs, b"in progress").unwrap();
+    let out = stage("2", dir.path(), &["--policy", "replicate"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let holder = format!("pid {}", std::process::id());
+    assert!(stderr.contains("being staged by another job") && stderr.contains(&holder), "{stderr}");
+    assert!(contents(&node0).is_empty() && contents(&dir.path().join("node1")).is_empty());
+    assert_eq!(std::fs::read(&theirs).unwrap(), b"in progress");
+    drop(held);
+    report(&stage("2", dir.path(), &["--policy", "replicate"]));
+}
+
+/// Two jobs started at once on one destination (the hostile tester's
+/// 3 MiB files under final names): each node's destination is staged by
+/// one job and refused to the other (so both may fail, each winning one
+/// node), every file under its final name is whole, and a rerun completes.
+#[test]
+fn two_jobs_started_at_once_on_one_destination_never_corrupt_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dataset(dir.path(), 16, 256);
+    let src = dir.path().join("src");
+    let dest = dir.path().join("node{node}");
+    let spawn = || {
+        Command::new("mpirun")
+            .args(e2e::MPIRUN_ARGS)
+            .args(["-np", "2", "-x", "STAGEHAND_RANKS_PER_NODE"])
+            .env("STAGEHAND_RANKS_PER_NODE", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .arg(STAGER)
+            .args(["stage", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap()])
+            .args(["--policy", "replicate", "--threads", "2", "--chunk-size", "16KiB", "--source-bandwidth", "2MB/s"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (spawn(), spawn());
+    let outputs = [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()];
+    for o in outputs.iter().filter(|o| !o.status.success()) {
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(stderr.contains("being staged by another job"), "{stderr}");
+    }
+    let want = expected(dir.path(), &m, 2, Policy::Replicate, 0);
+    for (node, files) in want.iter().enumerate() {
+        for (path, bytes) in contents(&dir.path().join(format!("node{node}"))) {
+            assert!(files.get(&path) == Some(&bytes), "node {node}: {path} is not the source's file");
+        }
+    }
+    if outputs.iter().all(|o| !o.status.success()) {
+        report(&stage("2", dir.path(), &["--policy", "replicate"]));
+    }
+    for (node, files) in want.iter().enumerate() {
+        assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node} differs");
+    }
+}

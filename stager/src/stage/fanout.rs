@@ -255,13 +255,12 @@ impl Context<'_> {
         if let Err(e) = file.sync_all() {
             self.fail(format!("syncing {}: {e}", entry.path));
         }
-        drop(file);
         let finished = {
             let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
             if self.failing.load(Ordering::SeqCst) {
                 return;
             }
-            self.finish_file(temp, f, direct.journal)
+            self.finish_file(file, temp, f, direct.journal)
         };
         if let Err(message) = finished {
             self.fail(message);

@@ -38,6 +38,7 @@ use crate::files::{
     read_hashing,
 };
 use crate::journal::{self, Entry, Journal};
+use crate::lock::DestLock;
 use crate::plan::Plan;
 
 mod fanout;
@@ -181,9 +182,13 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
     // Writers (and every rank in the naive copy) look at the journal.
     let is_writer = t.local_rank == 0;
     let mut remaining_mask = vec![0u8; sizes.len()];
-    let local = (|| -> Result<(), String> {
+    let local = (|| -> Result<Option<DestLock>, String> {
+        let mut lock = None;
         if is_writer {
             fs::create_dir_all(&dest).map_err(|e| format!("creating {}: {e}", dest.display()))?;
+            // Before anything in the destination changes: another job's
+            // temporary files are not ours to clear.
+            lock = Some(DestLock::acquire(&dest).map_err(|e| e.to_string())?);
             journal::clear_temp(&dest).map_err(|e| format!("clearing {}: {e}", journal::temp_dir(&dest).display()))?;
             let done = journal::load(&dest).map_err(|e| format!("reading the journal in {}: {e}", dest.display()))?;
             let mut needed_bytes = 0u64;
@@ -208,9 +213,10 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
                 ));
             }
         }
-        Ok(())
+        Ok(lock)
     })();
-    agree(world, local)?;
+    // Held until this rank returns, past the final barrier.
+    let _lock = agree(world, local)?;
 
     let mut all_masks = vec![0u8; sizes.len() * t.size];
     world.comm().all_gather_into(&remaining_mask[..], &mut all_masks[..]);
@@ -269,6 +275,27 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
         vec![stats]
     };
     Ok(StageOutcome { ranks, files_needed, unique_bytes: plan.unique_bytes(), files_skipped })
+}
+
+/// An error unless the open `file` is the file named `temp` and holds `bytes`
+/// bytes: a temporary file replaced or truncated behind the writer's back
+/// (by anything but this job, which holds the destination's lock) must not
+/// be renamed into place.
+fn check_temp(file: &File, temp: &Path, bytes: u64) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let open = file.metadata()?;
+    let named = fs::symlink_metadata(temp)?;
+    if (open.dev(), open.ino()) != (named.dev(), named.ino()) {
+        return Err(io::Error::other(format!("{} was replaced while it was written", temp.display())));
+    }
+    if open.len() != bytes {
+        return Err(io::Error::other(format!(
+            "{} holds {} bytes where {bytes} were written",
+            temp.display(),
+            open.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Agree across ranks on a per-rank result: every rank gets `Ok` only if
@@ -388,9 +415,15 @@ impl Context<'_> {
             .unwrap_or_else(|e| self.fail(format!("starting thread {name}: {e}")))
     }
 
-    /// Rename a checked temporary file into place and journal it.
-    fn finish_file(&self, temp: &Path, f: usize, journal: &Mutex<Journal>) -> Result<(), String> {
+    /// Rename a checked temporary file into place and journal it. `file` is
+    /// the open temporary file whose bytes were hashed as they were written:
+    /// it must still be the file under the temporary name and hold exactly
+    /// the manifest's bytes, so nothing but the checked bytes can reach the
+    /// final name.
+    fn finish_file(&self, file: File, temp: &Path, f: usize, journal: &Mutex<Journal>) -> Result<(), String> {
         let entry = &self.manifest.files[f];
+        check_temp(&file, temp, entry.bytes).map_err(|e| format!("before placing {}: {e}", entry.path))?;
+        drop(file);
         let target = prepare_destination(self.dest, &entry.path).map_err(|e| format!("placing {}: {e}", entry.path))?;
         fs::rename(temp, &target).map_err(|e| format!("renaming into {}: {e}", target.display()))?;
         journal
@@ -398,5 +431,23 @@ impl Context<'_> {
             .unwrap_or_else(|p| p.into_inner())
             .append(&Entry { path: entry.path.clone(), xxh3: entry.xxh3 })
             .map_err(|e| format!("journaling {}: {e}", entry.path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_temporary_file_replaced_or_cut_behind_the_writer_is_not_placed() {
+        let dir = tempfile::tempdir().unwrap();
+        let temp = dir.path().join("0.part");
+        let file = File::create(&temp).unwrap();
+        file.write_all_at(&[7u8; 100], 0).unwrap();
+        check_temp(&file, &temp, 100).unwrap();
+        assert!(check_temp(&file, &temp, 101).unwrap_err().to_string().contains("holds 100 bytes"));
+        fs::remove_file(&temp).unwrap();
+        fs::write(&temp, [7u8; 100]).unwrap();
+        assert!(check_temp(&file, &temp, 100).unwrap_err().to_string().contains("replaced"));
     }
 }

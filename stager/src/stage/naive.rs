@@ -62,7 +62,7 @@ impl Context<'_> {
             ));
         }
         out.sync_all().map_err(|e| fail("syncing", e))?;
-        self.finish_file(&temp, f, journal)?;
+        self.finish_file(out, &temp, f, journal)?;
         self.counters.add_item();
         Ok(())
     }

@@ -66,8 +66,7 @@ impl NodeWriter<'_, '_> {
         if let Err(e) = state.file.sync_all() {
             return Err(format!("syncing {}: {e}", entry.path));
         }
-        drop(state.file);
-        ctx.finish_file(&state.temp, f, self.journal)?;
+        ctx.finish_file(state.file, &state.temp, f, self.journal)?;
         ctx.counters.add_item();
         self.done += 1;
         Ok(())
