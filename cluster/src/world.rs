@@ -109,6 +109,25 @@ impl World {
         self.supports_thread_multiple().then_some(ThreadComm(dup))
     }
 
+    /// Every rank's `mine`, indexed by rank. Collective. For small messages
+    /// (lists, reports): all of them together must stay under 2 GiB, MPI's
+    /// C-int counts; more panics, which ends the job with one line.
+    pub fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        let mut lengths = vec![0i32; self.size()];
+        let Ok(my_length) = i32::try_from(mine.len()) else {
+            panic!("all_gather_bytes: {} bytes exceed MPI's C-int count", mine.len())
+        };
+        self.world.all_gather_into(&my_length, &mut lengths[..]);
+        let offsets: Vec<i32> = lengths.iter().scan(0i32, |at, &n| Some(std::mem::replace(at, *at + n))).collect();
+        let total = lengths.iter().map(|&n| n as usize).sum();
+        let mut all = vec![0u8; total];
+        {
+            let mut partition = mpi::datatype::PartitionMut::new(&mut all[..], &lengths[..], &offsets[..]);
+            self.world.all_gather_varcount_into(mine, &mut partition);
+        }
+        lengths.iter().zip(&offsets).map(|(&n, &at)| all[at as usize..(at + n) as usize].to_vec()).collect()
+    }
+
     /// Wait for every rank.
     pub fn barrier(&self) {
         self.world.barrier();

@@ -480,6 +480,15 @@ fn list_files(root: &Path) -> Result<Vec<(String, u64)>, ManifestError> {
     Ok(out)
 }
 
+/// The entry of one file `rel` under `root`, as [`scan`] would make it
+/// (read and hashed, samples counted by `schema`): for a writer that builds
+/// its manifest from the files it wrote instead of from what a directory
+/// happens to hold.
+pub fn describe(root: &Path, rel: &str, schema: &Schema) -> Result<FileEntry, ManifestError> {
+    check_relative_path(rel)?;
+    scan_one(root, rel, &ScanOptions::new(schema.clone()), &mut Vec::new())
+}
+
 fn scan_one(
     root: &Path,
     rel: &str,

@@ -1,6 +1,8 @@
 //! Generates scientific training data straight into node-local storage.
-//! So far: [`cosmo`], dark-matter volumes for CosmoFlow (issue #5). The
-//! `simgen` binary runs it on one rank or under `mpirun`.
+//! So far: [`cosmo`], dark-matter volumes for CosmoFlow. [`output`] is what
+//! every generator shares: claiming an empty output directory and writing
+//! its manifest from the files the run wrote. The `simgen` binary runs the
+//! generators on one rank or under `mpirun`.
 //!
 //! ```
 //! use simgen::cosmo::cosmology::Cosmology;
@@ -13,3 +15,4 @@
 
 pub mod cosmo;
 pub mod image;
+pub mod output;

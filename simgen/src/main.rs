@@ -7,9 +7,8 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use cluster::World;
 use cluster::progress::Progress;
-use formats::checksum::Checksum;
 use formats::cosmoflow::{CosmoSample, CosmoShape};
-use formats::manifest::{self, MANIFEST_FILE, ScanOptions, Schema};
+use formats::manifest::Schema;
 use formats::tfrecord::TfRecordFile;
 use mpi::traits::*;
 use simgen::cosmo::assign::Assignment;
@@ -19,6 +18,7 @@ use simgen::cosmo::generate::{
 };
 use simgen::cosmo::pk::{density_contrast, modes_of, power_spectrum};
 use simgen::image;
+use simgen::output::OutputDir;
 
 /// Generate physics training data, on one rank or under mpirun/srun.
 #[derive(Parser, Debug)]
@@ -114,6 +114,11 @@ struct CosmoArgs {
     /// Write PNG slices of the first box, one per redshift, into the output directory.
     #[arg(long)]
     preview: bool,
+    /// Generate into a directory that is not empty: first remove the files
+    /// its manifest lists (an earlier run's). Without it, a non-empty
+    /// output directory is refused, so a manifest never lists stale files.
+    #[arg(long)]
+    overwrite: bool,
     /// Also write the JSON report here (it always goes to stdout).
     #[arg(long)]
     report: Option<PathBuf>,
@@ -193,9 +198,9 @@ fn cosmo(args: &CosmoArgs) -> anyhow::Result<()> {
     cluster::logging::init(world.topology(), None);
     let out = cluster::paths::expand(&args.out, &world.topology().path_vars())
         .with_context(|| format!("expanding --out {}", args.out))?;
-    if let Err(e) = std::fs::create_dir_all(&out) {
-        world.fail(format!("rank {}: creating {}: {e}", world.rank(), out.display()));
-    }
+    let out_dir = OutputDir::claim(&world, &out, args.overwrite)?;
+    let schema = Schema::cosmoflow(config.shape());
+    let mut written = Vec::new();
     let started = Instant::now();
     let (rank, size) = (world.rank(), world.size());
     let files = config.files();
@@ -208,12 +213,22 @@ fn cosmo(args: &CosmoArgs) -> anyhow::Result<()> {
     let mut cache = None;
     let mut stats = WriteStats::default();
     for f in mine {
-        match write_file(&config, f, &out, &mut fft, &mut cache, &mut stats) {
-            Ok(_) => {
+        let described =
+            write_file(&config, f, &out, &mut fft, &mut cache, &mut stats).map_err(|e| e.to_string()).and_then(|_| {
+                // The file and its index sidecar (`<file>.idx`), which the loader uses.
+                let name = config.file_name(f);
+                [name.clone(), format!("{name}.idx")]
+                    .iter()
+                    .map(|rel| out_dir.describe(rel, &schema).map_err(|e| e.to_string()))
+                    .collect::<Result<Vec<_>, _>>()
+            });
+        match described {
+            Ok(entries) => {
+                written.extend(entries);
                 progress.counters().add_bytes(config.samples_per_file as u64 * sample_bytes);
                 progress.counters().add_item();
             }
-            Err(e) => world.fail(format!("rank {rank}: writing file {f} into {}: {e}", out.display())),
+            Err(e) => world.fail(format!("writing file {f} into {}: {e}", out.display())),
         }
     }
     drop(cache);
@@ -221,34 +236,19 @@ fn cosmo(args: &CosmoArgs) -> anyhow::Result<()> {
     if args.preview && rank == 0 {
         let generated = generate_box(&config, 0, &mut fft, true);
         for (grid, z) in generated.grids.iter().zip(&config.redshifts) {
-            let path = out.join(format!("preview_box0_z{z}.png"));
-            if let Err(e) = image::slice_preview(grid, config.grid, &path) {
-                world.fail(format!("rank 0: writing {}: {e}", path.display()));
+            let name = format!("preview_box0_z{z}.png");
+            let path = out.join(&name);
+            let described = image::slice_preview(grid, config.grid, &path)
+                .map_err(|e| e.to_string())
+                .and_then(|()| out_dir.describe(&name, &schema).map_err(|e| e.to_string()));
+            match described {
+                Ok(entry) => written.push(entry),
+                Err(e) => world.fail(format!("writing {}: {e}", path.display())),
             }
         }
     }
-    world.barrier();
-    write_manifests(&world, &out, config.shape())?;
+    out_dir.write_manifest(&world, schema, written)?;
     report(&world, &config, &stats, started.elapsed().as_secs_f64(), args.report.as_deref())
-}
-
-/// The lowest rank writing into each distinct output directory scans it
-/// and writes its manifest.
-fn write_manifests(world: &World, out: &Path, shape: CosmoShape) -> anyhow::Result<()> {
-    let dir = out.canonicalize().unwrap_or_else(|_| out.to_owned());
-    let key = Checksum::of(dir.as_os_str().as_encoded_bytes()).0;
-    let mut keys = vec![0u64; world.size()];
-    world.comm().all_gather_into(&key, &mut keys[..]);
-    if keys.iter().position(|&k| k == key) == Some(world.rank()) {
-        let options = ScanOptions::new(Schema::cosmoflow(shape));
-        let scanned = manifest::scan(out, &options).with_context(|| format!("scanning {}", out.display()));
-        match scanned.and_then(|m| Ok(m.save(&out.join(MANIFEST_FILE))?)) {
-            Ok(()) => {}
-            Err(e) => world.fail(format!("rank {}: manifest of {}: {e:#}", world.rank(), out.display())),
-        }
-    }
-    world.barrier();
-    Ok(())
 }
 
 fn report(

@@ -212,3 +212,70 @@ fn quijote_priors_are_reported_and_read_back_by_pk() {
     let expected = format!("Ω_m {:.4} σ8 {:.4} n_s {:.4} h {:.4}", drawn[0], drawn[1], drawn[2], drawn[3]);
     assert!(header.contains(&expected), "{header} lacks {expected}");
 }
+
+/// The manifest lists what the run wrote: a directory holding anything is
+/// refused; `--overwrite` removes what the old manifest listed (gzip files
+/// after a plain run), leaves unlisted files alone and does not list them.
+#[test]
+fn a_manifest_lists_only_what_the_run_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cosmo");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("unrelated.txt"), b"mine").unwrap();
+    let refused = run_mpi(1, &small(&out));
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("is not empty") && stderr.contains("unrelated.txt"), "{stderr}");
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1, "a refused run wrote something");
+
+    std::fs::remove_file(out.join("unrelated.txt")).unwrap();
+    let mut gzip = small(&out);
+    gzip.push("--gzip".into());
+    let first = run_mpi(2, &gzip);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let again = run_mpi(2, &small(&out));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--overwrite"));
+
+    std::fs::write(out.join("notes.txt"), b"keep").unwrap();
+    let mut overwrite = small(&out);
+    overwrite.push("--overwrite".into());
+    let second = run_mpi(2, &overwrite);
+    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
+    let manifest = Manifest::load(&out.join(MANIFEST_FILE)).unwrap();
+    manifest.validate_against_root(&out).unwrap();
+    let listed: Vec<&str> = manifest.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(listed.len(), 10, "5 files and their indexes: {listed:?}");
+    assert!(listed.iter().all(|p| p.starts_with("cosmo_") && !p.contains(".gz")), "{listed:?}");
+    assert_eq!(manifest.files.iter().map(|f| f.samples).sum::<u64>(), 24);
+    let mut on_disk: Vec<String> =
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    on_disk.sort();
+    assert!(!on_disk.iter().any(|n| n.contains(".gz") || n.starts_with(".simgen")), "{on_disk:?}");
+    assert!(on_disk.contains(&"notes.txt".to_owned()) && !listed.contains(&"notes.txt"));
+}
+
+/// Ranks writing into node-local directories (`--out dir/node{node}`)
+/// give each directory a manifest of exactly the files written there.
+#[test]
+fn each_output_directory_gets_the_manifest_of_its_own_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("node{node}");
+    let args: Vec<String> = small(&template);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = e2e::mpirun(4, &[("STAGEHAND_RANKS_PER_NODE", "2")], SIMGEN.as_ref(), &args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut listed = Vec::new();
+    for node in 0..2 {
+        let root = dir.path().join(format!("node{node}"));
+        let manifest = Manifest::load(&root.join(MANIFEST_FILE)).unwrap();
+        manifest.validate_against_root(&root).unwrap();
+        let names: Vec<String> = manifest.files.iter().map(|f| f.path.clone()).collect();
+        let present: Vec<String> = files(&root).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, present, "node {node}'s manifest and files differ");
+        listed.extend(names);
+    }
+    listed.sort();
+    assert_eq!(listed.len(), 10, "5 files and their indexes over both nodes: {listed:?}");
+    listed.dedup();
+    assert_eq!(listed.len(), 10, "a file listed on both nodes");
+}

@@ -298,7 +298,7 @@ pub fn write_file(
     }
     writer.finish()?;
     stats.files += 1;
-    stats.bytes += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    stats.bytes += std::fs::metadata(&path).map_err(|source| TfRecordError::Io { path: path.clone(), source })?.len();
     Ok(path)
 }
 
