@@ -136,10 +136,10 @@ struct PkArgs {
     #[arg(long, default_value_t = 0)]
     channel: usize,
     /// Redshift of that channel (for the theory curve).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     redshift: f64,
     /// Side of the sample's volume in Mpc/h (box size / split).
-    #[arg(long, default_value_t = 256.0)]
+    #[arg(long, default_value_t = 256.0, allow_negative_numbers = true)]
     size: f64,
     /// Divide by the mass-assignment window of this scheme.
     #[arg(long, value_enum)]
@@ -304,6 +304,14 @@ fn report(
 }
 
 fn pk(args: &PkArgs) -> anyhow::Result<()> {
+    // The same redshifts `simgen cosmo` accepts; a negative one used to give
+    // a NaN growth factor and a theory column of NaN.
+    if !(args.redshift >= 0.0 && args.redshift.is_finite()) {
+        bail!("--redshift {} must be a finite number >= 0", args.redshift);
+    }
+    if !(args.size > 0.0 && args.size.is_finite()) {
+        bail!("--size {} must be the sample's side in Mpc/h, a finite number > 0", args.size);
+    }
     let file = TfRecordFile::open(&args.input).with_context(|| format!("opening {}", args.input.display()))?;
     let Some(record) = file.records().nth(args.sample) else {
         bail!("{} has no sample {}", args.input.display(), args.sample);
@@ -318,6 +326,9 @@ fn pk(args: &PkArgs) -> anyhow::Result<()> {
     let counts: Vec<f32> =
         sample.x().iter().skip(args.channel).step_by(shape.channels).map(|&v| f32::from(v)).collect();
     let particles: f64 = counts.iter().map(|&c| f64::from(c)).sum();
+    if particles <= 0.0 {
+        bail!("channel {} of sample {} holds no particles: it has no power spectrum", args.channel, args.sample);
+    }
     let mut fft = Fft3::new(n);
     let modes = modes_of(&density_contrast(&counts), &mut fft);
     let bins = power_spectrum(&modes, n, args.size, args.compensate.map(Assignment::from));
@@ -327,7 +338,7 @@ fn pk(args: &PkArgs) -> anyhow::Result<()> {
     let cosmology = cosmology_of(p);
     let power = cosmology.linear_power();
     let (d1, _) = cosmology.growth(1.0 / (1.0 + args.redshift));
-    let shot = if particles > 0.0 { args.size.powi(3) / particles } else { 0.0 };
+    let shot = args.size.powi(3) / particles;
     let mut text = format!(
         "# {} sample {} channel {} (z = {}): Ω_m {:.4} σ8 {:.4} n_s {:.4} h {:.4}; {} particles, shot noise {:.2} (Mpc/h)^3\n",
         args.input.display(),

@@ -128,6 +128,13 @@ fn bad_arguments_fail_with_one_clear_line() {
     let out = Command::new(SIMGEN).args(["pk", "--input", "/nonexistent.tfrecord"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.tfrecord"));
+    // These used to exit 0 with a NaN theory column or empty output.
+    for (flag, value) in [("--redshift", "-3"), ("--size", "0"), ("--size", "nan")] {
+        let out = Command::new(SIMGEN).args(["pk", "--input", "/nonexistent.tfrecord", flag, value]).output().unwrap();
+        assert!(!out.status.success(), "pk {flag} {value} succeeded");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag) && err.lines().count() == 1, "pk {flag} {value}: {err}");
+    }
 }
 
 /// Sizes a hostile tester tried: each fails before anything is written,

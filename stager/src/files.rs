@@ -185,6 +185,37 @@ pub fn prepare_destination(dest: &Path, rel: &str) -> io::Result<PathBuf> {
     Ok(dest.join(rel))
 }
 
+/// Memory maps a process may hold besides the chunks': libraries, MPI's
+/// shared memory, thread stacks.
+const OTHER_MAPS: u64 = 4096;
+
+/// An error unless mapped chunks fit the kernel's limit on memory maps per
+/// process (`vm.max_map_count`, 65530 by default): with `--read-method
+/// mmap` (or `auto` on a local file system) every chunk in flight is a map,
+/// and `--chunk-size 1` with 128 MiB in flight asks for 134 million of
+/// them, which fails with ENOMEM. Says which chunk size would fit.
+pub fn check_map_budget(method: ReadMethod, chunk_size: usize, max_inflight: u64, max_maps: u64) -> Result<(), String> {
+    if method == ReadMethod::Read {
+        return Ok(());
+    }
+    let chunks = max_inflight.div_ceil(chunk_size.max(1) as u64);
+    let room = max_maps.saturating_sub(OTHER_MAPS);
+    if chunks <= room {
+        return Ok(());
+    }
+    let smallest = max_inflight.div_ceil(room.max(1)).next_power_of_two();
+    Err(format!(
+        "--chunk-size {chunk_size} with --max-inflight {max_inflight} keeps up to {chunks} chunks in flight, each a memory map \
+         when reading with mmap, but this machine allows {max_maps} maps per process (vm.max_map_count); \
+         use --chunk-size {smallest} or more, a smaller --max-inflight, or --read-method read"
+    ))
+}
+
+/// The kernel's limit on memory maps per process, if it can be read.
+pub fn max_map_count() -> Option<u64> {
+    fs::read_to_string("/proc/sys/vm/max_map_count").ok()?.trim().parse().ok()
+}
+
 /// True if `path` is a regular file (not a symlink) of `bytes` bytes.
 pub fn is_complete(path: &Path, bytes: u64) -> bool {
     fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == bytes)
@@ -201,6 +232,17 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     use super::*;
+
+    #[test]
+    fn tiny_mapped_chunks_beyond_the_map_limit_are_refused_with_a_size_that_fits() {
+        let message = check_map_budget(ReadMethod::Mmap, 1, 128 << 20, 65530).unwrap_err();
+        assert!(message.contains("vm.max_map_count") && message.contains("--chunk-size 4096 or more"), "{message}");
+        let fits = 4096;
+        check_map_budget(ReadMethod::Mmap, fits, 128 << 20, 65530).unwrap();
+        check_map_budget(ReadMethod::Auto, 1 << 20, 128 << 20, 65530).unwrap();
+        check_map_budget(ReadMethod::Read, 1, 128 << 20, 65530).unwrap();
+        assert!(check_map_budget(ReadMethod::Auto, 1, 128 << 20, 65530).is_err());
+    }
 
     #[test]
     fn chunks_cover_the_file_and_hash_it() {

@@ -87,6 +87,11 @@ struct StageArgs {
     /// Run the baseline instead: every node reads what it needs from the source.
     #[arg(long)]
     naive: bool,
+    /// Re-hash the files the journal says are staged instead of trusting it
+    /// (and their size); any that differ from the manifest are staged again.
+    /// What to run after `stager verify` finds a corrupt file.
+    #[arg(long)]
+    recheck: bool,
     /// Testing aid: emulate a shared file system of this aggregate bandwidth (e.g. 500MB/s).
     #[arg(long, value_parser = parse_rate)]
     source_bandwidth: Option<f64>,
@@ -355,6 +360,7 @@ fn stage(world: &World, args: &StageArgs) -> anyhow::Result<()> {
         naive: args.naive,
         source_bandwidth: args.source_bandwidth,
         read_method: args.read_method,
+        recheck: args.recheck,
     };
     let outcome = stager::stage::stage(world, &manifest, &config)?;
     if world.is_root() {
@@ -397,11 +403,18 @@ fn verify(world: &World, args: &VerifyArgs) -> anyhow::Result<()> {
     if world.is_root() {
         println!("{}", serde_json::json!({ "ok": totals[0], "missing": totals[1], "corrupt": totals[2] }));
     }
+    // Every rank fails alike; rank 0 says why, once.
+    if totals[1] + totals[2] > 0 && !world.is_root() {
+        return Err(StageError::Remote(0).into());
+    }
     anyhow::ensure!(
         totals[1] + totals[2] == 0,
-        "{} files missing and {} corrupt across the nodes",
+        "{} files missing and {} corrupt across the nodes; to repair, run `stager stage` with the same arguments{}",
         totals[1],
-        totals[2]
+        totals[2],
+        // Missing files and wrong sizes a plain rerun finds; a same-size
+        // corrupt file needs the journal distrusted.
+        if totals[2] > 0 { " and --recheck" } else { "" }
     );
     Ok(())
 }

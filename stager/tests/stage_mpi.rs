@@ -429,3 +429,42 @@ fn two_jobs_started_at_once_on_one_destination_never_corrupt_it() {
         assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node} differs");
     }
 }
+
+fn verify(root: &Path, extra: &[&str]) -> Output {
+    let src = root.join("src");
+    let dest = root.join("node{node}");
+    let mut args = vec!["verify", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    e2e::mpirun(4, &[("STAGEHAND_RANKS_PER_NODE", "2")], STAGER.as_ref(), &args)
+}
+
+/// A staged file corrupted in place at its size: the journal still vouches
+/// for it, so a plain rerun keeps it; `verify` finds it, says once how to
+/// repair, and `stage --recheck` re-stages exactly that file.
+#[test]
+fn verify_finds_a_same_size_corruption_and_stage_recheck_repairs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dataset(dir.path(), 10, 32);
+    report(&stage("2", dir.path(), &["--policy", "replicate"]));
+    let victim = m.files.iter().find(|f| f.bytes > 0).unwrap();
+    let path = dir.path().join("node0").join(&victim.path);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[0] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+
+    let checked = verify(dir.path(), &["--policy", "replicate"]);
+    assert!(!checked.status.success());
+    let stderr = String::from_utf8_lossy(&checked.stderr);
+    assert!(stderr.lines().any(|l| l.contains("checksum differs") && l.contains(&victim.path)), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    let summary: Vec<&&str> = errors.iter().filter(|l| l.contains("to repair")).collect();
+    assert_eq!(summary.len(), 1, "{stderr}");
+    assert!(summary[0].contains("1 corrupt") && summary[0].contains("--recheck"), "{stderr}");
+
+    let r = report(&stage("2", dir.path(), &["--policy", "replicate"]));
+    assert_eq!(r["bytes_read_from_source"], 0, "a plain rerun trusts the journal");
+    let r = report(&stage("2", dir.path(), &["--policy", "replicate", "--recheck"]));
+    assert_eq!(r["bytes_read_from_source"], victim.bytes);
+    assert!(verify(dir.path(), &["--policy", "replicate"]).status.success());
+    assert_eq!(contents(&dir.path().join("node0")), expected(dir.path(), &m, 2, Policy::Replicate, 0)[0]);
+}

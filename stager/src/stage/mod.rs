@@ -86,6 +86,9 @@ pub struct StageConfig {
     pub source_bandwidth: Option<f64>,
     /// How readers read the source (the naive copy always uses `read`).
     pub read_method: ReadMethod,
+    /// Re-hash journaled files instead of trusting the journal and their
+    /// size: a same-size file corrupted after staging is staged again.
+    pub recheck: bool,
 }
 
 /// A failure before any data moved, agreed on by every rank.
@@ -173,6 +176,12 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
         if config.chunk_size == 0 || config.chunk_size > MAX_CHUNK {
             return Err(format!("--chunk-size must be between 1 byte and {MAX_CHUNK} bytes"));
         }
+        // Where the limit cannot be read, a failing map still says ENOMEM.
+        if let Some(max_maps) = crate::files::max_map_count()
+            && !config.naive
+        {
+            crate::files::check_map_budget(config.read_method, config.chunk_size, config.max_inflight, max_maps)?;
+        }
         let dest = cluster::paths::expand(&config.dest, &t.path_vars()).map_err(|e| e.to_string())?;
         let needs = manifest.files_per_node(t.nodes, config.policy, config.seed).map_err(|e| e.to_string())?;
         Ok((dest, needs))
@@ -191,14 +200,20 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
             lock = Some(DestLock::acquire(&dest).map_err(|e| e.to_string())?);
             journal::clear_temp(&dest).map_err(|e| format!("clearing {}: {e}", journal::temp_dir(&dest).display()))?;
             let done = journal::load(&dest).map_err(|e| format!("reading the journal in {}: {e}", dest.display()))?;
+            let journaled: Vec<usize> = needs[t.node]
+                .iter()
+                .copied()
+                .filter(|&f| {
+                    let entry = &manifest.files[f];
+                    done.get(&entry.path) == Some(&entry.xxh3) && is_complete(&dest.join(&entry.path), entry.bytes)
+                })
+                .collect();
+            let trusted = if config.recheck { recheck(&dest, manifest, &journaled, config.threads) } else { journaled };
             let mut needed_bytes = 0u64;
             for &f in &needs[t.node] {
-                let entry = &manifest.files[f];
-                let complete =
-                    done.get(&entry.path) == Some(&entry.xxh3) && is_complete(&dest.join(&entry.path), entry.bytes);
-                if !complete {
+                if trusted.binary_search(&f).is_err() {
                     remaining_mask[f] = 1;
-                    needed_bytes += entry.bytes;
+                    needed_bytes += manifest.files[f].bytes;
                 }
             }
             let free = free_bytes(&dest).map_err(|e| format!("checking free space of {}: {e}", dest.display()))?;
@@ -260,7 +275,27 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
         _ => ctx.naive(&remaining[t.node]),
     };
     progress.finish();
-    world.barrier();
+    // Never report success unless what was written is the plan: the files
+    // counted by every rank add up to the files to write, and each of this
+    // node's files is in place at its size.
+    let missing = if is_writer {
+        remaining[t.node]
+            .iter()
+            .filter(|&&f| !is_complete(&dest.join(&manifest.files[f].path), manifest.files[f].bytes))
+            .count() as u64
+    } else {
+        0
+    };
+    let counted = [stats.files_written, missing];
+    let mut totals = [0u64; 2];
+    world.comm().all_reduce_into(&counted[..], &mut totals[..], mpi::collective::SystemOperation::sum());
+    if totals[0] != files_to_write || totals[1] > 0 {
+        let message = format!(
+            "the run wrote {} of the {files_to_write} files it planned and {} planned files are not in place; nothing was reported as staged (rerun to finish)",
+            totals[0], totals[1]
+        );
+        return Err(if world.is_root() { StageError::Local(message) } else { StageError::Remote(0) });
+    }
     stats.total_secs = started.elapsed().as_secs_f64();
     stats.peak_rss_bytes = cluster::memory::peak_rss_bytes();
 
@@ -275,6 +310,35 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
         vec![stats]
     };
     Ok(StageOutcome { ranks, files_needed, unique_bytes: plan.unique_bytes(), files_skipped })
+}
+
+/// The files of `journaled` (sorted) whose bytes under `dest` still hash to
+/// the manifest's xxh3, hashed on `threads` threads; each that does not is
+/// named in a warning and left out, so it is staged again.
+fn recheck(dest: &Path, manifest: &Manifest, journaled: &[usize], threads: usize) -> Vec<usize> {
+    let next = AtomicUsize::new(0);
+    let good = Mutex::new(Vec::with_capacity(journaled.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, journaled.len().max(1)) {
+            scope.spawn(|| {
+                let mut buffer = Vec::new();
+                while let Some(&f) = journaled.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let entry = &manifest.files[f];
+                    let path = dest.join(&entry.path);
+                    match formats::checksum::hash_file(&path, &mut buffer) {
+                        Ok((bytes, sum)) if bytes == entry.bytes && sum == entry.xxh3 => {
+                            good.lock().unwrap_or_else(|p| p.into_inner()).push(f);
+                        }
+                        Ok(_) => tracing::warn!("{} differs from the manifest; staging it again", path.display()),
+                        Err(e) => tracing::warn!("{}: {e}; staging it again", path.display()),
+                    }
+                }
+            });
+        }
+    });
+    let mut good = good.into_inner().unwrap_or_else(|p| p.into_inner());
+    good.sort_unstable();
+    good
 }
 
 /// An error unless the open `file` is the file named `temp` and holds `bytes`
@@ -299,13 +363,15 @@ fn check_temp(file: &File, temp: &Path, bytes: u64) -> io::Result<()> {
 }
 
 /// Agree across ranks on a per-rank result: every rank gets `Ok` only if
-/// all did; the failing rank keeps its own message.
+/// all did; the lowest failing rank keeps its own message and the others
+/// defer to it, so a failure every rank shares (a bad option) prints once.
 fn agree<T>(world: &World, result: Result<T, String>) -> Result<T, StageError> {
     let mine = if result.is_err() { world.rank() as i64 } else { i64::MAX };
     let mut first = i64::MAX;
     world.comm().all_reduce_into(&mine, &mut first, mpi::collective::SystemOperation::min());
     match result {
-        Err(message) => Err(StageError::Local(message)),
+        Err(message) if first == world.rank() as i64 => Err(StageError::Local(message)),
+        Err(_) => Err(StageError::Remote(first as usize)),
         Ok(_) if first != i64::MAX => Err(StageError::Remote(first as usize)),
         Ok(value) => Ok(value),
     }
