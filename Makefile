@@ -67,10 +67,15 @@ CLIPPY_BUILD := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-D__CLIPPY_HAC
 # The GPU build (burn's Vulkan backend) is only type-checked: no CI machine
 # has a GPU, and checking keeps it compiling. It runs before the tests so
 # their summary is the last thing printed.
+# The fuzz targets (fuzz/, a workspace of its own built with coverage
+# instrumentation) run a few seconds each on their corpora: long runs are
+# `bash fuzz/run.sh 600` (docs/reliability.md).
 test: setup
 	$(CARGO) fmt --all -- --check
+	$(CARGO) fmt --manifest-path fuzz/Cargo.toml -- --check
 	$(CLIPPY_BUILD) $(CARGO) test --workspace --all-targets --no-run
 	$(CARGO) check -p stagehand-trainer --features gpu
+	bash fuzz/run.sh 5
 	$(CLIPPY_BUILD) $(CARGO) test --workspace
 
 ## lint: formatting and clippy alone (what `make test` also checks)

@@ -55,6 +55,17 @@ impl ScatteringShape {
     pub fn potential_len(&self) -> usize {
         self.height as usize * self.width as usize
     }
+
+    /// [`cbed_len`](Self::cbed_len), or `None` if it overflows (a shape read
+    /// from a damaged header).
+    pub fn checked_cbed_len(&self) -> Option<usize> {
+        (self.positions as usize).checked_mul(self.checked_potential_len()?)
+    }
+
+    /// [`potential_len`](Self::potential_len), or `None` if it overflows.
+    pub fn checked_potential_len(&self) -> Option<usize> {
+        (self.height as usize).checked_mul(self.width as usize)
+    }
 }
 
 /// Stored element type.
@@ -188,6 +199,16 @@ pub fn decode_header(bytes: &[u8]) -> Result<Header, ScatteringError> {
     }
     let u32_at = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
     let shape = ScatteringShape { positions: u32_at(8), height: u32_at(12), width: u32_at(16) };
+    // Every length computed from the shape below and by callers must not
+    // overflow: 4 bytes per value of the CBED stack and the potential.
+    let fits = shape
+        .checked_cbed_len()
+        .zip(shape.checked_potential_len())
+        .and_then(|(c, p)| c.checked_add(p))
+        .and_then(|n| n.checked_mul(4));
+    if fits.is_none() {
+        return Err(error(8, format!("stored shape {shape:?} has more values than memory can hold")));
+    }
     let mut payload = [0u8; 8];
     payload.copy_from_slice(&bytes[20..28]);
     let payload = u64::from_le_bytes(payload);
@@ -313,6 +334,17 @@ mod tests {
             bad[at] = value;
             assert_eq!(decode(&bad).unwrap_err().at, at);
         }
+    }
+
+    #[test]
+    fn a_header_shape_whose_value_count_overflows_is_an_error() {
+        let (cbed, potential) = arrays();
+        let mut bytes = encode(SHAPE, &cbed, &potential, Precision::F32, Compression::None).unwrap();
+        for at in [8, 12, 16] {
+            bytes[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        }
+        let e = decode_header(&bytes).unwrap_err();
+        assert_eq!(e.at, 8, "{e}");
     }
 
     #[test]
