@@ -220,3 +220,34 @@ fn next_epoch_delivers_the_new_order_in_the_old_buffers() {
     let expected = buffers.len().min(order.len().div_ceil(2));
     assert!(reused >= expected, "only {reused} batches reused one of the {} old buffers", buffers.len());
 }
+
+/// The node-local directory deleted under a running loader (a job's
+/// cleanup racing its training): the open files stay readable, so the
+/// epoch finishes with exactly the right samples; opening the directory
+/// again is an error naming a missing file, never a silently empty epoch.
+#[test]
+fn a_directory_deleted_under_a_running_loader_finishes_the_epoch_right_and_reopening_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let staged = dir.path().join("node0");
+    std::fs::create_dir(&staged).unwrap();
+    let paths = write(&staged);
+    let ds = Arc::new(CosmoflowDataset::open(&paths, SHAPE, CosmoTransform::Log1p).unwrap());
+    let order: Vec<usize> = (0..7).collect();
+    let mut loader =
+        Loader::new(ds.clone(), order.clone(), LoaderConfig { batch: 2, workers: 2, prefetch: 1, skip_corrupt: false });
+    let mut seen = Vec::new();
+    while let Some(batch) = loader.next() {
+        let batch = batch.unwrap();
+        if seen.is_empty() {
+            std::fs::remove_dir_all(&staged).unwrap();
+        }
+        for (k, &id) in batch.indices.iter().enumerate() {
+            assert_eq!(&batch.x[k * ds.x_len()..(k + 1) * ds.x_len()], &expected_x(id)[..], "sample {id}");
+        }
+        seen.extend_from_slice(&batch.indices);
+        loader.recycle(batch);
+    }
+    assert_eq!(seen, order);
+    let message = CosmoflowDataset::open(&paths, SHAPE, CosmoTransform::Log1p).err().expect("reopened").to_string();
+    assert!(message.contains("f0.tfrecord"), "{message}");
+}

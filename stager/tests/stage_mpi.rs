@@ -291,8 +291,20 @@ fn manifest_entry_escaping_the_source_is_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("../escape"));
 }
 
-#[test]
-fn killed_rank_ends_the_job_and_a_rerun_finishes_byte_identical() {
+/// The pid of world rank `rank` among the processes running `pattern`
+/// (Open MPI puts the rank in each process's environment).
+fn pid_of_rank(pattern: &str, rank: usize) -> Option<String> {
+    let pids = Command::new("pgrep").args(["-f", pattern]).output().unwrap();
+    String::from_utf8_lossy(&pids.stdout).lines().map(str::to_owned).find(|pid| {
+        std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == format!("OMPI_COMM_WORLD_RANK={rank}").as_bytes()))
+    })
+}
+
+/// Stage 24 files on 2 pretend nodes through a slow source, `kill -9`
+/// world rank `victim` once some files are journaled, check the job ends
+/// non-zero, then rerun and check every node holds exactly its files.
+fn kill_rank_mid_stage_then_resume(victim: usize) {
     let dir = tempfile::tempdir().unwrap();
     let m = dataset(dir.path(), 24, 256);
     let src = dir.path().join("src");
@@ -311,18 +323,25 @@ fn killed_rank_ends_the_job_and_a_rerun_finishes_byte_identical() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until some files are journaled, then kill -9 one rank.
+    // Wait until some files are journaled, then kill -9 the victim.
     let journal = dir.path().join("node1/.stagehand/journal.jsonl");
     let deadline = Instant::now() + Duration::from_secs(30);
     while std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 2 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let pids =
-        Command::new("pgrep").args(["-f", &format!("{STAGER} stage --source {}", src.display())]).output().unwrap();
-    let victim = String::from_utf8_lossy(&pids.stdout).lines().last().map(str::to_owned).expect("no rank to kill");
-    Command::new("kill").args(["-9", &victim]).status().unwrap();
-    let status = child.wait().unwrap();
+    let pattern = format!("{STAGER} stage --source {}", src.display());
+    let pid = pid_of_rank(&pattern, victim).unwrap_or_else(|| panic!("no rank {victim} to kill"));
+    Command::new("kill").args(["-9", &pid]).status().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the job hung after rank {victim} was killed");
+        std::thread::sleep(Duration::from_millis(100));
+    };
     assert!(!status.success(), "the job survived a killed rank");
+    assert!(pid_of_rank(&pattern, 0).is_none() && pid_of_rank(&pattern, 3).is_none(), "ranks left behind");
 
     let done_before: usize = (0..2)
         .map(|n| {
@@ -338,6 +357,20 @@ fn killed_rank_ends_the_job_and_a_rerun_finishes_byte_identical() {
     for (node, files) in want.iter().enumerate() {
         assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node} differs after resume");
     }
+}
+
+/// Rank 3 only reads its share of the source and sends it to both nodes'
+/// writers (the read and move phases).
+#[test]
+fn a_reading_and_sending_rank_killed_ends_the_job_and_a_rerun_finishes_byte_identical() {
+    kill_rank_mid_stage_then_resume(3);
+}
+
+/// Rank 2 is node 1's writer: it reads, receives and writes (the write
+/// phase, with temporary files open).
+#[test]
+fn a_writing_rank_killed_ends_the_job_and_a_rerun_finishes_byte_identical() {
+    kill_rank_mid_stage_then_resume(2);
 }
 
 /// An empty source directory, or a source that is a file, is a clear error

@@ -50,6 +50,10 @@ pub struct TrainState {
     pub files: BTreeMap<String, String>,
 }
 
+/// Testing aid: `STAGEHAND_TRAINER_ABORT_WHILE_WRITING=epoch-2` kills the
+/// process while it writes checkpoint `epoch-2`, after its arrays.
+pub const ABORT_WHILE_WRITING: &str = "STAGEHAND_TRAINER_ABORT_WHILE_WRITING";
+
 /// The format [`save`] writes: 2 added the model state and per-file checksums.
 pub const FORMAT: u32 = 2;
 
@@ -148,6 +152,12 @@ pub fn save(dir: &Path, checkpoint: &Checkpoint) -> Result<PathBuf, CheckpointEr
         state.files.insert((*file).to_owned(), xxh3_hex(&bytes));
         write_synced(&temp.join(file), &bytes)?;
     }
+    // Testing aid: die with the arrays written and the state not, as a job
+    // killed mid-write would (the fault-injection tests resume from it).
+    if std::env::var_os(ABORT_WHILE_WRITING).is_some_and(|at| at == name.as_str()) {
+        eprintln!("aborting while writing checkpoint {name} ({ABORT_WHILE_WRITING})");
+        std::process::abort();
+    }
     let state = serde_json::to_vec_pretty(&state)
         .map_err(|e| CheckpointError::Corrupt { path: temp.join(STATE), reason: e.to_string() })?;
     write_synced(&temp.join(STATE), &state)?;
@@ -159,8 +169,12 @@ pub fn save(dir: &Path, checkpoint: &Checkpoint) -> Result<PathBuf, CheckpointEr
     fs::rename(&latest_temp, dir.join(LATEST)).map_err(io(&dir.join(LATEST)))?;
     for entry in fs::read_dir(dir).map_err(io(dir))?.flatten() {
         let other = entry.file_name().to_string_lossy().into_owned();
-        if other.starts_with("epoch-") && other != name && Some(&other) != previous.as_ref() {
+        // Older checkpoints, and what a writer killed mid-write left.
+        let stale = (other.starts_with("epoch-") && other != name && Some(&other) != previous.as_ref())
+            || (other.starts_with('.') && other.contains(".tmp-"));
+        if stale {
             let _ = fs::remove_dir_all(entry.path());
+            let _ = fs::remove_file(entry.path());
         }
     }
     Ok(final_dir)

@@ -567,3 +567,37 @@ fn trainer_models_lists_every_model_with_its_configurations_and_sizes() {
     assert_eq!(row("cosmoflow", "mlperf-small"), small);
     assert!(row("bn-probe", "small") > 0);
 }
+
+/// Rank 0 killed while it writes a checkpoint (arrays written, state not):
+/// the latest checkpoint stays the previous one, a rerun resumes from it
+/// to the same parameters as a run never killed, and the half-written
+/// directory is removed.
+#[test]
+fn a_job_killed_while_writing_a_checkpoint_resumes_from_the_previous_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 2, 16);
+    let run = |checkpoint: &Path, env: &[(&str, &str)]| {
+        let args = ["--data", data.to_str().unwrap(), "--val-fraction", "0", "--epochs", "3", "--batch", "2"];
+        let mut args = args.to_vec();
+        args.extend(["--checkpoint", checkpoint.to_str().unwrap()]);
+        train(2, env, &args)
+    };
+    let straight = ok(&run(&dir.path().join("straight"), &[]));
+    let killed_dir = dir.path().join("killed");
+    let killed = run(&killed_dir, &[("STAGEHAND_TRAINER_ABORT_WHILE_WRITING", "epoch-2")]);
+    assert!(!killed.status.success(), "the job survived its rank's death");
+    assert_eq!(std::fs::read_to_string(killed_dir.join("latest")).unwrap().trim(), "epoch-1");
+    let leftovers = || {
+        std::fs::read_dir(&killed_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".tmp-"))
+            .count()
+    };
+    assert_eq!(leftovers(), 1, "the killed writer left no half-written checkpoint to test with");
+    let resumed = ok(&run(&killed_dir, &[]));
+    assert_eq!(resumed["resumed_from_epoch"], 1);
+    assert_eq!(resumed["losses"], straight["losses"], "loss curves differ");
+    assert_eq!(params(&killed_dir), params(&dir.path().join("straight")));
+    assert_eq!(leftovers(), 0, "the half-written checkpoint was not removed");
+}
