@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -500,4 +501,86 @@ fn verify_finds_a_same_size_corruption_and_stage_recheck_repairs_it() {
     assert_eq!(r["bytes_read_from_source"], victim.bytes);
     assert!(verify(dir.path(), &["--policy", "replicate"]).status.success());
     assert_eq!(contents(&dir.path().join("node0")), expected(dir.path(), &m, 2, Policy::Replicate, 0)[0]);
+}
+
+/// A tmpfs of `bytes` mounted at `dir` (root only), unmounted on drop; `None`
+/// (with the reason printed) where mounting is not allowed.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, bytes: u64) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs", dir.to_str().unwrap()])
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            // Straight to stderr, past the harness's capture: a skip shows.
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED a full-disk test: cannot mount a tmpfs here: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return None;
+        }
+        Some(Tmpfs(dir.to_owned()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A destination that fills up while files arrive (another job's file
+/// grows on the same node-local disk): the job fails naming the error,
+/// leaves no temporary files, every file under its final name is whole,
+/// and once there is room a rerun completes.
+#[test]
+fn a_destination_filling_up_mid_run_fails_cleanly_and_a_rerun_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dataset(dir.path(), 16, 256);
+    let node1 = dir.path().join("node1");
+    let room = m.total_bytes() + (512 << 10);
+    let Some(_disk) = Tmpfs::mount(&node1, room) else { return };
+    let src = dir.path().join("src");
+    let dest = dir.path().join("node{node}");
+    let child = Command::new("mpirun")
+        .args(e2e::MPIRUN_ARGS)
+        .args(["-np", "4", "-x", "STAGEHAND_RANKS_PER_NODE"])
+        .env("STAGEHAND_RANKS_PER_NODE", "2")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .arg(STAGER)
+        .args(["stage", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap()])
+        .args(["--policy", "replicate", "--chunk-size", "16KiB", "--source-bandwidth", "1MB/s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let journal = node1.join(".stagehand/journal.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Fill the disk but for a few KiB.
+    let filler = node1.join("other-job.bin");
+    let free = stager::files::free_bytes(&node1).unwrap();
+    std::fs::write(&filler, vec![1u8; free.saturating_sub(8 << 10) as usize]).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success(), "the job reported success on a full disk");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    let temp = node1.join(".stagehand/tmp");
+    assert!(std::fs::read_dir(&temp).map_or(0, |d| d.count()) == 0, "temporary files left in {}", temp.display());
+    let want = expected(dir.path(), &m, 2, Policy::Replicate, 0);
+    for (path, bytes) in contents(&node1) {
+        assert!(path == "other-job.bin" || want[1].get(&path) == Some(&bytes), "{path} is not whole");
+    }
+    std::fs::remove_file(&filler).unwrap();
+    report(&stage("2", dir.path(), &["--policy", "replicate"]));
+    for (node, files) in want.iter().enumerate() {
+        assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node} differs after the rerun");
+    }
 }
