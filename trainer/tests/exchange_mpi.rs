@@ -1,9 +1,39 @@
-//! Checks the trainer's gradient exchange under mpirun: blocking fused
+//! The trainer's gradient exchange under a real mpirun: blocking fused
 //! averages (no fusion, small buffers, one buffer) and the one-step-lagged
-//! exchange equal the mean computed locally. Prints one JSON line on rank 0.
+//! exchange equal the mean computed locally, on 2 and 3 ranks.
+//!
+//! The test runs this test binary itself under mpirun, with an environment
+//! variable that makes each rank run the probe instead: a multi-rank check
+//! without a binary the trainer package would install.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use cluster::World;
+use serde_json::Value;
 use trainer::exchange::{GradientExchange, LaggedExchange};
+
+/// Set on the ranks: run the probe, not the test.
+const PROBE: &str = "STAGEHAND_EXCHANGE_PROBE";
+const TEST: &str = "gradient_exchange_averages_fused_and_lagged_on_two_and_three_ranks";
+
+#[test]
+fn gradient_exchange_averages_fused_and_lagged_on_two_and_three_ranks() {
+    if std::env::var_os(PROBE).is_some() {
+        probe();
+        return;
+    }
+    let this = std::env::current_exe().unwrap();
+    for ranks in [2, 3] {
+        let out = e2e::mpirun(ranks, &[(PROBE, "1")], &this, &["--exact", TEST, "--nocapture", "--test-threads=1"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{ranks} ranks: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        // The harness prints the test's name on the line the report starts.
+        let line = stdout.lines().find_map(|l| l.find('{').map(|at| &l[at..]));
+        let report: Value = serde_json::from_str(line.unwrap_or_else(|| panic!("no report: {stdout}"))).unwrap();
+        assert_eq!(report["ranks"], ranks);
+        assert_eq!(report["checks"], 3 * 2 * 5 + 5 + 3 * 5);
+    }
+}
 
 /// Tensor `t` of rank `r` at step `s`: values every rank can recompute.
 fn tensor(r: usize, s: usize, t: usize, len: usize) -> Vec<f32> {
@@ -24,7 +54,8 @@ fn close(a: &[f32], b: &[f32]) -> bool {
     a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-4 * y.abs().max(1.0))
 }
 
-fn main() {
+/// The probe each rank runs (inside this test binary, under mpirun).
+fn probe() {
     let world = World::init().unwrap_or_else(|e| e2e::exit_with(&e.into()));
     cluster::logging::init(world.topology(), Some("warn"));
     let (rank, ranks) = (world.rank(), world.size());
