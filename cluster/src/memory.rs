@@ -11,6 +11,17 @@ pub fn peak_rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// Resident memory of this process now in bytes (Linux `VmRSS`), or `None`
+/// where the kernel does not say: what a soak test watches for growth.
+pub fn current_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+}
+
 /// Memory the kernel says can be allocated without swapping (Linux
 /// `MemAvailable`), or `None` where it does not say.
 pub fn available_bytes() -> Option<u64> {
