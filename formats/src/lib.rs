@@ -32,6 +32,7 @@
 //! ```
 
 pub mod atomic;
+pub mod checkpoint;
 pub mod checksum;
 pub mod climate;
 pub mod cosmoflow;

@@ -36,7 +36,8 @@
 //! # Ok::<(), trainer::engine::TrainError>(())
 //! ```
 
-pub mod checkpoint;
+/// The checkpoint format, from `formats` (it is a file format).
+pub use formats::checkpoint;
 pub mod engine;
 pub mod exchange;
 pub mod fusion;

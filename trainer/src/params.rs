@@ -372,13 +372,5 @@ pub fn glorot_uniform(shapes: &[Vec<usize>], seed: u64) -> Vec<Vec<f32>> {
 /// xxh3 of every value's bytes: equal on all ranks if and only if (up to
 /// hash collisions) the tensors are bit-identical.
 pub fn checksum(values: &[Vec<f32>]) -> u64 {
-    use std::hash::Hasher as _;
-    let mut hasher = twox_hash::XxHash3_64::new();
-    let mut bytes = Vec::new();
-    for tensor in values {
-        bytes.clear();
-        bytes.extend(tensor.iter().flat_map(|v| v.to_le_bytes()));
-        hasher.write(&bytes);
-    }
-    hasher.finish()
+    formats::checkpoint::values_checksum(values)
 }

@@ -1,5 +1,5 @@
-//! Checkpoints: parameters, model state (BatchNorm running statistics),
-//! optimiser state and where training stands,
+//! The trainer's checkpoints: parameters, model state (BatchNorm running
+//! statistics), optimiser state and where training stands,
 //! written by rank 0 at the end of an epoch (and, with `--checkpoint-every`,
 //! every so many steps within one) and read by every rank on resume. A
 //! checkpoint is a directory `epoch-N/` (N epochs done) or
@@ -10,6 +10,10 @@
 //! `state.json` holds the xxh3 of every array file, checked on load, so a
 //! damaged file is an error naming it, never a resumed run on corrupt
 //! momentum.
+//!
+//! A file format, so it lives with the others: [`decode`] turns the bytes
+//! of one checkpoint's files into a [`Checkpoint`] without doing I/O (and is
+//! fuzzed), [`load_latest`] and [`save`] do the file work.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -117,11 +121,16 @@ fn flatten(tensors: &[Vec<f32>]) -> Vec<u8> {
 }
 
 fn unflatten(bytes: &[u8], lengths: &[usize], path: &Path) -> Result<Vec<Vec<f32>>, CheckpointError> {
-    let total: usize = lengths.iter().sum();
-    if bytes.len() != total * 4 {
+    // Lengths come from state.json: a damaged one must not overflow.
+    let total = lengths.iter().try_fold(0usize, |sum, &n| sum.checked_add(n));
+    let expected = total.and_then(|t| t.checked_mul(4));
+    if expected != Some(bytes.len()) {
         return Err(CheckpointError::Corrupt {
             path: path.to_path_buf(),
-            reason: format!("{} bytes, expected {} ({} values)", bytes.len(), total * 4, total),
+            reason: match total {
+                Some(total) => format!("{} bytes, expected {} values of 4 bytes", bytes.len(), total),
+                None => format!("{} bytes, but state.json lists more values than memory can hold", bytes.len()),
+            },
         });
     }
     let mut values = bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
@@ -194,33 +203,47 @@ pub fn load_latest(dir: &Path) -> Result<Option<Checkpoint>, CheckpointError> {
     }
     let at = dir.join(name);
     let state_path = at.join(STATE);
-    let bytes = fs::read(&state_path).map_err(io(&state_path))?;
-    let state: TrainState = serde_json::from_slice(&bytes)
-        .map_err(|e| CheckpointError::Corrupt { path: state_path.clone(), reason: e.to_string() })?;
-    let mut arrays = Vec::with_capacity(ARRAYS.len());
-    for file in ARRAYS {
+    let state = fs::read(&state_path).map_err(io(&state_path))?;
+    let mut arrays: [Vec<u8>; 4] = Default::default();
+    for (file, bytes) in ARRAYS.iter().zip(&mut arrays) {
         let path = at.join(file);
-        let lengths = if file == "model_state.f32" { &state.state_lengths } else { &state.lengths };
-        let bytes = match fs::read(&path) {
+        *bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
-            // Checkpoints of format 1 have no model state.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && lengths.is_empty() => Vec::new(),
+            // Checkpoints of format 1 have no model state; `decode` checks
+            // that state.json lists none.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && *file == "model_state.f32" => Vec::new(),
             Err(e) => return Err(CheckpointError::Io { path, source: e }),
         };
+    }
+    decode(&at, &state, [&arrays[0], &arrays[1], &arrays[2], &arrays[3]]).map(Some)
+}
+
+/// The checkpoint held by the bytes of its `state.json` and of its array
+/// files (`params.f32`, `first.f32`, `second.f32`, `model_state.f32`, in
+/// that order), read from directory `at` (named in errors). Checks every
+/// length, every file's checksum and the parameters' checksum; does no I/O.
+pub fn decode(at: &Path, state: &[u8], arrays: [&[u8]; 4]) -> Result<Checkpoint, CheckpointError> {
+    let state_path = at.join(STATE);
+    let state: TrainState = serde_json::from_slice(state)
+        .map_err(|e| CheckpointError::Corrupt { path: state_path.clone(), reason: e.to_string() })?;
+    let mut decoded = Vec::with_capacity(ARRAYS.len());
+    for (file, bytes) in ARRAYS.iter().zip(arrays) {
+        let path = at.join(file);
+        let lengths = if *file == "model_state.f32" { &state.state_lengths } else { &state.lengths };
         let lengths: &[usize] = if bytes.is_empty() { &[] } else { lengths };
-        arrays.push(unflatten(&bytes, lengths, &path)?);
-        if let Some(expected) = state.files.get(file)
-            && *expected != xxh3_hex(&bytes)
+        decoded.push(unflatten(bytes, lengths, &path)?);
+        if let Some(expected) = state.files.get(*file)
+            && *expected != xxh3_hex(bytes)
         {
             return Err(CheckpointError::Corrupt {
                 path,
-                reason: format!("checksum mismatch: its xxh3 is {}, state.json says {expected}", xxh3_hex(&bytes)),
+                reason: format!("checksum mismatch: its xxh3 is {}, state.json says {expected}", xxh3_hex(bytes)),
             });
         }
     }
-    let [params, first, second, model_state]: [Vec<Vec<f32>>; 4] = arrays
+    let [params, first, second, model_state]: [Vec<Vec<f32>>; 4] = decoded
         .try_into()
-        .map_err(|_| CheckpointError::Corrupt { path: at.clone(), reason: "missing arrays".into() })?;
+        .map_err(|_| CheckpointError::Corrupt { path: at.to_path_buf(), reason: "missing arrays".into() })?;
     if params.len() != state.lengths.len() || model_state.len() != state.state_lengths.len() {
         return Err(CheckpointError::Corrupt {
             path: at.join(ARRAYS[0]),
@@ -228,13 +251,27 @@ pub fn load_latest(dir: &Path) -> Result<Option<Checkpoint>, CheckpointError> {
         });
     }
     let all: Vec<Vec<f32>> = params.iter().chain(&model_state).cloned().collect();
-    if crate::params::checksum(&all) != state.checksum {
+    if values_checksum(&all) != state.checksum {
         return Err(CheckpointError::Corrupt {
             path: at.join(ARRAYS[0]),
             reason: "parameters do not match the checksum in state.json".into(),
         });
     }
-    Ok(Some(Checkpoint { state, params, model_state, first, second }))
+    Ok(Checkpoint { state, params, model_state, first, second })
+}
+
+/// xxh3-64 of tensors' values, as little-endian `f32` bytes in order: the
+/// checksum every rank agrees on and a checkpoint records.
+pub fn values_checksum(values: &[Vec<f32>]) -> u64 {
+    use std::hash::Hasher as _;
+    let mut hasher = twox_hash::XxHash3_64::new();
+    let mut bytes = Vec::new();
+    for tensor in values {
+        bytes.clear();
+        bytes.extend(tensor.iter().flat_map(|v| v.to_le_bytes()));
+        hasher.write(&bytes);
+    }
+    hasher.finish()
 }
 
 #[cfg(test)]
@@ -257,7 +294,7 @@ mod tests {
                 steps: 10 * epochs_done,
                 seed: 7,
                 losses: vec![0.5, 0.25],
-                checksum: crate::params::checksum(&all),
+                checksum: values_checksum(&all),
                 files: BTreeMap::new(),
             },
             params,
@@ -338,6 +375,18 @@ mod tests {
         assert!(err.contains("params.f32") && err.contains("checksum"), "{err}");
         fs::write(&path, &bytes[..7]).unwrap();
         let err = load_latest(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("expected 16"), "{err}");
+        assert!(err.contains("7 bytes, expected 4 values"), "{err}");
+    }
+
+    #[test]
+    fn lengths_in_state_json_that_overflow_are_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = save(dir.path(), &sample(1)).unwrap();
+        let mut state: TrainState = serde_json::from_slice(&fs::read(at.join(STATE)).unwrap()).unwrap();
+        state.lengths = vec![usize::MAX, 2];
+        let state = serde_json::to_vec(&state).unwrap();
+        let arrays = ARRAYS.map(|f| fs::read(at.join(f)).unwrap());
+        let err = decode(&at, &state, [&arrays[0], &arrays[1], &arrays[2], &arrays[3]]).unwrap_err().to_string();
+        assert!(err.contains("more values than memory can hold"), "{err}");
     }
 }
