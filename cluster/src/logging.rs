@@ -57,6 +57,24 @@ pub fn init(topology: &Topology, default_filter: Option<&str>) {
         .try_init();
 }
 
+/// `error` and its chain of causes on one line, `a: b: c`, each cause
+/// once: our error types put their cause in their own message (so a plain
+/// `{e}` is complete) and also report it as `source()`, so anyhow's `{:#}`
+/// would repeat it ("Permission denied: Permission denied").
+pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !line.ends_with(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        cause = c.source();
+    }
+    line
+}
+
 /// Print `error: {message}` to stderr in a single write. Ranks that fail
 /// together share `mpirun`'s stderr, and `eprintln!` writes each formatted
 /// piece separately, so their lines came out interleaved mid-word.
@@ -64,4 +82,21 @@ pub fn print_error(message: impl std::fmt::Display) {
     use std::io::Write;
     let line = format!("error: {message}\n");
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+#[cfg(test)]
+mod chain_tests {
+    #[derive(Debug, thiserror::Error)]
+    #[error("{path}: {source}")]
+    struct Wrapped {
+        path: String,
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        let io = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let e = anyhow::Error::new(Wrapped { path: "/data/f2.bin".into(), source: io }).context("scanning /data");
+        assert_eq!(super::chain(e.as_ref()), "scanning /data: /data/f2.bin: permission denied");
+    }
 }

@@ -159,7 +159,7 @@ fn main() {
         Command::Pk(args) => pk(&args),
     };
     if let Err(e) = result {
-        cluster::logging::print_error(format_args!("{e:#}"));
+        cluster::logging::print_error(format_args!("{}", cluster::logging::chain(e.as_ref())));
         std::process::exit(1);
     }
 }

@@ -48,14 +48,14 @@ impl OutputDir {
         let token = run_token(world);
         let sharing = match sharing_ranks(world, path, token) {
             Ok(sharing) => sharing,
-            Err(e) => world.fail(format!("{e:#}")),
+            Err(e) => world.fail(cluster::logging::chain(e.as_ref())),
         };
         let dir = OutputDir { path: path.to_owned(), sharing };
         if dir.is_leader(world) {
             let claimed =
                 if overwrite { remove_listed(path).and_then(|()| warn_left(path)) } else { refuse_nonempty(path) };
             if let Err(e) = claimed {
-                world.fail(format!("{e:#}"));
+                world.fail(cluster::logging::chain(e.as_ref()));
             }
         }
         world.barrier();

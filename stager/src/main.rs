@@ -180,7 +180,7 @@ fn main() {
         Command::Simulate(args) => simulate(&args),
     };
     if let Err(e) = result {
-        cluster::logging::print_error(format_args!("{e:#}"));
+        cluster::logging::print_error(format_args!("{}", cluster::logging::chain(e.as_ref())));
         std::process::exit(1);
     }
 }
@@ -284,9 +284,10 @@ fn with_world(f: impl FnOnce(&World) -> anyhow::Result<()>) -> anyhow::Result<()
         // Another rank printed why a remote failure happened; stay quiet.
         if !matches!(e.downcast_ref::<StageError>(), Some(StageError::Remote(_))) {
             cluster::logging::print_error(format_args!(
-                "rank {} (node {}): {e:#}",
+                "rank {} (node {}): {}",
                 world.rank(),
-                world.topology().node
+                world.topology().node,
+                cluster::logging::chain(e.as_ref())
             ));
         }
         // Errors returned here were agreed on by every rank, so all of them

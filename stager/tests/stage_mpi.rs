@@ -584,3 +584,44 @@ fn a_destination_filling_up_mid_run_fails_cleanly_and_a_rerun_completes() {
         assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node} differs after the rerun");
     }
 }
+
+/// A source file the user may not read (the job runs as `nobody`, since
+/// root reads anything): every rank exits non-zero, the error names the
+/// file and says why once, and nothing is left under a final name.
+#[test]
+fn an_unreadable_source_file_fails_naming_it_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let m = dataset(dir.path(), 6, 16);
+    let is_root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    if !is_root {
+        let _ = writeln!(std::io::stderr(), "SKIPPED an unreadable-file test: it needs root to switch to nobody");
+        return;
+    }
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let victim = &m.files[2].path;
+    std::fs::set_permissions(dir.path().join("src").join(victim), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let src = dir.path().join("src");
+    let dest = dir.path().join("node{node}");
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "mpirun"])
+        .args(e2e::MPIRUN_ARGS)
+        .args(["-np", "2", "-x", "STAGEHAND_RANKS_PER_NODE"])
+        .env("STAGEHAND_RANKS_PER_NODE", "1")
+        .env("HOME", dir.path())
+        .arg(STAGER)
+        .args(["stage", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "staging an unreadable file succeeded");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr.lines().find(|l| l.starts_with("error:") && l.contains(victim.as_str()));
+    let line = line.unwrap_or_else(|| panic!("no error naming {victim}:\n{stderr}"));
+    assert_eq!(line.matches("Permission denied").count(), 1, "{line}");
+    for node in 0..2 {
+        for (path, bytes) in contents(&dir.path().join(format!("node{node}"))) {
+            let want = std::fs::read(src.join(&path)).unwrap();
+            assert!(bytes == want, "node {node}: {path} is not whole");
+        }
+    }
+}

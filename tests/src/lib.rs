@@ -96,7 +96,7 @@ pub fn demo_sample(seed: u64, id: u64, shape: formats::cosmoflow::CosmoShape) ->
 /// Print an error as one line (`error: cause: cause...`) and exit 1. For
 /// failures before MPI is up; after, use `cluster::World::fail`.
 pub fn exit_with(error: &anyhow::Error) -> ! {
-    cluster::logging::print_error(format_args!("{error:#}"));
+    cluster::logging::print_error(format_args!("{}", cluster::logging::chain(error.as_ref())));
     std::process::exit(1)
 }
 

@@ -352,7 +352,7 @@ fn main() {
         Command::Train(args) => args,
         Command::Models => {
             if let Err(e) = list_models() {
-                cluster::logging::print_error(format_args!("{e:#}"));
+                cluster::logging::print_error(format_args!("{}", cluster::logging::chain(e.as_ref())));
                 std::process::exit(1);
             }
             return;
@@ -363,7 +363,7 @@ fn main() {
     let (model, config, baseline) = match prepare(&args) {
         Ok(prepared) => prepared,
         Err(e) => {
-            cluster::logging::print_error(format_args!("{e:#}"));
+            cluster::logging::print_error(format_args!("{}", cluster::logging::chain(e.as_ref())));
             std::process::exit(2);
         }
     };
@@ -378,6 +378,6 @@ fn main() {
     if let Err(e) = train(&world, model, &config, baseline, &args) {
         // A failure on one rank is not seen by the others, which would wait
         // in the next allreduce: end the whole job.
-        world.fail(format!("{e:#}"));
+        world.fail(cluster::logging::chain(e.as_ref()));
     }
 }

@@ -9,7 +9,7 @@ fn main() {
     let world = World::init().unwrap_or_else(|e| e2e::exit_with(&e.into()));
     cluster::logging::init(world.topology(), Some("warn"));
     if let Err(e) = run(&world) {
-        world.fail(format!("{e:#}"));
+        world.fail(cluster::logging::chain(e.as_ref()));
     }
 }
 

@@ -53,7 +53,7 @@ fn main() {
     let world = World::init().unwrap_or_else(|e| e2e::exit_with(&e.into()));
     cluster::logging::init(world.topology(), None);
     if let Err(e) = run(&world, &args) {
-        world.fail(format!("{e:#}"));
+        world.fail(cluster::logging::chain(e.as_ref()));
     }
 }
 
