@@ -16,7 +16,8 @@
 //!
 //! Writes `soak.json` (every round of every rank), `soak.csv` and
 //! `soak-rss.svg` (RSS of each rank over time) under `STAGEHAND_SOAK_DIR`
-//! (default /tmp/stagehand-soak). `STAGEHAND_SOAK_MINUTES` defaults to 1.
+//! (default /tmp/stagehand-soak). `STAGEHAND_SOAK_MINUTES` defaults to 1;
+//! `STAGEHAND_SOAK_REDRAW=1` only redraws the SVG from an earlier soak.json.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -55,6 +56,14 @@ fn main() {
         return;
     }
     let root = root_dir();
+    // Redraw the picture of an earlier soak from its soak.json.
+    if std::env::var_os("STAGEHAND_SOAK_REDRAW").is_some() {
+        let report: Value = serde_json::from_slice(&std::fs::read(root.join("soak.json")).unwrap()).unwrap();
+        let rounds: Vec<Vec<f64>> = serde_json::from_value(report["rounds"].clone()).unwrap();
+        let ranks = report["summary"]["ranks"].as_u64().unwrap() as usize;
+        std::fs::write(root.join("soak-rss.svg"), rss_svg(&rounds, ranks)).unwrap();
+        return;
+    }
     std::fs::create_dir_all(&root).unwrap();
     // 12 universes of 8 samples (32³ x 4 int16, 256 KiB each): 24 MiB in 12 files.
     let source = e2e::simulated_cosmo(&root, 12, 2026);
@@ -237,45 +246,84 @@ fn write_results(root: &Path, rounds: &[Vec<f64>], ranks: usize, dataset_samples
     }
 }
 
-/// RSS (MiB) of each rank against time (s) as an SVG line chart: a picture
-/// is where flat or growing shows at a glance.
+/// RSS (MiB) of each rank against time (s) as an SVG line chart with
+/// ticks and a legend right of the plot: flat or growing shows at a glance.
 fn rss_svg(rounds: &[Vec<f64>], ranks: usize) -> String {
-    let (w, h, pad) = (720.0, 360.0, 50.0);
-    let seconds: Vec<f64> = rounds.iter().map(|r| r[1]).collect();
-    let t_max = seconds.iter().copied().fold(1.0, f64::max);
+    let (w, h, left, right, top, bottom) = (760.0, 380.0, 60.0, 110.0, 40.0, 50.0);
+    let t_max = rounds.iter().map(|r| r[1]).fold(1.0, f64::max);
     let rss_mb = |r: &Vec<f64>, k: usize| r[k * FIELDS + 7] / f64::from(1u32 << 20);
-    let m_max = rounds.iter().flat_map(|r| (0..ranks).map(move |k| rss_mb(r, k))).fold(1.0, f64::max) * 1.1;
-    let x = |t: f64| pad + t / t_max * (w - 2.0 * pad);
-    let y = |m: f64| h - pad - m / m_max * (h - 2.0 * pad);
+    let m_top = rounds.iter().flat_map(|r| (0..ranks).map(move |k| rss_mb(r, k))).fold(1.0, f64::max) * 1.1;
+    let x = |t: f64| left + t / t_max * (w - left - right);
+    let y = |m: f64| h - bottom - m / m_top * (h - top - bottom);
     let colours = ["#1f5fc8", "#c8501f", "#2a9d4b", "#8a3fc0"];
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <line x1=\"{pad}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n\
-         <line x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{}\" stroke=\"black\"/>\n\
-         <text x=\"{}\" y=\"{}\" text-anchor=\"middle\">seconds (0 to {t_max:.0})</text>\n\
-         <text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">RSS, MiB (0 to {m_max:.0})</text>\n\
-         <text x=\"{}\" y=\"24\" text-anchor=\"middle\">Resident memory of each rank over the soak</text>\n",
-        h - pad,
-        w - pad,
-        h - pad,
-        h - pad,
-        w / 2.0,
-        h - 15.0,
-        h / 2.0,
-        h / 2.0,
-        w / 2.0,
+         <text x=\"{}\" y=\"22\" text-anchor=\"middle\">Resident memory of each rank over the soak</text>\n\
+         <text x=\"{}\" y=\"{}\" text-anchor=\"middle\">seconds</text>\n\
+         <text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">RSS, MiB</text>\n",
+        (left + w - right) / 2.0,
+        (left + w - right) / 2.0,
+        h - 10.0,
+        (top + h - bottom) / 2.0,
+        (top + h - bottom) / 2.0,
+    );
+    let nice = |span: f64| {
+        [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 300.0, 600.0, 1200.0, 3600.0]
+            .into_iter()
+            .find(|step| span / step <= 8.0)
+            .unwrap_or(span)
+    };
+    let (t_step, m_step) = (nice(t_max), nice(m_top));
+    let mut t = 0.0;
+    while t <= t_max + 1e-9 {
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{0:.1}\" y1=\"{1}\" x2=\"{0:.1}\" y2=\"{2}\" stroke=\"#ddd\"/><text x=\"{0:.1}\" y=\"{3}\" text-anchor=\"middle\">{t}</text>",
+            x(t),
+            top,
+            h - bottom,
+            h - bottom + 16.0
+        );
+        t += t_step;
+    }
+    let mut m = 0.0;
+    while m <= m_top + 1e-9 {
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{left}\" y1=\"{0:.1}\" x2=\"{1}\" y2=\"{0:.1}\" stroke=\"#ddd\"/><text x=\"{2}\" y=\"{3:.1}\" text-anchor=\"end\">{m}</text>",
+            y(m),
+            w - right,
+            left - 6.0,
+            y(m) + 4.0
+        );
+        m += m_step;
+    }
+    let _ = writeln!(
+        svg,
+        "<rect x=\"{left}\" y=\"{top}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>",
+        w - left - right,
+        h - top - bottom
     );
     for k in 0..ranks {
-        let points: Vec<String> = rounds.iter().map(|r| format!("{:.1},{:.1}", x(r[1]), y(rss_mb(r, k)))).collect();
+        // At most 1000 points a line: each the largest RSS of its stretch
+        // of rounds, so thinning never hides growth.
+        let stretch = rounds.len().div_ceil(1000).max(1);
+        let points: Vec<String> = rounds
+            .chunks(stretch)
+            .map(|c| {
+                let peak = c.iter().map(|r| rss_mb(r, k)).fold(0.0, f64::max);
+                format!("{:.1},{:.1}", x(c[c.len() - 1][1]), y(peak))
+            })
+            .collect();
         let colour = colours[k % colours.len()];
         let _ = writeln!(
             svg,
             "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"1.5\" points=\"{}\"/>\n\
              <text x=\"{}\" y=\"{}\" fill=\"{colour}\">rank {k}</text>",
             points.join(" "),
-            w - pad - 60.0,
-            pad + 16.0 * k as f64
+            w - right + 12.0,
+            top + 14.0 + 18.0 * k as f64
         );
     }
     svg.push_str("</svg>\n");
