@@ -6,6 +6,7 @@
 #   bash fuzz/run.sh 600              # every target, 10 minutes each
 #   bash fuzz/run.sh 5 journal trace  # some targets, a few seconds each
 #   MINIMIZE=1 bash fuzz/run.sh 600   # and shrink each corpus afterwards
+#   FUZZ_PROFILE=dev bash fuzz/run.sh 3 # quicker to build, slower to run (CI)
 #
 # Corpora live in fuzz/corpus/NAME (kept in the repository; inputs the
 # fuzzer finds interesting are added there). A crash, timeout or
@@ -26,8 +27,10 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build --release --locked --bins --target "$HOST"
-BIN="$CARGO_TARGET_DIR/$HOST/release"
+PROFILE=${FUZZ_PROFILE:-release}
+cargo build --profile "$PROFILE" --locked --bins --target "$HOST"
+# Cargo's output directory for the `dev` profile is named `debug`.
+BIN="$CARGO_TARGET_DIR/$HOST/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")"
 mkdir -p logs
 failed=0
 for target in "${TARGETS[@]}"; do
