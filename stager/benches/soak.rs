@@ -22,6 +22,7 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -105,7 +106,12 @@ fn rank_main() {
     let needs = manifest.files_per_node(t.nodes, policy, 0).unwrap_or_else(|e| world.fail(e));
     let deadline = minutes() * 60.0;
     let started = Instant::now();
-    let mut rounds: Vec<Vec<f64>> = Vec::new();
+    // Rank 0 streams every round to a file and keeps nothing in memory: a
+    // soak that kept its records would see them as growing RSS (a first
+    // version did: 8762 rounds of 32 figures on every rank were the whole
+    // creep it measured).
+    let records = root.join("soak-rounds.f64");
+    let mut out = world.is_root().then(|| std::io::BufWriter::new(std::fs::File::create(&records).unwrap()));
     for round in 0u64.. {
         if t.local_rank == 0 {
             let _ = std::fs::remove_dir_all(&dest);
@@ -143,9 +149,17 @@ fn rank_main() {
             load_errors as f64,
             rss as f64,
         ];
-        let mut all = vec![0f64; FIELDS * t.size];
-        world.comm().all_gather_into(&mine[..], &mut all[..]);
-        rounds.push(all);
+        let root_rank = world.comm().process_at_rank(0);
+        if let Some(out) = out.as_mut() {
+            let mut all = vec![0f64; FIELDS * t.size];
+            root_rank.gather_into_root(&mine[..], &mut all[..]);
+            for v in all {
+                out.write_all(&v.to_le_bytes()).unwrap();
+            }
+            out.flush().unwrap();
+        } else {
+            root_rank.gather_into(&mine[..]);
+        }
         // Rank 0's clock decides, so every rank stops after the same round.
         let mut go_on = u8::from(started.elapsed().as_secs_f64() < deadline);
         world.comm().process_at_rank(0).broadcast_into(&mut go_on);
@@ -154,6 +168,10 @@ fn rank_main() {
         }
     }
     if world.is_root() {
+        drop(out);
+        let bytes = std::fs::read(&records).unwrap();
+        let values: Vec<f64> = bytes.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap())).collect();
+        let rounds: Vec<Vec<f64>> = values.chunks_exact(FIELDS * t.size).map(<[f64]>::to_vec).collect();
         write_results(&root, &rounds, t.size, manifest.total_samples());
     }
 }
