@@ -39,6 +39,27 @@ fn stage(ranks_per_node: &str, root: &Path, extra: &[&str]) -> Output {
     e2e::mpirun(4, &[("STAGEHAND_RANKS_PER_NODE", ranks_per_node)], STAGER.as_ref(), &args)
 }
 
+/// Start `stager stage` of `root/src` into `root/node{node}` in the
+/// background on `ranks` ranks, `per_node` to a pretend node, with `extra`
+/// options (a slow `--source-bandwidth` keeps it running while a test
+/// injects a fault). Stderr is piped.
+fn spawn_stage(root: &Path, ranks: usize, per_node: &str, extra: &[&str]) -> std::process::Child {
+    let (src, dest) = (root.join("src"), root.join("node{node}"));
+    Command::new("mpirun")
+        .args(e2e::MPIRUN_ARGS)
+        .args(["-np", &ranks.to_string(), "-x", "STAGEHAND_RANKS_PER_NODE"])
+        .env("STAGEHAND_RANKS_PER_NODE", per_node)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .arg(STAGER)
+        .args(["stage", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap()])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 fn report(output: &Output) -> Value {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "stage failed\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
@@ -309,21 +330,13 @@ fn kill_rank_mid_stage_then_resume(victim: usize) {
     let dir = tempfile::tempdir().unwrap();
     let m = dataset(dir.path(), 24, 256);
     let src = dir.path().join("src");
-    let dest = dir.path().join("node{node}");
     // Emulate a slow file system so the run is still going when a rank dies.
-    let mut child = Command::new("mpirun")
-        .args(e2e::MPIRUN_ARGS)
-        .args(["-np", "4", "-x", "STAGEHAND_RANKS_PER_NODE"])
-        .env("STAGEHAND_RANKS_PER_NODE", "2")
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .arg(STAGER)
-        .args(["stage", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap()])
-        .args(["--policy", "replicate", "--chunk-size", "16KiB", "--source-bandwidth", "1MB/s"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_stage(
+        dir.path(),
+        4,
+        "2",
+        &["--policy", "replicate", "--chunk-size", "16KiB", "--source-bandwidth", "1MB/s"],
+    );
     // Wait until some files are journaled, then kill -9 the victim.
     let journal = dir.path().join("node1/.stagehand/journal.jsonl");
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -427,23 +440,8 @@ fn a_destination_locked_by_another_job_is_refused_naming_the_holder() {
 fn two_jobs_started_at_once_on_one_destination_never_corrupt_it() {
     let dir = tempfile::tempdir().unwrap();
     let m = dataset(dir.path(), 16, 256);
-    let src = dir.path().join("src");
-    let dest = dir.path().join("node{node}");
-    let spawn = || {
-        Command::new("mpirun")
-            .args(e2e::MPIRUN_ARGS)
-            .args(["-np", "2", "-x", "STAGEHAND_RANKS_PER_NODE"])
-            .env("STAGEHAND_RANKS_PER_NODE", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .arg(STAGER)
-            .args(["stage", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap()])
-            .args(["--policy", "replicate", "--threads", "2", "--chunk-size", "16KiB", "--source-bandwidth", "2MB/s"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
+    let slow = ["--policy", "replicate", "--threads", "2", "--chunk-size", "16KiB", "--source-bandwidth", "2MB/s"];
+    let spawn = || spawn_stage(dir.path(), 2, "1", &slow);
     let (first, second) = (spawn(), spawn());
     let outputs = [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()];
     for o in outputs.iter().filter(|o| !o.status.success()) {
@@ -544,21 +542,12 @@ fn a_destination_filling_up_mid_run_fails_cleanly_and_a_rerun_completes() {
     let node1 = dir.path().join("node1");
     let room = m.total_bytes() + (512 << 10);
     let Some(_disk) = Tmpfs::mount(&node1, room) else { return };
-    let src = dir.path().join("src");
-    let dest = dir.path().join("node{node}");
-    let child = Command::new("mpirun")
-        .args(e2e::MPIRUN_ARGS)
-        .args(["-np", "4", "-x", "STAGEHAND_RANKS_PER_NODE"])
-        .env("STAGEHAND_RANKS_PER_NODE", "2")
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .arg(STAGER)
-        .args(["stage", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap()])
-        .args(["--policy", "replicate", "--chunk-size", "16KiB", "--source-bandwidth", "1MB/s"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_stage(
+        dir.path(),
+        4,
+        "2",
+        &["--policy", "replicate", "--chunk-size", "16KiB", "--source-bandwidth", "1MB/s"],
+    );
     let journal = node1.join(".stagehand/journal.jsonl");
     let deadline = Instant::now() + Duration::from_secs(30);
     while std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 2 && Instant::now() < deadline {
