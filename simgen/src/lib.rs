@@ -15,4 +15,5 @@
 
 pub mod cosmo;
 pub mod image;
+pub mod multislice;
 pub mod output;
