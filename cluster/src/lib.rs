@@ -25,6 +25,7 @@
 //! the MPI calls and tested without MPI; the MPI paths are tested under
 //! `mpirun` by the `stagehand-tests` crate.
 
+pub mod allocator;
 pub mod logging;
 pub mod memory;
 pub mod panic;

@@ -17,3 +17,4 @@ pub mod cosmo;
 pub mod image;
 pub mod multislice;
 pub mod output;
+pub mod random;

@@ -81,6 +81,8 @@ fn main() {
 }
 
 fn rank_main() {
+    // As the stager binary does: the soak measures that process.
+    cluster::allocator::map_large_blocks();
     let world = World::init().unwrap_or_else(|e| e2e::exit_with(&e.into()));
     cluster::logging::init(world.topology(), Some("warn"));
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -173,6 +173,8 @@ struct SimulateArgs {
 
 fn main() {
     let cli = Cli::parse();
+    // Long loops of chunk buffers must not leave memory in the heap.
+    cluster::allocator::map_large_blocks();
     let result = match cli.command {
         Command::Stage(args) => with_world(|world| stage(world, &args)),
         Command::Verify(args) => with_world(|world| verify(world, &args)),

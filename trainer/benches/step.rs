@@ -114,7 +114,7 @@ fn trainer_run(ranks: usize, data: &Path, batch: usize) -> Value {
 }
 
 fn main() {
-    trainer::memory::keep_freed_memory();
+    cluster::allocator::keep_freed_memory();
     let batch = env_usize("STAGEHAND_BENCH_BATCH", 8);
     let steps = env_usize("STAGEHAND_BENCH_STEPS", 10);
     let reps = env_usize("STAGEHAND_BENCH_REPS", 3);

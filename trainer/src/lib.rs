@@ -42,7 +42,6 @@ pub mod engine;
 pub mod exchange;
 pub mod fusion;
 pub mod kernels;
-pub mod memory;
 pub mod models;
 pub mod optim;
 pub mod params;

@@ -346,7 +346,7 @@ fn list_models() -> anyhow::Result<()> {
 }
 
 fn main() {
-    trainer::memory::keep_freed_memory();
+    cluster::allocator::keep_freed_memory();
     let cli = Cli::parse();
     let args = match cli.command {
         Command::Train(args) => args,

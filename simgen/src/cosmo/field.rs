@@ -13,12 +13,11 @@
 //! q + D1 psi1 + D2 psi2 with D2 < 0 from [`Cosmology::growth`]. Nyquist
 //! modes are zeroed in every gradient.
 
-use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha12Rng;
 use rustfft::num_complex::Complex32;
 
 use super::cosmology::LinearPower;
 use super::fft3::{Fft3, frequency};
+use crate::random::Normals;
 
 /// How the initial conditions are drawn.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -31,37 +30,6 @@ pub struct FieldConfig {
     pub seed: u64,
     /// Unit-modulus noise (no cosmic variance).
     pub fixed_amplitude: bool,
-}
-
-/// Standard normal variates by Box-Muller from a ChaCha12 stream: a stream
-/// pinned by its algorithm, not by a crate's choice of sampler.
-pub struct Normals {
-    rng: ChaCha12Rng,
-    spare: Option<f64>,
-}
-
-impl Normals {
-    /// A stream for `seed`.
-    pub fn new(seed: u64) -> Self {
-        Normals { rng: ChaCha12Rng::seed_from_u64(seed), spare: None }
-    }
-
-    /// A uniform variate in (0, 1].
-    pub fn uniform(&mut self) -> f64 {
-        ((self.rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64
-    }
-
-    /// The next N(0, 1) variate.
-    pub fn normal(&mut self) -> f64 {
-        if let Some(v) = self.spare.take() {
-            return v;
-        }
-        let (u1, u2) = (self.uniform(), self.uniform());
-        let r = (-2.0 * u1.ln()).sqrt();
-        let t = 2.0 * std::f64::consts::PI * u2;
-        self.spare = Some(r * t.sin());
-        r * t.cos()
-    }
 }
 
 /// δ̂_k of the linear field today, in FFT index order.

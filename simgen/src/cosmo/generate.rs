@@ -14,7 +14,8 @@ use formats::tfrecord::{TfRecordError, TfRecordFileWriter};
 use super::assign::{Assignment, assign, cut_into};
 use super::cosmology::Cosmology;
 use super::fft3::Fft3;
-use super::field::{FieldConfig, Normals, displacements, linear_modes};
+use super::field::{FieldConfig, displacements, linear_modes};
+use crate::random::{Normals, mix};
 
 /// What to generate.
 #[derive(Debug, Clone, PartialEq)]
@@ -186,14 +187,6 @@ pub const OMEGA_B: f64 = 0.049;
 /// The cosmology of parameters `p`.
 pub fn cosmology_of(p: [f64; 4]) -> Cosmology {
     Cosmology { omega_m: p[0], sigma_8: p[1], n_s: p[2], h: p[3], omega_b: OMEGA_B, t_cmb: 2.7255 }
-}
-
-/// A seed for stream `stream` of box `box_index` (SplitMix64 finaliser).
-pub fn mix(seed: u64, box_index: u64, stream: u64) -> u64 {
-    let mut z = seed ^ box_index.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ stream.wrapping_mul(0xd1b5_4a32_d192_ed03);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// One generated box.

@@ -3,5 +3,9 @@
 //! model of Laanait et al.
 pub mod crystal;
 pub mod elements;
+pub mod fft2;
+pub mod grid;
 mod kirkland_table;
 pub mod optics;
+pub mod potential;
+pub mod specimen;

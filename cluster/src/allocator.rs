@@ -1,0 +1,52 @@
+//! How a process asks glibc's allocator to treat large blocks. Two
+//! policies, chosen once at start-up by each binary:
+//!
+//! - [`map_large_blocks`] (stager, simgen, the soak): blocks of 128 KiB and
+//!   more always come from their own mapping and go back to the kernel on
+//!   free. glibc otherwise raises its mmap threshold each time such a block
+//!   is freed, so the next 1 MiB chunk buffer comes from a thread's arena
+//!   instead, and the arenas keep what they once held: a long-running loop
+//!   of stage-and-load rounds crept up in steps of 2 to 6 MiB per rank.
+//!   With the threshold fixed it stays flat (docs/reliability.md, soak).
+//! - [`keep_freed_memory`] (trainer): the opposite. A training step frees
+//!   and reallocates the same large tensors every time; keeping them in the
+//!   heap saves the page faults and zeroing of fresh mappings.
+//!
+//! Both fix the threshold, which is what stops glibc's dynamic adjustment.
+//! Where the allocator is not glibc's they do nothing.
+
+/// glibc's default mmap threshold, fixed: 128 KiB.
+const MAP_THRESHOLD: i32 = 128 << 10;
+/// Largest allocation [`keep_freed_memory`] serves from the heap (glibc's
+/// own ceiling).
+const KEEP_MMAP_THRESHOLD: i32 = 32 << 20;
+/// Free memory at the top of the heap [`keep_freed_memory`] keeps.
+const KEEP_TRIM_THRESHOLD: i32 = 1 << 30;
+
+/// Serve blocks of 128 KiB and more from their own mappings, always, and
+/// return them to the kernel when freed: resident memory then follows what
+/// is in use, round after round.
+pub fn map_large_blocks() {
+    set(MAP_THRESHOLD, None);
+}
+
+/// Keep and reuse freed blocks up to 32 MiB (up to 1 GiB of free heap in
+/// all) instead of returning them: for processes that free and reallocate
+/// the same large buffers every step.
+pub fn keep_freed_memory() {
+    set(KEEP_MMAP_THRESHOLD, Some(KEEP_TRIM_THRESHOLD));
+}
+
+#[allow(unused_variables)]
+fn set(mmap_threshold: i32, trim_threshold: Option<i32>) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets allocator parameters, under the allocator's
+    // own lock; it touches no memory of ours.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, mmap_threshold);
+        if let Some(trim) = trim_threshold {
+            libc::mallopt(libc::M_TRIM_THRESHOLD, trim);
+        }
+    }
+}
