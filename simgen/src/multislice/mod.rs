@@ -9,3 +9,7 @@ mod kirkland_table;
 pub mod optics;
 pub mod potential;
 pub mod specimen;
+pub mod wave;
+
+#[cfg(test)]
+mod validation;
