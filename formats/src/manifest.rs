@@ -108,6 +108,19 @@ impl Schema {
         }
     }
 
+    /// Multislice scattering in LMDB sample stores: `cbed` (positions, H, W)
+    /// and `target` (H, W), stored as `dtype` (f32 or f16).
+    pub fn scattering(shape: crate::scattering::ScatteringShape, dtype: Dtype) -> Self {
+        let (p, h, w) = (shape.positions as usize, shape.height as usize, shape.width as usize);
+        Schema {
+            kind: SampleKind::Scattering,
+            fields: vec![
+                Field { name: "cbed".into(), dtype, shape: vec![p, h, w] },
+                Field { name: "target".into(), dtype, shape: vec![h, w] },
+            ],
+        }
+    }
+
     /// Files of no interpreted kind.
     pub fn opaque() -> Self {
         Schema { kind: SampleKind::Opaque, fields: Vec::new() }
@@ -509,8 +522,8 @@ fn scan_one(
 }
 
 /// Samples in a file, by the schema's kind: TFRecord records for CosmoFlow,
-/// one per `.h5` file but `stats.h5` for DeepCAM, none otherwise (LMDB stores
-/// keep their own counts).
+/// one per `.h5` file but `stats.h5` for DeepCAM, the store's count for the
+/// `data.mdb` of a scattering store, none otherwise.
 fn count_samples(path: &Path, rel: &str, schema: &Schema) -> Result<u64, ManifestError> {
     let name = Path::new(rel).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     match schema.kind {
@@ -521,6 +534,12 @@ fn count_samples(path: &Path, rel: &str, schema: &Schema) -> Result<u64, Manifes
             Ok(spans.len() as u64)
         }
         SampleKind::Deepcam if name.ends_with(".h5") && name != STATS_FILE => Ok(1),
+        // An LMDB sample store is a directory; its data file carries the count.
+        SampleKind::Scattering if name == "data.mdb" => {
+            let samples = |reason: String| ManifestError::Samples { entry: rel.to_owned(), reason };
+            let store = path.parent().ok_or_else(|| samples("a store file needs its directory".into()))?;
+            crate::lmdb::SampleStore::open(store).and_then(|s| s.len()).map_err(|e| samples(e.to_string()))
+        }
         _ => Ok(0),
     }
 }

@@ -14,6 +14,7 @@
 //! ```
 
 pub mod cosmo;
+pub mod heatmap;
 pub mod image;
 pub mod multislice;
 pub mod output;

@@ -20,6 +20,8 @@ use simgen::cosmo::pk::{density_contrast, modes_of, power_spectrum};
 use simgen::image;
 use simgen::output::OutputDir;
 
+mod cli;
+
 /// Generate physics training data, on one rank or under mpirun/srun.
 #[derive(Parser, Debug)]
 #[command(version, propagate_version = true)]
@@ -32,6 +34,8 @@ struct Cli {
 enum Command {
     /// Dark-matter volumes for CosmoFlow (Lagrangian perturbation theory) as TFRecords plus a manifest.
     Cosmo(CosmoArgs),
+    /// Electron scattering by multislice: CBED stacks (or HRTEM images) of crystals and their projected density, into LMDB.
+    Multislice(cli::multislice::MultisliceArgs),
     /// Measure P(k) of one channel of one sample of a CosmoFlow TFRecord file and compare with linear theory.
     Pk(PkArgs),
 }
@@ -157,10 +161,12 @@ fn main() {
     let result = match cli.command {
         Command::Cosmo(args) => cosmo(&args),
         Command::Pk(args) => pk(&args),
+        Command::Multislice(args) => cli::multislice::run(&args),
     };
     if let Err(e) = result {
         cluster::logging::print_error(format_args!("{}", cluster::logging::chain(e.as_ref())));
-        std::process::exit(1);
+        // Bad arguments exit 2, as clap's own usage errors do.
+        std::process::exit(if e.downcast_ref::<cli::multislice::Usage>().is_some() { 2 } else { 1 });
     }
 }
 

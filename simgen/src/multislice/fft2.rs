@@ -32,6 +32,8 @@ pub struct Fft2 {
     /// Rows of constant kx that may be non-zero: `0..low` and `high..n`.
     low: usize,
     high: usize,
+    /// Time spent transforming, for the report's FFT share.
+    elapsed: std::time::Duration,
 }
 
 impl Fft2 {
@@ -42,7 +44,7 @@ impl Fft2 {
         let forward = planner.plan_fft_forward(n);
         let inverse = planner.plan_fft_inverse(n);
         let len = forward.get_inplace_scratch_len().max(inverse.get_inplace_scratch_len());
-        Fft2 { n, forward, inverse, scratch: vec![Complex32::default(); len], low: band.0, high: band.1 }
+        Fft2 { n, forward, inverse, scratch: vec![Complex32::default(); len], low: band.0, high: band.1, elapsed: Default::default() }
     }
 
     /// Grid side.
@@ -50,17 +52,24 @@ impl Fft2 {
         self.n
     }
 
+    /// Time spent in transforms since planning.
+    pub fn elapsed(&self) -> std::time::Duration {
+        self.elapsed
+    }
+
     /// Real space `[y][x]` to its spectrum, transposed `[kx][ky]`; rows
     /// outside the band come back zero.
     pub fn forward(&mut self, data: &mut [Complex32]) {
         let n = self.n;
         assert_eq!(data.len(), n * n, "grid of the wrong size");
+        let started = std::time::Instant::now();
         self.forward.process_with_scratch(data, &mut self.scratch);
         transpose(data, n);
         for rows in self.band_ranges() {
             self.forward.process_with_scratch(&mut data[rows.start * n..rows.end * n], &mut self.scratch);
         }
         data[self.low * n..self.high * n].fill(Complex32::default());
+        self.elapsed += started.elapsed();
     }
 
     /// A transposed spectrum `[kx][ky]` (zero outside the band rows) back to
@@ -68,11 +77,13 @@ impl Fft2 {
     pub fn inverse(&mut self, data: &mut [Complex32]) {
         let n = self.n;
         assert_eq!(data.len(), n * n, "grid of the wrong size");
+        let started = std::time::Instant::now();
         for rows in self.band_ranges() {
             self.inverse.process_with_scratch(&mut data[rows.start * n..rows.end * n], &mut self.scratch);
         }
         transpose(data, n);
         self.inverse.process_with_scratch(data, &mut self.scratch);
+        self.elapsed += started.elapsed();
     }
 
     fn band_ranges(&self) -> [Range<usize>; 2] {

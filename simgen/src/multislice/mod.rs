@@ -4,11 +4,13 @@
 pub mod crystal;
 pub mod elements;
 pub mod fft2;
+pub mod generate;
 pub mod grid;
 mod kirkland_table;
 pub mod optics;
 pub mod potential;
 pub mod specimen;
+pub mod units;
 pub mod wave;
 
 #[cfg(test)]

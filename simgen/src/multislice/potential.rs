@@ -38,21 +38,26 @@ pub enum Target {
 
 /// Per-element scattering factors on a transposed spectrum (`[kx][ky]`),
 /// scaled to Fourier coefficients of the grid, zero outside the disc.
+/// Made once per grid and shared by every thread.
 pub struct FactorTables {
     grid: Grid,
-    target: Target,
     tables: BTreeMap<Element, Vec<f32>>,
 }
 
 impl FactorTables {
-    /// Tables for `target` on `grid`, filled per element as needed.
-    pub fn new(grid: Grid, target: Target) -> FactorTables {
-        FactorTables { grid, target, tables: BTreeMap::new() }
+    /// Tables of `elements` for `target` on `grid`.
+    pub fn new(grid: Grid, target: Target, elements: impl IntoIterator<Item = Element>) -> FactorTables {
+        let tables = elements.into_iter().map(|e| (e, Self::table_of(grid, target, e))).collect();
+        FactorTables { grid, tables }
     }
 
-    fn table(&mut self, element: Element) -> &[f32] {
-        let (grid, target) = (self.grid, self.target);
-        self.tables.entry(element).or_insert_with(|| {
+    /// The grid the tables are for.
+    pub fn grid(&self) -> Grid {
+        self.grid
+    }
+
+    fn table_of(grid: Grid, target: Target, element: Element) -> Vec<f32> {
+        {
             let scale = match target {
                 Target::Potential => {
                     2.0 * std::f64::consts::PI * BOHR_ANGSTROM * ELECTRON_CHARGE_VOLT_ANGSTROM / grid.area()
@@ -72,17 +77,17 @@ impl FactorTables {
                     }
                 })
                 .collect()
-        })
+        }
     }
 }
 
 /// The projected potential (or density) of `atoms`, real space `[y][x]`.
 /// `fft` must be planned for the grid's band.
-pub fn project<'a>(
-    atoms: impl IntoIterator<Item = &'a Atom>,
-    tables: &mut FactorTables,
-    fft: &mut Fft2,
-) -> Vec<f32> {
+///
+/// # Panics
+/// If an atom's element has no table (the tables are made from the
+/// specimen's elements).
+pub fn project<'a>(atoms: impl IntoIterator<Item = &'a Atom>, tables: &FactorTables, fft: &mut Fft2) -> Vec<f32> {
     let grid = tables.grid;
     let n = grid.n;
     let (low, high) = grid.band();
@@ -111,7 +116,7 @@ pub fn project<'a>(
                 }
             }
         }
-        let table = tables.table(*element);
+        let table = &tables.tables[element];
         for &i in &rows {
             let range = i * n..(i + 1) * n;
             for ((out, s), f) in spectrum[range.clone()].iter_mut().zip(&structure[range.clone()]).zip(&table[range]) {
@@ -131,15 +136,29 @@ fn phase(t: f64) -> Complex32 {
 
 /// The projected potential of each of `count` equal slices of `specimen`
 /// (atoms belong to the slice their z falls in), real space `[y][x]`, V·Å.
-pub fn slice_potentials(specimen: &Specimen, grid: Grid, count: usize, fft: &mut Fft2) -> Vec<Vec<f32>> {
+/// Slices are independent, so they are made in parallel on the current
+/// rayon pool. `tables` must be [`Target::Potential`] tables.
+pub fn slice_potentials(specimen: &Specimen, tables: &FactorTables, count: usize) -> Vec<Vec<f32>> {
+    use rayon::prelude::*;
+    let grid = tables.grid;
     let dz = specimen.lengths[2] / count as f64;
     let mut members: Vec<Vec<&Atom>> = vec![Vec::new(); count];
     for a in &specimen.atoms {
         let s = ((a.position[2] / dz) as usize).min(count - 1);
         members[s].push(a);
     }
-    let mut tables = FactorTables::new(grid, Target::Potential);
-    members.into_iter().map(|atoms| project(atoms, &mut tables, fft)).collect()
+    members
+        .into_par_iter()
+        .map_init(|| Fft2::new(grid.n, grid.band()), |fft, atoms| project(atoms, tables, fft))
+        .collect()
+}
+
+/// The distinct elements of `atoms`.
+pub fn elements_of(atoms: &[Atom]) -> Vec<Element> {
+    let mut out: Vec<Element> = atoms.iter().map(|a| a.element).collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 #[cfg(test)]
@@ -161,7 +180,8 @@ mod tests {
     fn projected_density_integrates_to_the_electrons_in_the_cell() {
         let (grid, specimen) = grid_and_specimen();
         let mut fft = Fft2::new(grid.n, grid.band());
-        let rho = project(&specimen.atoms, &mut FactorTables::new(grid, Target::Density), &mut fft);
+        let tables = FactorTables::new(grid, Target::Density, elements_of(&specimen.atoms));
+        let rho = project(&specimen.atoms, &tables, &mut fft);
         let total: f64 = rho.iter().map(|&v| f64::from(v)).sum::<f64>() * grid.dx * grid.dy;
         let want = specimen.electrons() as f64;
         assert!((total / want - 1.0).abs() < 0.01, "{total} electrons, want {want}");
@@ -183,7 +203,7 @@ mod tests {
         let si = Element::from_symbol("Si").unwrap();
         let atom = Atom { element: si, position: [0.0, 0.0, 0.0] };
         let mut fft = Fft2::new(n, grid.band());
-        let v = project([&atom], &mut FactorTables::new(grid, Target::Potential), &mut fft);
+        let v = project([&atom], &FactorTables::new(grid, Target::Potential, [si]), &mut fft);
         // 1 Å along x is pixel 20. Kirkland's parameters for Si:
         let p = super::super::kirkland_table::PARAMETERS[13];
         let a0e = BOHR_ANGSTROM * ELECTRON_CHARGE_VOLT_ANGSTROM;
@@ -211,8 +231,9 @@ mod tests {
     fn slices_split_the_atoms_and_sum_to_the_whole_projection() {
         let (grid, specimen) = grid_and_specimen();
         let mut fft = Fft2::new(grid.n, grid.band());
-        let slices = slice_potentials(&specimen, grid, 4, &mut fft);
-        let whole = project(&specimen.atoms, &mut FactorTables::new(grid, Target::Potential), &mut fft);
+        let tables = FactorTables::new(grid, Target::Potential, elements_of(&specimen.atoms));
+        let slices = slice_potentials(&specimen, &tables, 4);
+        let whole = project(&specimen.atoms, &tables, &mut fft);
         for (p, w) in whole.iter().enumerate() {
             let sum: f32 = slices.iter().map(|s| s[p]).sum();
             assert!((sum - w).abs() < 1e-3 * w.abs().max(1.0), "pixel {p}: {sum} vs {w}");

@@ -9,7 +9,7 @@ use super::elements::Element;
 use super::fft2::Fft2;
 use super::grid::Grid;
 use super::optics::{Aberrations, Beam};
-use super::potential::slice_potentials;
+use super::potential::{FactorTables, Target, elements_of, slice_potentials};
 use super::specimen::{Specimen, fit_axis};
 use super::wave::{Probe, Slices, add_pattern, lens_image, probe_at};
 
@@ -41,7 +41,7 @@ fn an_empty_specimen_conserves_intensity_over_a_hundred_slices() {
     let grid = Grid { n: 128, dx: 0.1, dy: 0.1 };
     let mut fft = Fft2::new(grid.n, grid.band());
     let zero = vec![vec![0f32; grid.n * grid.n]; 100];
-    let slices = Slices::new(&zero, 2.0, beam(200.0), grid, [0.0, 0.0], &mut fft);
+    let slices = Slices::new(&zero, 2.0, beam(200.0), grid, [0.0, 0.0]);
     let mut psi = vec![Complex32::default(); grid.n * grid.n];
     probe_at(&probe().spectrum(beam(200.0), grid), grid, 6.4, 6.4, &mut psi, &mut fft);
     slices.propagate(&mut psi, &mut fft);
@@ -66,8 +66,9 @@ fn silicon_001_cbed_on_a_column_has_four_fold_symmetry() {
     let specimen = Specimen::build(&cell, [repeats, repeats], thickness).unwrap();
     let grid = Grid { n: 256, dx: d, dy: d };
     let mut fft = Fft2::new(grid.n, grid.band());
-    let potentials = slice_potentials(&specimen, grid, cells, &mut fft);
-    let slices = Slices::new(&potentials, cell.lengths[2], beam(200.0), grid, [0.0, 0.0], &mut fft);
+    let tables = FactorTables::new(grid, Target::Potential, elements_of(&specimen.atoms));
+    let potentials = slice_potentials(&specimen, &tables, cells);
+    let slices = Slices::new(&potentials, cell.lengths[2], beam(200.0), grid, [0.0, 0.0]);
     // The column at the origin, a grid point: the grid itself is then
     // symmetric about the probe (the field of view is periodic).
     let mut psi = vec![Complex32::default(); grid.n * grid.n];
@@ -102,8 +103,9 @@ fn kirklands_single_atom_hrtem_image_has_the_published_contrast_range() {
         .collect();
     let specimen = Specimen { lengths: [50.0, 50.0, 8.0], atoms };
     let mut fft = Fft2::new(grid.n, grid.band());
-    let potentials = slice_potentials(&specimen, grid, 1, &mut fft);
-    let slices = Slices::new(&potentials, 8.0, beam(200.0), grid, [0.0, 0.0], &mut fft);
+    let tables = FactorTables::new(grid, Target::Potential, elements_of(&specimen.atoms));
+    let potentials = slice_potentials(&specimen, &tables, 1);
+    let slices = Slices::new(&potentials, 8.0, beam(200.0), grid, [0.0, 0.0]);
     let mut psi = vec![Complex32::new(1.0, 0.0); grid.n * grid.n];
     slices.propagate(&mut psi, &mut fft);
     let lens = Probe { semiangle: 10.37e-3, aberrations: Aberrations { defocus: 700.0, cs: 1.3e7, c5: 0.0 } };

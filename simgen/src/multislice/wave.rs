@@ -31,14 +31,17 @@ impl Slices {
     /// Transmission functions of `potentials` (projected potential of each
     /// slice, V·Å, `[y][x]`) and the propagator over slices `dz` Å thick,
     /// for a specimen tilted by `tilt` (rad, about y then x).
-    pub fn new(potentials: &[Vec<f32>], dz: f64, beam: Beam, grid: Grid, tilt: [f64; 2], fft: &mut Fft2) -> Slices {
+    /// The slices are independent and made in parallel on the current rayon
+    /// pool.
+    pub fn new(potentials: &[Vec<f32>], dz: f64, beam: Beam, grid: Grid, tilt: [f64; 2]) -> Slices {
+        use rayon::prelude::*;
         let n = grid.n;
         let sigma = beam.interaction_constant();
         let inside = grid.k2_in_band();
         let scale = 1.0 / (n * n) as f32;
         let transmissions = potentials
-            .iter()
-            .map(|v| {
+            .par_iter()
+            .map_init(|| Fft2::new(n, grid.band()), |fft, v| {
                 let mut t: Vec<Complex32> = v.iter().map(|&v| unit_phase(sigma * f64::from(v), 1.0)).collect();
                 fft.forward(&mut t);
                 for (c, k2) in t.iter_mut().zip(&inside) {
@@ -50,7 +53,7 @@ impl Slices {
             .collect();
         let lambda = beam.wavelength();
         let (tx, ty) = (tilt[0].tan(), tilt[1].tan());
-        let propagator_scale = f64::from(scale) / round_trip_gain(grid, fft).sqrt();
+        let propagator_scale = f64::from(scale) / round_trip_gain(grid, &mut Fft2::new(n, grid.band())).sqrt();
         let mut propagator = Vec::with_capacity(n * n);
         for i in 0..n {
             for j in 0..n {

@@ -1,0 +1,3 @@
+//! The `simgen` subcommands that have outgrown `main.rs`.
+pub mod multislice;
+pub mod preview;

@@ -1,0 +1,347 @@
+//! `simgen multislice`: scattering samples into LMDB sample stores.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use cluster::World;
+use cluster::progress::Progress;
+use formats::lmdb::SampleStoreWriter;
+use formats::manifest::{Dtype, Schema};
+use formats::scattering::{self, Compression, Precision, ScatteringShape};
+use mpi::traits::*;
+use simgen::multislice::crystal::{Crystal, parse_zone_axis};
+use simgen::multislice::generate::{Mode, MultisliceConfig, Plan};
+use simgen::multislice::optics::{Aberrations, Beam};
+use simgen::multislice::potential::Target;
+use simgen::multislice::units;
+use simgen::multislice::wave::Probe;
+use simgen::output::OutputDir;
+
+#[derive(Args, Debug)]
+pub struct MultisliceArgs {
+    /// Output directory; may be a node-local template (`/tmp/bb/node{node}`).
+    #[arg(long)]
+    out: String,
+    /// Number of samples; divided among the ranks.
+    #[arg(long)]
+    samples: u64,
+    /// Built-in crystal: Si, GaAs, SrTiO3, MoS2, Au, Cu.
+    #[arg(long, default_value = "Si")]
+    structure: String,
+    /// Zone axis along the beam: three digits (001, 110) or integers (1,-1,0).
+    #[arg(long, default_value = "001")]
+    zone_axis: String,
+    /// Largest random specimen tilt (each sample draws one uniformly in the disc), e.g. 5mrad.
+    #[arg(long, default_value = "0")]
+    tilt_mrad: String,
+    /// Specimen thickness, or a range each sample draws from uniformly: 200A, 20nm, 150A..250A.
+    #[arg(long, default_value = "200A")]
+    thickness: String,
+    /// Accelerating voltage: 100kV .. 3MV.
+    #[arg(long, default_value = "200kV")]
+    energy: String,
+    /// Aperture semi-angle: of the probe (cbed) or of the objective lens (hrtem).
+    #[arg(long, default_value = "20mrad")]
+    semiangle: String,
+    /// Defocus Δf, positive = underfocus (Kirkland's sign): 700A.
+    #[arg(long, default_value = "0", allow_negative_numbers = true)]
+    defocus: String,
+    /// Spherical aberration Cs (C30): 1.3mm.
+    #[arg(long, default_value = "0", allow_negative_numbers = true)]
+    cs: String,
+    /// Fifth-order spherical aberration C50.
+    #[arg(long, default_value = "0", allow_negative_numbers = true)]
+    c5: String,
+    /// Pixels per side of every potential, wave and pattern.
+    #[arg(long, default_value_t = 512)]
+    grid: usize,
+    /// Pixel size asked for; the field of view is fitted to whole cells, so
+    /// the sampling used (in the report) can differ by up to 10 %.
+    #[arg(long, default_value = "0.05A")]
+    sampling: String,
+    /// Slice thickness asked for; the specimen is cut into equal slices as close to it as a whole number allows.
+    #[arg(long, default_value = "2A")]
+    slice: String,
+    /// Probe positions over one cell in the middle of the field: 32x32.
+    #[arg(long, default_value = "32x32")]
+    scan: String,
+    /// Frozen-phonon configurations averaged per sample (0: atoms at rest).
+    #[arg(long, default_value_t = 0)]
+    phonons: usize,
+    /// RMS thermal displacement per axis (Si at 300 K: 0.076A).
+    #[arg(long, default_value = "0.076A")]
+    phonon_sigma: String,
+    /// Target image stored with each sample.
+    #[arg(long, value_enum, default_value = "density")]
+    target: TargetArg,
+    /// cbed: a scanned probe, one pattern per position; hrtem: one plane-wave image through the objective lens.
+    #[arg(long, value_enum, default_value = "cbed")]
+    mode: ModeArg,
+    /// Stored precision of patterns and target.
+    #[arg(long, value_enum, default_value = "f32")]
+    dtype: DtypeArg,
+    /// zstd-compress each stored sample.
+    #[arg(long)]
+    zstd: bool,
+    /// Master seed: the same seed gives the same sample bytes on any number of ranks.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Threads per rank (default: the cores this rank may use).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Write PNGs of the first sample (target, and a few patterns on a log scale) into the output directory.
+    #[arg(long)]
+    preview: bool,
+    /// Generate into a directory that is not empty: first remove the files
+    /// its manifest lists (an earlier run's).
+    #[arg(long)]
+    overwrite: bool,
+    /// Also write the JSON report here (it always goes to stdout).
+    #[arg(long)]
+    report: Option<PathBuf>,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy)]
+enum TargetArg {
+    Density,
+    Potential,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy)]
+enum ModeArg {
+    Cbed,
+    Hrtem,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy)]
+enum DtypeArg {
+    F32,
+    F16,
+}
+
+/// Samples written per LMDB transaction.
+const BATCH: usize = 4;
+
+impl MultisliceArgs {
+    /// The run's configuration; every value checked before MPI starts.
+    fn config(&self) -> anyhow::Result<MultisliceConfig> {
+        let crystal = Crystal::built_in(&self.structure)?;
+        Ok(MultisliceConfig {
+            crystal,
+            zone: parse_zone_axis(&self.zone_axis)?,
+            max_tilt: units::angle(&self.tilt_mrad)?,
+            thickness: units::length_range(&self.thickness)?,
+            beam: Beam::new(units::voltage(&self.energy)?)?,
+            lens: Probe {
+                semiangle: units::angle(&self.semiangle)?,
+                aberrations: Aberrations {
+                    defocus: units::length(&self.defocus)?,
+                    cs: units::length(&self.cs)?,
+                    c5: units::length(&self.c5)?,
+                },
+            },
+            grid: self.grid,
+            sampling: units::length(&self.sampling)?,
+            slice: units::length(&self.slice)?,
+            scan: units::scan(&self.scan)?,
+            phonons: self.phonons,
+            phonon_sigma: units::length(&self.phonon_sigma)?,
+            target: match self.target {
+                TargetArg::Density => Target::Density,
+                TargetArg::Potential => Target::Potential,
+            },
+            mode: match self.mode {
+                ModeArg::Cbed => Mode::Cbed,
+                ModeArg::Hrtem => Mode::Hrtem,
+            },
+            seed: self.seed,
+        })
+    }
+}
+
+/// A usage error: the caller exits 2 with it, before anything is written.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
+pub fn run(args: &MultisliceArgs) -> anyhow::Result<()> {
+    let plan = args
+        .config()
+        .and_then(|c| c.plan().map_err(anyhow::Error::from))
+        .map_err(|e| Usage(cluster::logging::chain(e.as_ref())))?;
+    if args.samples == 0 {
+        return Err(Usage("--samples must be at least 1".into()).into());
+    }
+    let world = World::init()?;
+    cluster::logging::init(world.topology(), None);
+    let out = cluster::paths::expand(&args.out, &world.topology().path_vars())
+        .with_context(|| format!("expanding --out {}", args.out))?;
+    let out_dir = OutputDir::claim(&world, &out, args.overwrite)?;
+    let n = plan.grid.n as u32;
+    let shape = ScatteringShape { positions: plan.positions() as u32, height: n, width: n };
+    let (precision, dtype) = match args.dtype {
+        DtypeArg::F32 => (Precision::F32, Dtype::F32),
+        DtypeArg::F16 => (Precision::F16, Dtype::F16),
+    };
+    let compression = if args.zstd { Compression::Zstd(3) } else { Compression::None };
+    let schema = Schema::scattering(shape, dtype);
+    let (rank, size) = (world.rank() as u64, world.size() as u64);
+    let mine = (rank * args.samples / size)..((rank + 1) * args.samples / size);
+    let threads = args.threads.unwrap_or_else(|| cores_per_rank(&world));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+    let raw_bytes = (shape.cbed_len() + shape.potential_len()) as u64 * 4;
+    let progress = Progress::start(&world, "simulating", args.samples * raw_bytes, args.samples);
+    let started = Instant::now();
+    let store_name = format!("scattering-{rank:05}.lmdb");
+    let mut stats = Stats::default();
+    let mut written = Vec::new();
+    if !mine.is_empty() {
+        let store_path = out.join(&store_name);
+        let result = write_store(&plan, mine.clone(), &store_path, precision, compression, &pool, &progress, &mut stats)
+            .and_then(|()| Ok(out_dir.describe(&format!("{store_name}/data.mdb"), &schema)?));
+        match result {
+            Ok(entry) => written.push(entry),
+            Err(e) => world.fail(format!("rank {rank}: {}", cluster::logging::chain(e.as_ref()))),
+        }
+    }
+    progress.finish();
+    if args.preview && mine.start == 0 {
+        match pool.install(|| super::preview::write(&plan, &out)) {
+            Ok(names) => {
+                for name in names {
+                    written.push(out_dir.describe(&name, &schema)?);
+                }
+            }
+            Err(e) => world.fail(format!("writing previews into {}: {}", out.display(), cluster::logging::chain(e.as_ref()))),
+        }
+    }
+    out_dir.write_manifest(&world, schema, written)?;
+    report(&world, &plan, args, &stats, threads, started.elapsed().as_secs_f64())
+}
+
+/// Cores for each of this node's ranks.
+fn cores_per_rank(world: &World) -> usize {
+    let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
+    (cores / world.topology().local_size.max(1)).max(1)
+}
+
+#[derive(Default)]
+struct Stats {
+    samples: u64,
+    stored_bytes: u64,
+    fft_seconds: f64,
+    setup_seconds: f64,
+    scan_seconds: f64,
+    slices: u64,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_store(
+    plan: &Plan,
+    samples: std::ops::Range<u64>,
+    path: &Path,
+    precision: Precision,
+    compression: Compression,
+    pool: &rayon::ThreadPool,
+    progress: &Progress,
+    stats: &mut Stats,
+) -> anyhow::Result<()> {
+    let n = plan.grid.n as u32;
+    let shape = ScatteringShape { positions: plan.positions() as u32, height: n, width: n };
+    let raw_bytes = (shape.cbed_len() + shape.potential_len()) as u64 * 4;
+    // The writer builds under a hidden name and renames on `finish`: a
+    // failed run (a full disk) leaves no half-written store visible.
+    let mut writer = SampleStoreWriter::create(path)?;
+    let mut batch: Vec<(u64, Vec<u8>)> = Vec::with_capacity(BATCH);
+    for index in samples {
+        let sample = pool.install(|| plan.sample(index))?;
+        let bytes = scattering::encode(shape, &sample.cbed, &sample.target, precision, compression)?;
+        stats.samples += 1;
+        stats.stored_bytes += bytes.len() as u64;
+        stats.fft_seconds += sample.fft_time.as_secs_f64();
+        stats.setup_seconds += sample.setup_time.as_secs_f64();
+        stats.scan_seconds += sample.scan_time.as_secs_f64();
+        stats.slices += sample.slices as u64;
+        batch.push((index, bytes));
+        if batch.len() == BATCH {
+            put(&mut writer, &mut batch)?;
+        }
+        progress.counters().add_bytes(raw_bytes);
+        progress.counters().add_item();
+    }
+    put(&mut writer, &mut batch)?;
+    writer.finish()?;
+    Ok(())
+}
+
+fn put(writer: &mut SampleStoreWriter, batch: &mut Vec<(u64, Vec<u8>)>) -> anyhow::Result<()> {
+    let items: Vec<(u64, &[u8])> = batch.iter().map(|(k, v)| (*k, v.as_slice())).collect();
+    writer.put_batch(&items)?;
+    batch.clear();
+    Ok(())
+}
+
+fn report(world: &World, plan: &Plan, args: &MultisliceArgs, stats: &Stats, threads: usize, seconds: f64) -> anyhow::Result<()> {
+    let mine = [
+        stats.samples as f64,
+        stats.stored_bytes as f64,
+        stats.fft_seconds,
+        stats.setup_seconds,
+        stats.scan_seconds,
+        stats.slices as f64,
+        cluster::memory::peak_rss_bytes() as f64,
+    ];
+    const FIELDS: usize = 7;
+    let mut all = vec![0f64; FIELDS * world.size()];
+    world.comm().all_gather_into(&mine[..], &mut all[..]);
+    if !world.is_root() {
+        return Ok(());
+    }
+    let sum = |i: usize| all.iter().skip(i).step_by(FIELDS).sum::<f64>();
+    let max = |i: usize| all.iter().skip(i).step_by(FIELDS).fold(0.0, |a: f64, &b| a.max(b));
+    let samples = sum(0).max(1.0);
+    let positions = plan.positions() as f64;
+    let slices_per_sample = sum(5) / samples;
+    let configurations = plan.config.phonons.max(1) as f64;
+    let scan_seconds = sum(4);
+    let position_slices = samples * configurations * positions * slices_per_sample;
+    let c = &plan.config;
+    let json = serde_json::json!({
+        "ranks": world.size(),
+        "threads_per_rank": threads,
+        "samples": sum(0),
+        "positions_per_sample": positions,
+        "slices_per_sample": slices_per_sample,
+        "seconds": seconds,
+        "seconds_per_sample": (sum(3) + sum(4)) / samples,
+        "setup_seconds_per_sample": sum(3) / samples,
+        "ms_per_position_slice": 1e3 * scan_seconds * threads as f64 / position_slices,
+        "positions_per_second": samples * configurations * positions / seconds,
+        "fft_share_of_scan": sum(2) / (scan_seconds * threads as f64).max(1e-12),
+        "stored_bytes_per_sample": sum(1) / samples,
+        "raw_f32_bytes_per_sample": (plan.positions() + 1) as f64 * (plan.grid.n * plan.grid.n) as f64 * 4.0,
+        "peak_rss_bytes_max_rank": max(6),
+        "grid": {
+            "n": plan.grid.n, "dx": plan.grid.dx, "dy": plan.grid.dy,
+            "cells": plan.repeats, "cell_lengths": plan.cell.lengths,
+            "max_angle_mrad": 1e3 * plan.grid.max_angle(c.beam.wavelength()),
+        },
+        "config": {
+            "structure": c.crystal.name, "zone_axis": c.zone, "thickness": [c.thickness.0, c.thickness.1],
+            "volts": c.beam.volts(), "wavelength": c.beam.wavelength(), "semiangle": c.lens.semiangle,
+            "defocus": c.lens.aberrations.defocus, "cs": c.lens.aberrations.cs, "c5": c.lens.aberrations.c5,
+            "slice": c.slice, "scan": [c.scan.0, c.scan.1], "phonons": c.phonons, "phonon_sigma": c.phonon_sigma,
+            "max_tilt": c.max_tilt, "target": format!("{:?}", c.target).to_lowercase(),
+            "mode": format!("{:?}", c.mode).to_lowercase(), "dtype": format!("{:?}", args.dtype).to_lowercase(),
+            "zstd": args.zstd, "seed": c.seed,
+        },
+    });
+    let text = serde_json::to_string_pretty(&json)?;
+    println!("{text}");
+    if let Some(path) = &args.report {
+        std::fs::write(path, &text).with_context(|| format!("writing report {}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! A 2-D array as a PNG a physicist would look at: the image in the
+//! viridis colour map, a title, and a colour bar with its scale, drawn with
+//! `plotters` (DejaVu Sans compiled in, as the trainer's loss curve, so a
+//! compute node needs no system font).
+
+use std::io::BufWriter;
+use std::path::Path;
+use std::sync::Once;
+
+use plotters::prelude::*;
+use plotters::style::colors::colormaps::{ColorMap, ViridisRGB};
+
+/// Largest image side drawn; bigger arrays are shown at every k-th pixel.
+const SHOWN: usize = 512;
+const BAR: u32 = 170;
+const TITLE: u32 = 40;
+
+/// How values map to colours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// Linear from the minimum to the maximum.
+    Linear,
+    /// log10, over the top `decades` below the maximum (diffraction
+    /// patterns span many decades; the weakest are noise).
+    Log {
+        /// Decades shown.
+        decades: u32,
+    },
+}
+
+/// Write `values` (`n × n`, row-major, row 0 at the top) to `path` with
+/// `title` above it and a colour bar labelled `unit` beside it.
+pub fn heatmap(values: &[f32], n: usize, title: &str, unit: &str, scale: Scale, path: &Path) -> std::io::Result<()> {
+    static FONT: Once = Once::new();
+    FONT.call_once(|| {
+        // A valid built-in font; a failure would show as a drawing error below.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
+    });
+    let step = n.div_ceil(SHOWN).max(1);
+    let side = n.div_ceil(step);
+    let shown = |v: f32| match scale {
+        Scale::Linear => f64::from(v),
+        Scale::Log { .. } => f64::from(v.max(f32::MIN_POSITIVE)).log10(),
+    };
+    let finite = values.iter().map(|&v| shown(v)).filter(|v| v.is_finite());
+    let (lo, hi) = finite.fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let lo = match scale {
+        Scale::Log { decades } => lo.max(hi - f64::from(decades)),
+        Scale::Linear => lo,
+    };
+    let (lo, hi) = if lo < hi { (lo, hi) } else { (lo - 1.0, lo + 1.0) };
+    let (width, height) = ((side as u32 + BAR + 20).max(420), side as u32 + TITLE + 20);
+    let mut rgb = vec![0u8; (width * height * 3) as usize];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (width, height)).into_drawing_area();
+        let e = |e: DrawingAreaErrorKind<_>| std::io::Error::other(format!("drawing {}: {e}", path.display()));
+        root.fill(&WHITE).map_err(e)?;
+        root.draw_text(title, &("sans-serif", 18).into_font().color(&BLACK), (10, 10)).map_err(e)?;
+        let colour = |v: f64| ViridisRGB.get_color_normalized(v.clamp(lo, hi) as f32, lo as f32, hi as f32);
+        for y in 0..side {
+            for x in 0..side {
+                let v = shown(values[(y * step) * n + x * step]);
+                let c = if v.is_finite() { colour(v) } else { RGBColor(0, 0, 0) };
+                root.draw_pixel((10 + x as i32, TITLE as i32 + y as i32), &c).map_err(e)?;
+            }
+        }
+        let bar = root.margin(TITLE, 10, side as u32 + 20, 10);
+        let mut chart = ChartBuilder::on(&bar)
+            .y_label_area_size(90)
+            .build_cartesian_2d(0f64..1f64, lo..hi)
+            .map_err(e)?;
+        let label = match scale {
+            Scale::Linear => unit.to_owned(),
+            Scale::Log { .. } => format!("log10 {unit}"),
+        };
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .disable_x_axis()
+            .y_desc(label)
+            .y_labels(6)
+            .y_label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 15))
+            .draw()
+            .map_err(e)?;
+        let rows = 200;
+        chart
+            .draw_series((0..rows).map(|i| {
+                let (a, b) = (lo + (hi - lo) * i as f64 / rows as f64, lo + (hi - lo) * (i + 1) as f64 / rows as f64);
+                Rectangle::new([(0.0, a), (0.5, b)], colour(a).filled())
+            }))
+            .map_err(e)?;
+        root.present().map_err(e)?;
+    }
+    let file = std::fs::File::create(path)?;
+    let mut encoder = png::Encoder::new(BufWriter::new(file), width, height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().map_err(std::io::Error::other)?;
+    writer.write_image_data(&rgb).map_err(std::io::Error::other)?;
+    writer.finish().map_err(std::io::Error::other)
+}
