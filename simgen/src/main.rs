@@ -35,7 +35,7 @@ enum Command {
     /// Dark-matter volumes for CosmoFlow (Lagrangian perturbation theory) as TFRecords plus a manifest.
     Cosmo(CosmoArgs),
     /// Electron scattering by multislice: CBED stacks (or HRTEM images) of crystals and their projected density, into LMDB.
-    Multislice(cli::multislice::MultisliceArgs),
+    Multislice(Box<cli::multislice::MultisliceArgs>),
     /// Measure P(k) of one channel of one sample of a CosmoFlow TFRecord file and compare with linear theory.
     Pk(PkArgs),
 }

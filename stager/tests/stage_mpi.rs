@@ -501,36 +501,6 @@ fn verify_finds_a_same_size_corruption_and_stage_recheck_repairs_it() {
     assert_eq!(contents(&dir.path().join("node0")), expected(dir.path(), &m, 2, Policy::Replicate, 0)[0]);
 }
 
-/// A tmpfs of `bytes` mounted at `dir` (root only), unmounted on drop; `None`
-/// (with the reason printed) where mounting is not allowed.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &Path, bytes: u64) -> Option<Tmpfs> {
-        std::fs::create_dir_all(dir).unwrap();
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs", dir.to_str().unwrap()])
-            .output()
-            .ok()?;
-        if !out.status.success() {
-            // Straight to stderr, past the harness's capture: a skip shows.
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED a full-disk test: cannot mount a tmpfs here: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-            return None;
-        }
-        Some(Tmpfs(dir.to_owned()))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
-
 /// A destination that fills up while files arrive (another job's file
 /// grows on the same node-local disk): the job fails naming the error,
 /// leaves no temporary files, every file under its final name is whole,
@@ -541,7 +511,7 @@ fn a_destination_filling_up_mid_run_fails_cleanly_and_a_rerun_completes() {
     let m = dataset(dir.path(), 16, 256);
     let node1 = dir.path().join("node1");
     let room = m.total_bytes() + (512 << 10);
-    let Some(_disk) = Tmpfs::mount(&node1, room) else { return };
+    let Some(_disk) = e2e::Tmpfs::mount(&node1, room) else { return };
     let child = spawn_stage(
         dir.path(),
         4,

@@ -153,3 +153,37 @@ pub fn simulate_cosmo(out: &Path, config: &simgen::cosmo::generate::CosmoConfig)
     }
     out.to_path_buf()
 }
+
+/// A tmpfs of `bytes` mounted at `dir` (root only), unmounted on drop: a
+/// disk that fills up, for the tests of what happens then.
+pub struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    /// Mount it; `None`, with the reason written straight to stderr (past
+    /// the test harness's capture, so a skip shows), where mounting is not
+    /// allowed.
+    pub fn mount(dir: &Path, bytes: u64) -> Option<Tmpfs> {
+        use std::io::Write as _;
+        let mounted = std::fs::create_dir_all(dir).and_then(|()| {
+            Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"]).arg(dir).output()
+        });
+        match mounted {
+            Ok(out) if out.status.success() => Some(Tmpfs(dir.to_owned())),
+            Ok(out) => {
+                let why = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+                let _ = writeln!(std::io::stderr(), "SKIPPED a full-disk test: cannot mount a tmpfs here: {why}");
+                None
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "SKIPPED a full-disk test: cannot mount a tmpfs here: {e}");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}

@@ -11,9 +11,12 @@ use super::{LmdbError, create_env, finish_env, grow_map, is_map_full, lmdb_error
 type SampleDb = Database<U64<BigEndian>, Bytes>;
 const SAMPLES: &str = "samples";
 
-/// Builds a sample store; visible under its final name only after [`finish`](Self::finish).
+/// Builds a sample store; visible under its final name only after
+/// [`finish`](Self::finish). Dropped unfinished (a write failed, the disk
+/// filled), it removes its temporary directory: nothing half-written stays.
 pub struct SampleStoreWriter {
-    env: Env,
+    /// `None` once finished.
+    env: Option<Env>,
     db: SampleDb,
     path: PathBuf,
     temp: PathBuf,
@@ -28,7 +31,7 @@ impl SampleStoreWriter {
         let db =
             env.create_database(&mut txn, Some(SAMPLES)).map_err(lmdb_error(path, "creating the samples database"))?;
         txn.commit().map_err(lmdb_error(path, "committing"))?;
-        Ok(SampleStoreWriter { env, db, path: path.to_owned(), temp, growths: 0 })
+        Ok(SampleStoreWriter { env: Some(env), db, path: path.to_owned(), temp, growths: 0 })
     }
 
     /// Write a batch in one transaction; if the map is full, grow it and retry.
@@ -37,7 +40,7 @@ impl SampleStoreWriter {
             match self.try_put(items) {
                 Ok(()) => return Ok(()),
                 Err(e) if is_map_full(&e) => {
-                    grow_map(&self.env, &self.path)?;
+                    grow_map(self.env(), &self.path)?;
                     self.growths += 1;
                 }
                 Err(e) => return Err(lmdb_error(&self.path, "writing samples")(e)),
@@ -45,8 +48,13 @@ impl SampleStoreWriter {
         }
     }
 
+    fn env(&self) -> &Env {
+        // Only `finish` and `drop` take the environment, and both end the writer.
+        self.env.as_ref().unwrap_or_else(|| unreachable!("a finished writer is consumed"))
+    }
+
     fn try_put(&self, items: &[(u64, &[u8])]) -> Result<(), heed::Error> {
-        let mut txn = self.env.write_txn()?;
+        let mut txn = self.env().write_txn()?;
         for (id, value) in items {
             self.db.put(&mut txn, id, value)?;
         }
@@ -60,12 +68,22 @@ impl SampleStoreWriter {
 
     /// Current map size in bytes.
     pub fn map_size(&self) -> usize {
-        self.env.info().map_size
+        self.env().info().map_size
     }
 
     /// Sync, close and move the store into place.
-    pub fn finish(self) -> Result<(), LmdbError> {
-        finish_env(self.env, &self.temp, &self.path)
+    pub fn finish(mut self) -> Result<(), LmdbError> {
+        let env = self.env.take().unwrap_or_else(|| unreachable!("a finished writer is consumed"));
+        finish_env(env, &self.temp, &self.path)
+    }
+}
+
+impl Drop for SampleStoreWriter {
+    fn drop(&mut self) {
+        if let Some(env) = self.env.take() {
+            env.prepare_for_closing().wait();
+            let _ = std::fs::remove_dir_all(&self.temp);
+        }
     }
 }
 

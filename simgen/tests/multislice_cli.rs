@@ -1,0 +1,154 @@
+//! `simgen multislice` end to end: real LMDB stores, real `mpirun`, the
+//! loader's own decoder.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use formats::lmdb::SampleStore;
+use formats::manifest::{MANIFEST_FILE, Manifest};
+use loader::dataset::Dataset;
+use loader::lmdb::ScatteringDataset;
+
+const SIMGEN: &str = env!("CARGO_BIN_EXE_simgen");
+
+/// Si [001] on a 64-pixel grid of one cell (0.085 Å), 20 Å thick in 2 Å
+/// slices, a 2 × 2 scan, two phonon configurations, a random tilt: every
+/// per-sample draw is exercised.
+fn small(out: &Path, samples: u64) -> Vec<String> {
+    let fixed = ["multislice", "--grid", "64", "--sampling", "0.085A", "--thickness", "16A..24A", "--scan", "2x2"];
+    fixed
+        .into_iter()
+        .map(str::to_owned)
+        .chain(["--phonons", "2", "--tilt-mrad", "3", "--seed", "5", "--out"].map(str::to_owned))
+        .chain([out.to_str().unwrap().to_owned(), "--samples".into(), samples.to_string()])
+        .collect()
+}
+
+/// Every sample of every store under `dir`, by key.
+fn samples(dir: &Path) -> BTreeMap<u64, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "lmdb") {
+            let store = SampleStore::open(&path).unwrap();
+            let reader = store.reader().unwrap();
+            for id in reader.ids().unwrap() {
+                assert!(out.insert(id, reader.get(id).unwrap().unwrap().to_vec()).is_none(), "sample {id} twice");
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn one_and_four_ranks_store_the_same_sample_bytes_and_the_loader_decodes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (one, four) = (dir.path().join("one"), dir.path().join("four"));
+    let run = |ranks: usize, out: &Path| {
+        let args = small(out, 5);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let result = e2e::mpirun(ranks, &[], SIMGEN.as_ref(), &args);
+        assert!(result.status.success(), "{ranks} ranks: {}", String::from_utf8_lossy(&result.stderr));
+    };
+    run(1, &one);
+    run(4, &four);
+    let (a, b) = (samples(&one), samples(&four));
+    assert_eq!(a.keys().copied().collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
+    assert!(a == b, "the same seed gave different sample bytes on 1 and 4 ranks");
+    // The manifest counts every sample once, in its stores' data files.
+    let manifest = Manifest::load(&four.join(MANIFEST_FILE)).unwrap();
+    assert_eq!(manifest.total_samples(), 5);
+    assert!(manifest.files.iter().all(|f| f.path.ends_with("/data.mdb")), "{:?}", manifest.files);
+    // The loader's decoder reads every sample at the run's shape, and the
+    // patterns are real diffraction: each sums to about one electron.
+    let mut read = 0;
+    for entry in &manifest.files {
+        let store = four.join(&entry.path);
+        let data = ScatteringDataset::open(store.parent().unwrap()).unwrap();
+        let shape = data.shape();
+        assert_eq!((shape.positions, shape.height, shape.width), (4, 64, 64));
+        let (mut x, mut y) = (vec![0f32; data.x_len()], vec![0f32; data.y_len()]);
+        for i in 0..data.len() {
+            data.read_into(i, &mut x, &mut y).unwrap();
+            for pattern in x.chunks(64 * 64) {
+                let total: f32 = pattern.iter().sum();
+                assert!(total > 0.9 && total <= 1.0001, "a pattern holds {total} electrons");
+            }
+            read += 1;
+        }
+    }
+    assert_eq!(read, 5);
+}
+
+#[test]
+fn half_precision_and_zstd_store_smaller_samples_that_decode_close_to_f32() {
+    let dir = tempfile::tempdir().unwrap();
+    let (full, small_out) = (dir.path().join("f32"), dir.path().join("f16"));
+    let mut args = small(&full, 1);
+    assert!(Command::new(SIMGEN).args(&args).output().unwrap().status.success());
+    args = small(&small_out, 1);
+    args.extend(["--dtype", "f16", "--zstd"].map(str::to_owned));
+    let out = Command::new(SIMGEN).args(&args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (a, b) = (samples(&full), samples(&small_out));
+    assert!(b[&0].len() * 2 < a[&0].len(), "f16 + zstd {} bytes vs f32 {}", b[&0].len(), a[&0].len());
+    let decode = |bytes: &[u8]| {
+        let (mut c, mut p, mut s) = (vec![0f32; 4 * 64 * 64], vec![0f32; 64 * 64], Vec::new());
+        formats::scattering::decode_into(bytes, &mut c, &mut p, &mut s).unwrap();
+        c
+    };
+    let (x, y) = (decode(&a[&0]), decode(&b[&0]));
+    let peak = x.iter().copied().fold(0.0, f32::max);
+    assert!(x.iter().zip(&y).all(|(u, v)| (u - v).abs() <= 1e-3 * peak));
+}
+
+/// Each bad input fails before anything is written: exit 2, one line that
+/// names the problem, no output directory.
+#[test]
+fn bad_input_exits_2_with_one_line_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 7] = [
+        (&["--structure", "Unobtainium"], "unknown structure"),
+        (&["--thickness", "5A", "--slice", "10A"], "thicker than the specimen"),
+        (&["--energy", "5MV"], "outside 1 kV"),
+        (&["--sampling", "0.1A"], "cannot hold a whole number"),
+        (&["--zone-axis", "0x1"], "zone axis"),
+        (&["--semiangle", "200mrad"], "band limit"),
+        (&["--thickness", "20 parsecs"], "not a length"),
+    ];
+    for (i, (extra, expect)) in cases.iter().enumerate() {
+        let out_dir = dir.path().join(format!("case{i}"));
+        let mut args = vec!["multislice", "--out", out_dir.to_str().unwrap(), "--samples", "1", "--grid", "64"];
+        if !extra.contains(&"--sampling") {
+            args.extend(["--sampling", "0.085A"]);
+        }
+        args.extend(extra.iter());
+        let out = Command::new(SIMGEN).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(expect) && err.trim().lines().count() == 1, "{extra:?}: {err}");
+        assert!(!out_dir.exists(), "{extra:?} created {}", out_dir.display());
+    }
+}
+
+/// A destination too small for the store: the run fails naming the error,
+/// and neither a store under its final name nor its temporary is left.
+#[test]
+fn a_full_destination_fails_cleanly_and_leaves_no_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("disk");
+    let Some(_disk) = e2e::Tmpfs::mount(&disk, 256 << 10) else { return };
+    let out = Command::new(SIMGEN).args(small(&disk.join("out"), 4)).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a 256 KiB disk held 4 samples of 80 KiB");
+    assert!(err.contains("scattering-00000.lmdb"), "{err}");
+    let left: Vec<String> = std::fs::read_dir(disk.join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("lmdb"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
