@@ -228,13 +228,19 @@ impl Plan {
         Variation { tilt: [r * phi.cos(), r * phi.sin()], offset, thickness }
     }
 
+    /// The specimen (at rest) a sample of `variation` images.
+    pub fn specimen(&self, variation: &Variation) -> Result<Specimen, ConfigError> {
+        let mut specimen = Specimen::build(&self.cell, self.repeats, variation.thickness)?;
+        specimen.shift(variation.offset[0], variation.offset[1]);
+        Ok(specimen)
+    }
+
     /// Make sample `index` on the current rayon pool.
     pub fn sample(&self, index: u64) -> Result<Sample, ConfigError> {
         let c = &self.config;
         let n = self.grid.n;
         let variation = self.variation(index);
-        let mut specimen = Specimen::build(&self.cell, self.repeats, variation.thickness)?;
-        specimen.shift(variation.offset[0], variation.offset[1]);
+        let specimen = self.specimen(&variation)?;
         let count = slice_count(variation.thickness, c.slice)
             .ok_or(ConfigError::SliceTooThick { slice: c.slice, thickness: variation.thickness })?;
         let dz = variation.thickness / count as f64;
