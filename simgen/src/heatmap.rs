@@ -65,10 +65,8 @@ pub fn heatmap(values: &[f32], n: usize, title: &str, unit: &str, scale: Scale, 
             }
         }
         let bar = root.margin(TITLE, 10, side as u32 + 20, 10);
-        let mut chart = ChartBuilder::on(&bar)
-            .y_label_area_size(90)
-            .build_cartesian_2d(0f64..1f64, lo..hi)
-            .map_err(e)?;
+        let mut chart =
+            ChartBuilder::on(&bar).y_label_area_size(90).build_cartesian_2d(0f64..1f64, lo..hi).map_err(e)?;
         let label = match scale {
             Scale::Linear => unit.to_owned(),
             Scale::Log { .. } => format!("log10 {unit}"),

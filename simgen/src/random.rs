@@ -43,4 +43,3 @@ pub fn mix(seed: u64, index: u64, stream: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
 }
-

@@ -110,7 +110,11 @@ fn half_precision_and_zstd_store_smaller_samples_that_decode_close_to_f32() {
 #[test]
 fn bad_input_exits_2_with_one_line_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 7] = [
+    let cif = dir.path().join("broken.cif");
+    std::fs::write(&cif, "data_x\n_cell_length_a 5.43\n_cell_length_b 5.43\n_cell_length_c five\n").unwrap();
+    let cases: [(&[&str], &str); 9] = [
+        (&["--cif", cif.to_str().unwrap()], "broken.cif: line 4"),
+        (&["--cif", "/nonexistent.cif"], "/nonexistent.cif"),
         (&["--structure", "Unobtainium"], "unknown structure"),
         (&["--thickness", "5A", "--slice", "10A"], "thicker than the specimen"),
         (&["--energy", "5MV"], "outside 1 kV"),
@@ -151,4 +155,32 @@ fn a_full_destination_fails_cleanly_and_leaves_no_store() {
         .filter(|n| n.contains("lmdb"))
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// The same crystal from a CIF file (hexagonal cell, symmetry operations)
+/// and built in: the same samples, but for the CIF's five-digit
+/// coordinates (0.33333 for 1/3).
+#[test]
+fn a_cif_crystal_generates_the_samples_of_the_built_in_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cif = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/MoS2.cif");
+    let run = |out: &Path, crystal: [&str; 2]| {
+        let mut args = vec!["multislice", "--out", out.to_str().unwrap(), "--samples", "1", "--grid", "64"];
+        args.extend(["--sampling", "0.0925A", "--thickness", "12.294A", "--scan", "2x2"]);
+        args.extend(crystal);
+        let result = Command::new(SIMGEN).args(&args).output().unwrap();
+        assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+        samples(out).remove(&0).unwrap()
+    };
+    let a = run(&dir.path().join("cif"), ["--cif", cif]);
+    let b = run(&dir.path().join("built-in"), ["--structure", "MoS2"]);
+    let decode = |bytes: &[u8]| {
+        let (mut c, mut p, mut s) = (vec![0f32; 4 * 64 * 64], vec![0f32; 64 * 64], Vec::new());
+        formats::scattering::decode_into(bytes, &mut c, &mut p, &mut s).unwrap();
+        c
+    };
+    let (x, y) = (decode(&a), decode(&b));
+    let peak = y.iter().copied().fold(0.0, f32::max);
+    let worst = x.iter().zip(&y).map(|(u, v)| (u - v).abs()).fold(0.0, f32::max);
+    assert!(worst <= 1e-3 * peak, "largest difference {worst}, peak {peak}");
 }

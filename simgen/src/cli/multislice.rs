@@ -30,6 +30,9 @@ pub struct MultisliceArgs {
     /// Built-in crystal: Si, GaAs, SrTiO3, MoS2, Au, Cu.
     #[arg(long, default_value = "Si")]
     structure: String,
+    /// A crystal from a CIF file instead (cell, sites, symmetry operations; any cell shape).
+    #[arg(long, conflicts_with = "structure")]
+    cif: Option<PathBuf>,
     /// Zone axis along the beam: three digits (001, 110) or integers (1,-1,0).
     #[arg(long, default_value = "001")]
     zone_axis: String,
@@ -127,7 +130,14 @@ const BATCH: usize = 4;
 impl MultisliceArgs {
     /// The run's configuration; every value checked before MPI starts.
     fn config(&self) -> anyhow::Result<MultisliceConfig> {
-        let crystal = Crystal::built_in(&self.structure)?;
+        let crystal = match &self.cif {
+            Some(path) => {
+                let text =
+                    std::fs::read_to_string(path).with_context(|| format!("reading --cif {}", path.display()))?;
+                simgen::multislice::cif::parse(&text, &path.display().to_string())?
+            }
+            None => Crystal::built_in(&self.structure)?,
+        };
         Ok(MultisliceConfig {
             crystal,
             zone: parse_zone_axis(&self.zone_axis)?,
@@ -199,8 +209,9 @@ pub fn run(args: &MultisliceArgs) -> anyhow::Result<()> {
     let mut written = Vec::new();
     if !mine.is_empty() {
         let store_path = out.join(&store_name);
-        let result = write_store(&plan, mine.clone(), &store_path, precision, compression, &pool, &progress, &mut stats)
-            .and_then(|()| Ok(out_dir.describe(&format!("{store_name}/data.mdb"), &schema)?));
+        let result =
+            write_store(&plan, mine.clone(), &store_path, precision, compression, &pool, &progress, &mut stats)
+                .and_then(|()| Ok(out_dir.describe(&format!("{store_name}/data.mdb"), &schema)?));
         match result {
             Ok(entry) => written.push(entry),
             Err(e) => world.fail(format!("rank {rank}: {}", cluster::logging::chain(e.as_ref()))),
@@ -214,7 +225,9 @@ pub fn run(args: &MultisliceArgs) -> anyhow::Result<()> {
                     written.push(out_dir.describe(&name, &schema)?);
                 }
             }
-            Err(e) => world.fail(format!("writing previews into {}: {}", out.display(), cluster::logging::chain(e.as_ref()))),
+            Err(e) => {
+                world.fail(format!("writing previews into {}: {}", out.display(), cluster::logging::chain(e.as_ref())))
+            }
         }
     }
     out_dir.write_manifest(&world, schema, written)?;
@@ -283,7 +296,14 @@ fn put(writer: &mut SampleStoreWriter, batch: &mut Vec<(u64, Vec<u8>)>) -> anyho
     Ok(())
 }
 
-fn report(world: &World, plan: &Plan, args: &MultisliceArgs, stats: &Stats, threads: usize, seconds: f64) -> anyhow::Result<()> {
+fn report(
+    world: &World,
+    plan: &Plan,
+    args: &MultisliceArgs,
+    stats: &Stats,
+    threads: usize,
+    seconds: f64,
+) -> anyhow::Result<()> {
     let mine = [
         stats.samples as f64,
         stats.stored_bytes as f64,

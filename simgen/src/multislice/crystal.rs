@@ -66,7 +66,9 @@ pub enum CrystalError {
     Degenerate,
     /// Filling the box found the wrong number of atoms (a basis with atoms
     /// on top of each other, or a tolerance problem).
-    #[error("the orthogonal cell should hold {expected} atoms but {found} fell inside; check the basis for duplicate sites")]
+    #[error(
+        "the orthogonal cell should hold {expected} atoms but {found} fell inside; check the basis for duplicate sites"
+    )]
     AtomCount {
         /// Volume ratio times basis atoms.
         expected: usize,
@@ -186,9 +188,8 @@ impl Crystal {
             candidates.iter().filter(|(_, vec)| keep(vec)).min_by(|a, b| order(&a.1, &b.1)).map(|(i, vec)| (*i, *vec))
         };
         let (ix, x) = shortest(&|vec| perpendicular(vec, &c)).ok_or(none)?;
-        let (iy, mut y) = shortest(&|vec| perpendicular(vec, &c) && perpendicular(vec, &x)).ok_or(
-            CrystalError::NoOrthogonalCell { u, v, w, max: MAX },
-        )?;
+        let (iy, mut y) = shortest(&|vec| perpendicular(vec, &c) && perpendicular(vec, &x))
+            .ok_or(CrystalError::NoOrthogonalCell { u, v, w, max: MAX })?;
         let mut iy = iy;
         if dot(&cross(&x, &y), &c) < 0.0 {
             y = y.map(|e| -e);
@@ -207,7 +208,11 @@ impl Crystal {
             for j in -reach[1]..=reach[1] {
                 for k in -reach[2]..=reach[2] {
                     for site in &self.basis {
-                        let f = [site.position[0] + f64::from(i), site.position[1] + f64::from(j), site.position[2] + f64::from(k)];
+                        let f = [
+                            site.position[0] + f64::from(i),
+                            site.position[1] + f64::from(j),
+                            site.position[2] + f64::from(k),
+                        ];
                         let p = self.cartesian(f);
                         let mut q = [0.0; 3];
                         let mut inside = true;
@@ -257,7 +262,10 @@ pub fn parse_zone_axis(text: &str) -> Result<[i32; 3], CrystalError> {
     let bad = || CrystalError::BadZoneAxis(text.to_owned());
     let t = text.trim().trim_start_matches('[').trim_end_matches(']');
     let parts: Vec<i32> = if t.contains(',') || t.contains(' ') {
-        t.split([',', ' ']).filter(|p| !p.is_empty()).map(|p| p.trim().parse().map_err(|_| bad())).collect::<Result<_, _>>()?
+        t.split([',', ' '])
+            .filter(|p| !p.is_empty())
+            .map(|p| p.trim().parse().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?
     } else {
         t.chars().map(|c| c.to_digit(10).map(|d| d as i32).ok_or_else(bad)).collect::<Result<_, _>>()?
     };
@@ -340,7 +348,8 @@ mod tests {
             for s in cell.atoms.iter().filter(|a| a.element != mo) {
                 for dx in [-1.0, 0.0, 1.0] {
                     for dy in [-1.0, 0.0, 1.0] {
-                        let p = [s.position[0] + dx * cell.lengths[0], s.position[1] + dy * cell.lengths[1], s.position[2]];
+                        let p =
+                            [s.position[0] + dx * cell.lengths[0], s.position[1] + dy * cell.lengths[1], s.position[2]];
                         if (distance(&p, &m.position) - 2.416).abs() < 0.01 {
                             near += 1;
                         }

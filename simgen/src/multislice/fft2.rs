@@ -44,7 +44,15 @@ impl Fft2 {
         let forward = planner.plan_fft_forward(n);
         let inverse = planner.plan_fft_inverse(n);
         let len = forward.get_inplace_scratch_len().max(inverse.get_inplace_scratch_len());
-        Fft2 { n, forward, inverse, scratch: vec![Complex32::default(); len], low: band.0, high: band.1, elapsed: Default::default() }
+        Fft2 {
+            n,
+            forward,
+            inverse,
+            scratch: vec![Complex32::default(); len],
+            low: band.0,
+            high: band.1,
+            elapsed: Default::default(),
+        }
     }
 
     /// Grid side.
@@ -147,7 +155,9 @@ mod tests {
     }
 
     fn test_grid(n: usize) -> Vec<Complex32> {
-        (0..n * n).map(|i| Complex32::new(((i * 7919) % 97) as f32 / 97.0, ((i * 104_729) % 89) as f32 / 89.0)).collect()
+        (0..n * n)
+            .map(|i| Complex32::new(((i * 7919) % 97) as f32 / 97.0, ((i * 104_729) % 89) as f32 / 89.0))
+            .collect()
     }
 
     #[test]

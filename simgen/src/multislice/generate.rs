@@ -213,7 +213,9 @@ impl Plan {
         let [lx, ly] = [self.cell.lengths[0], self.cell.lengths[1]];
         let origin = [(self.repeats[0] / 2) as f64 * lx, (self.repeats[1] / 2) as f64 * ly];
         (0..ny)
-            .flat_map(|j| (0..nx).map(move |i| [origin[0] + i as f64 * lx / nx as f64, origin[1] + j as f64 * ly / ny as f64]))
+            .flat_map(|j| {
+                (0..nx).map(move |i| [origin[0] + i as f64 * lx / nx as f64, origin[1] + j as f64 * ly / ny as f64])
+            })
             .collect()
     }
 
@@ -256,7 +258,8 @@ impl Plan {
         let scan = self.scan_positions();
         for _ in 0..configurations {
             let started = Instant::now();
-            let frozen = if c.phonons > 0 { specimen.displaced(c.phonon_sigma, &mut phonon_draw) } else { specimen.clone() };
+            let frozen =
+                if c.phonons > 0 { specimen.displaced(c.phonon_sigma, &mut phonon_draw) } else { specimen.clone() };
             let potentials = slice_potentials(&frozen, &self.potential_tables, count);
             let slices = Slices::new(&potentials, dz, c.beam, self.grid, variation.tilt);
             drop(potentials);

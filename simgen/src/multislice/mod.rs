@@ -1,6 +1,7 @@
 //! Multislice electron scattering (P8): convergent-beam diffraction (CBED)
 //! stacks and projected densities of crystals, for the inverse-imaging
 //! model of Laanait et al.
+pub mod cif;
 pub mod crystal;
 pub mod elements;
 pub mod fft2;

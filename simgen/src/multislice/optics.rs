@@ -31,11 +31,7 @@ pub struct EnergyOutOfRange {
 impl Beam {
     /// A beam of electrons accelerated through `volts`.
     pub fn new(volts: f64) -> Result<Beam, EnergyOutOfRange> {
-        if (MIN_VOLTS..=MAX_VOLTS).contains(&volts) {
-            Ok(Beam { volts })
-        } else {
-            Err(EnergyOutOfRange { volts })
-        }
+        if (MIN_VOLTS..=MAX_VOLTS).contains(&volts) { Ok(Beam { volts }) } else { Err(EnergyOutOfRange { volts }) }
     }
 
     /// Accelerating voltage, V.

@@ -41,15 +41,18 @@ impl Slices {
         let scale = 1.0 / (n * n) as f32;
         let transmissions = potentials
             .par_iter()
-            .map_init(|| Fft2::new(n, grid.band()), |fft, v| {
-                let mut t: Vec<Complex32> = v.iter().map(|&v| unit_phase(sigma * f64::from(v), 1.0)).collect();
-                fft.forward(&mut t);
-                for (c, k2) in t.iter_mut().zip(&inside) {
-                    *c = if k2.is_some() { *c * scale } else { Complex32::default() };
-                }
-                fft.inverse(&mut t);
-                t
-            })
+            .map_init(
+                || Fft2::new(n, grid.band()),
+                |fft, v| {
+                    let mut t: Vec<Complex32> = v.iter().map(|&v| unit_phase(sigma * f64::from(v), 1.0)).collect();
+                    fft.forward(&mut t);
+                    for (c, k2) in t.iter_mut().zip(&inside) {
+                        *c = if k2.is_some() { *c * scale } else { Complex32::default() };
+                    }
+                    fft.inverse(&mut t);
+                    t
+                },
+            )
             .collect();
         let lambda = beam.wavelength();
         let (tx, ty) = (tilt[0].tan(), tilt[1].tan());
