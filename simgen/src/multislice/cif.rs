@@ -261,9 +261,9 @@ fn tokenize(text: &str) -> Result<Vec<Value>, (usize, String)> {
     let mut lines = text.lines().enumerate().peekable();
     while let Some((index, line)) = lines.next() {
         let number = index + 1;
-        if line.starts_with(';') {
+        if let Some(first) = line.strip_prefix(';') {
             // A text field runs to the next line starting with ';'.
-            let mut field = line[1..].to_owned();
+            let mut field = first.to_owned();
             loop {
                 match lines.next() {
                     Some((_, l)) if l.starts_with(';') => break,
