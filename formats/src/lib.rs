@@ -14,6 +14,7 @@
 //! - [`lmdb`]: a u64-keyed LMDB sample store and the Etalumis-style trace store.
 //! - [`scattering`]: the multislice sample (CBED stack + projected potential,
 //!   f32 or f16, optionally zstd, checksummed) kept in a sample store.
+//! - [`cif`]: crystal structures in CIF text (cell, sites, symmetry operations).
 //! - [`placement`]: which files each node needs (`replicate`, `shard`,
 //!   `per-node=N`), shared by the stager and the loader.
 //!
@@ -34,6 +35,7 @@
 pub mod atomic;
 pub mod checkpoint;
 pub mod checksum;
+pub mod cif;
 pub mod climate;
 pub mod cosmoflow;
 pub mod example;

@@ -1,0 +1,21 @@
+//! CIF text: any bytes parse or fail with an error naming a line inside
+//! the text; a parsed structure has finite numbers and at least one
+//! symmetry operation.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|input: &[u8]| {
+    let text = String::from_utf8_lossy(input);
+    match formats::cif::parse(&text) {
+        Ok(cif) => {
+            assert!(!cif.symops.is_empty());
+            assert!(cif.lengths.iter().chain(&cif.angles).all(|v| v.is_finite()));
+            for site in &cif.sites {
+                assert!(site.fract.iter().all(|v| v.is_finite()));
+                let _ = cif.symops.iter().map(|op| op.apply(site.fract)).count();
+            }
+        }
+        Err(e) => assert!(e.line <= text.lines().count() + 1, "line {} of {}", e.line, text.lines().count()),
+    }
+});
