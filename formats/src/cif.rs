@@ -60,6 +60,14 @@ pub struct CifSite {
 struct Value {
     text: String,
     line: usize,
+    /// Quoted or a text field: never a keyword, whatever it spells.
+    quoted: bool,
+}
+
+impl Value {
+    fn is_keyword(&self) -> bool {
+        !self.quoted && is_keyword(&self.text)
+    }
 }
 
 /// Parse CIF `text`.
@@ -72,16 +80,16 @@ pub fn parse(text: &str) -> Result<CifStructure, CifError> {
     while i < tokens.len() {
         let t = &tokens[i];
         let lower = t.text.to_ascii_lowercase();
-        if lower == "loop_" {
+        if !t.quoted && lower == "loop_" {
             let start = t.line;
             let mut names = Vec::new();
             i += 1;
-            while i < tokens.len() && tokens[i].text.starts_with('_') {
+            while i < tokens.len() && !tokens[i].quoted && tokens[i].text.starts_with('_') {
                 names.push(tokens[i].text.to_ascii_lowercase());
                 i += 1;
             }
             let mut values = Vec::new();
-            while i < tokens.len() && !is_keyword(&tokens[i].text) {
+            while i < tokens.len() && !tokens[i].is_keyword() {
                 values.push(tokens[i].clone());
                 i += 1;
             }
@@ -89,10 +97,10 @@ pub fn parse(text: &str) -> Result<CifStructure, CifError> {
                 return Err(err(start, format!("a loop of {} names holds {} values", names.len(), values.len())));
             }
             loops.push((names, values, start));
-        } else if lower.starts_with('_') {
+        } else if !t.quoted && lower.starts_with('_') {
             let value = tokens
                 .get(i + 1)
-                .filter(|v| !is_keyword(&v.text))
+                .filter(|v| !v.is_keyword())
                 .ok_or_else(|| err(t.line, format!("{} has no value", t.text)))?;
             items.push((lower, value.clone()));
             i += 2;
@@ -109,7 +117,10 @@ pub fn parse(text: &str) -> Result<CifStructure, CifError> {
     let angles = [number("_cell_angle_alpha")?, number("_cell_angle_beta")?, number("_cell_angle_gamma")?];
     let is_symop = |n: &String| n == "_symmetry_equiv_pos_as_xyz" || n == "_space_group_symop_operation_xyz";
     let mut symops = vec![SymOp::IDENTITY];
-    if let Some((names, values, _)) = loops.iter().find(|(names, ..)| names.iter().any(is_symop)) {
+    if let Some((names, values, start)) = loops.iter().find(|(names, ..)| names.iter().any(is_symop)) {
+        if values.is_empty() {
+            return Err(err(*start, "the symmetry-operation loop lists no operations".into()));
+        }
         let column = names.iter().position(is_symop).unwrap_or(0);
         symops = values
             .chunks(names.len())
@@ -133,6 +144,9 @@ pub fn parse(text: &str) -> Result<CifStructure, CifError> {
         .or(col("_atom_site_label"))
         .ok_or_else(|| err(*start, "atom sites need _atom_site_type_symbol or _atom_site_label".into()))?;
     let occupancy = col("_atom_site_occupancy");
+    if values.is_empty() {
+        return Err(err(*start, "the atom-site loop lists no sites".into()));
+    }
     let mut sites = Vec::new();
     for row in values.chunks(names.len()) {
         let line = row[0].line;
@@ -257,7 +271,7 @@ fn tokenize(text: &str) -> Result<Vec<Value>, (usize, String)> {
                     None => return Err((number, "a ; text field is never closed".into())),
                 }
             }
-            out.push(Value { text: field, line: number });
+            out.push(Value { text: field, line: number, quoted: true });
             continue;
         }
         let mut rest = line.trim_start();
@@ -282,7 +296,7 @@ fn tokenize(text: &str) -> Result<Vec<Value>, (usize, String)> {
                     (&rest[..end], &rest[end..])
                 }
             };
-            out.push(Value { text: token.to_owned(), line: number });
+            out.push(Value { text: token.to_owned(), line: number, quoted: quote.is_some() });
             rest = after.trim_start();
         }
     }
@@ -300,6 +314,27 @@ mod tests {
         assert!(SymOp::parse("x, y").is_none());
         assert!(SymOp::parse("2x, y, z").is_none());
         assert!(SymOp::parse("x, y, 1/0").is_none());
+    }
+
+    /// Found by the `cif` fuzz target: a symmetry loop with no rows gave a
+    /// structure with no operations (so no atoms), and a quoted value
+    /// spelling a keyword (`'data_x, y, z'`) ended its loop.
+    #[test]
+    fn empty_loops_are_errors_and_quoted_values_are_never_keywords() {
+        let empty = include_str!("../tests/data/cif-empty-symops.cif");
+        let e = parse(empty).unwrap_err();
+        assert!(e.reason.contains("lists no operations") && e.line == 8, "{e}");
+        let head = "data_x\n_cell_length_a 3\n_cell_length_b 3\n_cell_length_c 3\n_cell_angle_alpha 90\n\
+                    _cell_angle_beta 90\n_cell_angle_gamma 90\n";
+        let quoted = format!(
+            "{head}loop_\n_symmetry_equiv_pos_as_xyz\n'data_x, y, z' 'x, y, z+1/2'\n\
+             loop_\n_atom_site_label\n_atom_site_fract_x\n_atom_site_fract_y\n_atom_site_fract_z\nSi 0 0 0\n"
+        );
+        let e = parse(&quoted).unwrap_err();
+        assert!(e.reason.contains("data_x, y, z") && e.reason.contains("does not parse"), "{e}");
+        let no_sites =
+            format!("{head}loop_\n_atom_site_label\n_atom_site_fract_x\n_atom_site_fract_y\n_atom_site_fract_z\n");
+        assert!(parse(&no_sites).unwrap_err().reason.contains("no sites"));
     }
 
     #[test]
