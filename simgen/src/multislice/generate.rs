@@ -105,6 +105,23 @@ pub enum ConfigError {
         /// Pixel size.
         sampling: f64,
     },
+    /// More memory than the machine has.
+    #[error(
+        "--grid {grid} with {slices} slices and {positions} positions needs about {needed_gib:.1} GiB per rank; \
+         this machine has {available_gib:.1} GiB available"
+    )]
+    Memory {
+        /// Pixels per side.
+        grid: usize,
+        /// Slices of the thickest specimen.
+        slices: usize,
+        /// Positions per sample.
+        positions: usize,
+        /// What a sample needs.
+        needed_gib: f64,
+        /// What the machine has.
+        available_gib: f64,
+    },
     /// Grid size outside what makes sense.
     #[error("--grid {0} must be between 16 and 8192")]
     GridSize(usize),
@@ -127,7 +144,23 @@ pub struct Plan {
     target_tables: FactorTables,
 }
 
+/// Bytes one sample holds at its peak: the potential slices (f32) and
+/// transmission functions (complex f32) of the thickest specimen and the
+/// pattern stack (each thread's wave and scratch, a few planes, aside).
+fn sample_bytes(grid: usize, slices: usize, positions: usize) -> u64 {
+    let plane = (grid * grid) as u64;
+    slices as u64 * plane * (4 + 8) + positions as u64 * plane * 4
+}
+
 impl MultisliceConfig {
+    /// Probe positions per sample (1 in HRTEM mode).
+    pub fn positions(&self) -> usize {
+        match self.mode {
+            Mode::Cbed => self.scan.0 * self.scan.1,
+            Mode::Hrtem => 1,
+        }
+    }
+
     /// Check everything that can be checked before a sample is made.
     pub fn plan(self) -> Result<Plan, ConfigError> {
         if !(16..=8192).contains(&self.grid) {
@@ -159,6 +192,21 @@ impl MultisliceConfig {
                 semiangle_mrad: self.lens.semiangle * 1e3,
                 max_mrad: max * 1e3,
                 sampling: dx.max(dy),
+            });
+        }
+        // Before the tables (themselves n² per element), so a size the
+        // machine cannot hold fails with one line, not an allocation failure.
+        let needed = sample_bytes(self.grid, slice_count(hi, self.slice).unwrap_or(1), self.positions());
+        if let Some(available) = cluster::memory::available_bytes()
+            && needed > available
+        {
+            let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+            return Err(ConfigError::Memory {
+                grid: self.grid,
+                slices: slice_count(hi, self.slice).unwrap_or(1),
+                positions: self.positions(),
+                needed_gib: gib(needed),
+                available_gib: gib(available),
             });
         }
         let elements = elements_of(&cell.atoms);
@@ -200,10 +248,7 @@ pub struct Sample {
 impl Plan {
     /// Probe positions per sample (1 in HRTEM mode).
     pub fn positions(&self) -> usize {
-        match self.config.mode {
-            Mode::Cbed => self.config.scan.0 * self.config.scan.1,
-            Mode::Hrtem => 1,
-        }
+        self.config.positions()
     }
 
     /// The scan positions, Å: one cell in the middle of the field,
