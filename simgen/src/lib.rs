@@ -13,6 +13,7 @@
 //! assert!(d1 < 0.7 && d1 > 0.5);
 //! ```
 
+pub mod climate;
 pub mod cosmo;
 pub mod heatmap;
 pub mod image;
