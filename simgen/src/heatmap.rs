@@ -3,7 +3,6 @@
 //! `plotters` (DejaVu Sans compiled in, as the trainer's loss curve, so a
 //! compute node needs no system font).
 
-use std::io::BufWriter;
 use std::path::Path;
 use std::sync::Once;
 
@@ -90,11 +89,5 @@ pub fn heatmap(values: &[f32], n: usize, title: &str, unit: &str, scale: Scale, 
             .map_err(e)?;
         root.present().map_err(e)?;
     }
-    let file = std::fs::File::create(path)?;
-    let mut encoder = png::Encoder::new(BufWriter::new(file), width, height);
-    encoder.set_color(png::ColorType::Rgb);
-    encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header().map_err(std::io::Error::other)?;
-    writer.write_image_data(&rgb).map_err(std::io::Error::other)?;
-    writer.finish().map_err(std::io::Error::other)
+    crate::image::write_rgb(path, width as usize, height as usize, &rgb)
 }

@@ -1,6 +1,6 @@
 //! `simgen`: generate physics training data straight into (node-local) storage.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
@@ -18,7 +18,6 @@ use simgen::cosmo::generate::{
 };
 use simgen::cosmo::pk::{density_contrast, modes_of, power_spectrum};
 use simgen::image;
-use simgen::output::OutputDir;
 
 mod cli;
 
@@ -76,9 +75,8 @@ impl From<PriorChoice> for Priors {
 
 #[derive(Args, Debug)]
 struct CosmoArgs {
-    /// Output directory; may be a node-local template (`/tmp/bb/node{node}`, `$TMPDIR/cosmo`).
-    #[arg(long)]
-    out: String,
+    #[command(flatten)]
+    output: cli::OutputArgs,
     /// Number of boxes (each gives split³ samples); divided among the ranks.
     #[arg(long)]
     boxes: usize,
@@ -118,14 +116,6 @@ struct CosmoArgs {
     /// Write PNG slices of the first box, one per redshift, into the output directory.
     #[arg(long)]
     preview: bool,
-    /// Generate into a directory that is not empty: first remove the files
-    /// its manifest lists (an earlier run's). Without it, a non-empty
-    /// output directory is refused, so a manifest never lists stale files.
-    #[arg(long)]
-    overwrite: bool,
-    /// Also write the JSON report here (it always goes to stdout).
-    #[arg(long)]
-    report: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -202,9 +192,7 @@ fn cosmo(args: &CosmoArgs) -> anyhow::Result<()> {
     }
     let world = World::init()?;
     cluster::logging::init(world.topology(), None);
-    let out = cluster::paths::expand(&args.out, &world.topology().path_vars())
-        .with_context(|| format!("expanding --out {}", args.out))?;
-    let out_dir = OutputDir::claim(&world, &out, args.overwrite)?;
+    let (out, out_dir) = args.output.claim(&world)?;
     let schema = Schema::cosmoflow(config.shape());
     let mut written = Vec::new();
     let started = Instant::now();
@@ -254,7 +242,7 @@ fn cosmo(args: &CosmoArgs) -> anyhow::Result<()> {
         }
     }
     out_dir.write_manifest(&world, schema, written)?;
-    report(&world, &config, &stats, started.elapsed().as_secs_f64(), args.report.as_deref())
+    report(&world, &config, &stats, started.elapsed().as_secs_f64(), &args.output)
 }
 
 fn report(
@@ -262,7 +250,7 @@ fn report(
     config: &CosmoConfig,
     stats: &WriteStats,
     seconds: f64,
-    path: Option<&Path>,
+    output: &cli::OutputArgs,
 ) -> anyhow::Result<()> {
     let mine = [
         stats.boxes as f64,
@@ -301,12 +289,7 @@ fn report(
                 .collect::<Vec<_>>(),
         },
     });
-    let text = serde_json::to_string_pretty(&json)?;
-    println!("{text}");
-    if let Some(path) = path {
-        std::fs::write(path, &text).with_context(|| format!("writing report {}", path.display()))?;
-    }
-    Ok(())
+    output.write_report(&json)
 }
 
 fn pk(args: &PkArgs) -> anyhow::Result<()> {

@@ -1,3 +1,47 @@
-//! The `simgen` subcommands that have outgrown `main.rs`.
+//! The `simgen` subcommands that have outgrown `main.rs`, and what every
+//! generator's command line shares.
 pub mod multislice;
 pub mod preview;
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use cluster::World;
+use simgen::output::OutputDir;
+
+/// Where a generator writes and reports: the same flags on every generator.
+#[derive(Args, Debug)]
+pub struct OutputArgs {
+    /// Output directory; may be a node-local template (`/tmp/bb/node{node}`, `$TMPDIR/data`).
+    #[arg(long)]
+    pub out: String,
+    /// Generate into a directory that is not empty: first remove the files
+    /// its manifest lists (an earlier run's). Without it, a non-empty
+    /// output directory is refused, so a manifest never lists stale files.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Also write the JSON report here (it always goes to stdout).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// Expand `--out` for this rank and claim the directory.
+    pub fn claim(&self, world: &World) -> anyhow::Result<(PathBuf, OutputDir)> {
+        let out = cluster::paths::expand(&self.out, &world.topology().path_vars())
+            .with_context(|| format!("expanding --out {}", self.out))?;
+        let dir = OutputDir::claim(world, &out, self.overwrite)?;
+        Ok((out, dir))
+    }
+
+    /// Print the report, and write it to `--report` if given.
+    pub fn write_report(&self, json: &serde_json::Value) -> anyhow::Result<()> {
+        let text = serde_json::to_string_pretty(json)?;
+        println!("{text}");
+        if let Some(path) = &self.report {
+            std::fs::write(path, &text).with_context(|| format!("writing report {}", path.display()))?;
+        }
+        Ok(())
+    }
+}

@@ -17,13 +17,11 @@ use simgen::multislice::optics::{Aberrations, Beam};
 use simgen::multislice::potential::Target;
 use simgen::multislice::units;
 use simgen::multislice::wave::Probe;
-use simgen::output::OutputDir;
 
 #[derive(Args, Debug)]
 pub struct MultisliceArgs {
-    /// Output directory; may be a node-local template (`/tmp/bb/node{node}`).
-    #[arg(long)]
-    out: String,
+    #[command(flatten)]
+    output: super::OutputArgs,
     /// Number of samples; divided among the ranks.
     #[arg(long)]
     samples: u64,
@@ -97,13 +95,6 @@ pub struct MultisliceArgs {
     /// Write PNGs of the first sample (target, and a few patterns on a log scale) into the output directory.
     #[arg(long)]
     preview: bool,
-    /// Generate into a directory that is not empty: first remove the files
-    /// its manifest lists (an earlier run's).
-    #[arg(long)]
-    overwrite: bool,
-    /// Also write the JSON report here (it always goes to stdout).
-    #[arg(long)]
-    report: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy)]
@@ -186,9 +177,7 @@ pub fn run(args: &MultisliceArgs) -> anyhow::Result<()> {
     }
     let world = World::init()?;
     cluster::logging::init(world.topology(), None);
-    let out = cluster::paths::expand(&args.out, &world.topology().path_vars())
-        .with_context(|| format!("expanding --out {}", args.out))?;
-    let out_dir = OutputDir::claim(&world, &out, args.overwrite)?;
+    let (out, out_dir) = args.output.claim(&world)?;
     let n = plan.grid.n as u32;
     let shape = ScatteringShape { positions: plan.positions() as u32, height: n, width: n };
     let (precision, dtype) = match args.dtype {
@@ -358,10 +347,5 @@ fn report(
             "zstd": args.zstd, "seed": c.seed,
         },
     });
-    let text = serde_json::to_string_pretty(&json)?;
-    println!("{text}");
-    if let Some(path) = &args.report {
-        std::fs::write(path, &text).with_context(|| format!("writing report {}", path.display()))?;
-    }
-    Ok(())
+    args.output.write_report(&json)
 }

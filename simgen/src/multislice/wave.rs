@@ -20,6 +20,8 @@ use super::optics::{Aberrations, Beam};
 /// specimen configuration and shared read-only by every position.
 pub struct Slices {
     grid: Grid,
+    /// The grid's band rows, found once (the propagation loop needs them every slice).
+    band: (usize, usize),
     /// Band-limited transmission function of each slice, real space `[y][x]`.
     transmissions: Vec<Vec<Complex32>>,
     /// Propagator over one slice, transposed spectrum `[kx][ky]`, zero
@@ -70,7 +72,7 @@ impl Slices {
                 });
             }
         }
-        Slices { grid, transmissions, propagator }
+        Slices { grid, band: grid.band(), transmissions, propagator }
     }
 
     /// Slices in the specimen.
@@ -99,7 +101,7 @@ impl Slices {
                 *p *= t;
             }
             fft.forward(psi);
-            multiply_band(psi, &self.propagator, self.grid.band(), self.grid.n);
+            multiply_band(psi, &self.propagator, self.band, self.grid.n);
             if s != last {
                 fft.inverse(psi);
             }
