@@ -52,6 +52,11 @@ fn one_and_four_ranks_write_the_same_samples_and_statistics_the_loader_reads() {
         assert!(sx == sy, "{} differs between 1 and 4 ranks", x.display());
     }
     assert_eq!(std::fs::read_dir(one.join("validation")).unwrap().count(), 2);
+    // Each file names its channels and their units.
+    let described = climate::read_channel_descriptions(&a[0]).unwrap();
+    assert_eq!(described.len(), 16);
+    assert_eq!(described[0], ("TMQ".to_owned(), "kg/m^2".to_owned()));
+    assert_eq!(described[15].0, "ZBOT");
     // stats.h5 is the statistics of the training samples, recomputed here.
     let stats = climate::read_stats(&four.join(STATS_FILE)).unwrap();
     let train: Vec<PathBuf> = std::fs::read_dir(four.join("train")).unwrap().map(|e| e.unwrap().path()).collect();

@@ -152,6 +152,7 @@ pub fn run(args: &ClimateArgs) -> anyhow::Result<()> {
     let mut classes = [0u64; 3];
     let (mut synthesis, mut writing) = (Duration::ZERO, Duration::ZERO);
     let mut written = Vec::new();
+    let described: Vec<(&str, &str)> = CHANNELS.iter().take(config.channels).map(|c| (c.name, c.units)).collect();
     for i in mine {
         let t = Instant::now();
         let sample = config.sample(i);
@@ -159,7 +160,7 @@ pub fn run(args: &ClimateArgs) -> anyhow::Result<()> {
         let split = if args.is_validation(i) { "validation" } else { "train" };
         let rel = format!("{split}/data-{i:06}.h5");
         let t = Instant::now();
-        let result = climate::write_sample(&out.join(&rel), shape, &sample.data, &sample.labels)
+        let result = climate::write_described_sample(&out.join(&rel), shape, &sample.data, &sample.labels, &described)
             .map_err(anyhow::Error::from)
             .and_then(|()| Ok(out_dir.describe(&rel, &schema)?));
         writing += t.elapsed();
