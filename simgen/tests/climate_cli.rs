@@ -61,8 +61,8 @@ fn one_and_four_ranks_write_the_same_samples_and_statistics_the_loader_reads() {
     let stats = climate::read_stats(&four.join(STATS_FILE)).unwrap();
     let train: Vec<PathBuf> = std::fs::read_dir(four.join("train")).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(stats.count, train.len() as i64);
-    let mut sum = vec![0f64; 16];
-    let mut min = vec![f64::INFINITY; 16];
+    let mut sum = [0f64; 16];
+    let mut min = [f64::INFINITY; 16];
     for path in &train {
         let s = climate::read_sample(path, SHAPE).unwrap();
         for px in s.data.chunks(16) {
