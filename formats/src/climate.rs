@@ -100,6 +100,16 @@ pub enum ClimateError {
         /// Values expected.
         expected: usize,
     },
+    /// A string attribute that HDF5 cannot hold (an interior NUL).
+    #[error("{}: attribute {name}: {reason}", path.display())]
+    Attribute {
+        /// File.
+        path: PathBuf,
+        /// Attribute.
+        name: &'static str,
+        /// Why.
+        reason: String,
+    },
     /// Filesystem error (rename of the finished file).
     #[error("{}: {source}", path.display())]
     Io {
@@ -186,12 +196,67 @@ fn write_atomically(
 
 /// Write one sample file with contiguous `climate/data` and `climate/labels_0`.
 pub fn write_sample(path: &Path, shape: ClimateShape, data: &[f32], labels: &[i32]) -> Result<(), ClimateError> {
+    write_described_sample(path, shape, data, labels, &[])
+}
+
+/// Attribute of `climate/data` naming each channel.
+pub const CHANNEL_NAMES: &str = "channel_names";
+/// Attribute of `climate/data` giving each channel's units.
+pub const CHANNEL_UNITS: &str = "channel_units";
+
+/// [`write_sample`], with each channel's name and units (`channels[c] =
+/// (name, units)`, one per channel, or none) as the string-array attributes
+/// [`CHANNEL_NAMES`] and [`CHANNEL_UNITS`] of `climate/data`.
+pub fn write_described_sample(
+    path: &Path,
+    shape: ClimateShape,
+    data: &[f32],
+    labels: &[i32],
+    channels: &[(&str, &str)],
+) -> Result<(), ClimateError> {
     check_len("data", data.len(), shape.values())?;
     check_len("labels", labels.len(), shape.pixels())?;
+    if !channels.is_empty() {
+        check_len("channel descriptions", channels.len(), shape.channels)?;
+    }
     write_atomically(path, |file, path| {
         write_dataset(file, path, DATA, &[shape.height, shape.width, shape.channels], data)?;
+        if !channels.is_empty() {
+            let ds = file.dataset(DATA).map_err(h5err(path, format!("reopening {DATA}")))?;
+            for (name, values) in [
+                (CHANNEL_NAMES, channels.iter().map(|c| c.0).collect::<Vec<_>>()),
+                (CHANNEL_UNITS, channels.iter().map(|c| c.1).collect()),
+            ] {
+                let strings = values
+                    .iter()
+                    .map(|v| v.parse::<hdf5::types::VarLenUnicode>())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| ClimateError::Attribute { path: path.to_owned(), name, reason: e.to_string() })?;
+                let attr = ds
+                    .new_attr::<hdf5::types::VarLenUnicode>()
+                    .shape([strings.len()])
+                    .create(name)
+                    .map_err(h5err(path, format!("creating attribute {name}")))?;
+                attr.write(&strings).map_err(h5err(path, format!("writing attribute {name}")))?;
+            }
+        }
         write_dataset(file, path, LABELS, &[shape.height, shape.width], labels)
     })
+}
+
+/// The channel names and units a sample file carries (empty if it has none).
+pub fn read_channel_descriptions(path: &Path) -> Result<Vec<(String, String)>, ClimateError> {
+    let file = hdf5::File::open(path).map_err(h5err(path, "opening file"))?;
+    let ds = file.dataset(DATA).map_err(h5err(path, format!("opening {DATA}")))?;
+    if !ds.attr_names().map_err(h5err(path, "listing attributes"))?.iter().any(|n| n == CHANNEL_NAMES) {
+        return Ok(Vec::new());
+    }
+    let read = |name: &str| -> Result<Vec<String>, ClimateError> {
+        let values: Vec<hdf5::types::VarLenUnicode> =
+            ds.attr(name).and_then(|a| a.read_raw()).map_err(h5err(path, format!("reading attribute {name}")))?;
+        Ok(values.iter().map(|v| v.as_str().to_owned()).collect())
+    };
+    Ok(read(CHANNEL_NAMES)?.into_iter().zip(read(CHANNEL_UNITS)?).collect())
 }
 
 fn open_checked(file: &hdf5::File, path: &Path, name: &str, expected: &[usize]) -> Result<hdf5::Dataset, ClimateError> {

@@ -30,13 +30,37 @@ pub enum Scale {
 /// Write `values` (`n × n`, row-major, row 0 at the top) to `path` with
 /// `title` above it and a colour bar labelled `unit` beside it.
 pub fn heatmap(values: &[f32], n: usize, title: &str, unit: &str, scale: Scale, path: &Path) -> std::io::Result<()> {
+    heatmap_with_outlines(values, (n, n), None, title, unit, scale, path)
+}
+
+/// Class outlines drawn over a [`heatmap`]: a label per value (0 draws
+/// nothing) and a colour per label.
+pub struct Outlines<'a> {
+    /// Labels, the values' shape.
+    pub labels: &'a [i32],
+    /// Colour of label k at index k - 1.
+    pub colours: &'a [(u8, u8, u8)],
+}
+
+/// [`heatmap`] of a `rows × columns` array, with optional class outlines:
+/// a pixel on the edge of a labelled region (a neighbour has another label)
+/// is drawn in its label's colour.
+pub fn heatmap_with_outlines(
+    values: &[f32],
+    (rows, columns): (usize, usize),
+    outlines: Option<Outlines<'_>>,
+    title: &str,
+    unit: &str,
+    scale: Scale,
+    path: &Path,
+) -> std::io::Result<()> {
     static FONT: Once = Once::new();
     FONT.call_once(|| {
         // A valid built-in font; a failure would show as a drawing error below.
         let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
     });
-    let step = n.div_ceil(SHOWN).max(1);
-    let side = n.div_ceil(step);
+    let step = rows.max(columns).div_ceil(SHOWN).max(1);
+    let (shown_rows, shown_columns) = (rows.div_ceil(step), columns.div_ceil(step));
     let shown = |v: f32| match scale {
         Scale::Linear => f64::from(v),
         Scale::Log { .. } => f64::from(v.max(f32::MIN_POSITIVE)).log10(),
@@ -48,7 +72,7 @@ pub fn heatmap(values: &[f32], n: usize, title: &str, unit: &str, scale: Scale, 
         Scale::Linear => lo,
     };
     let (lo, hi) = if lo < hi { (lo, hi) } else { (lo - 1.0, lo + 1.0) };
-    let (width, height) = ((side as u32 + BAR + 20).max(420), side as u32 + TITLE + 20);
+    let (width, height) = ((shown_columns as u32 + BAR + 20).max(420), shown_rows as u32 + TITLE + 20);
     let mut rgb = vec![0u8; (width * height * 3) as usize];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (width, height)).into_drawing_area();
@@ -56,14 +80,33 @@ pub fn heatmap(values: &[f32], n: usize, title: &str, unit: &str, scale: Scale, 
         root.fill(&WHITE).map_err(e)?;
         root.draw_text(title, &("sans-serif", 18).into_font().color(&BLACK), (10, 10)).map_err(e)?;
         let colour = |v: f64| ViridisRGB.get_color_normalized(v.clamp(lo, hi) as f32, lo as f32, hi as f32);
-        for y in 0..side {
-            for x in 0..side {
-                let v = shown(values[(y * step) * n + x * step]);
-                let c = if v.is_finite() { colour(v) } else { RGBColor(0, 0, 0) };
+        let edge = |y: usize, x: usize| -> Option<RGBColor> {
+            let o = outlines.as_ref()?;
+            let label = o.labels[y * columns + x];
+            if label <= 0 {
+                return None;
+            }
+            let differs = |yy: usize, xx: usize| o.labels[yy * columns + xx] != label;
+            let boundary = (y >= step && differs(y - step, x))
+                || (y + step < rows && differs(y + step, x))
+                || differs(y, (x + columns - step % columns) % columns)
+                || differs(y, (x + step) % columns);
+            let (r, g, b) = *o.colours.get(label as usize - 1)?;
+            boundary.then_some(RGBColor(r, g, b))
+        };
+        for y in 0..shown_rows {
+            for x in 0..shown_columns {
+                let (sy, sx) = (y * step, x * step);
+                let v = shown(values[sy * columns + sx]);
+                let c = match edge(sy, sx) {
+                    Some(c) => c,
+                    None if v.is_finite() => colour(v),
+                    None => RGBColor(0, 0, 0),
+                };
                 root.draw_pixel((10 + x as i32, TITLE as i32 + y as i32), &c).map_err(e)?;
             }
         }
-        let bar = root.margin(TITLE, 10, side as u32 + 20, 10);
+        let bar = root.margin(TITLE, 10, shown_columns as u32 + 20, 10);
         let mut chart =
             ChartBuilder::on(&bar).y_label_area_size(90).build_cartesian_2d(0f64..1f64, lo..hi).map_err(e)?;
         let label = match scale {

@@ -33,6 +33,8 @@ struct Cli {
 enum Command {
     /// Dark-matter volumes for CosmoFlow (Lagrangian perturbation theory) as TFRecords plus a manifest.
     Cosmo(CosmoArgs),
+    /// Climate fields (16 CAM5 channels) with cyclone and atmospheric-river masks, in the DeepCAM HDF5 layout.
+    Climate(Box<cli::climate::ClimateArgs>),
     /// Electron scattering by multislice: CBED stacks (or HRTEM images) of crystals and their projected density, into LMDB.
     Multislice(Box<cli::multislice::MultisliceArgs>),
     /// Measure P(k) of one channel of one sample of a CosmoFlow TFRecord file and compare with linear theory.
@@ -152,6 +154,7 @@ fn main() {
         Command::Cosmo(args) => cosmo(&args),
         Command::Pk(args) => pk(&args),
         Command::Multislice(args) => cli::multislice::run(&args),
+        Command::Climate(args) => cli::climate::run(&args),
     };
     if let Err(e) = result {
         cluster::logging::print_error(format_args!("{}", cluster::logging::chain(e.as_ref())));

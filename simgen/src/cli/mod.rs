@@ -1,5 +1,6 @@
 //! The `simgen` subcommands that have outgrown `main.rs`, and what every
 //! generator's command line shares.
+pub mod climate;
 pub mod multislice;
 pub mod preview;
 

@@ -127,6 +127,8 @@ mod tests {
             assert_eq!(index(c.name), Some(i));
             assert!(!c.units.is_empty() && !c.long_name.is_empty());
         }
+        // The previews draw channel 0 as water vapour on any --channels.
+        assert_eq!(CHANNELS[0].name, "TMQ");
     }
 
     /// What a climate scientist checks first.

@@ -6,3 +6,4 @@ pub mod channels;
 pub mod features;
 pub mod field;
 pub mod generate;
+pub mod stats;
