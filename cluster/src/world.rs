@@ -136,9 +136,15 @@ impl World {
     /// Print `error` as one line naming this rank and node, then end every
     /// rank of the job with exit code 1. What a binary does when a rank fails.
     pub fn fail(&self, error: impl std::fmt::Display) -> ! {
+        self.fail_with_code(1, error)
+    }
+
+    /// [`fail`](World::fail) with exit code `code`: 2 when the user asked
+    /// for something that cannot be done (the code clap gives usage errors).
+    pub fn fail_with_code(&self, code: i32, error: impl std::fmt::Display) -> ! {
         let t = &self.topology;
         crate::logging::print_error(format_args!("rank {} (node {}): {error}", t.rank, t.node));
-        self.abort(1)
+        self.abort(code)
     }
 
     /// End every rank of the job with `code` (`MPI_Abort`): what a rank does

@@ -31,6 +31,9 @@ use mpi::traits::*;
 /// Prefix of the directory of rank markers; hidden, so no scan lists it.
 const MARKERS_PREFIX: &str = ".simgen-ranks-";
 
+/// The exit code of a usage error, as clap's.
+const USAGE_EXIT: i32 = 2;
+
 /// An output directory this run may write into.
 #[derive(Debug)]
 pub struct OutputDir {
@@ -43,19 +46,21 @@ impl OutputDir {
     /// Create `path` on every rank and claim it. The lowest rank writing
     /// into it checks that it is empty; with `overwrite`, it first removes
     /// the files the directory's manifest lists (and the manifest). Ends
-    /// the job with one line naming the rank if any rank fails.
+    /// the job with one line naming the rank, and exit code 2 (a usage
+    /// error: the user named a directory that cannot be used), if any rank
+    /// fails.
     pub fn claim(world: &World, path: &Path, overwrite: bool) -> anyhow::Result<OutputDir> {
         let token = run_token(world);
         let sharing = match sharing_ranks(world, path, token) {
             Ok(sharing) => sharing,
-            Err(e) => world.fail(cluster::logging::chain(e.as_ref())),
+            Err(e) => world.fail_with_code(USAGE_EXIT, cluster::logging::chain(e.as_ref())),
         };
         let dir = OutputDir { path: path.to_owned(), sharing };
         if dir.is_leader(world) {
             let claimed =
                 if overwrite { remove_listed(path).and_then(|()| warn_left(path)) } else { refuse_nonempty(path) };
             if let Err(e) = claimed {
-                world.fail(cluster::logging::chain(e.as_ref()));
+                world.fail_with_code(USAGE_EXIT, cluster::logging::chain(e.as_ref()));
             }
         }
         world.barrier();

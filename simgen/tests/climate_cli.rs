@@ -131,7 +131,7 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
 }
 
 #[test]
-fn an_output_directory_that_cannot_be_written_fails_with_its_path() {
+fn an_output_directory_that_cannot_be_written_or_is_not_empty_exits_2_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     // A regular file where the directory should be: fails for root too,
     // unlike a read-only mode.
@@ -140,10 +140,19 @@ fn an_output_directory_that_cannot_be_written_fails_with_its_path() {
     let out_dir = blocker.join("data");
     let out = Command::new(SIMGEN).args(small(&out_dir, 2)).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
     let first = err.lines().next().expect("nothing on stderr");
     assert!(
         first.starts_with("error: ") && first.contains("not-a-dir/data") && first.contains("Not a directory"),
         "{err}"
     );
+
+    let full = dir.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    std::fs::write(full.join("theirs.h5"), b"x").unwrap();
+    let out = Command::new(SIMGEN).args(small(&full, 2)).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.lines().next().is_some_and(|l| l.contains("is not empty")), "{err}");
+    assert_eq!(std::fs::read_dir(&full).unwrap().count(), 1, "a refused run wrote something");
 }
