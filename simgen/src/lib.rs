@@ -1,8 +1,11 @@
-//! Generates scientific training data straight into node-local storage.
-//! So far: [`cosmo`], dark-matter volumes for CosmoFlow. [`output`] is what
-//! every generator shares: claiming an empty output directory and writing
-//! its manifest from the files the run wrote. The `simgen` binary runs the
-//! generators on one rank or under `mpirun`.
+//! Generates scientific training data straight into node-local storage:
+//! [`cosmo`], dark-matter volumes for CosmoFlow; [`multislice`], electron
+//! diffraction stacks and projected densities for the inverse-imaging
+//! model; [`climate`], weather fields with cyclone and river masks for
+//! the segmentation models. [`output`] is what every generator shares:
+//! claiming an empty output directory and writing its manifest from the
+//! files the run wrote; [`heatmap`] draws their previews. The `simgen`
+//! binary runs the generators on one rank or under `mpirun`.
 //!
 //! ```
 //! use simgen::cosmo::cosmology::Cosmology;

@@ -12,7 +12,7 @@ use mpi::traits::*;
 use simgen::climate::channels::CHANNELS;
 use simgen::climate::generate::ClimateConfig;
 use simgen::climate::stats::Accumulator;
-use simgen::heatmap::{Outlines, Scale, heatmap_with_outlines};
+use simgen::heatmap::{Axes, Axis, Heatmap, Outlines, Scale};
 
 use super::multislice::Usage;
 
@@ -140,29 +140,32 @@ pub fn run(args: &ClimateArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let mut stats = Accumulator::new(config.channels);
     let mut classes = [0u64; 3];
-    let (mut synthesis, mut writing) = (Duration::ZERO, Duration::ZERO);
+    let mut times = Times::default();
     let mut written = Vec::new();
     let described: Vec<(&str, &str)> = CHANNELS.iter().take(config.channels).map(|c| (c.name, c.units)).collect();
     for i in mine {
         let t = Instant::now();
         let sample = config.sample(i);
-        synthesis += t.elapsed();
+        times.synthesis += t.elapsed();
         let split = if args.is_validation(i) { "validation" } else { "train" };
         let rel = format!("{split}/data-{i:06}.h5");
         let t = Instant::now();
-        let result = climate::write_described_sample(&out.join(&rel), shape, &sample.data, &sample.labels, &described)
-            .map_err(anyhow::Error::from)
-            .and_then(|()| Ok(out_dir.describe(&rel, &schema)?));
-        writing += t.elapsed();
+        let result = climate::write_described_sample(&out.join(&rel), shape, &sample.data, &sample.labels, &described);
+        times.writing += t.elapsed();
+        let t = Instant::now();
+        let result = result.map_err(anyhow::Error::from).and_then(|()| Ok(out_dir.describe(&rel, &schema)?));
+        times.describing += t.elapsed();
         match result {
             Ok(entry) => written.push(entry),
             Err(e) => {
                 world.fail(format!("writing {}: {}", out.join(&rel).display(), cluster::logging::chain(e.as_ref())))
             }
         }
+        let t = Instant::now();
         if split == "train" {
             stats.add(&sample.data);
         }
+        times.statistics += t.elapsed();
         for &l in &sample.labels {
             classes[l.clamp(0, 2) as usize] += 1;
         }
@@ -170,17 +173,18 @@ pub fn run(args: &ClimateArgs) -> anyhow::Result<()> {
             let name = format!("preview-{i:06}.png");
             // TMQ is the first channel, so every --channels stores it.
             let tmq: Vec<f32> = sample.data.chunks(config.channels).map(|px| px[0]).collect();
-            let outlines = Outlines { labels: &sample.labels, colours: &[(255, 40, 40), (255, 255, 255)] };
             let title = format!("sample {i}: water vapour (TMQ), cyclones red, rivers white");
-            let drawn = heatmap_with_outlines(
-                &tmq,
-                (config.height, config.width),
-                Some(outlines),
-                &title,
-                "kg/m²",
-                Scale::Linear,
-                &out.join(&name),
-            );
+            let drawn = Heatmap {
+                title: &title,
+                unit: "kg/m²",
+                scale: Scale::Linear,
+                axes: Some(Axes {
+                    x: Axis { label: "longitude (°E)", range: (0.0, 360.0) },
+                    y: Axis { label: "latitude (°N)", range: (-90.0, 90.0) },
+                }),
+                outlines: Some(Outlines { labels: &sample.labels, colours: &[(255, 40, 40), (255, 255, 255)] }),
+            }
+            .write(&tmq, (config.height, config.width), &out.join(&name));
             match drawn.map_err(anyhow::Error::from).and_then(|()| Ok(out_dir.describe(&name, &schema)?)) {
                 Ok(entry) => written.push(entry),
                 Err(e) => world.fail(format!("writing {name}: {}", cluster::logging::chain(e.as_ref()))),
@@ -210,24 +214,32 @@ pub fn run(args: &ClimateArgs) -> anyhow::Result<()> {
         }
     }
     out_dir.write_manifest(&world, schema, written)?;
-    report(&world, args, &classes, synthesis, writing, started.elapsed().as_secs_f64())
+    report(&world, args, &classes, &times, started.elapsed().as_secs_f64())
 }
 
-fn report(
-    world: &World,
-    args: &ClimateArgs,
-    classes: &[u64; 3],
+/// Where a rank's time went, summed over its samples.
+#[derive(Default)]
+struct Times {
+    /// Making the sample's fields and labels.
     synthesis: Duration,
+    /// Writing the HDF5 file.
     writing: Duration,
-    seconds: f64,
-) -> anyhow::Result<()> {
-    const FIELDS: usize = 6;
+    /// Reading it back to hash it for the manifest.
+    describing: Duration,
+    /// Adding a training sample to the channel statistics.
+    statistics: Duration,
+}
+
+fn report(world: &World, args: &ClimateArgs, classes: &[u64; 3], times: &Times, seconds: f64) -> anyhow::Result<()> {
+    const FIELDS: usize = 8;
     let mine: [f64; FIELDS] = [
         classes[0] as f64,
         classes[1] as f64,
         classes[2] as f64,
-        synthesis.as_secs_f64(),
-        writing.as_secs_f64(),
+        times.synthesis.as_secs_f64(),
+        times.writing.as_secs_f64(),
+        times.describing.as_secs_f64(),
+        times.statistics.as_secs_f64(),
         cluster::memory::peak_rss_bytes() as f64,
     ];
     let mut all = vec![0f64; FIELDS * world.size()];
@@ -247,7 +259,9 @@ fn report(
         "samples_per_second": args.samples as f64 / seconds,
         "synthesis_seconds_per_sample": sum(3) / args.samples as f64,
         "writing_seconds_per_sample": sum(4) / args.samples as f64,
-        "peak_rss_bytes_max_rank": max(5),
+        "manifest_hash_seconds_per_sample": sum(5) / args.samples as f64,
+        "statistics_seconds_per_sample": sum(6) / args.samples as f64,
+        "peak_rss_bytes_max_rank": max(7),
         "class_frequencies": { "background": freq[0], "cyclone": freq[1], "river": freq[2] },
         "class_weights": {
             "inverse_sqrt_as_the_paper": weights(-0.5),

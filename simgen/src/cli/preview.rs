@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use simgen::heatmap::{Scale, heatmap};
+use simgen::heatmap::{Axes, Axis, Heatmap, Scale};
 use simgen::multislice::generate::{Mode, Plan};
 use simgen::multislice::potential::Target;
 
@@ -18,7 +18,14 @@ pub fn write(plan: &Plan, out: &Path) -> anyhow::Result<Vec<String>> {
     };
     let name = "preview_target.png".to_owned();
     let title = format!("{} [{}] {:.0} Å: {what}", plan.config.crystal.name, zone(plan), sample.variation.thickness);
-    heatmap(&sample.target, n, &title, unit, Scale::Linear, &out.join(&name))?;
+    let (width, height) = (n as f64 * plan.grid.dx, n as f64 * plan.grid.dy);
+    let real_space =
+        Axes { x: Axis { label: "x (Å)", range: (0.0, width) }, y: Axis { label: "y (Å)", range: (0.0, height) } };
+    Heatmap { title: &title, unit, scale: Scale::Linear, axes: Some(real_space), outlines: None }.write(
+        &sample.target,
+        (n, n),
+        &out.join(&name),
+    )?;
     names.push(name);
     let positions = plan.positions();
     let picks: Vec<usize> = match plan.config.mode {
@@ -40,7 +47,27 @@ pub fn write(plan: &Plan, out: &Path) -> anyhow::Result<Vec<String>> {
             }
             Mode::Hrtem => ("bright-field image".to_owned(), Scale::Linear, "intensity"),
         };
-        heatmap(pattern, n, &title, unit, scale, &out.join(&name))?;
+        // Patterns are centred: pixel spacing 1/(n dx) in k, times the
+        // wavelength in angle; an image spans the real-space window.
+        let axes = match plan.config.mode {
+            Mode::Cbed => {
+                let mrad = |d: f64| 1e3 * plan.config.beam.wavelength() / (2.0 * d);
+                let (ax, ay) = (mrad(plan.grid.dx), mrad(plan.grid.dy));
+                Axes {
+                    x: Axis { label: "scattering angle x (mrad)", range: (-ax, ax) },
+                    y: Axis { label: "scattering angle y (mrad)", range: (-ay, ay) },
+                }
+            }
+            Mode::Hrtem => Axes {
+                x: Axis { label: "x (Å)", range: (0.0, width) },
+                y: Axis { label: "y (Å)", range: (0.0, height) },
+            },
+        };
+        Heatmap { title: &title, unit, scale, axes: Some(axes), outlines: None }.write(
+            pattern,
+            (n, n),
+            &out.join(&name),
+        )?;
         names.push(name);
     }
     Ok(names)

@@ -172,7 +172,7 @@ pub struct River {
     /// Points along its axis (latitude, longitude), degrees, from the
     /// tropical end.
     pub axis: Vec<(f64, f64)>,
-    /// Half width, km.
+    /// Half width at the middle of the axis, km; see [`River::width_at`].
     pub half_width: f64,
     /// Water-vapour excess on the axis, kg/m².
     pub moisture: f64,
@@ -181,6 +181,14 @@ pub struct River {
 }
 
 impl River {
+    /// Half width, km, at `along` (0 at the tropical end, 1 at the far
+    /// end): widest in the middle and narrowing to a third at the ends, the
+    /// spindle an atmospheric river has in water-vapour maps (Ralph et al.
+    /// 2018, their Fig. 1), rather than a band of constant width.
+    pub fn width_at(&self, along: f64) -> f64 {
+        self.half_width * (0.3 + 0.7 * (std::f64::consts::PI * along.clamp(0.0, 1.0)).sin().sqrt())
+    }
+
     /// Add the river to `data` and label its pixels (a river never relabels
     /// a cyclone: the storm keeps its pixels).
     pub fn inject(&self, grid: LatLon, data: &mut [f32], labels: &mut [i32]) {
@@ -205,20 +213,23 @@ impl River {
                     let t = (((e - seg_e0) * dx + (no - seg_n0) * dy) / (length * length)).clamp(0.0, 1.0);
                     let d = (e - seg_e0 - t * dx).hypot(no - seg_n0 - t * dy);
                     let along = (k as f64 + t) / (n - 1) as f64;
+                    // Distance in units of the local half width: the pixel
+                    // belongs to the segment it is deepest inside.
+                    let depth = d / self.width_at(along);
                     let p = y * grid.width + x;
-                    if d < self.half_width && best.get(&p).is_none_or(|b| d < b.0) {
-                        best.insert(p, (d, along, dx / length, dy / length));
+                    if depth < 1.0 && best.get(&p).is_none_or(|b| depth < b.0) {
+                        best.insert(p, (depth, along, dx / length, dy / length));
                     }
                 }
             }
         }
-        for (p, (d, along, ux, uy)) in best {
+        for (p, (depth, along, ux, uy)) in best {
             if labels[p] == CYCLONE {
                 continue;
             }
-            // Fade over the last tenth at each end, so the ends are smooth too.
-            let ends = (along / 0.1).min((1.0 - along) / 0.1).min(1.0);
-            let t = taper(d / self.half_width) * ends;
+            // Fade over the last twentieth at each end, so the ends are smooth too.
+            let ends = (along / 0.05).min((1.0 - along) / 0.05).min(1.0);
+            let t = taper(depth) * ends;
             if t == 0.0 {
                 continue;
             }

@@ -137,23 +137,31 @@ impl ClimateConfig {
         let mut rivers = Vec::new();
         for _ in 0..count(self.rivers, &mut draw) {
             let hemisphere = if draw.uniform() < 0.5 { 1.0 } else { -1.0 };
-            let (mut lat, mut lon) = (hemisphere * uniform(15.0, 25.0, &mut draw), uniform(0.0, 360.0, &mut draw));
-            // Poleward and eastward, bending slowly.
-            let mut heading = uniform(25.0, 55.0, &mut draw).to_radians();
-            let bend = uniform(-0.05, 0.05, &mut draw);
-            let length_km = uniform(6000.0, 11000.0, &mut draw);
-            let step_km = 250.0;
+            let (mut lat, mut lon) = (hemisphere * uniform(10.0, 20.0, &mut draw), uniform(0.0, 360.0, &mut draw));
+            // Rivers leave the tropics poleward and eastward and turn east
+            // into the mid-latitude storm track, where they run along the
+            // jet toward a west coast (Ralph et al. 2018, their Fig. 1;
+            // Zhu and Newell, Mon. Wea. Rev. 126, 725 (1998)). So the
+            // heading (radians north of east, poleward positive) relaxes
+            // from steep to nearly zonal as the axis reaches 35-55°, with a
+            // slow meander.
+            let mut heading = uniform(35.0, 65.0, &mut draw).to_radians();
+            let track = uniform(35.0, 55.0, &mut draw);
+            let zonal = uniform(-5.0, 15.0, &mut draw).to_radians();
+            let length_km = uniform(5000.0, 9000.0, &mut draw);
+            let step_km = 200.0;
+            let km_per_degree = 6371.0 * std::f64::consts::PI / 180.0;
             let mut axis = vec![(lat, lon)];
             for _ in 0..(length_km / step_km) as usize {
-                let km_per_degree = 6371.0 * std::f64::consts::PI / 180.0;
-                lat = (lat + hemisphere * step_km * heading.sin() / km_per_degree).clamp(-80.0, 80.0);
-                lon += step_km * heading.cos() / (km_per_degree * lat.to_radians().cos().max(0.2));
-                heading += bend;
+                let target = if lat.abs() < track - 10.0 { heading } else { zonal };
+                heading += 0.15 * (target - heading) + 0.04 * draw.normal();
+                lat = (lat + hemisphere * step_km * heading.sin() / km_per_degree).clamp(-70.0, 70.0);
+                lon += step_km * heading.cos() / (km_per_degree * lat.to_radians().cos());
                 axis.push((lat, lon.rem_euclid(360.0)));
             }
             let river = River {
                 axis,
-                half_width: uniform(350.0, 650.0, &mut draw),
+                half_width: uniform(450.0, 750.0, &mut draw),
                 moisture: uniform(15.0, 30.0, &mut draw),
                 wind: uniform(10.0, 20.0, &mut draw),
             };
@@ -236,6 +244,7 @@ mod tests {
         }
         let total = counts.iter().sum::<usize>() as f64;
         let f: Vec<f64> = counts.iter().map(|&c| c as f64 / total).collect();
+        eprintln!("class frequencies {f:?}");
         assert!((0.975..0.99).contains(&f[0]), "{f:?}");
         assert!((0.012..0.023).contains(&f[2]), "{f:?}");
         assert!(f[1] > 0.0002 && f[1] < 0.001, "{f:?}");
