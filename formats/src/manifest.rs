@@ -121,6 +121,16 @@ impl Schema {
         }
     }
 
+    /// Simulator traces in LMDB trace stores: the observation tensor of
+    /// every trace is `observation` float32 of `shape`; the random choices
+    /// are of varying number.
+    pub fn traces(shape: &[usize]) -> Self {
+        Schema {
+            kind: SampleKind::Traces,
+            fields: vec![Field { name: "observation".into(), dtype: Dtype::F32, shape: shape.to_vec() }],
+        }
+    }
+
     /// Files of no interpreted kind.
     pub fn opaque() -> Self {
         Schema { kind: SampleKind::Opaque, fields: Vec::new() }
@@ -523,7 +533,7 @@ fn scan_one(
 
 /// Samples in a file, by the schema's kind: TFRecord records for CosmoFlow,
 /// one per `.h5` file but `stats.h5` for DeepCAM, the store's count for the
-/// `data.mdb` of a scattering store, none otherwise.
+/// `data.mdb` of a scattering or trace store, none otherwise.
 fn count_samples(path: &Path, rel: &str, schema: &Schema) -> Result<u64, ManifestError> {
     let name = Path::new(rel).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     match schema.kind {
@@ -539,6 +549,11 @@ fn count_samples(path: &Path, rel: &str, schema: &Schema) -> Result<u64, Manifes
             let samples = |reason: String| ManifestError::Samples { entry: rel.to_owned(), reason };
             let store = path.parent().ok_or_else(|| samples("a store file needs its directory".into()))?;
             crate::lmdb::SampleStore::open(store).and_then(|s| s.len()).map_err(|e| samples(e.to_string()))
+        }
+        SampleKind::Traces if name == "data.mdb" => {
+            let samples = |reason: String| ManifestError::Samples { entry: rel.to_owned(), reason };
+            let store = path.parent().ok_or_else(|| samples("a store file needs its directory".into()))?;
+            crate::lmdb::TraceStore::open(store).map(|s| s.len()).map_err(|e| samples(e.to_string()))
         }
         _ => Ok(0),
     }

@@ -61,6 +61,14 @@ pub enum LmdbError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// A trace store was finished with a dictionary lacking one of its addresses.
+    #[error("{}: address {address:?} is not in the dictionary the store was finished with", path.display())]
+    Dictionary {
+        /// Store directory.
+        path: PathBuf,
+        /// The address.
+        address: String,
+    },
     /// A database the store needs is absent.
     #[error("{}: not a Stagehand {kind} store (database {database:?} missing)", path.display())]
     Missing {

@@ -131,6 +131,50 @@ fn traces_are_stored_grouped_by_trace_type_with_their_dictionary() {
     }
     assert_eq!(next, 5000);
     assert!(store.get(5000).unwrap().is_none());
+    assert!(types.windows(2).all(|w| w[0].count >= w[1].count), "types are not most frequent first");
+}
+
+/// Two stores finished with one shared dictionary: the same address has
+/// the same id in both, whatever order each writer met them in.
+#[test]
+fn stores_finished_with_a_shared_dictionary_use_its_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let dictionary: Vec<String> = ["c", "obs", "b", "a", "unused"].iter().map(|s| s.to_string()).collect();
+    for (name, kinds) in [("one", [&["a", "b"][..], &["a"]]), ("two", [&["c"][..], &["b", "a"]])] {
+        let path = dir.path().join(name);
+        let mut w = TraceStoreWriter::create(&path).unwrap();
+        let mut written = Vec::new();
+        for i in 0..10 {
+            // The second kind is the more frequent, so it is stored first.
+            let t = trace(&mut w, kinds[usize::from(i % 3 != 0)], i as f32);
+            w.add(&t).unwrap();
+            written.push(t);
+        }
+        let local = w.addresses();
+        w.finish_with_dictionary(&dictionary).unwrap();
+        let store = TraceStore::open(&path).unwrap();
+        assert_eq!(store.addresses(), dictionary.as_slice());
+        let global = |id: u32| dictionary.iter().position(|d| *d == local[id as usize]).unwrap() as u32;
+        let types = store.trace_types();
+        assert_eq!(types.iter().map(|t| t.count).collect::<Vec<_>>(), [6, 4]);
+        let frequent: Vec<u32> = kinds[1].iter().map(|n| dictionary.iter().position(|d| d == n).unwrap() as u32).collect();
+        assert_eq!(types[0].addresses, frequent);
+        let stored: Vec<Trace> = (0..10).map(|i| store.get(i).unwrap().unwrap()).collect();
+        for t in &written {
+            let mut want = t.clone();
+            for c in &mut want.choices {
+                c.address = global(c.address);
+            }
+            assert!(stored.contains(&want), "{name}: a trace was lost or kept its writer's ids");
+        }
+    }
+    let path = dir.path().join("three");
+    let mut w = TraceStoreWriter::create(&path).unwrap();
+    let t = trace(&mut w, &["zzz"], 0.0);
+    w.add(&t).unwrap();
+    let err = w.finish_with_dictionary(&dictionary).unwrap_err().to_string();
+    assert!(err.contains("\"zzz\"") && err.contains("dictionary"), "{err}");
+    assert!(!path.exists(), "a store finished with a bad dictionary is visible");
 }
 
 #[test]
@@ -156,6 +200,37 @@ fn categorical_and_poisson_choices_round_trip() {
 }
 
 proptest! {
+    /// Remapping ids in place equals decoding, renumbering and encoding, and
+    /// damaged bytes are an error, never a panic.
+    #[test]
+    fn remapping_ids_in_place_equals_renumbering_the_decoded_trace(cut in 0usize..200, shift in 0u32..5) {
+        let t = Trace {
+            shape: vec![2, 3],
+            observation: vec![0.5; 6],
+            choices: vec![
+                Choice { address: 0, controlled: true, distribution: Distribution::Categorical { probs: vec![0.5; 2] }, value: 1.0 },
+                Choice { address: 2, controlled: false, distribution: Distribution::Normal { mean: 0.0, std: 1.0 }, value: 0.1 },
+                Choice { address: 1, controlled: true, distribution: Distribution::Poisson { rate: 2.0 }, value: 3.0 },
+            ],
+        };
+        let map: Vec<u32> = (0..3).map(|a| (a + shift) * 7).collect();
+        let mut bytes = Vec::new();
+        trace_codec::encode(&t, &mut bytes);
+        let mut renumbered = t.clone();
+        for c in &mut renumbered.choices {
+            c.address = map[c.address as usize];
+        }
+        let mut want = Vec::new();
+        trace_codec::encode(&renumbered, &mut want);
+        let mut cut_bytes = bytes[..cut.min(bytes.len())].to_vec();
+        trace_codec::remap_addresses(&mut bytes, &map).unwrap();
+        prop_assert_eq!(&bytes, &want);
+        if cut < want.len() {
+            prop_assert!(trace_codec::remap_addresses(&mut cut_bytes, &map).is_err());
+        }
+        prop_assert!(trace_codec::remap_addresses(&mut want.clone(), &map[..2]).is_err());
+    }
+
     /// A stored trace cut short or with a corrupted byte is an error or a
     /// different valid trace, never a panic or an over-sized allocation.
     #[test]

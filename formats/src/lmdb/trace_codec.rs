@@ -191,3 +191,42 @@ pub fn decode(bytes: &[u8]) -> Result<Trace, DecodeError> {
     }
     Ok(Trace { shape, observation, choices })
 }
+
+/// Rewrite the address ids of an encoded trace in place, id `a` becoming
+/// `map[a]`, without decoding the observation: how a writer gives traces
+/// staged with its own ids the ids of a dictionary shared by many stores.
+pub fn remap_addresses(bytes: &mut [u8], map: &[u32]) -> Result<(), DecodeError> {
+    let mut c = Cursor { bytes: &*bytes, pos: 0 };
+    let ndim = c.u8()? as usize;
+    let mut values = 1usize;
+    for _ in 0..ndim {
+        values = values.saturating_mul(c.u32()? as usize);
+    }
+    c.take(values.checked_mul(4).ok_or(DecodeError { at: c.pos, reason: "observation larger than the value" })?)?;
+    let n = c.count(MIN_CHOICE_BYTES)?;
+    let mut at = Vec::with_capacity(n);
+    for _ in 0..n {
+        at.push(c.pos);
+        let address = c.u32()?;
+        if address as usize >= map.len() {
+            return Err(DecodeError { at: c.pos - 4, reason: "address id outside the map" });
+        }
+        c.u8()?;
+        let tag_at = c.pos;
+        let params = match c.u8()? {
+            0 | 1 => 16,
+            2 => 8 * c.count(8)?,
+            3 | 4 => 8,
+            _ => return Err(DecodeError { at: tag_at, reason: "unknown distribution tag" }),
+        };
+        c.take(params + 8)?;
+    }
+    if c.pos != bytes.len() {
+        return Err(DecodeError { at: c.pos, reason: "trailing bytes after the last choice" });
+    }
+    for pos in at {
+        let old = u32::from_le_bytes([bytes[pos], bytes[pos + 1], bytes[pos + 2], bytes[pos + 3]]);
+        bytes[pos..pos + 4].copy_from_slice(&map[old as usize].to_le_bytes());
+    }
+    Ok(())
+}

@@ -4,8 +4,13 @@
 //! sampler reading consecutive traces reads them sequentially.
 //!
 //! The writer stages traces under (type id, arrival) keys, which LMDB keeps
-//! sorted on disk, then copies them out in that order on `finish`: an external
-//! sort whose memory does not grow with the number of traces.
+//! sorted on disk, then copies them out type by type on `finish`: an external
+//! sort whose memory does not grow with the number of traces. Types are
+//! stored most frequent first (ties by first arrival), so the type table
+//! reads as the frequency table of the store. Several stores of one
+//! dataset can share one address dictionary
+//! ([`finish_with_dictionary`](TraceStoreWriter::finish_with_dictionary)),
+//! so an address id means the same in each.
 
 use std::collections::HashMap;
 use std::fs;
@@ -151,10 +156,38 @@ impl TraceStoreWriter {
         }
     }
 
+    /// The addresses seen so far, indexed by the ids this writer gave them.
+    pub fn addresses(&self) -> Vec<String> {
+        let mut names = vec![String::new(); self.addresses.len()];
+        for (name, &id) in &self.addresses {
+            names[id as usize] = name.clone();
+        }
+        names
+    }
+
     /// Sort the staged traces into type order, write the dictionary and the
     /// type table, compact, and move the store into place.
-    pub fn finish(mut self) -> Result<(), LmdbError> {
+    pub fn finish(self) -> Result<(), LmdbError> {
+        let own = self.addresses();
+        self.finish_with_dictionary(&own)
+    }
+
+    /// [`finish`](Self::finish) with `dictionary` as the store's address
+    /// dictionary (id = index): every address this writer saw must be in
+    /// it, and the stored traces and types carry its ids.
+    pub fn finish_with_dictionary(mut self, dictionary: &[String]) -> Result<(), LmdbError> {
         self.flush()?;
+        let id_of: HashMap<&str, u32> = dictionary.iter().enumerate().map(|(i, n)| (n.as_str(), i as u32)).collect();
+        let mut map = vec![0u32; self.addresses.len()];
+        for (name, &local) in &self.addresses {
+            map[local as usize] = *id_of.get(name.as_str()).ok_or_else(|| LmdbError::Dictionary {
+                path: self.path.clone(),
+                address: name.clone(),
+            })?;
+        }
+        // Most frequent type first; ties keep the order of first arrival.
+        let mut order: Vec<u32> = (0..self.type_list.len() as u32).collect();
+        order.sort_by_key(|&t| std::cmp::Reverse(self.type_counts[t as usize]));
         let (traces, types, addresses) = {
             let mut txn = self.env.write_txn().map_err(lmdb_error(&self.path, "starting a write"))?;
             let traces: Database<U64<BigEndian>, Bytes> =
@@ -169,51 +202,60 @@ impl TraceStoreWriter {
             (traces, types, addresses)
         };
 
-        // Copy staged traces out in key order, one bounded chunk per transaction.
+        // Copy staged traces out type by type, one bounded chunk per transaction.
         let staging = self.staging;
         let mut next_index = 0u64;
-        let mut after: Option<Vec<u8>> = None;
-        loop {
-            let chunk: Vec<(Vec<u8>, Vec<u8>)> = {
-                let txn = self.env.read_txn().map_err(lmdb_error(&self.path, "reading staged traces"))?;
-                let start = match &after {
-                    None => Bound::Unbounded,
-                    Some(k) => Bound::Excluded(k.as_slice()),
+        for &local_type in &order {
+            let end = (local_type + 1).to_be_bytes();
+            let mut after: Vec<u8> = local_type.to_be_bytes().to_vec();
+            let mut start = Bound::Included(after.clone());
+            loop {
+                let mut chunk: Vec<(Vec<u8>, Vec<u8>)> = {
+                    let txn = self.env.read_txn().map_err(lmdb_error(&self.path, "reading staged traces"))?;
+                    let range = (start.as_ref().map(Vec::as_slice), Bound::Excluded(&end[..]));
+                    let iter = staging.range(&txn, &range).map_err(lmdb_error(&self.path, "reading staged traces"))?;
+                    iter.take(BATCH_TRACES)
+                        .map(|item| item.map(|(k, v)| (k.to_vec(), v.to_vec())))
+                        .collect::<Result<_, _>>()
+                        .map_err(lmdb_error(&self.path, "reading staged traces"))?
                 };
-                let iter = staging
-                    .range(&txn, &(start, Bound::Unbounded))
-                    .map_err(lmdb_error(&self.path, "reading staged traces"))?;
-                iter.take(BATCH_TRACES)
-                    .map(|item| item.map(|(k, v)| (k.to_vec(), v.to_vec())))
-                    .collect::<Result<_, _>>()
-                    .map_err(lmdb_error(&self.path, "reading staged traces"))?
-            };
-            let Some((last, _)) = chunk.last() else { break };
-            after = Some(last.clone());
-            let first = next_index;
-            self.with_growth("writing sorted traces", |env| {
-                let mut txn = env.write_txn()?;
-                for (i, (_, v)) in chunk.iter().enumerate() {
-                    traces.put(&mut txn, &(first + i as u64), v)?;
+                let Some((last, _)) = chunk.last() else { break };
+                after.clone_from(last);
+                start = Bound::Excluded(after.clone());
+                for (key, value) in &mut chunk {
+                    trace_codec::remap_addresses(value, &map).map_err(|e| LmdbError::Corrupt {
+                        path: self.path.clone(),
+                        key: key[4..].iter().fold(0u64, |a, &b| (a << 8) | u64::from(b)),
+                        at: e.at,
+                        reason: e.reason,
+                    })?;
                 }
-                txn.commit()
-            })?;
-            next_index += chunk.len() as u64;
+                let first = next_index;
+                self.with_growth("writing sorted traces", |env| {
+                    let mut txn = env.write_txn()?;
+                    for (i, (_, v)) in chunk.iter().enumerate() {
+                        traces.put(&mut txn, &(first + i as u64), v)?;
+                    }
+                    txn.commit()
+                })?;
+                next_index += chunk.len() as u64;
+            }
         }
 
         let mut first = 0u64;
-        let table: Vec<(u32, Vec<u8>)> = self
-            .type_list
+        let table: Vec<(u32, Vec<u8>)> = order
             .iter()
-            .zip(&self.type_counts)
             .enumerate()
-            .map(|(id, (addrs, &count))| {
-                let t = TraceType { addresses: addrs.clone(), first, count };
+            .map(|(id, &local)| {
+                let addresses = self.type_list[local as usize].iter().map(|&a| map[a as usize]).collect();
+                let count = self.type_counts[local as usize];
+                let t = TraceType { addresses, first, count };
                 first += count;
                 (id as u32, encode_type(&t))
             })
             .collect();
-        let names: Vec<(u32, String)> = self.addresses.iter().map(|(name, &id)| (id, name.clone())).collect();
+        let names: Vec<(u32, String)> =
+            dictionary.iter().enumerate().map(|(id, name)| (id as u32, name.clone())).collect();
         self.with_growth("writing the dictionary", |env| {
             let mut txn = env.write_txn()?;
             for (id, bytes) in &table {
