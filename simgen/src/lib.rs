@@ -23,3 +23,4 @@ pub mod image;
 pub mod multislice;
 pub mod output;
 pub mod random;
+pub mod traces;

@@ -157,7 +157,8 @@ fn stores_finished_with_a_shared_dictionary_use_its_ids() {
         let global = |id: u32| dictionary.iter().position(|d| *d == local[id as usize]).unwrap() as u32;
         let types = store.trace_types();
         assert_eq!(types.iter().map(|t| t.count).collect::<Vec<_>>(), [6, 4]);
-        let frequent: Vec<u32> = kinds[1].iter().map(|n| dictionary.iter().position(|d| d == n).unwrap() as u32).collect();
+        let frequent: Vec<u32> =
+            kinds[1].iter().map(|n| dictionary.iter().position(|d| d == n).unwrap() as u32).collect();
         assert_eq!(types[0].addresses, frequent);
         let stored: Vec<Trace> = (0..10).map(|i| store.get(i).unwrap().unwrap()).collect();
         for t in &written {

@@ -180,10 +180,9 @@ impl TraceStoreWriter {
         let id_of: HashMap<&str, u32> = dictionary.iter().enumerate().map(|(i, n)| (n.as_str(), i as u32)).collect();
         let mut map = vec![0u32; self.addresses.len()];
         for (name, &local) in &self.addresses {
-            map[local as usize] = *id_of.get(name.as_str()).ok_or_else(|| LmdbError::Dictionary {
-                path: self.path.clone(),
-                address: name.clone(),
-            })?;
+            map[local as usize] = *id_of
+                .get(name.as_str())
+                .ok_or_else(|| LmdbError::Dictionary { path: self.path.clone(), address: name.clone() })?;
         }
         // Most frequent type first; ties keep the order of first arrival.
         let mut order: Vec<u32> = (0..self.type_list.len() as u32).collect();
