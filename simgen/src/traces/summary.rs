@@ -18,6 +18,9 @@ pub struct TypeLine {
     pub label: String,
 }
 
+/// What [`Summary::to_bytes`] carries: types with counts, lengths with counts, traces.
+type Wire = (Vec<(Vec<String>, u64)>, Vec<(usize, u64)>, u64);
+
 /// Counts of trace types and lengths.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Summary {
@@ -97,8 +100,7 @@ impl Summary {
 
     /// Counts from [`to_bytes`](Self::to_bytes).
     pub fn from_bytes(bytes: &[u8]) -> Result<Summary, serde_json::Error> {
-        let (types, lengths, traces): (Vec<(Vec<String>, u64)>, Vec<(usize, u64)>, u64) =
-            serde_json::from_slice(bytes)?;
+        let (types, lengths, traces): Wire = serde_json::from_slice(bytes)?;
         Ok(Summary { types: types.into_iter().collect(), lengths: lengths.into_iter().collect(), traces })
     }
 }
