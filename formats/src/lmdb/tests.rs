@@ -176,6 +176,8 @@ fn stores_finished_with_a_shared_dictionary_use_its_ids() {
     let err = w.finish_with_dictionary(&dictionary).unwrap_err().to_string();
     assert!(err.contains("\"zzz\"") && err.contains("dictionary"), "{err}");
     assert!(!path.exists(), "a store finished with a bad dictionary is visible");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left.len(), 2, "a failed writer left its temporary files: {left:?}");
 }
 
 #[test]

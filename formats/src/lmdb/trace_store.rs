@@ -76,6 +76,26 @@ pub struct TraceStoreWriter {
     type_counts: Vec<u64>,
     pending: Vec<([u8; 12], Vec<u8>)>,
     arrivals: u64,
+    // After `env`, so the environment is closed before its files go.
+    cleanup: TempDirs,
+}
+
+/// A writer's temporary directories, removed when it is dropped before
+/// `finish` succeeds (an error, a full disk, a panic): no half-written
+/// store is left behind.
+struct TempDirs {
+    dirs: Vec<PathBuf>,
+    armed: bool,
+}
+
+impl Drop for TempDirs {
+    fn drop(&mut self) {
+        if self.armed {
+            for dir in &self.dirs {
+                let _ = fs::remove_dir_all(dir);
+            }
+        }
+    }
 }
 
 impl TraceStoreWriter {
@@ -86,6 +106,7 @@ impl TraceStoreWriter {
         let staging =
             env.create_database(&mut txn, Some(STAGING)).map_err(lmdb_error(path, "creating the staging database"))?;
         txn.commit().map_err(lmdb_error(path, "committing"))?;
+        let cleanup = TempDirs { dirs: vec![temp_path_for(&temp), temp.clone()], armed: true };
         Ok(TraceStoreWriter {
             env,
             path: path.to_owned(),
@@ -97,6 +118,7 @@ impl TraceStoreWriter {
             type_counts: Vec::new(),
             pending: Vec::new(),
             arrivals: 0,
+            cleanup,
         })
     }
 
@@ -279,7 +301,9 @@ impl TraceStoreWriter {
         if self.path.exists() {
             fs::remove_dir_all(&self.path).map_err(io_error(&self.path))?;
         }
-        fs::rename(&self.temp, &self.path).map_err(io_error(&self.path))
+        fs::rename(&self.temp, &self.path).map_err(io_error(&self.path))?;
+        self.cleanup.armed = false;
+        Ok(())
     }
 }
 
