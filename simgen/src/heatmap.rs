@@ -14,6 +14,15 @@ const SHOWN: usize = 800;
 const BAR: u32 = 170;
 const TITLE: u32 = 40;
 
+/// Make DejaVu Sans the `sans-serif` of every plot (once per process).
+pub fn register_font() {
+    static FONT: Once = Once::new();
+    FONT.call_once(|| {
+        // A valid built-in font; a failure would show as a drawing error later.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
+    });
+}
+
 /// How values map to colours.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scale {
@@ -82,11 +91,7 @@ impl Heatmap<'_> {
     /// has another label) is drawn in its label's colour.
     pub fn write(&self, values: &[f32], (rows, columns): (usize, usize), path: &Path) -> std::io::Result<()> {
         let Heatmap { title, unit, scale, ref axes, ref outlines } = *self;
-        static FONT: Once = Once::new();
-        FONT.call_once(|| {
-            // A valid built-in font; a failure would show as a drawing error below.
-            let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
-        });
+        register_font();
         let step = rows.max(columns).div_ceil(SHOWN).max(1);
         let (shown_rows, shown_columns) = (rows.div_ceil(step), columns.div_ceil(step));
         let shown = |v: f32| match scale {

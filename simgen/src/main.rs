@@ -37,6 +37,8 @@ enum Command {
     Climate(Box<cli::climate::ClimateArgs>),
     /// Electron scattering by multislice: CBED stacks (or HRTEM images) of crystals and their projected density, into LMDB.
     Multislice(Box<cli::multislice::MultisliceArgs>),
+    /// Execution traces of a tau-decay simulator observed by a calorimeter, sorted by trace type into LMDB (Etalumis).
+    Traces(Box<cli::traces::TracesArgs>),
     /// Measure P(k) of one channel of one sample of a CosmoFlow TFRecord file and compare with linear theory.
     Pk(PkArgs),
 }
@@ -155,6 +157,7 @@ fn main() {
         Command::Pk(args) => pk(&args),
         Command::Multislice(args) => cli::multislice::run(&args),
         Command::Climate(args) => cli::climate::run(&args),
+        Command::Traces(args) => cli::traces::run(&args),
     };
     if let Err(e) = result {
         cluster::logging::print_error(format_args!("{}", cluster::logging::chain(e.as_ref())));

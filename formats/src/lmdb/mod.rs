@@ -61,6 +61,16 @@ pub enum LmdbError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// The file system has no room for what is about to be written.
+    #[error("{}: needs about {needed} bytes more and its file system has {free} free", path.display())]
+    NoSpace {
+        /// Store directory.
+        path: PathBuf,
+        /// Bytes the write needs.
+        needed: u64,
+        /// Bytes free.
+        free: u64,
+    },
     /// A trace store was finished with a dictionary lacking one of its addresses.
     #[error("{}: address {address:?} is not in the dictionary the store was finished with", path.display())]
     Dictionary {
@@ -97,21 +107,30 @@ fn is_map_full(e: &heed::Error) -> bool {
 
 /// Open a fresh environment for writing in the hidden temporary directory of `path`.
 fn create_env(path: &Path, max_dbs: u32) -> Result<(Env, PathBuf), LmdbError> {
+    let temp = fresh_temp_dir(path)?;
+    let env = open_env_in(&temp, path, max_dbs, INITIAL_MAP_SIZE)?;
+    Ok((env, temp))
+}
+
+/// An empty hidden directory beside `path` to build its store in.
+fn fresh_temp_dir(path: &Path) -> Result<PathBuf, LmdbError> {
     let temp = temp_path_for(path);
     if temp.exists() {
         fs::remove_dir_all(&temp).map_err(io_error(&temp))?;
     }
     fs::create_dir_all(&temp).map_err(io_error(&temp))?;
-    let mut options = EnvOpenOptions::new();
-    options.map_size(INITIAL_MAP_SIZE).max_dbs(max_dbs);
-    // SAFETY: the environment lives in a directory this process just created
-    // and no other code opens; heed's own invariant is that one environment
-    // is not opened twice in a process, which holds for a fresh directory.
-    let env = unsafe { options.open(&temp) }.map_err(lmdb_error(path, "creating environment"))?;
-    Ok((env, temp))
+    Ok(temp)
 }
 
-/// Open a finished store read-only, without a lock file.
+/// A writable environment in `dir` (errors name `path`, the store).
+fn open_env_in(dir: &Path, path: &Path, max_dbs: u32, map_size: usize) -> Result<Env, LmdbError> {
+    let mut options = EnvOpenOptions::new();
+    options.map_size(map_size).max_dbs(max_dbs);
+    // SAFETY: the directory is this writer's own fresh temporary one; no
+    // other environment in this process has it open.
+    unsafe { options.open(dir) }.map_err(lmdb_error(path, "creating environment"))
+}
+
 fn open_read_only(path: &Path, max_dbs: u32) -> Result<Env, LmdbError> {
     if !path.join("data.mdb").is_file() {
         return Err(LmdbError::Io {

@@ -3,33 +3,37 @@
 //! trace is its sequence of controlled address ids), so that a bucketed
 //! sampler reading consecutive traces reads them sequentially.
 //!
-//! The writer stages traces under (type id, arrival) keys, which LMDB keeps
-//! sorted on disk, then copies them out type by type on `finish`: an external
-//! sort whose memory does not grow with the number of traces. Types are
-//! stored most frequent first (ties by first arrival), so the type table
-//! reads as the frequency table of the store. Several stores of one
-//! dataset can share one address dictionary
+//! The writer appends each encoded trace to a staging file in the store's
+//! temporary directory and keeps only its type, offset and length in
+//! memory (16 bytes a trace); `finish` reads them back type by type and
+//! appends them to the LMDB database in that order: an external sort with
+//! one sequential write and one LMDB write per trace, whose memory does not
+//! grow with the traces' bytes. Types are stored most frequent first (ties
+//! by first arrival), so the type table reads as the frequency table of the
+//! store. Several stores of one dataset can share one address dictionary
 //! ([`finish_with_dictionary`](TraceStoreWriter::finish_with_dictionary)),
 //! so an address id means the same in each.
 
 use std::collections::HashMap;
-use std::fs;
-use std::ops::Bound;
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use heed::byteorder::BigEndian;
 use heed::types::{Bytes, Str, U32, U64};
-use heed::{CompactionOption, Database, Env};
+use heed::{Database, Env, PutFlags};
 
 use super::trace_codec::{self, Trace};
-use super::{LmdbError, create_env, grow_map, io_error, is_map_full, lmdb_error, open_read_only, temp_path_for};
+use super::{
+    INITIAL_MAP_SIZE, LmdbError, fresh_temp_dir, grow_map, io_error, is_map_full, lmdb_error, open_env_in,
+    open_read_only,
+};
 
 const ADDRESSES: &str = "addresses";
 const TRACES: &str = "traces";
 const TYPES: &str = "trace_types";
-const STAGING: &str = "staging";
 const MAX_DBS: u32 = 8;
-const BATCH_TRACES: usize = 4096;
 
 /// One trace type: its controlled addresses and where its traces lie.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,58 +70,73 @@ fn decode_type(bytes: &[u8]) -> Option<TraceType> {
 
 /// Builds a trace store; visible under its final name only after `finish`.
 pub struct TraceStoreWriter {
-    env: Env,
     path: PathBuf,
     temp: PathBuf,
-    staging: Database<Bytes, Bytes>,
+    staging_path: PathBuf,
+    staging: BufWriter<File>,
+    staged_bytes: u64,
+    staged: Vec<Staged>,
     addresses: HashMap<String, u32>,
     types: HashMap<Vec<u32>, u32>,
     type_list: Vec<Vec<u32>>,
     type_counts: Vec<u64>,
-    pending: Vec<([u8; 12], Vec<u8>)>,
-    arrivals: u64,
-    // After `env`, so the environment is closed before its files go.
+    encoded: Vec<u8>,
     cleanup: TempDirs,
 }
 
-/// A writer's temporary directories, removed when it is dropped before
+/// Where a staged trace lies in the staging file.
+struct Staged {
+    type_id: u32,
+    len: u32,
+    offset: u64,
+}
+
+/// A writer's temporary directory, removed when it is dropped before
 /// `finish` succeeds (an error, a full disk, a panic): no half-written
 /// store is left behind.
 struct TempDirs {
-    dirs: Vec<PathBuf>,
+    dir: PathBuf,
     armed: bool,
 }
 
 impl Drop for TempDirs {
     fn drop(&mut self) {
         if self.armed {
-            for dir in &self.dirs {
-                let _ = fs::remove_dir_all(dir);
-            }
+            let _ = fs::remove_dir_all(&self.dir);
         }
     }
 }
 
+/// Staging file name inside the temporary directory.
+const STAGING_FILE: &str = "staging.traces";
+/// Bytes of traces per LMDB write transaction in `finish`.
+const CHUNK_BYTES: usize = 64 << 20;
+
 impl TraceStoreWriter {
     /// Start a store at `path` (a directory).
     pub fn create(path: &Path) -> Result<Self, LmdbError> {
-        let (env, temp) = create_env(path, MAX_DBS)?;
-        let mut txn = env.write_txn().map_err(lmdb_error(path, "starting a write"))?;
-        let staging =
-            env.create_database(&mut txn, Some(STAGING)).map_err(lmdb_error(path, "creating the staging database"))?;
-        txn.commit().map_err(lmdb_error(path, "committing"))?;
-        let cleanup = TempDirs { dirs: vec![temp_path_for(&temp), temp.clone()], armed: true };
+        let temp = fresh_temp_dir(path)?;
+        let cleanup = TempDirs { dir: temp.clone(), armed: true };
+        let staging_path = temp.join(STAGING_FILE);
+        // Read back in `finish`, so opened for both.
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&staging_path)
+            .map_err(io_error(&staging_path))?;
         Ok(TraceStoreWriter {
-            env,
             path: path.to_owned(),
             temp,
-            staging,
+            staging_path,
+            staging: BufWriter::with_capacity(1 << 20, file),
+            staged_bytes: 0,
+            staged: Vec::new(),
             addresses: HashMap::new(),
             types: HashMap::new(),
             type_list: Vec::new(),
             type_counts: Vec::new(),
-            pending: Vec::new(),
-            arrivals: 0,
+            encoded: Vec::new(),
             cleanup,
         })
     }
@@ -126,56 +145,6 @@ impl TraceStoreWriter {
     pub fn address_id(&mut self, address: &str) -> u32 {
         let next = self.addresses.len() as u32;
         *self.addresses.entry(address.to_owned()).or_insert(next)
-    }
-
-    /// Add a trace whose choices use ids from [`address_id`](Self::address_id).
-    pub fn add(&mut self, trace: &Trace) -> Result<(), LmdbError> {
-        let trace_type = trace.trace_type();
-        let next = self.type_list.len() as u32;
-        let type_id = *self.types.entry(trace_type.clone()).or_insert_with(|| {
-            self.type_list.push(trace_type);
-            self.type_counts.push(0);
-            next
-        });
-        self.type_counts[type_id as usize] += 1;
-        let mut key = [0u8; 12];
-        key[..4].copy_from_slice(&type_id.to_be_bytes());
-        key[4..].copy_from_slice(&self.arrivals.to_be_bytes());
-        self.arrivals += 1;
-        let mut value = Vec::new();
-        trace_codec::encode(trace, &mut value);
-        self.pending.push((key, value));
-        if self.pending.len() >= BATCH_TRACES {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), LmdbError> {
-        let pending = std::mem::take(&mut self.pending);
-        let staging = self.staging;
-        self.with_growth("staging traces", |env| {
-            let mut txn = env.write_txn()?;
-            for (k, v) in &pending {
-                staging.put(&mut txn, k, v)?;
-            }
-            txn.commit()
-        })
-    }
-
-    /// Run a write, doubling the map and retrying while it is full.
-    fn with_growth(
-        &mut self,
-        what: &'static str,
-        mut write: impl FnMut(&Env) -> Result<(), heed::Error>,
-    ) -> Result<(), LmdbError> {
-        loop {
-            match write(&self.env) {
-                Ok(()) => return Ok(()),
-                Err(e) if is_map_full(&e) => grow_map(&self.env, &self.path)?,
-                Err(e) => return Err(lmdb_error(&self.path, what)(e)),
-            }
-        }
     }
 
     /// The addresses seen so far, indexed by the ids this writer gave them.
@@ -187,8 +156,35 @@ impl TraceStoreWriter {
         names
     }
 
+    /// Add a trace whose choices use ids from [`address_id`](Self::address_id).
+    pub fn add(&mut self, trace: &Trace) -> Result<(), LmdbError> {
+        let trace_type = trace.trace_type();
+        let next = self.type_list.len() as u32;
+        let type_id = match self.types.get(&trace_type) {
+            Some(&id) => id,
+            None => {
+                self.types.insert(trace_type.clone(), next);
+                self.type_list.push(trace_type);
+                self.type_counts.push(0);
+                next
+            }
+        };
+        self.type_counts[type_id as usize] += 1;
+        trace_codec::encode(trace, &mut self.encoded);
+        let len = u32::try_from(self.encoded.len()).map_err(|_| LmdbError::Corrupt {
+            path: self.path.clone(),
+            key: self.staged.len() as u64,
+            at: 0,
+            reason: "a trace of 4 GiB or more",
+        })?;
+        self.staging.write_all(&self.encoded).map_err(io_error(&self.staging_path))?;
+        self.staged.push(Staged { type_id, len, offset: self.staged_bytes });
+        self.staged_bytes += u64::from(len);
+        Ok(())
+    }
+
     /// Sort the staged traces into type order, write the dictionary and the
-    /// type table, compact, and move the store into place.
+    /// type table, and move the store into place.
     pub fn finish(self) -> Result<(), LmdbError> {
         let own = self.addresses();
         self.finish_with_dictionary(&own)
@@ -198,7 +194,6 @@ impl TraceStoreWriter {
     /// dictionary (id = index): every address this writer saw must be in
     /// it, and the stored traces and types carry its ids.
     pub fn finish_with_dictionary(mut self, dictionary: &[String]) -> Result<(), LmdbError> {
-        self.flush()?;
         let id_of: HashMap<&str, u32> = dictionary.iter().enumerate().map(|(i, n)| (n.as_str(), i as u32)).collect();
         let mut map = vec![0u32; self.addresses.len()];
         for (name, &local) in &self.addresses {
@@ -206,61 +201,72 @@ impl TraceStoreWriter {
                 .get(name.as_str())
                 .ok_or_else(|| LmdbError::Dictionary { path: self.path.clone(), address: name.clone() })?;
         }
+        self.staging.flush().map_err(io_error(&self.staging_path))?;
+        let staging = self.staging.get_ref();
+
         // Most frequent type first; ties keep the order of first arrival.
         let mut order: Vec<u32> = (0..self.type_list.len() as u32).collect();
         order.sort_by_key(|&t| std::cmp::Reverse(self.type_counts[t as usize]));
+        let mut by_type: Vec<Vec<u32>> = self.type_counts.iter().map(|&n| Vec::with_capacity(n as usize)).collect();
+        for (i, s) in self.staged.iter().enumerate() {
+            by_type[s.type_id as usize].push(i as u32);
+        }
+        let sorted: Vec<u32> = order.iter().flat_map(|&t| by_type[t as usize].iter().copied()).collect();
+        drop(by_type);
+
+        // The sorted copy needs the staged bytes again, and a little for
+        // LMDB's pages: say so now rather than fail half-way with LMDB's EIO.
+        let needed = self.staged_bytes + self.staged_bytes / 16;
+        let stat = rustix::fs::statvfs(&self.temp)
+            .map_err(|e| LmdbError::Io { path: self.temp.clone(), source: std::io::Error::from(e) })?;
+        let free = stat.f_bavail.saturating_mul(stat.f_frsize);
+        if free < needed {
+            return Err(LmdbError::NoSpace { path: self.path.clone(), needed, free });
+        }
+        // Room for every trace and LMDB's page overhead, so the map rarely grows.
+        let map_size = ((self.staged_bytes as usize).saturating_add(self.staged_bytes as usize / 8) + INITIAL_MAP_SIZE)
+            .next_multiple_of(1 << 16);
+        let env = open_env_in(&self.temp, &self.path, MAX_DBS, map_size)?;
         let (traces, types, addresses) = {
-            let mut txn = self.env.write_txn().map_err(lmdb_error(&self.path, "starting a write"))?;
+            let mut txn = env.write_txn().map_err(lmdb_error(&self.path, "starting a write"))?;
             let traces: Database<U64<BigEndian>, Bytes> =
-                self.env.create_database(&mut txn, Some(TRACES)).map_err(lmdb_error(&self.path, "creating traces"))?;
+                env.create_database(&mut txn, Some(TRACES)).map_err(lmdb_error(&self.path, "creating traces"))?;
             let types: Database<U32<BigEndian>, Bytes> =
-                self.env.create_database(&mut txn, Some(TYPES)).map_err(lmdb_error(&self.path, "creating types"))?;
-            let addresses: Database<U32<BigEndian>, Str> = self
-                .env
-                .create_database(&mut txn, Some(ADDRESSES))
-                .map_err(lmdb_error(&self.path, "creating addresses"))?;
+                env.create_database(&mut txn, Some(TYPES)).map_err(lmdb_error(&self.path, "creating types"))?;
+            let addresses: Database<U32<BigEndian>, Str> =
+                env.create_database(&mut txn, Some(ADDRESSES)).map_err(lmdb_error(&self.path, "creating addresses"))?;
             txn.commit().map_err(lmdb_error(&self.path, "committing"))?;
             (traces, types, addresses)
         };
 
-        // Copy staged traces out type by type, one bounded chunk per transaction.
-        let staging = self.staging;
-        let mut next_index = 0u64;
-        for &local_type in &order {
-            let end = (local_type + 1).to_be_bytes();
-            let mut after: Vec<u8> = local_type.to_be_bytes().to_vec();
-            let mut start = Bound::Included(after.clone());
-            loop {
-                let mut chunk: Vec<(Vec<u8>, Vec<u8>)> = {
-                    let txn = self.env.read_txn().map_err(lmdb_error(&self.path, "reading staged traces"))?;
-                    let range = (start.as_ref().map(Vec::as_slice), Bound::Excluded(&end[..]));
-                    let iter = staging.range(&txn, &range).map_err(lmdb_error(&self.path, "reading staged traces"))?;
-                    iter.take(BATCH_TRACES)
-                        .map(|item| item.map(|(k, v)| (k.to_vec(), v.to_vec())))
-                        .collect::<Result<_, _>>()
-                        .map_err(lmdb_error(&self.path, "reading staged traces"))?
-                };
-                let Some((last, _)) = chunk.last() else { break };
-                after.clone_from(last);
-                start = Bound::Excluded(after.clone());
-                for (key, value) in &mut chunk {
-                    trace_codec::remap_addresses(value, &map).map_err(|e| LmdbError::Corrupt {
-                        path: self.path.clone(),
-                        key: key[4..].iter().fold(0u64, |a, &b| (a << 8) | u64::from(b)),
-                        at: e.at,
-                        reason: e.reason,
-                    })?;
-                }
-                let first = next_index;
-                self.with_growth("writing sorted traces", |env| {
-                    let mut txn = env.write_txn()?;
-                    for (i, (_, v)) in chunk.iter().enumerate() {
-                        traces.put(&mut txn, &(first + i as u64), v)?;
-                    }
-                    txn.commit()
+        // Traces in type order, appended (keys ascend), a bounded chunk per transaction.
+        let mut next = 0usize;
+        while next < sorted.len() {
+            let mut chunk: Vec<Vec<u8>> = Vec::new();
+            let mut bytes = 0usize;
+            while next + chunk.len() < sorted.len() && (chunk.is_empty() || bytes < CHUNK_BYTES) {
+                let key = sorted[next + chunk.len()];
+                let s = &self.staged[key as usize];
+                let mut value = vec![0u8; s.len as usize];
+                staging.read_exact_at(&mut value, s.offset).map_err(io_error(&self.staging_path))?;
+                trace_codec::remap_addresses(&mut value, &map).map_err(|e| LmdbError::Corrupt {
+                    path: self.staging_path.clone(),
+                    key: u64::from(key),
+                    at: e.at,
+                    reason: e.reason,
                 })?;
-                next_index += chunk.len() as u64;
+                bytes += value.len();
+                chunk.push(value);
             }
+            let first = next as u64;
+            write_growing(&env, &self.path, "writing sorted traces", |env| {
+                let mut txn = env.write_txn()?;
+                for (i, value) in chunk.iter().enumerate() {
+                    traces.put_with_flags(&mut txn, PutFlags::APPEND, &(first + i as u64), value)?;
+                }
+                txn.commit()
+            })?;
+            next += chunk.len();
         }
 
         let mut first = 0u64;
@@ -275,35 +281,45 @@ impl TraceStoreWriter {
                 (id as u32, encode_type(&t))
             })
             .collect();
-        let names: Vec<(u32, String)> =
-            dictionary.iter().enumerate().map(|(id, name)| (id as u32, name.clone())).collect();
-        self.with_growth("writing the dictionary", |env| {
+        write_growing(&env, &self.path, "writing the dictionary", |env| {
             let mut txn = env.write_txn()?;
             for (id, bytes) in &table {
                 types.put(&mut txn, id, bytes)?;
             }
-            for (id, name) in &names {
-                addresses.put(&mut txn, id, name)?;
+            for (id, name) in dictionary.iter().enumerate() {
+                addresses.put(&mut txn, &(id as u32), name)?;
             }
-            staging.clear(&mut txn)?;
             txn.commit()
         })?;
-
-        // Compact into a fresh directory so the staging pages are not kept.
-        let compact = temp_path_for(&self.temp);
-        fs::create_dir_all(&compact).map_err(io_error(&compact))?;
-        self.env
-            .copy_to_path(compact.join("data.mdb"), CompactionOption::Enabled)
-            .map_err(lmdb_error(&self.path, "compacting"))?;
-        self.env.prepare_for_closing().wait();
-        fs::remove_dir_all(&self.temp).map_err(io_error(&self.temp))?;
-        fs::rename(&compact, &self.temp).map_err(io_error(&self.temp))?;
+        env.force_sync().map_err(lmdb_error(&self.path, "syncing"))?;
+        env.prepare_for_closing().wait();
+        for leftover in [self.staging_path.clone(), self.temp.join("lock.mdb")] {
+            if leftover.exists() {
+                fs::remove_file(&leftover).map_err(io_error(&leftover))?;
+            }
+        }
         if self.path.exists() {
             fs::remove_dir_all(&self.path).map_err(io_error(&self.path))?;
         }
         fs::rename(&self.temp, &self.path).map_err(io_error(&self.path))?;
         self.cleanup.armed = false;
         Ok(())
+    }
+}
+
+/// Run a write, doubling the map and retrying while it is full.
+fn write_growing(
+    env: &Env,
+    path: &Path,
+    what: &'static str,
+    mut write: impl FnMut(&Env) -> Result<(), heed::Error>,
+) -> Result<(), LmdbError> {
+    loop {
+        match write(env) {
+            Ok(()) => return Ok(()),
+            Err(e) if is_map_full(&e) => grow_map(env, path)?,
+            Err(e) => return Err(lmdb_error(path, what)(e)),
+        }
     }
 }
 

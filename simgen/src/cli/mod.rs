@@ -3,6 +3,8 @@
 pub mod climate;
 pub mod multislice;
 pub mod preview;
+pub mod traces;
+pub mod traces_preview;
 
 use std::path::PathBuf;
 
