@@ -92,5 +92,6 @@ bench: setup
 	$(CARGO) bench -p stagehand-simgen --bench cosmo-bench
 	$(CARGO) bench -p stagehand-simgen --bench multislice-bench
 	$(CARGO) bench -p stagehand-simgen --bench climate-bench
+	$(CARGO) bench -p stagehand-simgen --bench traces-bench
 	$(CARGO) bench -p stagehand-trainer --bench allreduce
 	$(CARGO) bench -p stagehand-trainer --bench step

@@ -2,7 +2,8 @@
 //! [`cosmo`], dark-matter volumes for CosmoFlow; [`multislice`], electron
 //! diffraction stacks and projected densities for the inverse-imaging
 //! model; [`climate`], weather fields with cyclone and river masks for
-//! the segmentation models. [`output`] is what every generator shares:
+//! the segmentation models; [`traces`], execution traces of a stochastic
+//! simulator for the Etalumis inference network. [`output`] is what every generator shares:
 //! claiming an empty output directory and writing its manifest from the
 //! files the run wrote; [`heatmap`] draws their previews. The `simgen`
 //! binary runs the generators on one rank or under `mpirun`.
