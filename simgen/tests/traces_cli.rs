@@ -68,6 +68,9 @@ fn one_and_four_ranks_write_identical_sorted_stores_that_the_loader_reads() {
     assert!(distinct > 60 && once * 3 > distinct, "{distinct} types, {once} seen once");
     assert!(report["trace_types"]["share_of_the_10_most_frequent"].as_f64().unwrap() > 0.25);
     assert!(std::fs::read_to_string(one.join("trace-types.csv")).unwrap().lines().count() as u64 == distinct + 1);
+    let lengths = std::fs::read_to_string(one.join("trace-lengths.csv")).unwrap();
+    let counted: u64 = lengths.lines().skip(1).map(|l| l.split(',').nth(1).unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(counted, traces);
 
     let mut dictionary: Option<Vec<String>> = None;
     let mut read = 0;

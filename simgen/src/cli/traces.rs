@@ -164,6 +164,12 @@ pub fn run(args: &TracesArgs) -> anyhow::Result<()> {
         let table = "trace-types.csv";
         write_type_table(&out.join(table), &lines)?;
         written.push(out_dir.describe(table, &schema)?);
+        let lengths = "trace-lengths.csv";
+        let text: String = std::iter::once("choices,traces\n".to_owned())
+            .chain(total.lengths().iter().map(|(choices, n)| format!("{choices},{n}\n")))
+            .collect();
+        std::fs::write(out.join(lengths), text).with_context(|| format!("writing {lengths}"))?;
+        written.push(out_dir.describe(lengths, &schema)?);
         // Rank 0 simulated the first traces: they are the previews.
         if args.preview {
             for name in super::traces_preview::write(&out, &previews, &lines)? {
@@ -225,6 +231,7 @@ fn report(
             "share_of_the_10_most_frequent": total.top_share(10),
             "most_frequent": lines.iter().take(10).collect::<Vec<_>>(),
             "table": "trace-types.csv",
+            "lengths": "trace-lengths.csv",
         },
         "choices_per_trace": total.lengths(),
         "seed": args.seed,
