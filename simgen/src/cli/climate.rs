@@ -8,7 +8,6 @@ use cluster::World;
 use cluster::progress::Progress;
 use formats::climate::{self, ClimateShape, STATS_FILE};
 use formats::manifest::Schema;
-use mpi::traits::*;
 use simgen::climate::channels::CHANNELS;
 use simgen::climate::generate::ClimateConfig;
 use simgen::climate::stats::Accumulator;
@@ -231,8 +230,7 @@ struct Times {
 }
 
 fn report(world: &World, args: &ClimateArgs, classes: &[u64; 3], times: &Times, seconds: f64) -> anyhow::Result<()> {
-    const FIELDS: usize = 8;
-    let mine: [f64; FIELDS] = [
+    let mine = [
         classes[0] as f64,
         classes[1] as f64,
         classes[2] as f64,
@@ -242,13 +240,8 @@ fn report(world: &World, args: &ClimateArgs, classes: &[u64; 3], times: &Times, 
         times.statistics.as_secs_f64(),
         cluster::memory::peak_rss_bytes() as f64,
     ];
-    let mut all = vec![0f64; FIELDS * world.size()];
-    world.comm().all_gather_into(&mine[..], &mut all[..]);
-    if !world.is_root() {
-        return Ok(());
-    }
-    let sum = |i: usize| all.iter().skip(i).step_by(FIELDS).sum::<f64>();
-    let max = |i: usize| all.iter().skip(i).step_by(FIELDS).fold(0.0, |a: f64, &b| a.max(b));
+    let Some(figures) = super::RankFigures::gather(world, &mine) else { return Ok(()) };
+    let (sum, max) = (|i| figures.sum(i), |i| figures.max(i));
     let total = sum(0) + sum(1) + sum(2);
     let freq: Vec<f64> = (0..3).map(|k| sum(k) / total.max(1.0)).collect();
     let weights = |power: f64| freq.iter().map(|f| if *f > 0.0 { f.powf(power) } else { 0.0 }).collect::<Vec<_>>();

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use cluster::World;
+use mpi::traits::*;
 use simgen::output::OutputDir;
 
 /// Where a generator writes and reports: the same flags on every generator.
@@ -46,5 +47,31 @@ impl OutputArgs {
             std::fs::write(path, &text).with_context(|| format!("writing report {}", path.display()))?;
         }
         Ok(())
+    }
+}
+
+/// The same figures from every rank (counts, seconds, bytes), gathered at
+/// the root for a generator's report.
+pub struct RankFigures {
+    all: Vec<f64>,
+    fields: usize,
+}
+
+impl RankFigures {
+    /// Gather `mine` from every rank; collective. `None` except on the root.
+    pub fn gather(world: &World, mine: &[f64]) -> Option<RankFigures> {
+        let mut all = vec![0f64; mine.len() * world.size()];
+        world.comm().all_gather_into(mine, &mut all[..]);
+        world.is_root().then_some(RankFigures { all, fields: mine.len() })
+    }
+
+    /// Figure `i` summed over the ranks.
+    pub fn sum(&self, i: usize) -> f64 {
+        self.all.iter().skip(i).step_by(self.fields).sum()
+    }
+
+    /// The largest rank's figure `i`.
+    pub fn max(&self, i: usize) -> f64 {
+        self.all.iter().skip(i).step_by(self.fields).fold(f64::MIN, |a, &b| a.max(b))
     }
 }

@@ -10,7 +10,6 @@ use cluster::progress::Progress;
 use formats::lmdb::SampleStoreWriter;
 use formats::manifest::{Dtype, Schema};
 use formats::scattering::{self, Compression, Precision, ScatteringShape};
-use mpi::traits::*;
 use simgen::multislice::crystal::{Crystal, parse_zone_axis};
 use simgen::multislice::generate::{Mode, MultisliceConfig, Plan};
 use simgen::multislice::optics::{Aberrations, Beam};
@@ -302,14 +301,8 @@ fn report(
         stats.slices as f64,
         cluster::memory::peak_rss_bytes() as f64,
     ];
-    const FIELDS: usize = 7;
-    let mut all = vec![0f64; FIELDS * world.size()];
-    world.comm().all_gather_into(&mine[..], &mut all[..]);
-    if !world.is_root() {
-        return Ok(());
-    }
-    let sum = |i: usize| all.iter().skip(i).step_by(FIELDS).sum::<f64>();
-    let max = |i: usize| all.iter().skip(i).step_by(FIELDS).fold(0.0, |a: f64, &b| a.max(b));
+    let Some(figures) = super::RankFigures::gather(world, &mine) else { return Ok(()) };
+    let (sum, max) = (|i| figures.sum(i), |i| figures.max(i));
     let samples = sum(0).max(1.0);
     let positions = plan.positions() as f64;
     let slices_per_sample = sum(5) / samples;

@@ -9,7 +9,6 @@ use cluster::World;
 use cluster::progress::Progress;
 use formats::lmdb::TraceStoreWriter;
 use formats::manifest::Schema;
-use mpi::traits::*;
 use simgen::traces::calorimeter::{SHAPE, VOXELS};
 use simgen::traces::generate::{run_prior, to_trace};
 use simgen::traces::summary::Summary;
@@ -192,8 +191,7 @@ fn report(
     (traces, stored_bytes, encoded_bytes): (u64, u64, u64),
     seconds: f64,
 ) -> anyhow::Result<()> {
-    const FIELDS: usize = 7;
-    let mine: [f64; FIELDS] = [
+    let mine = [
         traces as f64,
         stored_bytes as f64,
         encoded_bytes as f64,
@@ -202,14 +200,9 @@ fn report(
         times.sorting.as_secs_f64(),
         cluster::memory::peak_rss_bytes() as f64,
     ];
-    let mut all = vec![0f64; FIELDS * world.size()];
-    world.comm().all_gather_into(&mine[..], &mut all[..]);
-    if !world.is_root() {
-        return Ok(());
-    }
+    let Some(figures) = super::RankFigures::gather(world, &mine) else { return Ok(()) };
     let total = summary;
-    let sum = |i: usize| all.iter().skip(i).step_by(FIELDS).sum::<f64>();
-    let max = |i: usize| all.iter().skip(i).step_by(FIELDS).fold(0.0, |a: f64, &b| a.max(b));
+    let (sum, max) = (|i| figures.sum(i), |i| figures.max(i));
     let n = sum(0).max(1.0);
     let lines = total.lines();
     print_summary(total, &lines);
