@@ -5,9 +5,12 @@
 //!   for tests and CPUs).
 //! - [`probe`]: `bn-probe`, a small BatchNorm network that checks the
 //!   engine's handling of model state.
+//! - [`segmentation`]: what the climate segmentation models share (class
+//!   weights, weighted loss, IoU); the models themselves are not built yet.
 
 pub mod cosmoflow;
 pub mod probe;
+pub mod segmentation;
 
 use cluster::World;
 
