@@ -180,6 +180,30 @@ fn stores_finished_with_a_shared_dictionary_use_its_ids() {
     assert_eq!(left.len(), 2, "a failed writer left its temporary files: {left:?}");
 }
 
+/// Regressions found by the `trace` fuzz target: remapping accepted bytes
+/// that do not decode (a dimension product that overflows before a zero
+/// dimension; a controlled flag of 0x50).
+#[test]
+fn remapping_fails_where_decoding_fails() {
+    // Four dimensions: three of 2^32 - 1 (the product overflows), then 0; no choices.
+    let mut overflow = vec![4u8];
+    for d in [u32::MAX, u32::MAX, u32::MAX, 0] {
+        overflow.extend_from_slice(&d.to_le_bytes());
+    }
+    overflow.extend_from_slice(&0u32.to_le_bytes());
+    // No dimension (one value), one Poisson choice whose controlled flag is 0x50.
+    let mut flag = vec![0u8, 0, 0, 0, 0];
+    flag.extend_from_slice(&1u32.to_le_bytes());
+    flag.extend_from_slice(&0u32.to_le_bytes());
+    flag.extend_from_slice(&[0x50, 3]);
+    flag.extend_from_slice(&2.0f64.to_le_bytes());
+    flag.extend_from_slice(&1.0f64.to_le_bytes());
+    for bytes in [overflow, flag] {
+        assert!(trace_codec::decode(&bytes).is_err());
+        assert!(trace_codec::remap_addresses(&mut bytes.clone(), &[0; 64]).is_err(), "{bytes:02x?}");
+    }
+}
+
 #[test]
 fn categorical_and_poisson_choices_round_trip() {
     let t = Trace {

@@ -198,11 +198,15 @@ pub fn decode(bytes: &[u8]) -> Result<Trace, DecodeError> {
 pub fn remap_addresses(bytes: &mut [u8], map: &[u32]) -> Result<(), DecodeError> {
     let mut c = Cursor { bytes: &*bytes, pos: 0 };
     let ndim = c.u8()? as usize;
-    let mut values = 1usize;
+    // As `decode` counts: a product that overflows is an error even when a
+    // later dimension is 0.
+    let mut values = Some(1usize);
     for _ in 0..ndim {
-        values = values.saturating_mul(c.u32()? as usize);
+        let d = c.u32()? as usize;
+        values = values.and_then(|v| v.checked_mul(d));
     }
-    c.take(values.checked_mul(4).ok_or(DecodeError { at: c.pos, reason: "observation larger than the value" })?)?;
+    let bytes_of_observation = values.and_then(|v| v.checked_mul(4));
+    c.take(bytes_of_observation.ok_or(DecodeError { at: c.pos, reason: "observation larger than the value" })?)?;
     let n = c.count(MIN_CHOICE_BYTES)?;
     let mut at = Vec::with_capacity(n);
     for _ in 0..n {
@@ -211,7 +215,9 @@ pub fn remap_addresses(bytes: &mut [u8], map: &[u32]) -> Result<(), DecodeError>
         if address as usize >= map.len() {
             return Err(DecodeError { at: c.pos - 4, reason: "address id outside the map" });
         }
-        c.u8()?;
+        if c.u8()? > 1 {
+            return Err(DecodeError { at: c.pos - 1, reason: "controlled flag not 0 or 1" });
+        }
         let tag_at = c.pos;
         let params = match c.u8()? {
             0 | 1 => 16,
