@@ -84,15 +84,18 @@ mod tests {
 
     use super::*;
 
-    /// The MLPerf reference's frequencies give its published weights.
+    /// The MLPerf reference's class frequencies (0.986268, 0.000458,
+    /// 0.013274) give its published f^-0.125 weights (1.00173, 2.61461,
+    /// 1.71642; the reference computed them from more digits of the
+    /// frequencies, hence the 5e-5 tolerance) and 1/√f the paper's.
     #[test]
     fn weights_follow_the_papers_and_mlperfs_formulas() {
         let counts = [986_268, 458, 13_274];
-        let close = |a: f32, b: f64| (f64::from(a) - b).abs() < 1e-3 * b;
+        let close = |a: f32, b: f64| (f64::from(a) - b).abs() < 5e-5 * b;
         let inv = ClassWeighting::InverseSqrt.weights(&counts).unwrap();
-        assert!(close(inv[0], 1.0069) && close(inv[1], 46.73) && close(inv[2], 8.680), "{inv:?}");
+        assert!(close(inv[0], 1.006_938) && close(inv[1], 46.726_93) && close(inv[2], 8.679_588), "{inv:?}");
         let mlperf = ClassWeighting::MlperfPower.weights(&counts).unwrap();
-        assert!(close(mlperf[0], 1.0017) && close(mlperf[1], 2.6140) && close(mlperf[2], 1.7169), "{mlperf:?}");
+        assert!(close(mlperf[0], 1.00173) && close(mlperf[1], 2.61461) && close(mlperf[2], 1.71642), "{mlperf:?}");
         assert_eq!(ClassWeighting::Uniform.weights(&[5, 0, 1]).unwrap(), [1.0; 3]);
         let err = ClassWeighting::InverseSqrt.weights(&[5, 0, 1]).unwrap_err().to_string();
         assert!(err.contains("class 1 never occurs"), "{err}");
