@@ -156,6 +156,11 @@ impl TraceStoreWriter {
         names
     }
 
+    /// Bytes of the encoded traces added so far.
+    pub fn staged_bytes(&self) -> u64 {
+        self.staged_bytes
+    }
+
     /// Add a trace whose choices use ids from [`address_id`](Self::address_id).
     pub fn add(&mut self, trace: &Trace) -> Result<(), LmdbError> {
         let trace_type = trace.trace_type();

@@ -105,7 +105,6 @@ pub fn run(args: &TracesArgs) -> anyhow::Result<()> {
             times.simulating += t.elapsed();
             let t = Instant::now();
             let trace = to_trace(&run, |a| writer.address_id(a));
-            encoded_bytes += (4 * trace.observation.len() + 30 * trace.choices.len()) as u64;
             if let Err(e) = writer.add(&trace) {
                 drop((writer, writers));
                 world.fail(format!("staging trace {i}: {e}"));
@@ -118,6 +117,7 @@ pub fn run(args: &TracesArgs) -> anyhow::Result<()> {
             progress.counters().add_bytes(VOXELS as u64 * 4);
             progress.counters().add_item();
         }
+        encoded_bytes += writer.staged_bytes();
         writers.push((f, writer));
     }
     progress.finish();
