@@ -36,6 +36,8 @@ pub struct DeepcamDataset {
     shape: ClimateShape,
     minval: Vec<f32>,
     range: Vec<f32>,
+    /// With `Some(k)`, a label outside 0..k fails the read.
+    classes: Option<usize>,
 }
 
 fn hdf5_error(error: ClimateError) -> DatasetError {
@@ -86,7 +88,33 @@ impl DeepcamDataset {
             files.push(SampleFile { path: path.to_owned(), access });
         }
         let range = stats.maxval.iter().zip(&stats.minval).map(|(hi, lo)| hi - lo).collect();
-        Ok(DeepcamDataset { files, shape, minval: stats.minval, range })
+        Ok(DeepcamDataset { files, shape, minval: stats.minval, range, classes: None })
+    }
+
+    /// Fail a read whose labels are not all class ids 0..`classes`, naming
+    /// the file and the pixel (a model trained on them would index past its
+    /// classes or learn from garbage).
+    pub fn with_classes(mut self, classes: usize) -> Self {
+        self.classes = Some(classes);
+        self
+    }
+
+    fn check_labels(&self, index: usize, y: &[f32]) -> Result<(), DatasetError> {
+        let Some(classes) = self.classes else { return Ok(()) };
+        match y.iter().position(|&l| l < 0.0 || l >= classes as f32) {
+            None => Ok(()),
+            Some(p) => Err(DatasetError::Shape {
+                path: self.files[index].path.clone(),
+                key: index as u64,
+                reason: format!(
+                    "label {} at row {}, column {} is not a class id 0 to {}",
+                    y[p],
+                    p / self.shape.width,
+                    p % self.shape.width,
+                    classes - 1
+                ),
+            }),
+        }
     }
 
     fn normalise(&self, hwc: impl Iterator<Item = f32>, x: &mut [f32]) {
@@ -122,6 +150,7 @@ impl Dataset for DeepcamDataset {
                 for (o, b) in y.iter_mut().zip(bytes.chunks_exact(4)) {
                     *o = i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f32;
                 }
+                self.check_labels(index, y)?;
                 Ok(data.len + labels.len)
             }
             Access::Library => {
@@ -130,6 +159,7 @@ impl Dataset for DeepcamDataset {
                 for (o, &l) in y.iter_mut().zip(&sample.labels) {
                     *o = l as f32;
                 }
+                self.check_labels(index, y)?;
                 Ok(((sample.data.len() + sample.labels.len()) * 4) as u64)
             }
         }

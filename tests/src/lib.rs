@@ -154,6 +154,49 @@ pub fn simulate_cosmo(out: &Path, config: &simgen::cosmo::generate::CosmoConfig)
     out.to_path_buf()
 }
 
+/// The field size of [`simulated_climate`]: the smallest `simgen climate`
+/// allows (a pixel no wider than the smallest cyclone) that the
+/// segmentation networks take (multiples of 16).
+pub const CLIMATE_TEST_FIELD: (usize, usize) = (112, 208);
+
+/// `samples` climate samples of [`CLIMATE_TEST_FIELD`] × `channels` as
+/// `simgen climate` lays them out (every 5th in `validation/`, the rest in
+/// `train/`, `stats.h5` over the training samples, a manifest), for the
+/// segmentation models' tests and benches. Returns the dataset directory
+/// under `dir`.
+pub fn simulated_climate(dir: &Path, samples: u64, channels: usize, seed: u64) -> std::path::PathBuf {
+    use formats::climate::{ClimateShape, STATS_FILE, write_sample, write_stats};
+    use formats::manifest::{MANIFEST_FILE, ScanOptions, Schema, scan};
+    use simgen::climate::generate::{ClimateConfig, DEFAULT_CYCLONES, DEFAULT_RIVERS};
+    let (height, width) = CLIMATE_TEST_FIELD;
+    let out = dir.join(format!("climate-{samples}-{channels}-{seed}"));
+    let config = ClimateConfig { height, width, channels, cyclones: DEFAULT_CYCLONES, rivers: DEFAULT_RIVERS, seed };
+    let shape = ClimateShape { height, width, channels };
+    let written = (|| -> Result<(), String> {
+        let mut stats = simgen::climate::stats::Accumulator::new(channels);
+        for split in ["train", "validation"] {
+            std::fs::create_dir_all(out.join(split)).map_err(|e| e.to_string())?;
+        }
+        for i in 0..samples {
+            let sample = config.sample(i);
+            let split = if i % 5 == 4 { "validation" } else { "train" };
+            let path = out.join(format!("{split}/data-{i:06}.h5"));
+            write_sample(&path, shape, &sample.data, &sample.labels).map_err(|e| e.to_string())?;
+            if split == "train" {
+                stats.add(&sample.data);
+            }
+        }
+        let stats = stats.stats().ok_or("no training sample")?;
+        write_stats(&out.join(STATS_FILE), &stats).map_err(|e| e.to_string())?;
+        let manifest = scan(&out, &ScanOptions::new(Schema::deepcam(shape))).map_err(|e| e.to_string())?;
+        manifest.save(&out.join(MANIFEST_FILE)).map_err(|e| e.to_string())
+    })();
+    if let Err(e) = written {
+        panic!("simulating climate test data into {}: {e}", out.display());
+    }
+    out
+}
+
 /// A tmpfs of `bytes` mounted at `dir` (root only), unmounted on drop: a
 /// disk that fills up, for the tests of what happens then.
 pub struct Tmpfs(std::path::PathBuf);

@@ -145,9 +145,23 @@ struct TrainArgs {
     /// Fusion buffer size in MiB (0: one allreduce per tensor).
     #[arg(long, default_value_t = 64.0)]
     fusion_mb: f64,
-    /// Dropout probability after the hidden dense layers (default: the configuration's, MLPerf 0.5).
+    /// Dropout probability (default: the configuration's; CosmoFlow: after
+    /// the hidden dense layers, MLPerf 0.5; Tiramisu: after every
+    /// convolution of its dense layers and transitions down, 0.2).
     #[arg(long)]
     dropout: Option<f32>,
+    /// Segmentation models: how the training labels' class frequencies f
+    /// weigh the loss: inv-sqrt (1/sqrt(f), Kurth et al.), pow-0.125
+    /// (f^-0.125, MLPerf DeepCAM) or none. Counted on the first 32
+    /// training samples each rank holds.
+    #[arg(long, value_parser = ["inv-sqrt", "pow-0.125", "none"])]
+    class_weights: Option<String>,
+    /// Models with BatchNorm: normalise over groups of N samples of each
+    /// rank's batch instead of the whole batch ("ghost" batch norm), e.g.
+    /// so that 1 rank with --batch 4 --bn-group 2 trains as 2 ranks with
+    /// --batch 2 do. Must divide --batch.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    bn_group: Option<u64>,
     /// How the initial weights are drawn (default: the model's own; biases
     /// start at zero, BatchNorm scales at one).
     #[arg(long, value_enum)]
@@ -205,7 +219,16 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<(Box<dyn Trainable>, TrainCon
             InitKind::Glorot => InitChoice::Glorot,
             InitKind::He => InitChoice::He,
         }),
+        class_weights: args.class_weights.clone(),
+        norm_group: args.bn_group.map(|g| g as usize),
     };
+    if let Some(group) = args.bn_group {
+        anyhow::ensure!(
+            (args.batch as u64).is_multiple_of(group),
+            "--bn-group {group} does not divide --batch {}",
+            args.batch
+        );
+    }
     let model = entry.build(&options)?;
     let source = match (&args.data, &args.staged) {
         (Some(dir), _) => DataSource::Dir(dir.clone()),

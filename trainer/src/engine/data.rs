@@ -198,16 +198,18 @@ pub fn open<M: TrainModel>(
     match source {
         DataSource::Dir(dir) => {
             let manifest = checked_manifest(model, dir)?;
-            let sample_files: Vec<usize> =
-                (0..manifest.files.len()).filter(|&i| manifest.files[i].samples > 0).collect();
-            let held = if val.is_some() { 0 } else { (sample_files.len() as f64 * val_fraction).round() as usize };
-            if held >= sample_files.len() && !sample_files.is_empty() {
-                return Err(TrainError::Data(format!(
-                    "--val-fraction {val_fraction} leaves no training files out of {}",
-                    sample_files.len()
-                )));
-            }
-            let (train_files, val_files) = sample_files.split_at(sample_files.len() - held);
+            let has_samples = |i: &usize| manifest.files[*i].samples > 0;
+            let (train_files, val_files) = match model.split(&manifest) {
+                Some(split) => {
+                    let held = if val.is_some() { Vec::new() } else { split.validation };
+                    (
+                        split.train.into_iter().filter(has_samples).collect(),
+                        held.into_iter().filter(has_samples).collect(),
+                    )
+                }
+                None => held_out(&manifest, val.is_some(), val_fraction)?,
+            };
+            let (train_files, val_files) = (&train_files[..], &val_files[..]);
             let dataset = model.open_dataset(dir, &manifest, Some(train_files)).map_err(data_error)?;
             let val = match val {
                 Some(v) => Some(open_val(model, v)?),
@@ -239,7 +241,14 @@ pub fn open<M: TrainModel>(
             let dir = cluster::paths::expand(dest, &topology.path_vars())
                 .map_err(|e| TrainError::Data(format!("expanding --staged {dest}: {e}")))?;
             let sizes: Vec<u64> = manifest.files.iter().map(|f| f.bytes).collect();
-            let counts: Vec<u64> = manifest.files.iter().map(|f| f.samples).collect();
+            // Files the dataset's own split keeps for validation hold no
+            // training samples: they are placed as staged, never sampled.
+            let mut counts: Vec<u64> = manifest.files.iter().map(|f| f.samples).collect();
+            if let Some(split) = model.split(&manifest) {
+                for &f in &split.validation {
+                    counts[f] = 0;
+                }
+            }
             let ranks_per_node: Vec<usize> = (0..topology.nodes).map(|n| world.ranks_of_node(n).len()).collect();
             let sampler = NodeLocalSampler::new(
                 &counts,
@@ -270,8 +279,26 @@ pub fn open<M: TrainModel>(
     }
 }
 
+/// The last `val_fraction` of the sample files held out for validation
+/// (none when a separate validation set is given): (training, validation).
+fn held_out(manifest: &Manifest, separate: bool, val_fraction: f64) -> Result<(Vec<usize>, Vec<usize>), TrainError> {
+    let sample_files: Vec<usize> = (0..manifest.files.len()).filter(|&i| manifest.files[i].samples > 0).collect();
+    let held = if separate { 0 } else { (sample_files.len() as f64 * val_fraction).round() as usize };
+    if held >= sample_files.len() && !sample_files.is_empty() {
+        return Err(TrainError::Data(format!(
+            "--val-fraction {val_fraction} leaves no training files out of {}",
+            sample_files.len()
+        )));
+    }
+    let (train, val) = sample_files.split_at(sample_files.len() - held);
+    Ok((train.to_vec(), val.to_vec()))
+}
+
+/// The validation set in `dir`: the files its own split keeps for
+/// validation, or all of them.
 fn open_val<M: TrainModel>(model: &M, dir: &Path) -> Result<ValData, TrainError> {
     let manifest = checked_manifest(model, dir)?;
-    let dataset = model.open_dataset(dir, &manifest, None).map_err(data_error)?;
+    let files = model.split(&manifest).map(|s| s.validation);
+    let dataset = model.open_dataset(dir, &manifest, files.as_deref()).map_err(data_error)?;
     Ok(ValData { dataset: Arc::new(Shared(dataset)) })
 }

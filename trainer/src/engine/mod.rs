@@ -29,7 +29,7 @@ use crate::schedule::Schedule;
 pub use config::{ScheduleSpec, TrainConfig};
 pub use data::DataSource;
 pub use device::{DeviceChoice, DeviceError};
-pub use model::{InitChoice, ModelOptions, ModelSummary, StepContext, TrainModel};
+pub use model::{InitChoice, ModelOptions, ModelSummary, Split, StepContext, TrainModel};
 pub use report::{EpochReport, StepTimes, TrainReport, Validation};
 
 /// Why training stopped.

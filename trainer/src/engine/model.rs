@@ -36,6 +36,12 @@ pub struct ModelOptions {
     pub standardize: bool,
     /// Initial weights' distribution instead of the model's own.
     pub init: Option<InitChoice>,
+    /// How class frequencies weigh the loss (`inv-sqrt`, `pow-0.125`,
+    /// `none`; segmentation models).
+    pub class_weights: Option<String>,
+    /// Samples per batch-normalisation group instead of the whole per-rank
+    /// batch (models with BatchNorm).
+    pub norm_group: Option<usize>,
 }
 
 /// The `--init` choices.
@@ -74,6 +80,17 @@ pub struct StepContext {
     pub rank: usize,
 }
 
+/// Which files of a dataset are for training and which for validation,
+/// when the dataset's layout says so (DeepCAM's `train/` and
+/// `validation/`): indices into its manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Split {
+    /// Training files.
+    pub train: Vec<usize>,
+    /// Validation files.
+    pub validation: Vec<usize>,
+}
+
 /// A model the engine can train. Implemented once per network family; the
 /// engine is generic over it, and [`Trainable`](crate::models::Trainable)
 /// erases it for the registry.
@@ -96,6 +113,14 @@ pub trait TrainModel: Send + Sync + 'static {
     /// Check that a dataset described by `manifest` (in `dir`) is one this
     /// model reads, with the shapes it takes; the error names `dir`.
     fn check_data(&self, dir: &Path, manifest: &Manifest) -> Result<(), TrainError>;
+
+    /// The dataset's own split into training and validation files, if its
+    /// layout has one; `None` (the default) lets the engine hold out
+    /// `--val-fraction` of the files.
+    fn split(&self, manifest: &Manifest) -> Option<Split> {
+        let _ = manifest;
+        None
+    }
 
     /// Open the sample files `files` (indices into the manifest; all when
     /// `None`) of the dataset in `dir`.

@@ -5,10 +5,12 @@
 //!   for tests and CPUs).
 //! - [`probe`]: `bn-probe`, a small BatchNorm network that checks the
 //!   engine's handling of model state.
-//! - [`segmentation`]: what the climate segmentation models share (class
-//!   weights, weighted loss, IoU); the models themselves are not built yet.
+//! - [`segmentation`]: Tiramisu and DeepLabv3+ segmenting cyclones and
+//!   atmospheric rivers in DeepCAM climate fields (Kurth et al. 2018).
+//! - [`dropout`]: seeded dropout masks every model with dropout draws.
 
 pub mod cosmoflow;
+pub mod dropout;
 pub mod probe;
 pub mod segmentation;
 
@@ -85,6 +87,18 @@ pub const MODELS: &[ModelEntry] = &[
         about: "cosmological parameters from dark-matter volumes (Mathuriya et al. 2018; MLPerf HPC)",
         configs: cosmoflow::CONFIGS,
         build: |o| Ok(Box::new(cosmoflow::CosmoflowModel::new(o)?)),
+    },
+    ModelEntry {
+        name: "tiramisu",
+        about: "cyclones and atmospheric rivers in climate fields, FC-DenseNet (Jégou et al. 2017; Kurth et al. 2018)",
+        configs: segmentation::TIRAMISU_CONFIGS,
+        build: |o| Ok(Box::new(segmentation::SegmentationModel::<segmentation::tiramisu::TiramisuConfig>::new(o)?)),
+    },
+    ModelEntry {
+        name: "deeplabv3plus",
+        about: "cyclones and atmospheric rivers in climate fields, ResNet-50 DeepLabv3+ (Chen et al. 2018; Kurth et al. 2018)",
+        configs: segmentation::DEEPLAB_CONFIGS,
+        build: |o| Ok(Box::new(segmentation::SegmentationModel::<segmentation::deeplab::DeeplabConfig>::new(o)?)),
     },
     ModelEntry {
         name: "bn-probe",

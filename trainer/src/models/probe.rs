@@ -72,8 +72,15 @@ impl ProbeModel {
                 options.config
             )));
         }
-        if options.augment || options.standardize || options.dropout.is_some() {
-            return Err(TrainError::Invalid("bn-probe has no --augment, --standardize or --dropout".into()));
+        if options.augment
+            || options.standardize
+            || options.dropout.is_some()
+            || options.class_weights.is_some()
+            || options.norm_group.is_some()
+        {
+            return Err(TrainError::Invalid(
+                "bn-probe has no --augment, --standardize, --dropout, --class-weights or --bn-group".into(),
+            ));
         }
         let init = match options.init {
             None | Some(InitChoice::He) => Init::HeUniformLeaky { slope: 0.0 },

@@ -81,6 +81,11 @@ impl CosmoflowModel {
     /// `--augment`, `--standardize`, `--init`).
     pub fn new(options: &ModelOptions) -> Result<Self, TrainError> {
         let mut config = CosmoflowConfig::by_name(&options.config).map_err(|e| TrainError::Model(e.to_string()))?;
+        if options.class_weights.is_some() || options.norm_group.is_some() {
+            return Err(TrainError::Invalid(
+                "cosmoflow has no --class-weights (a regression) or --bn-group (no BatchNorm)".into(),
+            ));
+        }
         if let Some(p) = options.dropout {
             if !(0.0..1.0).contains(&p) {
                 return Err(TrainError::Invalid("--dropout must be in [0, 1)".into()));

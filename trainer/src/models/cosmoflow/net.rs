@@ -17,13 +17,12 @@ use burn::module::Module;
 use burn::nn::conv::{Conv3d, Conv3dConfig};
 use burn::nn::{Linear, LinearConfig, PaddingConfig3d};
 use burn::tensor::activation::leaky_relu;
-use burn::tensor::{Device, Tensor, TensorData};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
 pub use crate::kernels::Pooling;
 use crate::kernels::{conv3d_same, pool3d};
+pub use crate::models::dropout::DropoutMasks;
 
 /// Negative slope of every LeakyReLU (Keras `LeakyReLU(alpha=0.3)`).
 pub const LEAKY_SLOPE: f64 = 0.3;
@@ -218,27 +217,6 @@ pub struct Cosmoflow {
     config: ModelShape,
 }
 
-/// Where dropout masks come from: a seeded stream per (seed, step, rank),
-/// so a resumed run draws the same masks as an uninterrupted one.
-pub struct DropoutMasks {
-    rng: ChaCha8Rng,
-}
-
-impl DropoutMasks {
-    /// Masks for one training step.
-    pub fn for_step(seed: u64, step: u64, rank: usize) -> Self {
-        let key = seed ^ step.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (rank as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
-        DropoutMasks { rng: ChaCha8Rng::seed_from_u64(key) }
-    }
-
-    fn mask(&mut self, shape: [usize; 2], p: f32, device: &Device) -> Tensor<2> {
-        let keep = 1.0 - p;
-        let values: Vec<f32> =
-            (0..shape[0] * shape[1]).map(|_| if self.rng.random::<f32>() < keep { 1.0 / keep } else { 0.0 }).collect();
-        Tensor::from_data(TensorData::new(values, shape), device)
-    }
-}
-
 impl Cosmoflow {
     /// The configuration it was built from.
     pub fn config(&self) -> &CosmoflowConfig {
@@ -275,8 +253,7 @@ impl Cosmoflow {
                 if let Some(masks) = masks.as_deref_mut()
                     && config.dropout > 0.0
                 {
-                    let mask = masks.mask(z.dims(), config.dropout, &z.device());
-                    z = z * mask;
+                    z = masks.apply(z, config.dropout);
                 }
             }
         }
@@ -295,6 +272,8 @@ pub fn mse(prediction: Tensor<2>, target: Tensor<2>) -> Tensor<1> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+
+    use burn::tensor::TensorData;
 
     use super::*;
 

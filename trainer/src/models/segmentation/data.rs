@@ -1,0 +1,110 @@
+//! DeepCAM data for the segmentation models: what `simgen climate` writes
+//! and MLPerf HPC DeepCAM reads (`train/*.h5`, `validation/*.h5`, one
+//! sample each, and `stats.h5` beside them), checked against a network
+//! before MPI starts and opened through the loader's [`DeepcamDataset`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use formats::climate::{self, ClimateShape, STATS_FILE};
+use formats::manifest::{Manifest, SampleKind};
+use loader::dataset::{Dataset, DatasetError};
+use loader::deepcam::DeepcamDataset;
+
+use super::CLASSES;
+use crate::engine::{Split, TrainError};
+
+/// The height, width and channels the manifest of the dataset in `dir`
+/// describes, if it is a DeepCAM one.
+pub fn shape(dir: &Path, manifest: &Manifest) -> Result<ClimateShape, TrainError> {
+    let not_deepcam = || {
+        TrainError::Data(format!(
+            "{}: not a DeepCAM climate dataset (its manifest describes {:?} samples); this model reads `simgen climate` output",
+            dir.display(),
+            manifest.schema.kind
+        ))
+    };
+    if manifest.schema.kind != SampleKind::Deepcam {
+        return Err(not_deepcam());
+    }
+    let data = manifest.schema.fields.iter().find(|f| f.name == climate::DATA).ok_or_else(not_deepcam)?;
+    match data.shape.as_slice() {
+        &[height, width, channels] => Ok(ClimateShape { height, width, channels }),
+        _ => Err(not_deepcam()),
+    }
+}
+
+/// DeepCAM's split: files under `train/` train, files under `validation/`
+/// validate; a dataset with neither folder is all training files.
+pub fn split(manifest: &Manifest) -> Option<Split> {
+    let under = |folder: &str| -> Vec<usize> {
+        (0..manifest.files.len())
+            .filter(|&i| manifest.files[i].samples > 0 && manifest.files[i].path.starts_with(folder))
+            .collect()
+    };
+    let (train, validation) = (under("train/"), under("validation/"));
+    (!train.is_empty() || !validation.is_empty()).then_some(Split { train, validation })
+}
+
+/// Check the first training sample's labels are class ids, so a dataset
+/// labelled otherwise fails before MPI starts, naming the file. (Every
+/// other sample's labels are checked as the loader reads it.)
+pub fn check_first_labels(dir: &Path, manifest: &Manifest, shape: ClimateShape) -> Result<(), TrainError> {
+    let files = split(manifest).map(|s| s.train).unwrap_or_default();
+    let first = files.first().copied().or_else(|| manifest.files.iter().position(|f| f.samples > 0));
+    let Some(first) = first else {
+        return Err(TrainError::Data(format!("{}: the manifest lists no sample file", dir.display())));
+    };
+    let path = dir.join(&manifest.files[first].path);
+    let sample = climate::read_sample(&path, shape).map_err(|e| TrainError::Data(e.to_string()))?;
+    if let Some(p) = sample.labels.iter().position(|&l| !(0..CLASSES as i32).contains(&l)) {
+        return Err(TrainError::Data(format!(
+            "{}: label {} at row {}, column {} is not a class id 0 to {} (background, cyclone, river)",
+            path.display(),
+            sample.labels[p],
+            p / shape.width,
+            p % shape.width,
+            CLASSES - 1
+        )));
+    }
+    Ok(())
+}
+
+/// Check that `stats.h5` in `dir` can be read and has a value per channel.
+pub fn check_stats(dir: &Path, channels: usize) -> Result<PathBuf, TrainError> {
+    let path = dir.join(STATS_FILE);
+    let stats = climate::read_stats(&path).map_err(|e| TrainError::Data(e.to_string()))?;
+    if stats.minval.len() != channels {
+        return Err(TrainError::Data(format!(
+            "{}: statistics of {} channels for samples of {channels}",
+            path.display(),
+            stats.minval.len()
+        )));
+    }
+    Ok(path)
+}
+
+/// The DeepCAM samples `files` (manifest indices; all sample files when
+/// `None`) of the dataset in `dir`, normalised with `dir/stats.h5`, or with
+/// `fallback_stats` where staging left no `stats.h5` on this node.
+pub fn open(
+    dir: &Path,
+    manifest: &Manifest,
+    files: Option<&[usize]>,
+    fallback_stats: Option<&Path>,
+) -> Result<Arc<dyn Dataset>, DatasetError> {
+    let shape = match shape(dir, manifest) {
+        Ok(shape) => shape,
+        Err(e) => {
+            return Err(DatasetError::Shape { path: dir.to_owned(), key: 0, reason: e.to_string() });
+        }
+    };
+    let all: Vec<usize> = (0..manifest.files.len()).filter(|&i| manifest.files[i].samples > 0).collect();
+    let paths: Vec<PathBuf> = files.unwrap_or(&all).iter().map(|&i| dir.join(&manifest.files[i].path)).collect();
+    let local = dir.join(STATS_FILE);
+    let stats = match (local.exists(), fallback_stats) {
+        (false, Some(fallback)) => fallback.to_owned(),
+        _ => local,
+    };
+    Ok(Arc::new(DeepcamDataset::open(&paths, &stats, shape)?.with_classes(CLASSES)))
+}

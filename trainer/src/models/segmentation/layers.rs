@@ -1,0 +1,231 @@
+//! The building blocks both segmentation networks share: convolutions with
+//! "same" padding, batch normalisation over groups of samples, and the
+//! per-step context a training forward pass carries (dropout masks, the
+//! normalisation group).
+
+use burn::nn::conv::{Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig};
+use burn::nn::{BatchNorm, BatchNormConfig, PaddingConfig2d};
+use burn::tensor::activation::relu;
+use burn::tensor::{Device, Tensor};
+
+use crate::models::dropout::DropoutMasks;
+
+/// What a training forward pass needs beyond its input; inference passes
+/// [`Pass::inference`].
+pub struct Pass {
+    /// Dropout masks (training) or none (inference: no dropout).
+    pub masks: Option<DropoutMasks>,
+    /// Samples per batch-normalisation group (0: the whole batch).
+    pub norm_group: usize,
+}
+
+impl Pass {
+    /// An inference pass: no dropout; BatchNorm uses its running
+    /// statistics because the network is in inference mode.
+    pub fn inference() -> Self {
+        Pass { masks: None, norm_group: 0 }
+    }
+
+    /// `x` with dropout `p` in training, unchanged in inference.
+    pub fn dropout(&mut self, x: Tensor<4>, p: f32) -> Tensor<4> {
+        match &mut self.masks {
+            Some(masks) => masks.apply(x, p),
+            None => x,
+        }
+    }
+
+    /// Batch normalisation then ReLU.
+    pub fn norm_relu(&self, norm: &BatchNorm, x: Tensor<4>) -> Tensor<4> {
+        relu(self.norm(norm, x))
+    }
+
+    /// Batch normalisation of `x` [N, C, H, W]. In training, the statistics
+    /// are those of each group of `norm_group` samples ("ghost" batch
+    /// normalisation, Hoffer et al. 2017), so one rank with a batch of 2b in
+    /// groups of b normalises exactly as two ranks with batches of b do;
+    /// the running statistics move by the mean of the groups' statistics.
+    /// With one group this is burn's `BatchNorm::forward`.
+    pub fn norm(&self, norm: &BatchNorm, x: Tensor<4>) -> Tensor<4> {
+        let n = x.dims()[0];
+        let training = x.device().is_autodiff() && norm.training.is_enabled();
+        let group = self.norm_group;
+        if !training || group == 0 || group >= n || !n.is_multiple_of(group) {
+            return norm.forward(x);
+        }
+        let groups = n / group;
+        let mut outputs = Vec::with_capacity(groups);
+        let mut mean: Option<Tensor<1>> = None;
+        let mut variance: Option<Tensor<1>> = None;
+        for part in x.chunk(groups, 0) {
+            let r = burn::tensor::module::batch_norm_train(part, norm.gamma.val(), norm.beta.val(), norm.epsilon);
+            outputs.push(r.output);
+            let (m, v) = (r.mean.detach(), r.variance.detach());
+            mean = Some(mean.map_or(m.clone(), |s| s + m));
+            variance = Some(variance.map_or(v.clone(), |s| s + v));
+        }
+        if let (Some(mean), Some(variance)) = (mean, variance) {
+            let device = outputs[0].device();
+            let keep = 1.0 - norm.momentum;
+            let share = norm.momentum / groups as f64;
+            let running_mean = norm.running_mean.value_sync().to_device(&device);
+            let running_var = norm.running_var.value_sync().to_device(&device);
+            norm.running_mean.update((running_mean.mul_scalar(keep) + mean.mul_scalar(share)).detach());
+            norm.running_var.update((running_var.mul_scalar(keep) + variance.mul_scalar(share)).detach());
+        }
+        Tensor::cat(outputs, 0)
+    }
+}
+
+/// A `k`×`k` convolution from `from` to `to` channels with "same" padding
+/// (the output is the input's size divided by `stride`), dilated by
+/// `dilation`, with or without a bias.
+pub fn conv(
+    [from, to]: [usize; 2],
+    k: usize,
+    (stride, dilation): (usize, usize),
+    bias: bool,
+    device: &Device,
+) -> Conv2d {
+    let pad = dilation * (k - 1) / 2;
+    Conv2dConfig::new([from, to], [k, k])
+        .with_stride([stride; 2])
+        .with_dilation([dilation; 2])
+        .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad))
+        .with_bias(bias)
+        .init(device)
+}
+
+/// A 3×3 transposed convolution with stride 2 that doubles height and
+/// width exactly (padding 1, output padding 1), as the Tiramisu's
+/// transition up (Jégou et al. 2017, Table 1) and the full-resolution
+/// decoder use.
+pub fn upsample2(from: usize, to: usize, device: &Device) -> ConvTranspose2d {
+    ConvTranspose2dConfig::new([from, to], [3, 3])
+        .with_stride([2, 2])
+        .with_padding([1, 1])
+        .with_padding_out([1, 1])
+        .init(device)
+}
+
+/// Batch normalisation of `features` channels (burn's defaults: momentum
+/// 0.1, epsilon 1e-5, as PyTorch's).
+pub fn norm(features: usize, device: &Device) -> BatchNorm {
+    BatchNormConfig::new(features).init(device)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use burn::tensor::TensorData;
+
+    use super::*;
+
+    fn values(t: Tensor<4>) -> Vec<f32> {
+        t.into_data().try_to_vec::<f32>().unwrap()
+    }
+
+    /// Groups of b samples normalise as separate batches of b would, and
+    /// the running statistics move by the groups' mean statistics.
+    #[test]
+    fn grouped_normalisation_equals_normalising_each_group_alone() {
+        let device = Device::flex().autodiff();
+        let x: Vec<f32> = (0..4 * 3 * 2 * 2).map(|i| ((i * 37 % 23) as f32 - 11.0) / 5.0).collect();
+        let x = Tensor::<4>::from_data(TensorData::new(x, [4, 3, 2, 2]), &device);
+        let grouped = norm(3, &device);
+        let pass = Pass { masks: None, norm_group: 2 };
+        let together = values(pass.norm(&grouped, x.clone()));
+        let (alone_a, alone_b) = (norm(3, &device), norm(3, &device));
+        let halves = x.clone().chunk(2, 0);
+        let mut apart = values(alone_a.forward(halves[0].clone()));
+        apart.extend(values(alone_b.forward(halves[1].clone())));
+        for (a, b) in together.iter().zip(&apart) {
+            assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+        }
+        let running = |n: &BatchNorm| n.running_mean.value().into_data().try_to_vec::<f32>().unwrap();
+        let (a, b) = (running(&alone_a), running(&alone_b));
+        for (g, (a, b)) in running(&grouped).iter().zip(a.iter().zip(&b)) {
+            assert!((g - (a + b) / 2.0).abs() < 1e-6, "{g} vs mean of {a} and {b}");
+        }
+        // One group is burn's own BatchNorm.
+        let whole = Pass { masks: None, norm_group: 0 };
+        let (mine, burns) = (norm(3, &device), norm(3, &device));
+        assert_eq!(values(whole.norm(&mine, x.clone())), values(burns.forward(x)));
+    }
+
+    #[test]
+    fn same_padding_keeps_the_size_and_the_transposed_convolution_doubles_it() {
+        let device = Device::flex();
+        let x = Tensor::<4>::ones([1, 2, 6, 10], &device);
+        for (k, dilation) in [(3, 1), (5, 1), (3, 2), (3, 6)] {
+            assert_eq!(conv([2, 4], k, (1, dilation), true, &device).forward(x.clone()).dims(), [1, 4, 6, 10]);
+        }
+        assert_eq!(conv([2, 4], 3, (2, 1), true, &device).forward(x.clone()).dims(), [1, 4, 3, 5]);
+        assert_eq!(upsample2(2, 3, &device).forward(x).dims(), [1, 3, 12, 20]);
+    }
+
+    /// The gradients burn's autodiff gives a dilated convolution (the
+    /// ASPP's) and a stride-2 transposed convolution (the transitions up
+    /// and the decoder) against central finite differences of
+    /// f = Σ r · layer(x), for the input and the weights.
+    #[test]
+    fn dilated_and_transposed_convolution_gradients_match_finite_differences() {
+        let device = Device::flex().autodiff();
+        let wave = |n: usize, k: usize| -> Vec<f32> { (0..n).map(|i| ((i * k % 17) as f32 - 8.0) / 8.0).collect() };
+        let dims_x = [1, 2, 7, 6];
+        let x0 = wave(dims_x.iter().product(), 7);
+        let cases: Vec<(&str, Box<dyn Fn(Tensor<4>, Tensor<4>) -> Tensor<4>>, [usize; 4])> = vec![
+            (
+                "dilated 3x3, rate 2",
+                Box::new(|x, w| {
+                    let options = burn::tensor::ops::ConvOptions::new([1, 1], [2, 2], [2, 2], 1);
+                    burn::tensor::module::conv2d(x, w, None, options)
+                }),
+                [3, 2, 3, 3],
+            ),
+            (
+                "transposed 3x3, stride 2",
+                Box::new(|x, w| {
+                    let options = burn::tensor::ops::ConvTransposeOptions::new([2, 2], [1, 1], [1, 1], [1, 1], 1);
+                    burn::tensor::module::conv_transpose2d(x, w, None, options)
+                }),
+                [2, 3, 3, 3],
+            ),
+        ];
+        for (name, layer, dims_w) in cases {
+            let w0 = wave(dims_w.iter().product(), 5);
+            let f = |x: &[f32], w: &[f32]| -> (Tensor<1>, Tensor<4>, Tensor<4>) {
+                let x = Tensor::<4>::from_data(TensorData::new(x.to_vec(), dims_x), &device).require_grad();
+                let w = Tensor::<4>::from_data(TensorData::new(w.to_vec(), dims_w), &device).require_grad();
+                let y = layer(x.clone(), w.clone());
+                let r = Tensor::<4>::from_data(TensorData::new(wave(y.dims().iter().product(), 3), y.dims()), &device);
+                ((y * r).sum(), x, w)
+            };
+            let value = |x: &[f32], w: &[f32]| f64::from(f(x, w).0.into_data().try_to_vec::<f32>().unwrap()[0]);
+            let (total, x, w) = f(&x0, &w0);
+            let grads = total.backward();
+            let analytic_x = x.grad(&grads).unwrap().into_data().try_to_vec::<f32>().unwrap();
+            let analytic_w = w.grad(&grads).unwrap().into_data().try_to_vec::<f32>().unwrap();
+            let eps = 1e-2f32;
+            for (which, analytic, len) in [("input", &analytic_x, x0.len()), ("weights", &analytic_w, w0.len())] {
+                for i in (0..len).step_by(3) {
+                    let shifted = |d: f32| {
+                        let (mut x, mut w) = (x0.clone(), w0.clone());
+                        if which == "input" {
+                            x[i] += d
+                        } else {
+                            w[i] += d
+                        }
+                        value(&x, &w)
+                    };
+                    let numeric = (shifted(eps) - shifted(-eps)) / (2.0 * f64::from(eps));
+                    let got = f64::from(analytic[i]);
+                    assert!(
+                        (got - numeric).abs() <= 2e-3 * (1.0 + numeric.abs()),
+                        "{name}, {which} {i}: {got} vs {numeric}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,391 @@
+//! The segmentation models as the engine trains them: one
+//! [`SegmentationModel`] over either network ([`Network`]), sharing the
+//! data (DeepCAM HDF5), the class weights fitted on the training labels,
+//! the weighted loss, grouped BatchNorm, seeded dropout and validation by
+//! IoU.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use burn::module::Module;
+use burn::tensor::{Device, Tensor, TensorData};
+use cluster::World;
+use formats::climate::ClimateShape;
+use formats::manifest::Manifest;
+use loader::dataset::{Dataset, DatasetError};
+use loader::pipeline::Batch;
+use mpi::collective::SystemOperation;
+use mpi::traits::*;
+use serde::Serialize;
+
+use super::deeplab::{Deeplab, DeeplabConfig};
+use super::iou::Confusion;
+use super::layers::Pass;
+use super::loss::weighted_cross_entropy;
+use super::tiramisu::{Tiramisu, TiramisuConfig};
+use super::weights::{ClassWeighting, count_classes};
+use super::{CLASSES, data};
+use crate::engine::{ModelOptions, ModelSummary, Split, StepContext, TrainError, TrainModel, Validation};
+use crate::models::dropout::DropoutMasks;
+use crate::params::Init;
+
+/// What the two networks tell the shared model.
+pub trait Network: Clone + Serialize + Send + Sync + 'static {
+    /// The burn module.
+    type Net: Module + 'static;
+    /// `--model` name.
+    const MODEL: &'static str;
+    /// The configuration called `name`.
+    fn by_name(name: &str) -> Option<Self>;
+    /// Configuration name.
+    fn name(&self) -> &str;
+    /// Input channels.
+    fn channels(&self) -> usize;
+    /// Whether fields of this height and width fit the network.
+    fn check_input(&self, hw: [usize; 2]) -> Result<(), String>;
+    /// Dropout instead of the configuration's (an error for a network without).
+    fn set_dropout(&mut self, p: f32) -> Result<(), TrainError>;
+    /// Build on `device`.
+    fn init(&self, device: &Device) -> Self::Net;
+    /// Class scores [N, classes, H, W].
+    fn forward(net: &Self::Net, x: Tensor<4>, pass: &mut Pass) -> Tensor<4>;
+}
+
+impl Network for TiramisuConfig {
+    type Net = Tiramisu;
+    const MODEL: &'static str = "tiramisu";
+    fn by_name(name: &str) -> Option<Self> {
+        TiramisuConfig::by_name(name)
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn channels(&self) -> usize {
+        self.channels
+    }
+    fn check_input(&self, hw: [usize; 2]) -> Result<(), String> {
+        TiramisuConfig::check_input(self, hw)
+    }
+    fn set_dropout(&mut self, p: f32) -> Result<(), TrainError> {
+        self.dropout = p;
+        Ok(())
+    }
+    fn init(&self, device: &Device) -> Tiramisu {
+        TiramisuConfig::init(self, device)
+    }
+    fn forward(net: &Tiramisu, x: Tensor<4>, pass: &mut Pass) -> Tensor<4> {
+        net.forward(x, pass)
+    }
+}
+
+impl Network for DeeplabConfig {
+    type Net = Deeplab;
+    const MODEL: &'static str = "deeplabv3plus";
+    fn by_name(name: &str) -> Option<Self> {
+        DeeplabConfig::by_name(name)
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn channels(&self) -> usize {
+        self.channels
+    }
+    fn check_input(&self, hw: [usize; 2]) -> Result<(), String> {
+        DeeplabConfig::check_input(self, hw)
+    }
+    fn set_dropout(&mut self, _: f32) -> Result<(), TrainError> {
+        Err(TrainError::Invalid(
+            "deeplabv3plus has no dropout (the paper's network uses none); leave out --dropout".into(),
+        ))
+    }
+    fn init(&self, device: &Device) -> Deeplab {
+        DeeplabConfig::init(self, device)
+    }
+    fn forward(net: &Deeplab, x: Tensor<4>, pass: &mut Pass) -> Tensor<4> {
+        net.forward(x, pass)
+    }
+}
+
+/// A segmentation network with everything the engine asks of a model.
+#[derive(Debug)]
+pub struct SegmentationModel<N: Network> {
+    network: N,
+    weighting: ClassWeighting,
+    /// Pixels per class in the labels counted by [`fit`](TrainModel::fit).
+    counts: Vec<u64>,
+    /// The loss's class weights (all 1 until fitted).
+    weights: Vec<f32>,
+    norm_group: usize,
+    /// The training data's field size, from its manifest.
+    shape: OnceLock<ClimateShape>,
+    /// The source dataset's `stats.h5`, for nodes staging left without one.
+    source_stats: OnceLock<PathBuf>,
+}
+
+/// Training samples (the first a rank holds) the class frequencies are
+/// counted on.
+const COUNTED_SAMPLES: usize = 32;
+
+impl<N: Network> SegmentationModel<N> {
+    /// The model for `options`.
+    pub fn new(options: &ModelOptions) -> Result<Self, TrainError> {
+        let mut network = N::by_name(&options.config)
+            .ok_or_else(|| TrainError::Model(format!("unknown {} configuration '{}'", N::MODEL, options.config)))?;
+        if let Some(p) = options.dropout {
+            if !(0.0..1.0).contains(&p) {
+                return Err(TrainError::Invalid("--dropout must be in [0, 1)".into()));
+            }
+            network.set_dropout(p)?;
+        }
+        if options.augment || options.standardize {
+            return Err(TrainError::Invalid(format!(
+                "{} has no --augment or --standardize (inputs are min-max normalised with stats.h5, as DeepCAM does)",
+                N::MODEL
+            )));
+        }
+        if options.init.is_some() {
+            return Err(TrainError::Invalid(format!(
+                "{} draws its weights He-uniform (He et al. 2015); leave out --init",
+                N::MODEL
+            )));
+        }
+        let weighting = options.class_weights.as_deref().unwrap_or("inv-sqrt").parse()?;
+        Ok(SegmentationModel {
+            network,
+            weighting,
+            counts: Vec::new(),
+            weights: vec![1.0; CLASSES],
+            norm_group: options.norm_group.unwrap_or(0),
+            shape: OnceLock::new(),
+            source_stats: OnceLock::new(),
+        })
+    }
+
+    /// The network's configuration.
+    pub fn network(&self) -> &N {
+        &self.network
+    }
+
+    /// The loss's class weights.
+    pub fn class_weights(&self) -> &[f32] {
+        &self.weights
+    }
+
+    fn field(&self) -> Result<ClimateShape, TrainError> {
+        self.shape.get().copied().ok_or_else(|| TrainError::Data("the data was not checked before training".into()))
+    }
+
+    fn inputs(&self, batch: &Batch, device: &Device) -> Result<Tensor<4>, TrainError> {
+        let s = self.field()?;
+        Ok(Tensor::from_data(TensorData::new(batch.x.clone(), [batch.len(), s.channels, s.height, s.width]), device))
+    }
+}
+
+impl<N: Network> TrainModel for SegmentationModel<N> {
+    type Net = N::Net;
+
+    fn summary(&self) -> ModelSummary {
+        let mut details = serde_json::to_value(&self.network).unwrap_or(serde_json::Value::Null);
+        if let Some(map) = details.as_object_mut() {
+            map.insert("class_weighting".into(), format!("{:?}", self.weighting).into());
+            map.insert("class_counts".into(), self.counts.clone().into());
+            map.insert("class_weights".into(), self.weights.clone().into());
+            map.insert("norm_group".into(), self.norm_group.into());
+        }
+        ModelSummary { name: N::MODEL.into(), config: self.network.name().into(), details }
+    }
+
+    fn build(&self, device: &Device) -> Result<N::Net, TrainError> {
+        Ok(self.network.init(device))
+    }
+
+    fn weight_init(&self) -> Init {
+        // He et al. 2015 for ReLU networks; Jégou et al. initialise the
+        // Tiramisu He-uniform.
+        Init::HeUniformLeaky { slope: 0.0 }
+    }
+
+    fn check_data(&self, dir: &Path, manifest: &Manifest) -> Result<(), TrainError> {
+        let shape = data::shape(dir, manifest)?;
+        if shape.channels != self.network.channels() {
+            return Err(TrainError::Data(format!(
+                "{}: the data holds {} channels; {} '{}' takes {}",
+                dir.display(),
+                shape.channels,
+                N::MODEL,
+                self.network.name(),
+                self.network.channels()
+            )));
+        }
+        self.network
+            .check_input([shape.height, shape.width])
+            .map_err(|e| TrainError::Data(format!("{}: {e}", dir.display())))?;
+        if let Some(known) = self.shape.get()
+            && *known != shape
+        {
+            return Err(TrainError::Data(format!(
+                "{}: {}×{}×{} fields, but the training data's are {}×{}×{}",
+                dir.display(),
+                shape.height,
+                shape.width,
+                shape.channels,
+                known.height,
+                known.width,
+                known.channels
+            )));
+        }
+        let stats = data::check_stats(dir, shape.channels)?;
+        data::check_first_labels(dir, manifest, shape)?;
+        // The first dataset checked is the training data.
+        let _ = self.shape.set(shape);
+        let _ = self.source_stats.set(stats);
+        Ok(())
+    }
+
+    fn split(&self, manifest: &Manifest) -> Option<Split> {
+        data::split(manifest)
+    }
+
+    fn open_dataset(
+        &self,
+        dir: &Path,
+        manifest: &Manifest,
+        files: Option<&[usize]>,
+    ) -> Result<Arc<dyn Dataset>, DatasetError> {
+        data::open(dir, manifest, files, self.source_stats.get().map(PathBuf::as_path))
+    }
+
+    /// Count the classes' pixels in the first training samples (every
+    /// rank's when they differ) and weigh the loss by them.
+    fn fit(&mut self, world: &World, train: &dyn Dataset, first: &[usize], same: bool) -> Result<(), TrainError> {
+        let (mut x, mut y) = (vec![0f32; train.x_len()], vec![0f32; train.y_len()]);
+        let mut counts = vec![0u64; CLASSES];
+        for &i in first.iter().take(COUNTED_SAMPLES) {
+            train.read_into(i, &mut x, &mut y).map_err(|e| TrainError::Data(e.to_string()))?;
+            count_classes(&y, CLASSES, &mut counts)?;
+        }
+        if !same {
+            let mut total = vec![0u64; CLASSES];
+            world.comm().all_reduce_into(&counts[..], &mut total[..], SystemOperation::sum());
+            counts = total;
+        }
+        self.weights = self.weighting.weights(&counts)?;
+        self.counts = counts;
+        Ok(())
+    }
+
+    fn loss(&self, net: &N::Net, batch: &Batch, step: &StepContext, device: &Device) -> Result<Tensor<1>, TrainError> {
+        let x = self.inputs(batch, device)?;
+        let mut pass =
+            Pass { masks: Some(DropoutMasks::for_step(step.seed, step.step, step.rank)), norm_group: self.norm_group };
+        weighted_cross_entropy(N::forward(net, x, &mut pass), &batch.y, &self.weights, device)
+    }
+
+    fn metric_names(&self) -> &'static [&'static str] {
+        &["loss", "iou", "mean_iou", "minority_iou"]
+    }
+
+    fn validate(
+        &self,
+        world: &World,
+        net: &N::Net,
+        batches: &mut dyn Iterator<Item = Result<Batch, DatasetError>>,
+        device: &Device,
+    ) -> Result<Validation, TrainError> {
+        let mut confusion = Confusion::new(CLASSES);
+        let (mut loss_sum, mut pixels) = (0f64, 0u64);
+        for batch in batches {
+            let batch = batch.map_err(|e| TrainError::Data(e.to_string()))?;
+            let logits = N::forward(net, self.inputs(&batch, device)?, &mut Pass::inference());
+            let loss = weighted_cross_entropy(logits.clone(), &batch.y, &self.weights, device)?;
+            let loss = loss
+                .into_data()
+                .try_to_vec::<f32>()
+                .map_err(|e| TrainError::Model(format!("the validation loss did not convert to f32: {e:?}")))?;
+            loss_sum += f64::from(loss.first().copied().unwrap_or(f32::NAN)) * batch.y.len() as f64;
+            pixels += batch.y.len() as u64;
+            let predicted = logits
+                .argmax(1)
+                .into_data()
+                .convert::<i64>()
+                .try_to_vec::<i64>()
+                .map_err(|e| TrainError::Model(format!("a prediction did not convert to class ids: {e:?}")))?;
+            if predicted.len() != batch.y.len() {
+                return Err(TrainError::Model(format!(
+                    "{} predicted pixels for {} labels in validation batch {}",
+                    predicted.len(),
+                    batch.y.len(),
+                    batch.number
+                )));
+            }
+            for (&truth, &p) in batch.y.iter().zip(&predicted) {
+                confusion.add(truth as usize, p as usize);
+            }
+        }
+        let mut counts = vec![0u64; CLASSES * CLASSES + 1];
+        let local: Vec<u64> = confusion.counts().iter().copied().chain([pixels]).collect();
+        world.comm().all_reduce_into(&local[..], &mut counts[..], SystemOperation::sum());
+        let mut loss_total = 0f64;
+        world.comm().all_reduce_into(&loss_sum, &mut loss_total, SystemOperation::sum());
+        let pixels = counts.pop().unwrap_or(0);
+        let confusion = Confusion::from_counts(CLASSES, counts)
+            .ok_or_else(|| TrainError::Model("the reduced confusion matrix has the wrong size".into()))?;
+        let iou = confusion.iou();
+        let (mean, minority) = (confusion.mean_iou(0), confusion.mean_iou(1));
+        let loss = if pixels > 0 { loss_total / pixels as f64 } else { f64::NAN };
+        let shown = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"));
+        let line = format!(
+            "val loss {loss:.4}, IoU background {} cyclone {} river {}, minority mean {minority:.3} (all background: 0)",
+            shown(iou[0]),
+            shown(iou[1]),
+            shown(iou[2]),
+        );
+        let samples = pixels / self.field()?.pixels().max(1) as u64;
+        let mut metrics = serde_json::Map::new();
+        metrics.insert("loss".into(), loss.into());
+        metrics.insert("iou".into(), iou.into());
+        metrics.insert("mean_iou".into(), mean.into());
+        metrics.insert("minority_iou".into(), minority.into());
+        Ok(Validation { samples, metrics, line })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// The full-size networks build and map fields to class scores of the
+    /// same size; the forward pass runs on 32×48 fields, as the full
+    /// 768×1152 would need tens of GB here.
+    #[test]
+    fn the_paper_configurations_build_and_keep_the_field_size() {
+        let device = Device::flex();
+        let x = Tensor::<4>::ones([1, 16, 32, 48], &device);
+        for config in [TiramisuConfig::paper(), TiramisuConfig::growth16()] {
+            let net = config.init(&device);
+            assert_eq!(net.forward(x.clone(), &mut Pass::inference()).dims(), [1, CLASSES, 32, 48], "{}", config.name);
+            assert!(config.check_input([768, 1152]).is_ok());
+        }
+        let deeplab = DeeplabConfig::paper();
+        assert_eq!(deeplab.init(&device).forward(x, &mut Pass::inference()).dims(), [1, CLASSES, 32, 48]);
+        assert!(deeplab.check_input([768, 1152]).is_ok());
+    }
+
+    #[test]
+    fn options_a_segmentation_model_does_not_take_are_refused() {
+        let options = |f: fn(&mut ModelOptions)| {
+            let mut o = ModelOptions { config: "small".into(), ..ModelOptions::default() };
+            f(&mut o);
+            o
+        };
+        assert!(SegmentationModel::<TiramisuConfig>::new(&options(|_| {})).is_ok());
+        assert!(SegmentationModel::<TiramisuConfig>::new(&options(|o| o.config = "huge".into())).is_err());
+        assert!(SegmentationModel::<TiramisuConfig>::new(&options(|o| o.augment = true)).is_err());
+        assert!(SegmentationModel::<TiramisuConfig>::new(&options(|o| o.class_weights = Some("sqrt".into()))).is_err());
+        assert!(SegmentationModel::<DeeplabConfig>::new(&options(|o| o.dropout = Some(0.1))).is_err());
+        let model = SegmentationModel::<TiramisuConfig>::new(&options(|o| o.dropout = Some(0.0))).unwrap();
+        assert_eq!(model.network().dropout, 0.0);
+    }
+}
