@@ -9,6 +9,7 @@
 
 pub mod data;
 pub mod deeplab;
+pub mod flops;
 pub mod iou;
 pub mod layers;
 pub mod loss;

@@ -45,6 +45,10 @@ pub trait Network: Clone + Serialize + Send + Sync + 'static {
     fn check_input(&self, hw: [usize; 2]) -> Result<(), String>;
     /// Dropout instead of the configuration's (an error for a network without).
     fn set_dropout(&mut self, p: f32) -> Result<(), TrainError>;
+    /// Forward multiply-adds per `hw` field ([`flops`](super::flops)).
+    fn forward_macs(&self, hw: [usize; 2]) -> f64;
+    /// The field size the configuration is meant for.
+    fn input(&self) -> [usize; 2];
     /// Build on `device`.
     fn init(&self, device: &Device) -> Self::Net;
     /// Class scores [N, classes, H, W].
@@ -69,6 +73,12 @@ impl Network for TiramisuConfig {
     fn set_dropout(&mut self, p: f32) -> Result<(), TrainError> {
         self.dropout = p;
         Ok(())
+    }
+    fn forward_macs(&self, hw: [usize; 2]) -> f64 {
+        super::flops::tiramisu(self, hw)
+    }
+    fn input(&self) -> [usize; 2] {
+        self.input
     }
     fn init(&self, device: &Device) -> Tiramisu {
         TiramisuConfig::init(self, device)
@@ -97,6 +107,12 @@ impl Network for DeeplabConfig {
         Err(TrainError::Invalid(
             "deeplabv3plus has no dropout (the paper's network uses none); leave out --dropout".into(),
         ))
+    }
+    fn forward_macs(&self, hw: [usize; 2]) -> f64 {
+        super::flops::deeplab(self, hw)
+    }
+    fn input(&self) -> [usize; 2] {
+        self.input
     }
     fn init(&self, device: &Device) -> Deeplab {
         DeeplabConfig::init(self, device)
@@ -191,6 +207,10 @@ impl<N: Network> TrainModel for SegmentationModel<N> {
             map.insert("class_counts".into(), self.counts.clone().into());
             map.insert("class_weights".into(), self.weights.clone().into());
             map.insert("norm_group".into(), self.norm_group.into());
+            let field = self.shape.get().map_or(self.network.input(), |s| [s.height, s.width]);
+            let flops = super::flops::training_flops(self.network.forward_macs(field));
+            map.insert("field".into(), field.to_vec().into());
+            map.insert("training_flops_per_sample".into(), flops.into());
         }
         ModelSummary { name: N::MODEL.into(), config: self.network.name().into(), details }
     }

@@ -1,0 +1,171 @@
+//! Segmentation models' training speed (issue P11).
+//!
+//! 1. One training step of the `small` Tiramisu and DeepLabv3+ on one rank
+//!    (forward, backward, gradients read out, Adam, parameters written
+//!    back: the trainer's per-step work without the allreduce) on random
+//!    16-channel 112×208 fields, against the same networks in PyTorch on
+//!    the same number of CPU threads (`bench/peers/torch_segmentation.py`,
+//!    in the venv of `bench/setup-peers.sh`), alternating in the same run.
+//! 2. The `trainer` binary under `mpirun` on 2 ranks on simulated climate
+//!    data: samples/s and the step-time split (data wait, compute,
+//!    communication, optimiser).
+//!
+//! ```sh
+//! bash bench/setup-peers.sh
+//! cargo bench -p stagehand-trainer --bench segmentation
+//! ```
+//! `STAGEHAND_BENCH_BATCH` (2), `STAGEHAND_BENCH_STEPS` (10),
+//! `STAGEHAND_BENCH_REPS` (3: peer and us alternate, medians reported).
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::tensor::{Device, Tensor, TensorData};
+use serde_json::Value;
+use trainer::models::dropout::DropoutMasks;
+use trainer::models::segmentation::Network;
+use trainer::models::segmentation::deeplab::DeeplabConfig;
+use trainer::models::segmentation::layers::Pass;
+use trainer::models::segmentation::loss::weighted_cross_entropy;
+use trainer::models::segmentation::tiramisu::TiramisuConfig;
+use trainer::optim::{Optimizer, Rule};
+use trainer::params::{self, Init};
+
+const FIELD: (usize, usize) = e2e::CLIMATE_TEST_FIELD;
+
+fn env_usize(key: &str, default: usize) -> usize {
+    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// (median step seconds, median forward seconds, parameters).
+fn ours<N: Network>(config: &N, batch: usize, steps: usize) -> (f64, f64, usize) {
+    let device = Device::flex().autodiff();
+    let net = config.init(&device);
+    let tensors = params::inventory(&net).unwrap();
+    let (mut values, state) = params::initial(&tensors, Init::HeUniformLeaky { slope: 0.0 }, 1);
+    let mut net = params::with_state(params::with_values(net, &values, &device), &state, &device);
+    let lengths: Vec<usize> = values.iter().map(Vec::len).collect();
+    let mut optimizer = Optimizer::new(Rule::ADAM, None, &lengths);
+    let mut grads: Vec<Vec<f32>> = lengths.iter().map(|&n| vec![0.0; n]).collect();
+    let (h, w) = FIELD;
+    let mut rng = e2e::SplitMix64::new(3);
+    let x: Vec<f32> = (0..batch * 16 * h * w).map(|_| (rng.next() % 1000) as f32 / 1000.0).collect();
+    let y: Vec<f32> = (0..batch * h * w).map(|_| (rng.next() % 3) as f32).collect();
+    let weights = [1.0, 38.0, 7.8];
+    let (mut step_times, mut forward_times) = (Vec::new(), Vec::new());
+    for k in 0..steps + 2 {
+        let t = Instant::now();
+        let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, 16, h, w]), &device);
+        let mut pass = Pass { masks: Some(DropoutMasks::for_step(1, k as u64, 0)), norm_group: 0 };
+        let loss = weighted_cross_entropy(N::forward(&net, xt, &mut pass), &y, &weights, &device).unwrap();
+        let g = loss.backward();
+        params::gradients(&net, &g, |i, v| grads[i].copy_from_slice(v));
+        let views: Vec<&[f32]> = grads.iter().map(Vec::as_slice).collect();
+        optimizer.step(0.001, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), &views);
+        net = params::with_values(net, &values, &device);
+        if k >= 2 {
+            step_times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    let valid = net.valid();
+    for k in 0..steps + 2 {
+        let t = Instant::now();
+        let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, 16, h, w]), &Device::flex());
+        let out = N::forward(&valid, xt, &mut Pass::inference()).into_data();
+        assert_eq!(out.num_elements(), batch * 3 * h * w);
+        if k >= 2 {
+            forward_times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    (median(step_times), median(forward_times), lengths.iter().sum())
+}
+
+fn peer(model: &str, batch: usize, steps: usize, threads: usize) -> Option<Value> {
+    let out = e2e::peer_command("torch_segmentation.py")?
+        .args(["--model", model, "--batch", &batch.to_string(), "--steps", &steps.to_string()])
+        .args(["--threads", &threads.to_string()])
+        .args(["--height", &FIELD.0.to_string(), "--width", &FIELD.1.to_string()])
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!("PyTorch peer failed: {}", String::from_utf8_lossy(&out.stderr));
+        return None;
+    }
+    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').rfind(|l| !l.is_empty())?).ok()
+}
+
+fn compare<N: Network>(config: &N, batch: usize, steps: usize, reps: usize, threads: usize) {
+    let model = N::MODEL;
+    let (mut ours_step, mut ours_fwd, mut peer_step, mut peer_fwd) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..reps {
+        let (o, p) = if rep % 2 == 0 {
+            let o = ours(config, batch, steps);
+            (o, peer(model, batch, steps, threads))
+        } else {
+            let p = peer(model, batch, steps, threads);
+            (ours(config, batch, steps), p)
+        };
+        println!("{model} rep {rep}: ours step {:.3} s fwd {:.3} s ({} parameters); pytorch {p:?}", o.0, o.1, o.2);
+        ours_step.push(o.0);
+        ours_fwd.push(o.1);
+        if let Some(p) = p {
+            peer_step.push(p["step_seconds"].as_f64().unwrap());
+            peer_fwd.push(p["forward_seconds"].as_f64().unwrap());
+        }
+    }
+    let (os, of) = (median(ours_step), median(ours_fwd));
+    println!("{model} ours:    step {os:.3} s, forward {of:.3} s");
+    if peer_step.is_empty() {
+        println!("{model}: PyTorch peer unavailable (run bash bench/setup-peers.sh)");
+        return;
+    }
+    let (ps, pf) = (median(peer_step), median(peer_fwd));
+    println!("{model} pytorch: step {ps:.3} s, forward {pf:.3} s");
+    println!("{model} ratio ours/pytorch: step {:.2}x, forward {:.2}x", os / ps, of / pf);
+}
+
+fn trainer_run(model: &str, data: &Path, batch: usize) -> Value {
+    let batch = batch.to_string();
+    let args = ["train", "--model", model, "--config", "small", "--data", data.to_str().unwrap()];
+    let rest = ["--epochs", "2", "--batch", &batch, "--optimizer", "adam", "--workers", "2"];
+    let all: Vec<&str> = args.iter().chain(&rest).copied().collect();
+    let out = e2e::mpirun(2, &[], Path::new(env!("CARGO_BIN_EXE_trainer")), &all);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn main() {
+    cluster::allocator::keep_freed_memory();
+    let batch = env_usize("STAGEHAND_BENCH_BATCH", 2);
+    let steps = env_usize("STAGEHAND_BENCH_STEPS", 10);
+    let reps = env_usize("STAGEHAND_BENCH_REPS", 3);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (h, w) = FIELD;
+    println!("# segmentation step time, small configurations, {h}x{w}x16, batch {batch}, {threads} threads, {reps} reps of {steps} steps");
+    compare(&TiramisuConfig::small(), batch, steps, reps, threads);
+    compare(&DeeplabConfig::small(), batch, steps, reps, threads);
+
+    let dir = tempfile::tempdir().unwrap();
+    let data = e2e::simulated_climate(dir.path(), 40, 16, 5);
+    for model in ["tiramisu", "deeplabv3plus"] {
+        let report = trainer_run(model, &data, batch);
+        let f = &report["fractions"];
+        println!(
+            "{model} trainer, 2 ranks x batch {batch}, 2 epochs of {} steps: {:.2} samples/s; data wait {:.2}% compute {:.1}% comm {:.1}% optimizer {:.1}%",
+            report["steps_per_epoch"],
+            report["samples_per_sec"].as_f64().unwrap(),
+            100.0 * f[0].as_f64().unwrap(),
+            100.0 * f[1].as_f64().unwrap(),
+            100.0 * f[2].as_f64().unwrap(),
+            100.0 * f[3].as_f64().unwrap(),
+        );
+    }
+}

@@ -1,0 +1,172 @@
+//! The segmentation models (Tiramisu, DeepLabv3+) end to end under a real
+//! `mpirun`, on climate fields the test simulates as `simgen climate`
+//! does: they learn to find cyclones and rivers, 2 ranks equal 1 rank with
+//! twice the batch, a resumed run continues bit for bit, and bad data
+//! fails before MPI starts.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const TRAINER: &str = env!("CARGO_BIN_EXE_trainer");
+
+fn climate(dir: &Path, samples: u64, seed: u64) -> PathBuf {
+    e2e::simulated_climate(dir, samples, 16, seed)
+}
+
+fn train(ranks: usize, model: &str, data: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["train", "--model", model, "--config", "small", "--data", data.to_str().unwrap()];
+    args.extend_from_slice(&["--optimizer", "adam", "--workers", "1"]);
+    args.extend_from_slice(extra);
+    e2e::mpirun(ranks, &[], Path::new(TRAINER), &args)
+}
+
+fn ok(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "trainer failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("rank 0 prints the JSON report on stdout")
+}
+
+fn floats(checkpoint: &Path, file: &str) -> Vec<f32> {
+    let latest = std::fs::read_to_string(checkpoint.join("latest")).unwrap();
+    let bytes = std::fs::read(checkpoint.join(latest.trim()).join(file)).unwrap();
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+fn max_difference(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+/// All-background predictions score an IoU of 0 on both minority classes;
+/// a few epochs of the weighted loss must find some of each.
+#[test]
+fn both_models_learn_to_find_cyclones_and_rivers() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = climate(dir.path(), 20, 3);
+    for (model, epochs, lr) in [("tiramisu", "6", "0.003"), ("deeplabv3plus", "6", "0.003")] {
+        let report = ok(&train(2, model, &data, &["--epochs", epochs, "--batch", "2", "--lr", lr]));
+        let last = report["epochs"].as_array().unwrap().last().unwrap();
+        let validation = &last["validation"];
+        assert_eq!(validation["samples"], 4, "{validation}");
+        let minority = validation["minority_iou"].as_f64().unwrap();
+        eprintln!("{model}: {validation}");
+        assert!(minority > 0.05, "{model}: minority IoU {minority} after {epochs} epochs: {validation}");
+        let weights = report["model"]["details"]["class_weights"].as_array().unwrap();
+        assert!(weights[1].as_f64().unwrap() > weights[2].as_f64().unwrap(), "cyclones are rarer than rivers");
+    }
+}
+
+/// BatchNorm normalises over each rank's batch, so 1 rank with batch 2b
+/// equals 2 ranks with batch b only when it normalises over groups of b
+/// (`--bn-group`): then the parameters after an epoch agree to float
+/// rounding, for both networks.
+#[test]
+fn two_ranks_with_batch_b_match_one_rank_with_batch_2b_in_normalisation_groups_of_b() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = climate(dir.path(), 10, 5);
+    for model in ["tiramisu", "deeplabv3plus"] {
+        let mut results = Vec::new();
+        for (ranks, batch) in [(2usize, "2"), (1, "4")] {
+            let checkpoint = dir.path().join(format!("{model}-{ranks}"));
+            let mut args = vec!["--epochs", "1", "--batch", batch, "--bn-group", "2", "--lr", "0.001"];
+            if model == "tiramisu" {
+                args.extend_from_slice(&["--dropout", "0"]);
+            }
+            args.extend_from_slice(&["--checkpoint", checkpoint.to_str().unwrap()]);
+            let report = ok(&train(ranks, model, &data, &args));
+            assert_eq!(report["epochs"][0]["steps"], 2, "{model}: 8 training samples in global batches of 4");
+            results.push(floats(&checkpoint, "params.f32"));
+        }
+        let (one, two) = (results.pop().unwrap(), results.pop().unwrap());
+        let largest = one.iter().map(|v| v.abs()).fold(0.0, f32::max);
+        let difference = max_difference(&one, &two);
+        assert!(difference <= 1e-5 * largest.max(1.0), "{model}: parameters differ by {difference}");
+    }
+}
+
+/// Two epochs straight and one epoch plus one resumed from its checkpoint
+/// end with the same parameters and BatchNorm statistics, bit for bit.
+#[test]
+fn a_resumed_segmentation_run_continues_bit_for_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = climate(dir.path(), 10, 6);
+    let run = |checkpoint: &Path, epochs: &str| {
+        let args = ["--epochs", epochs, "--batch", "2", "--checkpoint", checkpoint.to_str().unwrap()];
+        ok(&train(2, "tiramisu", &data, &args))
+    };
+    let (straight, resumed) = (dir.path().join("straight"), dir.path().join("resumed"));
+    run(&straight, "2");
+    run(&resumed, "1");
+    let continued = run(&resumed, "2");
+    assert_eq!(continued["resumed_from_epoch"], 1);
+    assert_eq!(floats(&straight, "params.f32"), floats(&resumed, "params.f32"), "parameters");
+    assert_eq!(floats(&straight, "model_state.f32"), floats(&resumed, "model_state.f32"), "running statistics");
+}
+
+/// Run the trainer as a user would before MPI starts; return its exit
+/// code and stderr.
+fn refused(args: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(TRAINER).args(args).output().unwrap();
+    (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// Data of the wrong kind or shape fails before MPI starts, with exit
+/// code 2 and one line naming the dataset or file.
+#[test]
+fn data_the_model_cannot_take_fails_with_one_line_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let train_on = |model: &str, data: &Path| {
+        refused(&["train", "--model", model, "--config", "small", "--data", data.to_str().unwrap()])
+    };
+    let one_line = |stderr: &str| stderr.trim().lines().count() == 1;
+
+    let cosmo = e2e::simulated_cosmo(dir.path(), 1, 7);
+    let (code, stderr) = train_on("tiramisu", &cosmo);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("not a DeepCAM climate dataset") && stderr.contains(cosmo.to_str().unwrap()), "{stderr}");
+    assert!(one_line(&stderr), "{stderr}");
+
+    let four = e2e::simulated_climate(dir.path(), 2, 4, 8);
+    let (code, stderr) = train_on("deeplabv3plus", &four);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("4 channels") && stderr.contains("takes 16"), "{stderr}");
+    assert!(one_line(&stderr), "{stderr}");
+
+    // Labels 0 to 3 in the first training sample: class 3 does not exist.
+    let data = climate(dir.path(), 2, 9);
+    let first = data.join("train/data-000000.h5");
+    let (h, w) = e2e::CLIMATE_TEST_FIELD;
+    let shape = formats::climate::ClimateShape { height: h, width: w, channels: 16 };
+    let sample = formats::climate::read_sample(&first, shape).unwrap();
+    let labels: Vec<i32> = (0..h * w).map(|p| (p % 4) as i32).collect();
+    formats::climate::write_sample(&first, shape, &sample.data, &labels).unwrap();
+    let (code, stderr) = train_on("tiramisu", &data);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("data-000000.h5") && stderr.contains("label 3"), "{stderr}");
+    assert!(one_line(&stderr), "{stderr}");
+
+    // Normalisation groups that do not divide the batch.
+    let (code, stderr) = refused(&[
+        "train",
+        "--model",
+        "tiramisu",
+        "--config",
+        "small",
+        "--bn-group",
+        "3",
+        "--batch",
+        "4",
+        "--data",
+        "x",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--bn-group 3 does not divide --batch 4"), "{stderr}");
+}
