@@ -132,3 +132,23 @@ fn reads_proceed_while_another_thread_holds_the_hdf5_lock() {
     assert!(holder.join().unwrap(), "the reader did not finish while the HDF5 lock was held");
     reader.join().unwrap();
 }
+
+/// With the class count given, a label outside 0..classes fails the read
+/// with the file, row and column, mapped or through the library alike.
+#[test]
+fn labels_outside_the_classes_fail_the_read_naming_file_and_pixel() {
+    let dir = tempfile::tempdir().unwrap();
+    let (paths, stats) = write(dir.path());
+    let mut bad = labels(1);
+    bad[SHAPE.width + 4] = 7;
+    climate::write_sample(&paths[1], SHAPE, &data(1), &bad).unwrap();
+    let ds = DeepcamDataset::open(&paths, &stats, SHAPE).unwrap().with_classes(3);
+    let (mut x, mut y) = (vec![0f32; ds.x_len()], vec![0f32; ds.y_len()]);
+    ds.read_into(0, &mut x, &mut y).unwrap();
+    let err = ds.read_into(1, &mut x, &mut y).unwrap_err().to_string();
+    assert!(err.contains("data-1.h5") && err.contains("label 7 at row 1, column 4"), "{err}");
+    // Without a class count the labels pass as they are.
+    let plain = DeepcamDataset::open(&paths, &stats, SHAPE).unwrap();
+    plain.read_into(1, &mut x, &mut y).unwrap();
+    assert_eq!(y[SHAPE.width + 4], 7.0);
+}

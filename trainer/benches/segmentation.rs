@@ -149,7 +149,9 @@ fn main() {
     let reps = env_usize("STAGEHAND_BENCH_REPS", 3);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (h, w) = FIELD;
-    println!("# segmentation step time, small configurations, {h}x{w}x16, batch {batch}, {threads} threads, {reps} reps of {steps} steps");
+    println!(
+        "# segmentation step time, small configurations, {h}x{w}x16, batch {batch}, {threads} threads, {reps} reps of {steps} steps"
+    );
     compare(&TiramisuConfig::small(), batch, steps, reps, threads);
     compare(&DeeplabConfig::small(), batch, steps, reps, threads);
 

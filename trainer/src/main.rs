@@ -357,12 +357,12 @@ fn train(
 
 /// `trainer models`: every model and configuration with its sizes.
 fn list_models() -> anyhow::Result<()> {
-    println!("{:<12} {:<14} {:>12} {:>8}  about", "model", "config", "parameters", "state");
+    println!("{:<14} {:<10} {:>12} {:>8}  about", "model", "config", "parameters", "state");
     for entry in models::MODELS {
         for config in entry.configs {
             let options = ModelOptions { config: (*config).to_owned(), ..ModelOptions::default() };
             let (parameters, state) = entry.build(&options)?.sizes()?;
-            println!("{:<12} {:<14} {parameters:>12} {state:>8}  {}", entry.name, config, entry.about);
+            println!("{:<14} {:<10} {parameters:>12} {state:>8}  {}", entry.name, config, entry.about);
         }
     }
     Ok(())

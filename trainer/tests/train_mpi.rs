@@ -566,6 +566,11 @@ fn trainer_models_lists_every_model_with_its_configurations_and_sizes() {
         + (64 * 4 + 4);
     assert_eq!(row("cosmoflow", "mlperf-small"), small);
     assert!(row("bn-probe", "small") > 0);
+    // The segmentation models: the same counts as their PyTorch twins in
+    // bench/peers/torch_segmentation.py.
+    assert_eq!(row("tiramisu", "small"), 44_547);
+    assert_eq!(row("deeplabv3plus", "small"), 403_731);
+    assert!(row("tiramisu", "paper") > 7_000_000 && row("deeplabv3plus", "paper") > 40_000_000);
 }
 
 /// Rank 0 killed while it writes a checkpoint (arrays written, state not):

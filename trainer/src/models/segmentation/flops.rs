@@ -90,7 +90,8 @@ fn head(config: &DeeplabConfig, [h, w]: [usize; 2]) -> f64 {
     let low = conv(quarter, config.width * 4, config.low_level, 1);
     let refine = conv(quarter, d + config.low_level, d, 3) + conv(quarter, d, d, 3);
     let half = quarter * 4;
-    let up_to_full = conv(quarter, d, d, 3) + 2.0 * conv(half, d, d, 3) + conv(half, d, d, 3) + 2.0 * conv(h * w, d, d, 3);
+    let up_to_full =
+        conv(quarter, d, d, 3) + 2.0 * conv(half, d, d, 3) + conv(half, d, d, 3) + 2.0 * conv(h * w, d, d, 3);
     aspp + project + up_to_quarter + low + refine + up_to_full + conv(h * w, d, config.classes, 1)
 }
 

@@ -174,7 +174,8 @@ mod tests {
         let wave = |n: usize, k: usize| -> Vec<f32> { (0..n).map(|i| ((i * k % 17) as f32 - 8.0) / 8.0).collect() };
         let dims_x = [1, 2, 7, 6];
         let x0 = wave(dims_x.iter().product(), 7);
-        let cases: Vec<(&str, Box<dyn Fn(Tensor<4>, Tensor<4>) -> Tensor<4>>, [usize; 4])> = vec![
+        type Layer = Box<dyn Fn(Tensor<4>, Tensor<4>) -> Tensor<4>>;
+        let cases: Vec<(&str, Layer, [usize; 4])> = vec![
             (
                 "dilated 3x3, rate 2",
                 Box::new(|x, w| {
