@@ -6,7 +6,7 @@
 use burn::nn::conv::{Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, PaddingConfig2d};
 use burn::tensor::activation::relu;
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use crate::models::dropout::DropoutMasks;
 
@@ -41,10 +41,13 @@ impl Pass {
 
     /// Batch normalisation of `x` [N, C, H, W]. In training, the statistics
     /// are those of each group of `norm_group` samples ("ghost" batch
-    /// normalisation, Hoffer et al. 2017), so one rank with a batch of 2b in
-    /// groups of b normalises exactly as two ranks with batches of b do;
-    /// the running statistics move by the mean of the groups' statistics.
-    /// With one group this is burn's `BatchNorm::forward`.
+    /// normalisation, Hoffer et al. 2017); the running statistics move by
+    /// the mean of the groups' statistics. Group g holds samples g, g + G,
+    /// g + 2G, … of the N / `norm_group` = G groups: the samples the
+    /// distributed sampler (`loader::sampler`, which deals a global batch
+    /// out to the ranks in turn) would give rank g, so one rank with a batch
+    /// of 2b in groups of b normalises exactly as two ranks with batches of
+    /// b do. With one group this is burn's `BatchNorm::forward`.
     pub fn norm(&self, norm: &BatchNorm, x: Tensor<4>) -> Tensor<4> {
         let n = x.dims()[0];
         let training = x.device().is_autodiff() && norm.training.is_enabled();
@@ -53,10 +56,19 @@ impl Pass {
             return norm.forward(x);
         }
         let groups = n / group;
+        let device = x.device();
+        // Sample order grouped: g, g + G, g + 2G, ... for each g.
+        let order: Vec<i64> = (0..groups).flat_map(|g| (g..n).step_by(groups)).map(|i| i as i64).collect();
+        let mut back = vec![0i64; n];
+        for (position, &sample) in order.iter().enumerate() {
+            back[sample as usize] = position as i64;
+        }
+        let index = |v: Vec<i64>| Tensor::<1, Int>::from_data(TensorData::new(v, [n]), &device);
+        let grouped = x.select(0, index(order));
         let mut outputs = Vec::with_capacity(groups);
         let mut mean: Option<Tensor<1>> = None;
         let mut variance: Option<Tensor<1>> = None;
-        for part in x.chunk(groups, 0) {
+        for part in grouped.chunk(groups, 0) {
             let r = burn::tensor::module::batch_norm_train(part, norm.gamma.val(), norm.beta.val(), norm.epsilon);
             outputs.push(r.output);
             let (m, v) = (r.mean.detach(), r.variance.detach());
@@ -64,7 +76,6 @@ impl Pass {
             variance = Some(variance.map_or(v.clone(), |s| s + v));
         }
         if let (Some(mean), Some(variance)) = (mean, variance) {
-            let device = outputs[0].device();
             let keep = 1.0 - norm.momentum;
             let share = norm.momentum / groups as f64;
             let running_mean = norm.running_mean.value_sync().to_device(&device);
@@ -72,7 +83,7 @@ impl Pass {
             norm.running_mean.update((running_mean.mul_scalar(keep) + mean.mul_scalar(share)).detach());
             norm.running_var.update((running_var.mul_scalar(keep) + variance.mul_scalar(share)).detach());
         }
-        Tensor::cat(outputs, 0)
+        Tensor::cat(outputs, 0).select(0, index(back))
     }
 }
 
@@ -117,16 +128,15 @@ pub fn norm(features: usize, device: &Device) -> BatchNorm {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use burn::tensor::TensorData;
-
     use super::*;
 
     fn values(t: Tensor<4>) -> Vec<f32> {
         t.into_data().try_to_vec::<f32>().unwrap()
     }
 
-    /// Groups of b samples normalise as separate batches of b would, and
-    /// the running statistics move by the groups' mean statistics.
+    /// Groups of b samples, dealt out in turn, normalise as separate
+    /// batches of b would, and the running statistics move by the groups'
+    /// mean statistics.
     #[test]
     fn grouped_normalisation_equals_normalising_each_group_alone() {
         let device = Device::flex().autodiff();
@@ -135,10 +145,16 @@ mod tests {
         let grouped = norm(3, &device);
         let pass = Pass { masks: None, norm_group: 2 };
         let together = values(pass.norm(&grouped, x.clone()));
+        // Group 0 is samples 0 and 2, group 1 samples 1 and 3 (as ranks 0
+        // and 1 would get them).
         let (alone_a, alone_b) = (norm(3, &device), norm(3, &device));
-        let halves = x.clone().chunk(2, 0);
-        let mut apart = values(alone_a.forward(halves[0].clone()));
-        apart.extend(values(alone_b.forward(halves[1].clone())));
+        let pick = |a: usize, b: usize| {
+            let index = Tensor::<1, Int>::from_data(TensorData::new(vec![a as i64, b as i64], [2]), &device);
+            x.clone().select(0, index)
+        };
+        let (a, b) = (values(alone_a.forward(pick(0, 2))), values(alone_b.forward(pick(1, 3))));
+        let per_sample = 3 * 2 * 2;
+        let apart: Vec<f32> = [&a[..per_sample], &b[..per_sample], &a[per_sample..], &b[per_sample..]].concat();
         for (a, b) in together.iter().zip(&apart) {
             assert!((a - b).abs() < 1e-6, "{a} vs {b}");
         }
