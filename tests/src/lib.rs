@@ -56,6 +56,40 @@ pub fn mpirun(ranks: usize, env: &[(&str, &str)], program: &Path, args: &[&str])
     }
 }
 
+/// The JSON report rank 0 of a successful `trainer train` prints on
+/// stdout; panics with both streams when the run failed.
+pub fn trainer_report(output: &Output) -> serde_json::Value {
+    assert!(
+        output.status.success(),
+        "trainer failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    match serde_json::from_slice(&output.stdout) {
+        Ok(report) => report,
+        Err(e) => panic!("rank 0 printed no JSON report on stdout: {e}"),
+    }
+}
+
+/// The f32 values of `file` (`params.f32`, `model_state.f32`) in the latest
+/// checkpoint under `checkpoint`.
+pub fn checkpoint_floats(checkpoint: &Path, file: &str) -> Vec<f32> {
+    let read = || -> std::io::Result<Vec<u8>> {
+        let latest = std::fs::read_to_string(checkpoint.join("latest"))?;
+        std::fs::read(checkpoint.join(latest.trim()).join(file))
+    };
+    match read() {
+        Ok(bytes) => bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+        Err(e) => panic!("reading {file} of the latest checkpoint in {}: {e}", checkpoint.display()),
+    }
+}
+
+/// The largest absolute difference between two equally long vectors.
+pub fn max_difference(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "vectors of different lengths");
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
 /// A deterministic stream of pseudo-random numbers (SplitMix64), so a sample
 /// can be regenerated from its id and checked bit for bit after a round trip.
 #[derive(Debug, Clone)]

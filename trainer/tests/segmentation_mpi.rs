@@ -9,8 +9,6 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use serde_json::Value;
-
 const TRAINER: &str = env!("CARGO_BIN_EXE_trainer");
 
 fn climate(dir: &Path, samples: u64, seed: u64) -> PathBuf {
@@ -24,26 +22,7 @@ fn train(ranks: usize, model: &str, data: &Path, extra: &[&str]) -> Output {
     e2e::mpirun(ranks, &[], Path::new(TRAINER), &args)
 }
 
-fn ok(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "trainer failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("rank 0 prints the JSON report on stdout")
-}
-
-fn floats(checkpoint: &Path, file: &str) -> Vec<f32> {
-    let latest = std::fs::read_to_string(checkpoint.join("latest")).unwrap();
-    let bytes = std::fs::read(checkpoint.join(latest.trim()).join(file)).unwrap();
-    bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
-}
-
-fn max_difference(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
-}
+use e2e::{checkpoint_floats as floats, max_difference, trainer_report as ok};
 
 /// All-background predictions score an IoU of 0 on both minority classes
 /// (where an unweighted loss ends up: 98 % of the pixels are background).

@@ -10,7 +10,6 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use formats::manifest::MANIFEST_FILE;
-use serde_json::Value;
 
 const TRAINER: &str = env!("CARGO_BIN_EXE_trainer");
 
@@ -24,25 +23,10 @@ fn train(ranks: usize, env: &[(&str, &str)], args: &[&str]) -> Output {
     e2e::mpirun(ranks, env, Path::new(TRAINER), &all)
 }
 
-fn ok(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "trainer failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("rank 0 prints the JSON report on stdout")
-}
+use e2e::{max_difference, trainer_report as ok};
 
 fn params(checkpoint: &Path) -> Vec<f32> {
-    let latest = std::fs::read_to_string(checkpoint.join("latest")).unwrap();
-    let bytes = std::fs::read(checkpoint.join(latest.trim()).join("params.f32")).unwrap();
-    bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
-}
-
-fn max_difference(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    e2e::checkpoint_floats(checkpoint, "params.f32")
 }
 
 /// Train one epoch of 16 samples with a global batch of 4, on 2 ranks × 2
@@ -446,9 +430,7 @@ fn staged_training_reads_only_the_files_placed_on_each_node() {
 
 /// A model's state tensors from the latest checkpoint.
 fn model_state(checkpoint: &Path) -> Vec<f32> {
-    let latest = std::fs::read_to_string(checkpoint.join("latest")).unwrap();
-    let bytes = std::fs::read(checkpoint.join(latest.trim()).join("model_state.f32")).unwrap();
-    bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+    e2e::checkpoint_floats(checkpoint, "model_state.f32")
 }
 
 /// BatchNorm's running statistics are state, not parameters: they start at

@@ -46,27 +46,21 @@ pub fn split(manifest: &Manifest) -> Option<Split> {
     (!train.is_empty() || !validation.is_empty()).then_some(Split { train, validation })
 }
 
-/// Check the first training sample's labels are class ids, so a dataset
-/// labelled otherwise fails before MPI starts, naming the file. (Every
-/// other sample's labels are checked as the loader reads it.)
-pub fn check_first_labels(dir: &Path, manifest: &Manifest, shape: ClimateShape) -> Result<(), TrainError> {
-    let files = split(manifest).map(|s| s.train).unwrap_or_default();
-    let first = files.first().copied().or_else(|| manifest.files.iter().position(|f| f.samples > 0));
-    let Some(first) = first else {
-        return Err(TrainError::Data(format!("{}: the manifest lists no sample file", dir.display())));
+/// Read the first training sample as training will, so labels that are
+/// not class ids fail before MPI starts, naming the file and pixel. (Every
+/// other sample's labels are checked the same way as the loader reads it.)
+pub fn check_first_sample(dir: &Path, manifest: &Manifest, stats: &Path) -> Result<(), TrainError> {
+    let first = match split(manifest) {
+        Some(split) => split.train.first().copied(),
+        None => manifest.files.iter().position(|f| f.samples > 0),
     };
-    let path = dir.join(&manifest.files[first].path);
-    let sample = climate::read_sample(&path, shape).map_err(|e| TrainError::Data(e.to_string()))?;
-    if let Some(p) = sample.labels.iter().position(|&l| !(0..CLASSES as i32).contains(&l)) {
-        return Err(TrainError::Data(format!(
-            "{}: label {} at row {}, column {} is not a class id 0 to {} (background, cyclone, river)",
-            path.display(),
-            sample.labels[p],
-            p / shape.width,
-            p % shape.width,
-            CLASSES - 1
-        )));
-    }
+    let Some(first) = first else {
+        return Err(TrainError::Data(format!("{}: the manifest lists no training sample file", dir.display())));
+    };
+    let data_error = |e: DatasetError| TrainError::Data(e.to_string());
+    let dataset = open(dir, manifest, Some(&[first]), Some(stats)).map_err(data_error)?;
+    let (mut x, mut y) = (vec![0f32; dataset.x_len()], vec![0f32; dataset.y_len()]);
+    dataset.read_into(0, &mut x, &mut y).map_err(data_error)?;
     Ok(())
 }
 

@@ -255,7 +255,7 @@ impl<N: Network> TrainModel for SegmentationModel<N> {
             )));
         }
         let stats = data::check_stats(dir, shape.channels)?;
-        data::check_first_labels(dir, manifest, shape)?;
+        data::check_first_sample(dir, manifest, &stats)?;
         // The first dataset checked is the training data.
         let _ = self.shape.set(shape);
         let _ = self.source_stats.set(stats);
