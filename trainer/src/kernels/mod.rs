@@ -18,6 +18,7 @@
 //! assert_eq!(pool3d(x, Pooling::Avg).dims(), [1, 2, 2, 2, 2]);
 //! ```
 
+pub mod conv2d_grad;
 pub mod cpu;
 pub mod direct_conv;
 pub mod direct_pool;
@@ -27,7 +28,7 @@ pub mod ops;
 use burn::backend::Dispatch;
 use burn::tensor::Tensor;
 use burn::tensor::module::conv3d;
-use burn::tensor::ops::ConvOptions;
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 
 pub use ops::{KernelOps, MIN_DIRECT_WIDTH};
 
@@ -66,4 +67,43 @@ pub fn pool3d(x: Tensor<5>, pooling: Pooling) -> Tensor<5> {
         Pooling::Max => <Dispatch as KernelOps>::max_pool3d_2(x),
         Pooling::Avg => <Dispatch as KernelOps>::avg_pool3d_2(x),
     })
+}
+
+/// burn's `conv2d(x, weight, bias, options)`, x [N, C_in, H, W], whose
+/// weight gradient on the CPU is [`conv2d_grad::weight_grad`] (burn's is
+/// slow for small batches: see there).
+pub fn conv2d(x: Tensor<4>, weight: Tensor<4>, bias: Option<Tensor<1>>, options: ConvOptions<2>) -> Tensor<4> {
+    let y = Tensor::from_dispatch(<Dispatch as KernelOps>::conv2d_unbiased(
+        x.into_dispatch(),
+        weight.into_dispatch(),
+        options,
+    ));
+    with_bias(y, bias)
+}
+
+/// burn's `conv_transpose2d(x, weight, bias, options)`, with the weight
+/// gradient of [`conv2d`].
+pub fn conv_transpose2d(
+    x: Tensor<4>,
+    weight: Tensor<4>,
+    bias: Option<Tensor<1>>,
+    options: ConvTransposeOptions<2>,
+) -> Tensor<4> {
+    let y = Tensor::from_dispatch(<Dispatch as KernelOps>::conv_transpose2d_unbiased(
+        x.into_dispatch(),
+        weight.into_dispatch(),
+        options,
+    ));
+    with_bias(y, bias)
+}
+
+/// `y` [N, C, H, W] plus `bias` [C] on every pixel.
+fn with_bias(y: Tensor<4>, bias: Option<Tensor<1>>) -> Tensor<4> {
+    match bias {
+        Some(bias) => {
+            let channels = bias.dims()[0];
+            y + bias.reshape([1, channels, 1, 1])
+        }
+        None => y,
+    }
 }

@@ -11,11 +11,13 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
+use burn::backend::ops::ModuleOps;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Flex, TensorMetadata, backend_extension};
-use burn::tensor::ops::ConvOptions;
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{DType, Shape};
 
+use super::conv2d_grad::{self, Window};
 use super::direct_conv::{self, ConvShape};
 use super::direct_pool;
 use super::flex::{flex, values};
@@ -25,7 +27,9 @@ use super::flex::{flex, values};
 pub const MIN_DIRECT_WIDTH: usize = 8;
 
 /// The operations our models need beyond burn's: a stride-1 "same" 3-D
-/// convolution with bias, and 3-D pooling over 2³ windows.
+/// convolution with bias, 3-D pooling over 2³ windows, and 2-D
+/// convolutions (plain and transposed) whose weight gradient is
+/// [`conv2d_grad::weight_grad`] on the CPU.
 #[backend_extension(Flex, Autodiff, Cube: cfg(feature = "gpu"))]
 pub trait KernelOps: Backend {
     /// `conv3d` with stride 1, dilation 1, one group and `k / 2` zeros of
@@ -42,6 +46,22 @@ pub trait KernelOps: Backend {
     /// Mean over each 2³ window of x [N, C, D, H, W] (D, H, W even).
     fn avg_pool3d_2(x: FloatTensor<Self>) -> FloatTensor<Self> {
         composed::pool3d_2::<Self>(x, true)
+    }
+
+    /// burn's `conv2d` without bias: x [N, C_in, H, W], weight [C_out,
+    /// C_in / groups, kh, kw].
+    fn conv2d_unbiased(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
+        Self::conv2d(x, weight, None, options)
+    }
+
+    /// burn's `conv_transpose2d` without bias: x [N, C_in, H, W], weight
+    /// [C_in, C_out / groups, kh, kw].
+    fn conv_transpose2d_unbiased(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        options: ConvTransposeOptions<2>,
+    ) -> FloatTensor<Self> {
+        Self::conv_transpose2d(x, weight, None, options)
     }
 }
 
@@ -100,6 +120,24 @@ fn direct_pool_volume(x: &FlexTensor) -> Option<[usize; 3]> {
     (x.dtype() == DType::F32 && [d, h, w].iter().all(|e| e % 2 == 0)).then_some([d, h, w])
 }
 
+/// The window of a 2-D convolution our weight gradient takes (f32, one
+/// group), or `None` for burn's.
+fn conv2d_window(
+    tensors: [&FlexTensor; 2],
+    kernel: &FlexTensor,
+    [stride, padding, dilation]: [[usize; 2]; 3],
+    groups: usize,
+) -> Option<Window> {
+    let f32s = tensors.iter().chain([&kernel]).all(|t| t.dtype() == DType::F32);
+    let shape = kernel.shape();
+    (f32s && groups == 1 && shape.num_dims() == 4).then(|| Window {
+        kernel: [shape[2], shape[3]],
+        stride,
+        padding,
+        dilation,
+    })
+}
+
 fn conv_forward(shape: &ConvShape, x: &FlexTensor, weight: &FlexTensor, bias: &FlexTensor) -> FlexTensor {
     let [d, h, w] = shape.volume;
     let y = direct_conv::forward(shape, &values(x), &values(weight), Some(&values(bias)));
@@ -146,12 +184,69 @@ impl KernelOps for burn::backend::Cube {}
 impl<C: CheckpointStrategy> KernelOps for Autodiff<burn::backend::Cube, C> {}
 
 type AutodiffFloat<C> = FloatTensor<Autodiff<Flex, C>>;
+type NodeId = burn::backend::autodiff::NodeId;
+
+#[derive(Debug)]
+struct Conv2dBackward;
+
+impl Backward<Flex, 2> for Conv2dBackward {
+    type State = (NodeId, NodeId, ConvOptions<2>);
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+        let [node_x, node_weight] = ops.parents;
+        let out_grad = grads.consume::<Flex>(&ops.node);
+        let (x_state, weight_state, options) = ops.state;
+        let x: FlexTensor = checkpointer.retrieve_node_output(x_state);
+        let weight: FlexTensor = checkpointer.retrieve_node_output(weight_state);
+        if let Some(node) = node_weight {
+            let geometry = [options.stride, options.padding_begin(), options.dilation];
+            let grad = match conv2d_window([&x, &out_grad], &weight, geometry, options.groups) {
+                Some(window) => conv2d_grad::weight_grad(&x, &out_grad, &window),
+                None => Flex::conv2d_weight_backward(x.clone(), weight.clone(), out_grad.clone(), options.clone()),
+            };
+            grads.register::<Flex>(node.id, grad);
+        }
+        if let Some(node) = node_x {
+            grads.register::<Flex>(node.id, Flex::conv2d_x_backward(x, weight, out_grad, options));
+        }
+    }
+}
+
+#[derive(Debug)]
+struct ConvTranspose2dBackward;
+
+impl Backward<Flex, 2> for ConvTranspose2dBackward {
+    type State = (NodeId, NodeId, ConvTransposeOptions<2>);
+
+    /// A transposed convolution is the input gradient of the convolution
+    /// with the same window, so its weight gradient is that convolution's
+    /// weight gradient with the roles swapped: its output gradient as the
+    /// input, its input as the output gradient.
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+        let [node_x, node_weight] = ops.parents;
+        let out_grad = grads.consume::<Flex>(&ops.node);
+        let (x_state, weight_state, options) = ops.state;
+        let x: FlexTensor = checkpointer.retrieve_node_output(x_state);
+        let weight: FlexTensor = checkpointer.retrieve_node_output(weight_state);
+        if let Some(node) = node_weight {
+            let geometry = [options.stride, options.padding, options.dilation];
+            let grad = match conv2d_window([&x, &out_grad], &weight, geometry, options.groups) {
+                Some(window) => conv2d_grad::weight_grad(&out_grad, &x, &window),
+                None => Flex::conv_transpose2d_weight_backward(x, weight.clone(), out_grad.clone(), options.clone()),
+            };
+            grads.register::<Flex>(node.id, grad);
+        }
+        if let Some(node) = node_x {
+            grads.register::<Flex>(node.id, Flex::conv_transpose2d_x_backward(weight, out_grad, options));
+        }
+    }
+}
 
 #[derive(Debug)]
 struct ConvBackward;
 
 impl Backward<Flex, 3> for ConvBackward {
-    type State = (burn::backend::autodiff::NodeId, burn::backend::autodiff::NodeId, ConvShape);
+    type State = (NodeId, NodeId, ConvShape);
 
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
         let [node_x, node_weight, node_bias] = ops.parents;
@@ -248,6 +343,37 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
         match AvgPoolBackward.prepare::<C>([x.node()]).compute_bound().stateful() {
             OpsKind::Tracked(prep) => prep.finish((volume, in_shape), flex(y, out_shape)),
             OpsKind::UnTracked(prep) => prep.finish(flex(y, out_shape)),
+        }
+    }
+
+    fn conv2d_unbiased(x: AutodiffFloat<C>, weight: AutodiffFloat<C>, options: ConvOptions<2>) -> AutodiffFloat<C> {
+        let forward =
+            |x: &FlexTensor, weight: &FlexTensor| Flex::conv2d(x.clone(), weight.clone(), None, options.clone());
+        match Conv2dBackward.prepare::<C>([x.node(), weight.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let (x_state, weight_state) = (prep.checkpoint(&x), prep.checkpoint(&weight));
+                let y = forward(x.primitive(), weight.primitive());
+                prep.finish((x_state, weight_state, options.clone()), y)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(forward(x.primitive(), weight.primitive())),
+        }
+    }
+
+    fn conv_transpose2d_unbiased(
+        x: AutodiffFloat<C>,
+        weight: AutodiffFloat<C>,
+        options: ConvTransposeOptions<2>,
+    ) -> AutodiffFloat<C> {
+        let forward = |x: &FlexTensor, weight: &FlexTensor| {
+            Flex::conv_transpose2d(x.clone(), weight.clone(), None, options.clone())
+        };
+        match ConvTranspose2dBackward.prepare::<C>([x.node(), weight.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let (x_state, weight_state) = (prep.checkpoint(&x), prep.checkpoint(&weight));
+                let y = forward(x.primitive(), weight.primitive());
+                prep.finish((x_state, weight_state, options.clone()), y)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(forward(x.primitive(), weight.primitive())),
         }
     }
 }
@@ -358,6 +484,49 @@ mod tests {
         let unbiased = conv3d_same(narrow.clone(), weight.clone(), None);
         let theirs = conv3d(narrow, weight, None, ConvOptions::new([1; 3], [1; 3], [1; 3], 1));
         assert!(max_diff(unbiased, theirs) < 1e-5);
+    }
+
+    /// Values and gradients of [`super::super::conv2d`] and
+    /// [`super::super::conv_transpose2d`] equal burn's for the windows the
+    /// segmentation networks use (strides, dilations, a batch of 2 and at
+    /// most 16 output channels, where burn's weight gradient is slowest).
+    #[test]
+    fn two_dimensional_convolutions_match_burns_in_values_and_gradients() {
+        use burn::tensor::module::{conv_transpose2d, conv2d};
+        let device = Device::flex().autodiff();
+        for (stride, dilation) in [(1, 1), (1, 2), (2, 1), (1, 6)] {
+            let pad = dilation;
+            let options = ConvOptions::new([stride; 2], [pad; 2], [dilation; 2], 1);
+            let x = filled([2, 3, 9, 11], 1, &device).require_grad();
+            let weight = filled([5, 3, 3, 3], 2, &device).require_grad();
+            let bias = filled([5], 3, &device).require_grad();
+            let ours = super::super::conv2d(x.clone(), weight.clone(), Some(bias.clone()), options.clone());
+            let theirs = conv2d(x.clone(), weight.clone(), Some(bias.clone()), options);
+            let up = filled(theirs.dims(), 4, &device);
+            assert!(max_diff(ours.clone(), theirs.clone()) < 1e-5);
+            let (g_ours, g_theirs) = ((ours * up.clone()).sum().backward(), (theirs * up).sum().backward());
+            for (what, a, b) in [
+                ("x", x.grad(&g_ours).unwrap(), x.grad(&g_theirs).unwrap()),
+                ("weight", weight.grad(&g_ours).unwrap(), weight.grad(&g_theirs).unwrap()),
+            ] {
+                let diff = max_diff(a, b);
+                assert!(diff < 1e-3, "stride {stride} dilation {dilation}: {what} gradient differs by {diff}");
+            }
+            assert!(max_diff(bias.grad(&g_ours).unwrap(), bias.grad(&g_theirs).unwrap()) < 1e-3);
+        }
+        let options = ConvTransposeOptions::new([2, 2], [1, 1], [1, 1], [1, 1], 1);
+        let x = filled([2, 4, 5, 7], 5, &device).require_grad();
+        let weight = filled([4, 3, 3, 3], 6, &device).require_grad();
+        let bias = filled([3], 7, &device).require_grad();
+        let ours = super::super::conv_transpose2d(x.clone(), weight.clone(), Some(bias.clone()), options.clone());
+        let theirs = conv_transpose2d(x.clone(), weight.clone(), Some(bias.clone()), options);
+        assert_eq!(ours.dims(), [2, 3, 10, 14]);
+        let up = filled(theirs.dims(), 8, &device);
+        assert!(max_diff(ours.clone(), theirs.clone()) < 1e-5);
+        let (g_ours, g_theirs) = ((ours * up.clone()).sum().backward(), (theirs * up).sum().backward());
+        assert!(max_diff(x.grad(&g_ours).unwrap(), x.grad(&g_theirs).unwrap()) < 1e-3);
+        assert!(max_diff(weight.grad(&g_ours).unwrap(), weight.grad(&g_theirs).unwrap()) < 1e-3);
+        assert!(max_diff(bias.grad(&g_ours).unwrap(), bias.grad(&g_theirs).unwrap()) < 1e-3);
     }
 
     /// Pool by definition: every 2×2×2 window of every plane, one at a time.

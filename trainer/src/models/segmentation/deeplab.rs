@@ -41,7 +41,7 @@ use burn::tensor::activation::relu;
 use serde::Serialize;
 
 use super::CLASSES;
-use super::layers::{Pass, conv, norm, upsample2};
+use super::layers::{Apply, Pass, conv, norm, upsample2};
 
 /// The shape of a DeepLabv3+.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -198,7 +198,7 @@ pub struct ConvNorm {
 
 impl ConvNorm {
     fn forward(&self, x: Tensor<4>, pass: &Pass) -> Tensor<4> {
-        pass.norm_relu(&self.norm, self.conv.forward(x))
+        pass.norm_relu(&self.norm, self.conv.apply(x))
     }
 }
 
@@ -238,11 +238,11 @@ pub struct Bottleneck {
 
 impl Bottleneck {
     fn forward(&self, x: Tensor<4>, pass: &Pass) -> Tensor<4> {
-        let h = pass.norm_relu(&self.reduce_norm, self.reduce.forward(x.clone()));
-        let h = pass.norm_relu(&self.spatial_norm, self.spatial.forward(h));
-        let h = pass.norm(&self.expand_norm, self.expand.forward(h));
+        let h = pass.norm_relu(&self.reduce_norm, self.reduce.apply(x.clone()));
+        let h = pass.norm_relu(&self.spatial_norm, self.spatial.apply(h));
+        let h = pass.norm(&self.expand_norm, self.expand.apply(h));
         let identity = match &self.shortcut {
-            Some(s) => pass.norm(&s.norm, s.conv.forward(x)),
+            Some(s) => pass.norm(&s.norm, s.conv.apply(x)),
             None => x,
         };
         relu(h + identity)
@@ -269,7 +269,7 @@ pub struct Deeplab {
 impl Deeplab {
     /// Class scores [N, classes, H, W] for fields `x` [N, C, H, W].
     pub fn forward(&self, x: Tensor<4>, pass: &mut Pass) -> Tensor<4> {
-        let h = pass.norm_relu(&self.stem_norm, self.stem.forward(x));
+        let h = pass.norm_relu(&self.stem_norm, self.stem.apply(x));
         let mut h = self.pool.forward(h);
         let mut low = None;
         for (i, stage) in self.stages.iter().enumerate() {
@@ -283,12 +283,12 @@ impl Deeplab {
         let [n, _, fh, fw] = h.dims();
         let mut branches: Vec<Tensor<4>> = self.aspp.iter().map(|b| b.forward(h.clone(), pass)).collect();
         let pooled = h.mean_dim(3).mean_dim(2);
-        let pooled = relu(self.image_pool.forward(pooled));
+        let pooled = relu(self.image_pool.apply(pooled));
         let channels = pooled.dims()[1];
         branches.push(pooled.expand([n, channels, fh, fw]));
         let mut h = self.project.forward(Tensor::cat(branches, 1), pass);
         for up in &self.to_quarter {
-            h = pass.norm_relu(&up.norm, up.conv.forward(h));
+            h = pass.norm_relu(&up.norm, up.conv.apply(h));
         }
         if let Some(low) = low {
             h = Tensor::cat(vec![h, self.low_level.forward(low, pass)], 1);
@@ -297,12 +297,12 @@ impl Deeplab {
             h = refine.forward(h, pass);
         }
         for stage in &self.to_full {
-            h = pass.norm_relu(&stage.up.norm, stage.up.conv.forward(h));
+            h = pass.norm_relu(&stage.up.norm, stage.up.conv.apply(h));
             for refine in &stage.refine {
                 h = refine.forward(h, pass);
             }
         }
-        self.classify.forward(h)
+        self.classify.apply(h)
     }
 }
 

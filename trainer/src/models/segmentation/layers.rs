@@ -6,9 +6,41 @@
 use burn::nn::conv::{Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, PaddingConfig2d};
 use burn::tensor::activation::relu;
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
+use crate::kernels;
 use crate::models::dropout::DropoutMasks;
+
+/// Runs a convolution layer through [`kernels::conv2d`] and
+/// [`kernels::conv_transpose2d`]: burn's forward pass, and a weight
+/// gradient that is fast for the small batches of these networks (burn's
+/// own `forward` computes the same values).
+pub trait Apply {
+    /// The layer applied to x [N, C, H, W].
+    fn apply(&self, x: Tensor<4>) -> Tensor<4>;
+}
+
+impl Apply for Conv2d {
+    fn apply(&self, x: Tensor<4>) -> Tensor<4> {
+        // `conv` builds every layer with explicit padding; the others
+        // ("same" computed from the input, "valid") are burn's to work out.
+        let PaddingConfig2d::Explicit(top, left, bottom, right) = self.padding else {
+            return self.forward(x);
+        };
+        let options =
+            ConvOptions::new_with_padding(self.stride, [(top, bottom), (left, right)], self.dilation, self.groups);
+        kernels::conv2d(x, self.weight.val(), self.bias.as_ref().map(|b| b.val()), options)
+    }
+}
+
+impl Apply for ConvTranspose2d {
+    fn apply(&self, x: Tensor<4>) -> Tensor<4> {
+        let options =
+            ConvTransposeOptions::new(self.stride, self.padding, self.padding_out, self.dilation, self.groups);
+        kernels::conv_transpose2d(x, self.weight.val(), self.bias.as_ref().map(|b| b.val()), options)
+    }
+}
 
 /// What a training forward pass needs beyond its input; inference passes
 /// [`Pass::inference`].

@@ -30,7 +30,7 @@ use burn::tensor::{Device, Tensor};
 use serde::Serialize;
 
 use super::CLASSES;
-use super::layers::{Pass, conv, norm, upsample2};
+use super::layers::{Apply, Pass, conv, norm, upsample2};
 
 /// The shape of a Tiramisu.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -195,7 +195,7 @@ impl DenseBlock {
         let mut stack = x;
         let mut created = Vec::with_capacity(self.layers.len());
         for layer in &self.layers {
-            let h = layer.conv.forward(pass.norm_relu(&layer.norm, stack.clone()));
+            let h = layer.conv.apply(pass.norm_relu(&layer.norm, stack.clone()));
             let h = pass.dropout(h, dropout);
             stack = Tensor::cat(vec![stack, h.clone()], 1);
             created.push(h);
@@ -230,22 +230,22 @@ impl Tiramisu {
     /// Class scores [N, classes, H, W] for fields `x` [N, C, H, W].
     pub fn forward(&self, x: Tensor<4>, pass: &mut Pass) -> Tensor<4> {
         let p = self.dropout;
-        let mut h = self.first.forward(x);
+        let mut h = self.first.apply(x);
         let mut skips = Vec::with_capacity(self.down_blocks.len());
         for (block, down) in self.down_blocks.iter().zip(&self.transitions_down) {
             let (stack, _) = block.forward(h, pass, p);
             skips.push(stack.clone());
-            let t = down.conv.forward(pass.norm_relu(&down.norm, stack));
+            let t = down.conv.apply(pass.norm_relu(&down.norm, stack));
             h = down.pool.forward(pass.dropout(t, p));
         }
         let (mut stack, mut added) = self.bottleneck.forward(h, pass, p);
         for ((up, block), skip) in self.transitions_up.iter().zip(&self.up_blocks).zip(skips.into_iter().rev()) {
             // A block without layers passes nothing new up; its input then is.
             let new = added.take().unwrap_or(stack);
-            let h = Tensor::cat(vec![up.forward(new), skip], 1);
+            let h = Tensor::cat(vec![up.apply(new), skip], 1);
             (stack, added) = block.forward(h, pass, p);
         }
-        self.last.forward(stack)
+        self.last.apply(stack)
     }
 }
 
