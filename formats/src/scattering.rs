@@ -1,4 +1,4 @@
-//! Multislice scattering samples (the layout in DESIGN.md): one LMDB value
+//! Multislice scattering samples (the layout in docs/formats.md): one LMDB value
 //! per sample holding a 32-byte header, the CBED stack `(positions, H, W)`
 //! and the target projected potential `(H, W)`, stored as f32 or f16 and
 //! optionally zstd-compressed. A pure codec: it never does I/O; the bytes
