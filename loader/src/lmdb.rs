@@ -90,6 +90,126 @@ impl Dataset for ScatteringDataset {
     }
 }
 
+fn shape_text(shape: ScatteringShape) -> String {
+    format!("{} patterns of {}×{}", shape.positions, shape.height, shape.width)
+}
+
+impl ScatteringDataset {
+    /// Read every sample's header and check that it has the first
+    /// sample's shape: the error names the store and the first key that
+    /// differs. Reads headers only (no payload is decoded).
+    pub fn check_every_shape(&self) -> Result<(), DatasetError> {
+        let reader = self.store.reader()?;
+        for &key in &self.keys {
+            let bytes = reader.get(key)?.ok_or_else(|| DatasetError::Shape {
+                path: self.path.clone(),
+                key,
+                reason: "listed in the store's ids but absent".into(),
+            })?;
+            let header = scattering::decode_header(bytes).map_err(|source| DatasetError::Scattering {
+                path: self.path.clone(),
+                key,
+                source,
+            })?;
+            if header.shape != self.shape {
+                return Err(DatasetError::Shape {
+                    path: self.path.clone(),
+                    key,
+                    reason: format!(
+                        "{}, where the store's first sample has {}",
+                        shape_text(header.shape),
+                        shape_text(self.shape)
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Several scattering stores read as one dataset, store after store, each
+/// in key order: the output of `simgen multislice`, one store per rank
+/// that wrote it. Every store must hold samples of one shape.
+pub struct ScatteringStores {
+    stores: Vec<ScatteringDataset>,
+    /// Index of each store's first sample.
+    starts: Vec<usize>,
+    len: usize,
+}
+
+impl ScatteringStores {
+    /// Open the stores at `paths` (directories holding `data.mdb`); the
+    /// error names the first store whose samples differ in shape from the
+    /// first store's.
+    pub fn open(paths: &[PathBuf]) -> Result<Self, DatasetError> {
+        let Some(first) = paths.first() else {
+            return Err(DatasetError::Shape { path: PathBuf::new(), key: 0, reason: "no stores to open".into() });
+        };
+        let mut stores: Vec<ScatteringDataset> = Vec::with_capacity(paths.len());
+        let mut starts = Vec::with_capacity(paths.len());
+        let mut len = 0;
+        for path in paths {
+            let store = ScatteringDataset::open(path)?;
+            if let Some(head) = stores.first()
+                && store.shape() != head.shape()
+            {
+                return Err(DatasetError::Shape {
+                    path: path.clone(),
+                    key: store.key(0).unwrap_or(0),
+                    reason: format!(
+                        "{}, where {} holds {}",
+                        shape_text(store.shape()),
+                        first.display(),
+                        shape_text(head.shape())
+                    ),
+                });
+            }
+            starts.push(len);
+            len += store.len();
+            stores.push(store);
+        }
+        Ok(ScatteringStores { stores, starts, len })
+    }
+
+    /// The shape every sample has.
+    pub fn shape(&self) -> ScatteringShape {
+        self.stores[0].shape()
+    }
+
+    /// [`ScatteringDataset::check_every_shape`] for every store.
+    pub fn check_every_shape(&self) -> Result<(), DatasetError> {
+        self.stores.iter().try_for_each(ScatteringDataset::check_every_shape)
+    }
+
+    /// The store holding sample `index`, and the index within it.
+    fn locate(&self, index: usize) -> Result<(&ScatteringDataset, usize), DatasetError> {
+        if index >= self.len {
+            return Err(DatasetError::OutOfRange { index, len: self.len });
+        }
+        let store = self.starts.partition_point(|&start| start <= index) - 1;
+        Ok((&self.stores[store], index - self.starts[store]))
+    }
+}
+
+impl Dataset for ScatteringStores {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn x_len(&self) -> usize {
+        self.shape().cbed_len()
+    }
+
+    fn y_len(&self) -> usize {
+        self.shape().potential_len()
+    }
+
+    fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
+        let (store, within) = self.locate(index)?;
+        store.read_into(within, x, y)
+    }
+}
+
 /// Simulator traces from a [`TraceStore`], in its trace-type order (pair it
 /// with [`BucketedSampler`](crate::sampler::BucketedSampler)). `x` is the
 /// observation tensor (every trace must have the first one's shape); the

@@ -11,7 +11,7 @@ use formats::lmdb::trace_codec::{Choice, Distribution, Trace};
 use formats::lmdb::{SampleStoreWriter, TraceStoreWriter};
 use formats::scattering::{self, Compression, Precision, ScatteringShape};
 use loader::dataset::{Dataset, DatasetError};
-use loader::lmdb::{ScatteringDataset, TraceDataset};
+use loader::lmdb::{ScatteringDataset, ScatteringStores, TraceDataset};
 use loader::pipeline::{Loader, LoaderConfig};
 use loader::sampler::{BucketedSampler, DistributedSampler, Remainder};
 
@@ -126,6 +126,48 @@ fn scattering_sample_of_another_shape_is_an_error() {
     ds.read_into(0, &mut x, &mut y).unwrap();
     let err = ds.read_into(1, &mut x, &mut y).unwrap_err();
     assert!(err.to_string().contains("key 1") && err.to_string().contains("shape"), "{err}");
+}
+
+/// Stores are read one after the other, each in key order; a store of
+/// another shape, or a sample of another shape inside a store, is named
+/// before any sample is read.
+#[test]
+fn several_scattering_stores_read_as_one_and_mixed_shapes_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("scattering-00000.lmdb"), dir.path().join("scattering-00001.lmdb"));
+    write_scattering(&a, 3, None);
+    write_scattering(&b, 2, None);
+    let stores = ScatteringStores::open(&[a.clone(), b.clone()]).unwrap();
+    assert_eq!((stores.len(), stores.shape()), (5, SHAPE));
+    stores.check_every_shape().unwrap();
+    let (mut x, mut y) = (vec![0.0; stores.x_len()], vec![0.0; stores.y_len()]);
+    for (index, id) in [(0, 0), (2, 2), (3, 0), (4, 1)] {
+        stores.read_into(index, &mut x, &mut y).unwrap();
+        let (c, _) = arrays(id);
+        assert!(x.iter().zip(&c).all(|(a, b)| (a - b).abs() <= b.abs() / 1024.0), "sample {index}");
+    }
+    assert!(matches!(stores.read_into(5, &mut x, &mut y), Err(DatasetError::OutOfRange { index: 5, len: 5 })));
+    // heed opens an environment once per process: close these first.
+    drop(stores);
+
+    let other = dir.path().join("scattering-00002.lmdb");
+    let mut w = SampleStoreWriter::create(&other).unwrap();
+    let small = ScatteringShape { positions: 2, ..SHAPE };
+    let (c, p) = arrays(0);
+    let bytes = scattering::encode(small, &c[..small.cbed_len()], &p, Precision::F32, Compression::None).unwrap();
+    w.put_batch(&[(7, bytes.as_slice())]).unwrap();
+    w.finish().unwrap();
+    let err = ScatteringStores::open(&[a.clone(), other]).err().unwrap().to_string();
+    assert!(err.contains("scattering-00002.lmdb") && err.contains("2 patterns") && err.contains("4 patterns"), "{err}");
+
+    let mixed = dir.path().join("mixed");
+    let mut w = SampleStoreWriter::create(&mixed).unwrap();
+    let good = scattering::encode(SHAPE, &c, &p, Precision::F32, Compression::None).unwrap();
+    w.put_batch(&[(0, good.as_slice()), (9, bytes.as_slice())]).unwrap();
+    w.finish().unwrap();
+    let stores = ScatteringStores::open(&[a, mixed]).unwrap();
+    let err = stores.check_every_shape().unwrap_err().to_string();
+    assert!(err.contains("mixed") && err.contains("sample 9") && err.contains("2 patterns"), "{err}");
 }
 
 #[test]
