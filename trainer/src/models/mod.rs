@@ -7,10 +7,13 @@
 //!   engine's handling of model state.
 //! - [`segmentation`]: Tiramisu and DeepLabv3+ segmenting cyclones and
 //!   atmospheric rivers in DeepCAM climate fields (Kurth et al. 2018).
+//! - [`inverse`]: the inverse-imaging FC-DenseNet reconstructing projected
+//!   densities from CBED stacks (Laanait et al. 2019).
 //! - [`dropout`]: seeded dropout masks every model with dropout draws.
 
 pub mod cosmoflow;
 pub mod dropout;
+pub mod inverse;
 pub mod probe;
 pub mod segmentation;
 
@@ -99,6 +102,12 @@ pub const MODELS: &[ModelEntry] = &[
         about: "cyclones and atmospheric rivers in climate fields, ResNet-50 DeepLabv3+ (Chen et al. 2018; Kurth et al. 2018)",
         configs: segmentation::DEEPLAB_CONFIGS,
         build: |o| Ok(Box::new(segmentation::SegmentationModel::<segmentation::deeplab::DeeplabConfig>::new(o)?)),
+    },
+    ModelEntry {
+        name: "inverse",
+        about: "projected electron density from CBED pattern stacks, FC-DenseNet (Jégou et al. 2017; Laanait et al. 2019)",
+        configs: inverse::CONFIGS,
+        build: |o| Ok(Box::new(inverse::InverseModel::new(o)?)),
     },
     ModelEntry {
         name: "bn-probe",

@@ -21,11 +21,19 @@
 //! 4, 5, 7, 10, 12 down, 15 at the bottom); the up path mirrors the down
 //! path. Kurth et al. used 2, 2, 2, 4, 5 with growth 32 and 5×5
 //! convolutions, "faster" than the original growth 16 and 3×3.
+//!
+//! The same network, with average pooling in the transitions down and
+//! ReLU then dropout after every dense block ([`TiramisuConfig::pooling`],
+//! [`TiramisuConfig::block_dropout`]), is the inverse-imaging FC-DenseNet
+//! of Laanait et al. 2019 ([`crate::models::inverse`]).
 
 use burn::module::Module;
 use burn::nn::BatchNorm;
 use burn::nn::conv::{Conv2d, ConvTranspose2d};
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
+use burn::tensor::activation::relu;
+use burn::tensor::module::avg_pool2d;
+use burn::tensor::ops::AvgPoolOptions;
 use burn::tensor::{Device, Tensor};
 use serde::Serialize;
 
@@ -54,6 +62,21 @@ pub struct TiramisuConfig {
     pub dropout: f32,
     /// Input height and width the configuration is meant for.
     pub input: [usize; 2],
+    /// How each transition down halves the field.
+    pub pooling: DownPool,
+    /// ReLU then dropout with this probability on the output of every
+    /// dense block (Laanait et al.; `None`: the output passes as it is).
+    pub block_dropout: Option<f32>,
+}
+
+/// The pooling of a transition down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DownPool {
+    /// 2×2 max pooling (Jégou et al.).
+    Max,
+    /// 2×2 average pooling (Laanait et al.).
+    Avg,
 }
 
 impl TiramisuConfig {
@@ -69,6 +92,8 @@ impl TiramisuConfig {
             kernel: 5,
             dropout: 0.2,
             input: [768, 1152],
+            pooling: DownPool::Max,
+            block_dropout: None,
         }
     }
 
@@ -143,6 +168,7 @@ impl TiramisuConfig {
                 norm: norm(channels, device),
                 conv: conv([channels, channels], 1, (1, 1), true, device),
                 pool: MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init(),
+                average: self.pooling == DownPool::Avg,
             };
             down.push((block, transition));
         }
@@ -171,6 +197,8 @@ impl TiramisuConfig {
             up_blocks,
             last: conv([channels, self.classes], 1, (1, 1), true, device),
             dropout: self.dropout,
+            block_dropout: self.block_dropout.unwrap_or(0.0),
+            block_relu: self.block_dropout.is_some(),
         }
     }
 }
@@ -190,27 +218,44 @@ pub struct DenseBlock {
 
 impl DenseBlock {
     /// The block's input concatenated with every layer's output, and the
-    /// layers' outputs alone (what a transition up takes).
-    fn forward(&self, x: Tensor<4>, pass: &mut Pass, dropout: f32) -> (Tensor<4>, Option<Tensor<4>>) {
+    /// layers' outputs alone (what a transition up takes); with `after`,
+    /// both pass through ReLU and dropout of that probability first.
+    fn forward(
+        &self,
+        x: Tensor<4>,
+        pass: &mut Pass,
+        dropout: f32,
+        after: Option<f32>,
+    ) -> (Tensor<4>, Option<Tensor<4>>) {
+        let input_channels = x.dims()[1];
         let mut stack = x;
-        let mut created = Vec::with_capacity(self.layers.len());
         for layer in &self.layers {
             let h = layer.conv.apply(pass.norm_relu(&layer.norm, stack.clone()));
             let h = pass.dropout(h, dropout);
-            stack = Tensor::cat(vec![stack, h.clone()], 1);
-            created.push(h);
+            stack = Tensor::cat(vec![stack, h], 1);
         }
-        let new = (!created.is_empty()).then(|| Tensor::cat(created, 1));
+        if let Some(p) = after {
+            stack = pass.dropout(relu(stack), p);
+        }
+        let created = stack.dims()[1] - input_channels;
+        let new = (created > 0).then(|| stack.clone().narrow(1, input_channels, created));
         (stack, new)
     }
 }
 
-/// BN, ReLU, 1×1 convolution, dropout, 2×2 max pool.
+/// BN, ReLU, 1×1 convolution, dropout, 2×2 max (or average) pool.
 #[derive(Module, Debug)]
 pub struct TransitionDown {
     norm: BatchNorm,
     conv: Conv2d,
     pool: MaxPool2d,
+    average: bool,
+}
+
+impl TransitionDown {
+    fn pool(&self, x: Tensor<4>) -> Tensor<4> {
+        if self.average { avg_pool2d(x, AvgPoolOptions::new([2, 2]).with_stride([2, 2])) } else { self.pool.forward(x) }
+    }
 }
 
 /// The network.
@@ -224,26 +269,29 @@ pub struct Tiramisu {
     up_blocks: Vec<DenseBlock>,
     last: Conv2d,
     dropout: f32,
+    block_dropout: f32,
+    block_relu: bool,
 }
 
 impl Tiramisu {
     /// Class scores [N, classes, H, W] for fields `x` [N, C, H, W].
     pub fn forward(&self, x: Tensor<4>, pass: &mut Pass) -> Tensor<4> {
         let p = self.dropout;
+        let after = self.block_relu.then_some(self.block_dropout);
         let mut h = self.first.apply(x);
         let mut skips = Vec::with_capacity(self.down_blocks.len());
         for (block, down) in self.down_blocks.iter().zip(&self.transitions_down) {
-            let (stack, _) = block.forward(h, pass, p);
+            let (stack, _) = block.forward(h, pass, p, after);
             skips.push(stack.clone());
             let t = down.conv.apply(pass.norm_relu(&down.norm, stack));
-            h = down.pool.forward(pass.dropout(t, p));
+            h = down.pool(pass.dropout(t, p));
         }
-        let (mut stack, mut added) = self.bottleneck.forward(h, pass, p);
+        let (mut stack, mut added) = self.bottleneck.forward(h, pass, p, after);
         for ((up, block), skip) in self.transitions_up.iter().zip(&self.up_blocks).zip(skips.into_iter().rev()) {
             // A block without layers passes nothing new up; its input then is.
             let new = added.take().unwrap_or(stack);
             let h = Tensor::cat(vec![up.apply(new), skip], 1);
-            (stack, added) = block.forward(h, pass, p);
+            (stack, added) = block.forward(h, pass, p, after);
         }
         self.last.apply(stack)
     }
@@ -279,6 +327,8 @@ mod tests {
             kernel: 3,
             dropout: 0.2,
             input: [224, 224],
+            pooling: DownPool::Max,
+            block_dropout: None,
         };
         for (blocks, growth, published) in [(vec![4, 5, 7, 10, 12, 15], 16, 9.4e6), (vec![5; 6], 16, 3.5e6)] {
             let count = parameters(&camvid(blocks.clone(), growth)) as f64;
