@@ -38,6 +38,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn config(scan: usize) -> MultisliceConfig {
     MultisliceConfig {
+        random_offset: true,
         crystal: Crystal::built_in("Si").unwrap(),
         zone: [0, 0, 1],
         max_tilt: 0.0,

@@ -56,6 +56,24 @@ pub fn mpirun(ranks: usize, env: &[(&str, &str)], program: &Path, args: &[&str])
     }
 }
 
+/// Another workspace package's binary (`simgen` for the trainer's tests),
+/// from the target directory the running test was built into. `cargo test
+/// --workspace` (what `make test` runs) builds every binary; after a
+/// narrower build the message says what to build.
+pub fn workspace_binary(name: &str) -> std::path::PathBuf {
+    // A test runs from target/<profile>/deps/<test>-<hash>.
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("finding the test executable: {e}"));
+    let profile_dir = exe.parent().and_then(Path::parent);
+    match profile_dir.map(|d| d.join(name)).filter(|p| p.is_file()) {
+        Some(path) => path,
+        None => panic!(
+            "the `{name}` binary is not next to this test ({}): build it first with `cargo build -p stagehand-{name}` \
+             (cargo test --workspace builds it)",
+            exe.display()
+        ),
+    }
+}
+
 /// The JSON report rank 0 of a successful `trainer train` prints on
 /// stdout; panics with both streams when the run failed.
 pub fn trainer_report(output: &Output) -> serde_json::Value {

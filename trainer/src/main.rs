@@ -74,11 +74,17 @@ struct TrainArgs {
     #[arg(long, default_value = "cpu")]
     device: DeviceChoice,
     /// Dataset directory with manifest.json (e.g. `simgen cosmo --out`), read by every rank.
-    #[arg(long, conflicts_with = "staged", required_unless_present = "staged")]
+    #[arg(long, conflicts_with_all = ["staged", "node_local"], required_unless_present_any = ["staged", "node_local"])]
     data: Option<PathBuf>,
     /// Node-local copies made by `stager stage`: the same --dest template (`/tmp/bb/node{node}`).
-    #[arg(long, requires_all = ["manifest", "policy"])]
+    #[arg(long, requires_all = ["manifest", "policy"], conflicts_with = "node_local")]
     staged: Option<String>,
+    /// Data each node generated for itself (`simgen ... --out` with the
+    /// same node-local template, e.g. `/tmp/bb/node{node}/cbed`): each
+    /// node's ranks train on its own samples, so the data grows with the
+    /// nodes; without --val, --val-fraction of each node's samples validate.
+    #[arg(long)]
+    node_local: Option<String>,
     /// With --staged: the source dataset's manifest.json.
     #[arg(long)]
     manifest: Option<PathBuf>,
@@ -230,15 +236,16 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<(Box<dyn Trainable>, TrainCon
         );
     }
     let model = entry.build(&options)?;
-    let source = match (&args.data, &args.staged) {
-        (Some(dir), _) => DataSource::Dir(dir.clone()),
-        (None, Some(dest)) => DataSource::Staged {
+    let source = match (&args.data, &args.staged, &args.node_local) {
+        (Some(dir), _, _) => DataSource::Dir(dir.clone()),
+        (None, Some(dest), _) => DataSource::Staged {
             dest: dest.clone(),
             manifest: args.manifest.clone().context("--staged needs --manifest")?,
             policy: args.policy.context("--staged needs --policy")?,
             seed: args.placement_seed,
         },
-        (None, None) => anyhow::bail!("give --data DIR or --staged TEMPLATE"),
+        (None, None, Some(template)) => DataSource::NodeLocal { template: template.clone() },
+        (None, None, None) => anyhow::bail!("give --data DIR, --staged TEMPLATE or --node-local TEMPLATE"),
     };
     anyhow::ensure!((0.0..1.0).contains(&args.val_fraction), "--val-fraction must be in [0, 1)");
     anyhow::ensure!(args.fusion_mb >= 0.0, "--fusion-mb must not be negative");

@@ -39,6 +39,11 @@ pub struct MultisliceArgs {
     /// Specimen thickness, or a range each sample draws from uniformly: 200A, 20nm, 150A..250A.
     #[arg(long, default_value = "200A")]
     thickness: String,
+    /// Lateral offset of the crystal: random (uniform over one cell, drawn
+    /// per sample) or none (the probe grid always lands on the same atoms,
+    /// as when the scan is registered to the lattice).
+    #[arg(long, value_enum, default_value = "random")]
+    offset: OffsetArg,
     /// Accelerating voltage: 100kV .. 3MV.
     #[arg(long, default_value = "200kV")]
     energy: String,
@@ -96,6 +101,15 @@ pub struct MultisliceArgs {
     preview: bool,
 }
 
+/// `--offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum OffsetArg {
+    /// Uniform over one cell, per sample.
+    Random,
+    /// None.
+    None,
+}
+
 #[derive(ValueEnum, Debug, Clone, Copy)]
 enum TargetArg {
     Density,
@@ -132,6 +146,7 @@ impl MultisliceArgs {
             crystal,
             zone: parse_zone_axis(&self.zone_axis)?,
             max_tilt: units::angle(&self.tilt_mrad)?,
+            random_offset: self.offset == OffsetArg::Random,
             thickness: units::length_range(&self.thickness)?,
             beam: Beam::new(units::voltage(&self.energy)?)?,
             lens: Probe {
@@ -332,6 +347,7 @@ fn report(
         },
         "config": {
             "structure": c.crystal.name, "zone_axis": c.zone, "thickness": [c.thickness.0, c.thickness.1],
+            "random_offset": c.random_offset,
             "volts": c.beam.volts(), "wavelength": c.beam.wavelength(), "semiangle": c.lens.semiangle,
             "defocus": c.lens.aberrations.defocus, "cs": c.lens.aberrations.cs, "c5": c.lens.aberrations.c5,
             "slice": c.slice, "scan": [c.scan.0, c.scan.1], "phonons": c.phonons, "phonon_sigma": c.phonon_sigma,

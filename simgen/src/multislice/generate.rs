@@ -42,6 +42,9 @@ pub struct MultisliceConfig {
     pub zone: [i32; 3],
     /// Largest random specimen tilt, rad (0: none).
     pub max_tilt: f64,
+    /// Whether each sample shifts the crystal by a random lateral offset
+    /// (uniform over one cell), or keeps it where the cell puts it.
+    pub random_offset: bool,
     /// Thickness range, Å (equal ends: fixed).
     pub thickness: (f64, f64),
     /// The beam.
@@ -269,7 +272,12 @@ impl Plan {
         let mut draw = Normals::new(mix(self.config.seed, index, 1));
         // Uniform in the disc of the largest tilt.
         let (r, phi) = (self.config.max_tilt * draw.uniform().sqrt(), 2.0 * std::f64::consts::PI * draw.uniform());
-        let offset = [draw.uniform() * self.cell.lengths[0], draw.uniform() * self.cell.lengths[1]];
+        let mut offset = [draw.uniform() * self.cell.lengths[0], draw.uniform() * self.cell.lengths[1]];
+        // Drawn either way, so the same seed gives the same tilts and
+        // thicknesses with and without offsets.
+        if !self.config.random_offset {
+            offset = [0.0, 0.0];
+        }
         let (lo, hi) = self.config.thickness;
         let thickness = lo + (hi - lo) * draw.uniform();
         Variation { tilt: [r * phi.cos(), r * phi.sin()], offset, thickness }

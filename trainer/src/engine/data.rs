@@ -1,7 +1,8 @@
 //! Where the training and validation samples come from: a dataset directory
-//! every rank can read (split into training and validation files), or what
-//! the stager placed in this node's local storage. Which dataset type reads
-//! the files is the model's business ([`TrainModel::open_dataset`]).
+//! every rank can read (split into training and validation files), what
+//! the stager placed in this node's local storage, or data each node
+//! generated for itself. Which dataset type reads the files is the model's
+//! business ([`TrainModel::open_dataset`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -32,6 +33,14 @@ pub enum DataSource {
         policy: Policy,
         /// The stager's placement seed.
         seed: u64,
+    },
+    /// Data each node generated into its own storage (`simgen --out` with
+    /// a node-local path, Laanait et al.'s workflow): every node has its
+    /// own dataset and manifest at `template`, its ranks train on it, and
+    /// the unique data grows with the number of nodes.
+    NodeLocal {
+        /// Node-local template (`/tmp/bb/node{node}/cbed`).
+        template: String,
     },
 }
 
@@ -89,12 +98,47 @@ impl Dataset for Remapped {
     }
 }
 
-/// The training samples: all files of a directory, or this node's staged files.
+/// Samples `start..start + len` of a dataset, numbered from 0: the part
+/// of a node's own data it trains on, or holds out.
+pub struct Slice {
+    inner: Arc<dyn Dataset>,
+    start: usize,
+    len: usize,
+}
+
+impl Slice {
+    fn index(&self, index: usize) -> Result<usize, DatasetError> {
+        if index < self.len { Ok(self.start + index) } else { Err(DatasetError::OutOfRange { index, len: self.len }) }
+    }
+}
+
+impl Dataset for Slice {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn x_len(&self) -> usize {
+        self.inner.x_len()
+    }
+    fn y_len(&self) -> usize {
+        self.inner.y_len()
+    }
+    fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
+        self.inner.read_into(self.index(index)?, x, y)
+    }
+    fn read_ragged(&self, index: usize, x: &mut [f32], y: &mut Vec<f32>) -> Result<u64, DatasetError> {
+        self.inner.read_ragged(self.index(index)?, x, y)
+    }
+}
+
+/// The training samples: all files of a directory, this node's staged
+/// files, or this node's own data.
 pub enum TrainSet {
     /// Files every rank can read.
     Files(Arc<dyn Dataset>),
     /// This node's staged files, addressed by global sample id.
     Staged(Remapped),
+    /// Data only this node has.
+    NodeLocal(Slice),
 }
 
 impl TrainSet {
@@ -102,6 +146,7 @@ impl TrainSet {
         match self {
             TrainSet::Files(d) => &**d,
             TrainSet::Staged(d) => d,
+            TrainSet::NodeLocal(d) => d,
         }
     }
 
@@ -111,6 +156,7 @@ impl TrainSet {
         match self {
             TrainSet::Files(d) => ((0..n.min(d.len())).collect(), true),
             TrainSet::Staged(d) => (d.global.iter().take(n).copied().collect(), false),
+            TrainSet::NodeLocal(d) => ((0..n.min(d.len())).collect(), false),
         }
     }
 }
@@ -143,10 +189,14 @@ pub struct TrainData {
     pub samples: usize,
 }
 
-/// Validation samples (read by every rank, each rank a strided share).
+/// Validation samples, each reader a strided share.
 pub struct ValData {
     /// The dataset.
     pub dataset: Arc<Shared>,
+    /// (which reader this rank is, readers): (rank, ranks) for a dataset
+    /// every rank reads, (local rank, ranks on the node) for one only this
+    /// node has.
+    pub share: (usize, usize),
 }
 
 fn load_manifest(path: &Path) -> Result<Manifest, TrainError> {
@@ -175,6 +225,11 @@ pub fn check<M: TrainModel>(model: &M, source: &DataSource, val: Option<&Path>) 
         DataSource::Staged { manifest, .. } => {
             let dir = manifest.parent().unwrap_or(Path::new("."));
             model.check_data(dir, &load_manifest(manifest)?)?;
+        }
+        DataSource::NodeLocal { template } => {
+            for dir in node_local_dirs(template)? {
+                checked_manifest(model, &dir)?;
+            }
         }
     }
     if let Some(val) = val {
@@ -212,9 +267,10 @@ pub fn open<M: TrainModel>(
             let (train_files, val_files) = (&train_files[..], &val_files[..]);
             let dataset = model.open_dataset(dir, &manifest, Some(train_files)).map_err(data_error)?;
             let val = match val {
-                Some(v) => Some(open_val(model, v)?),
+                Some(v) => Some(open_val(world, model, v)?),
                 None if !val_files.is_empty() => Some(ValData {
                     dataset: Arc::new(Shared(model.open_dataset(dir, &manifest, Some(val_files)).map_err(data_error)?)),
+                    share: (world.rank(), world.size()),
                 }),
                 None => None,
             };
@@ -273,10 +329,83 @@ pub fn open<M: TrainModel>(
             let samples = sampler.per_rank() * world.size();
             let dataset = Arc::new(TrainSet::Staged(Remapped { inner, global: sampler.node_samples().to_vec() }));
             let train = TrainData { dataset, order: Box::new(move |e| sampler.indices(e)), samples };
-            let val = val.map(|v| open_val(model, v)).transpose()?;
+            let val = val.map(|v| open_val(world, model, v)).transpose()?;
             Ok((train, val))
         }
+        DataSource::NodeLocal { template } => open_node_local(world, model, template, val, val_fraction, seed),
     }
+}
+
+/// This node's own dataset: the first `1 - val_fraction` of its samples
+/// train (every rank of the node a share), the rest validate unless `val`
+/// is given. Every rank takes as many steps as the rank with the fewest
+/// samples, so nodes with a sample more or less stay in step.
+fn open_node_local<M: TrainModel>(
+    world: &World,
+    model: &M,
+    template: &str,
+    val: Option<&Path>,
+    val_fraction: f64,
+    seed: u64,
+) -> Result<(TrainData, Option<ValData>), TrainError> {
+    use mpi::collective::SystemOperation;
+    use mpi::traits::*;
+
+    let topology = world.topology();
+    let dir = cluster::paths::expand(template, &topology.path_vars())
+        .map_err(|e| TrainError::Data(format!("expanding --node-local {template}: {e}")))?;
+    let manifest = checked_manifest(model, &dir)?;
+    let all = model.open_dataset(&dir, &manifest, None).map_err(data_error)?;
+    let held = if val.is_some() { 0 } else { (all.len() as f64 * val_fraction).round() as usize };
+    let trained = all.len().saturating_sub(held);
+    let sampler = DistributedSampler {
+        len: trained,
+        world: topology.local_size,
+        rank: topology.local_rank,
+        seed,
+        shuffle: true,
+        remainder: Remainder::Drop,
+    };
+    let mine = sampler.indices(0).len() as u64;
+    let mut fewest = 0u64;
+    world.comm().all_reduce_into(&mine, &mut fewest, SystemOperation::min());
+    let per_rank = fewest as usize;
+    let order = Box::new(move |epoch| {
+        let mut order = sampler.indices(epoch);
+        order.truncate(per_rank);
+        order
+    });
+    let val = match val {
+        Some(v) => Some(open_val(world, model, v)?),
+        None if held > 0 => Some(ValData {
+            dataset: Arc::new(Shared(Arc::new(Slice { inner: all.clone(), start: trained, len: held }))),
+            share: (topology.local_rank, topology.local_size),
+        }),
+        None => None,
+    };
+    let dataset = Arc::new(TrainSet::NodeLocal(Slice { inner: all, start: 0, len: trained }));
+    Ok((TrainData { dataset, order, samples: per_rank * world.size() }, val))
+}
+
+/// The directories `template` names on nodes 0, 1, ... that exist (just
+/// the one when it has no `{node}`): what can be checked before MPI starts,
+/// when a rank does not know its node yet.
+pub fn node_local_dirs(template: &str) -> Result<Vec<PathBuf>, TrainError> {
+    let expand = |node| {
+        cluster::paths::expand(template, &cluster::paths::PathVars { node, rank: 0, local_rank: 0 })
+            .map_err(|e| TrainError::Data(format!("expanding --node-local {template}: {e}")))
+    };
+    let mut dirs = vec![expand(0)?];
+    if template.contains("{node}") {
+        for node in 1.. {
+            let dir = expand(node)?;
+            if !dir.is_dir() {
+                break;
+            }
+            dirs.push(dir);
+        }
+    }
+    Ok(dirs)
 }
 
 /// The last `val_fraction` of the sample files held out for validation
@@ -296,9 +425,9 @@ fn held_out(manifest: &Manifest, separate: bool, val_fraction: f64) -> Result<(V
 
 /// The validation set in `dir`: the files its own split keeps for
 /// validation, or all of them.
-fn open_val<M: TrainModel>(model: &M, dir: &Path) -> Result<ValData, TrainError> {
+fn open_val<M: TrainModel>(world: &World, model: &M, dir: &Path) -> Result<ValData, TrainError> {
     let manifest = checked_manifest(model, dir)?;
     let files = model.split(&manifest).map(|s| s.validation);
     let dataset = model.open_dataset(dir, &manifest, files.as_deref()).map_err(data_error)?;
-    Ok(ValData { dataset: Arc::new(Shared(dataset)) })
+    Ok(ValData { dataset: Arc::new(Shared(dataset)), share: (world.rank(), world.size()) })
 }

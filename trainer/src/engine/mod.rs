@@ -508,7 +508,8 @@ impl<M: TrainModel> Run<'_, M> {
     fn validate(&self, net: &M::Net, val: &data::ValData) -> Result<Validation, TrainError> {
         use burn::module::Module as _;
         let len = loader::dataset::Dataset::len(&*val.dataset);
-        let mine: Vec<usize> = (self.world.rank()..len).step_by(self.world.size().max(1)).collect();
+        let (reader, readers) = val.share;
+        let mine: Vec<usize> = (reader..len).step_by(readers.max(1)).collect();
         let mut batches = Loader::new(val.dataset.clone(), mine, self.loader_config);
         let net = net.valid();
         self.model.validate(self.world, &net, &mut batches, &self.device)

@@ -26,17 +26,21 @@ use crate::params::Init;
 /// Training samples (the first a rank holds) the normalisation is fitted on.
 const FITTED_SAMPLES: usize = 16;
 
-/// What the model learns from the training data before the first step:
-/// inputs and targets are standardised with these, and the mean density
-/// image is the baseline validation compares against.
+/// What the model learns from the training data before the first step.
+/// Inputs are standardised with one mean and deviation; targets pixel by
+/// pixel, with each pixel's mean and deviation over the training set, so
+/// that the mean training image is the prediction 0 and the network learns
+/// how a sample departs from it. (Where a pixel hardly varies, its
+/// deviation is floored at a twentieth of the average pixel's, so noise
+/// there is not blown up.)
 #[derive(Debug, Clone, PartialEq)]
 struct Normalisation {
     input_mean: f32,
     input_std: f32,
-    target_mean: f32,
-    target_std: f32,
-    /// The mean target image, standardised.
-    mean_image: Vec<f32>,
+    /// Per pixel: the mean target image.
+    target_mean: Vec<f32>,
+    /// Per pixel: the targets' deviation.
+    target_std: Vec<f32>,
 }
 
 /// The inverse-imaging FC-DenseNet with everything the engine asks of a
@@ -89,7 +93,13 @@ impl InverseModel {
         let n = self.normalisation()?;
         let [p, h, w] = [s.positions as usize, s.height as usize, s.width as usize];
         let x: Vec<f32> = batch.x.iter().map(|v| (v - n.input_mean) / n.input_std).collect();
-        let y: Vec<f32> = batch.y.iter().map(|v| (v - n.target_mean) / n.target_std).collect();
+        let pixels = n.target_mean.len();
+        let y: Vec<f32> = batch
+            .y
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v - n.target_mean[i % pixels]) / n.target_std[i % pixels])
+            .collect();
         Ok((
             Tensor::from_data(TensorData::new(x, [batch.len(), p, h, w]), device),
             Tensor::from_data(TensorData::new(y, [batch.len(), 1, h, w]), device),
@@ -124,8 +134,9 @@ impl TrainModel for InverseModel {
         if let (Some(map), Some(n)) = (details.as_object_mut(), &self.normalisation) {
             map.insert("input_mean".into(), n.input_mean.into());
             map.insert("input_std".into(), n.input_std.into());
-            map.insert("target_mean".into(), n.target_mean.into());
-            map.insert("target_std".into(), n.target_std.into());
+            let average = |v: &[f32]| v.iter().map(|&x| f64::from(x)).sum::<f64>() / v.len().max(1) as f64;
+            map.insert("target_mean_average".into(), average(&n.target_mean).into());
+            map.insert("target_std_average".into(), average(&n.target_std).into());
             map.insert("norm_group".into(), self.norm_group.into());
         }
         ModelSummary { name: "inverse".into(), config: self.network.name.clone(), details }
@@ -173,52 +184,51 @@ impl TrainModel for InverseModel {
         Ok(Arc::new(ScatteringStores::open(&store_paths(dir, manifest, files))?))
     }
 
-    /// Means and deviations of inputs and targets, and the mean target
-    /// image, over the first training samples (summed over the ranks when
-    /// they hold different ones).
+    /// The input's mean and deviation, and each target pixel's, over the
+    /// first training samples (summed over the ranks when they hold
+    /// different ones).
     fn fit(&mut self, world: &World, train: &dyn Dataset, first: &[usize], same: bool) -> Result<(), TrainError> {
         let (mut x, mut y) = (vec![0f32; train.x_len()], vec![0f32; train.y_len()]);
-        // [Σx, Σx², Σy, Σy², samples, then the summed target image]
-        let mut sums = vec![0f64; 5 + y.len()];
+        let pixels = y.len();
+        // [samples, Σx, Σx², then Σy and Σy² of every target pixel]
+        let mut sums = vec![0f64; 3 + 2 * pixels];
         for &i in first.iter().take(FITTED_SAMPLES) {
             train.read_into(i, &mut x, &mut y).map_err(|e| TrainError::Data(e.to_string()))?;
-            sums[0] += x.iter().map(|&v| f64::from(v)).sum::<f64>();
-            sums[1] += x.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>();
-            sums[2] += y.iter().map(|&v| f64::from(v)).sum::<f64>();
-            sums[3] += y.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>();
-            sums[4] += 1.0;
-            for (s, &v) in sums[5..].iter_mut().zip(&y) {
-                *s += f64::from(v);
+            sums[0] += 1.0;
+            sums[1] += x.iter().map(|&v| f64::from(v)).sum::<f64>();
+            sums[2] += x.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>();
+            for (p, &v) in y.iter().enumerate() {
+                sums[3 + p] += f64::from(v);
+                sums[3 + pixels + p] += f64::from(v) * f64::from(v);
             }
         }
         if !same {
             let local = sums.clone();
             world.comm().all_reduce_into(&local[..], &mut sums[..], SystemOperation::sum());
         }
-        let samples = sums[4];
+        let samples = sums[0];
         if samples == 0.0 {
             return Err(TrainError::Data("no training sample to fit the normalisation on".into()));
         }
-        let moments = |sum: f64, squares: f64, len: usize| {
-            let count = samples * len as f64;
+        let moments = |sum: f64, squares: f64, count: f64| {
             let mean = sum / count;
             (mean, (squares / count - mean * mean).max(0.0).sqrt())
         };
-        let (input_mean, input_std) = moments(sums[0], sums[1], x.len());
-        let (target_mean, target_std) = moments(sums[2], sums[3], y.len());
-        if !(input_std > 0.0 && target_std > 0.0) {
+        let (input_mean, input_std) = moments(sums[1], sums[2], samples * x.len() as f64);
+        let per_pixel: Vec<(f64, f64)> =
+            (0..pixels).map(|p| moments(sums[3 + p], sums[3 + pixels + p], samples)).collect();
+        let average_std = per_pixel.iter().map(|m| m.1).sum::<f64>() / pixels.max(1) as f64;
+        if !(input_std > 0.0 && average_std > 0.0) {
             return Err(TrainError::Data(format!(
-                "the first {samples} training samples are constant (input deviation {input_std}, target deviation \
-                 {target_std}): nothing to learn"
+                "the first {samples} training samples do not vary (input deviation {input_std}, target deviation \
+                 {average_std}): nothing to learn"
             )));
         }
-        let mean_image = sums[5..].iter().map(|s| ((s / samples - target_mean) / target_std) as f32).collect();
         self.normalisation = Some(Normalisation {
             input_mean: input_mean as f32,
             input_std: input_std as f32,
-            target_mean: target_mean as f32,
-            target_std: target_std as f32,
-            mean_image,
+            target_mean: per_pixel.iter().map(|m| m.0 as f32).collect(),
+            target_std: per_pixel.iter().map(|m| m.1.max(average_std / 20.0) as f32).collect(),
         });
         Ok(())
     }
@@ -241,8 +251,9 @@ impl TrainModel for InverseModel {
     }
 
     /// The Huber loss at the first epoch's cutoff (so epochs compare), that
-    /// of the mean training image as the prediction, and the relative L2
-    /// error ‖prediction − truth‖ / ‖truth‖ of the densities.
+    /// of the mean training image as the prediction (0 in standardised
+    /// units), and the relative L2 error ‖prediction − truth‖ / ‖truth‖ of
+    /// the densities.
     fn validate(
         &self,
         world: &World,
@@ -252,6 +263,9 @@ impl TrainModel for InverseModel {
     ) -> Result<Validation, TrainError> {
         let n = self.normalisation()?;
         let delta = huber::INITIAL_DELTA;
+        let s = self.shape()?;
+        let (h, w) = (s.height as usize, s.width as usize);
+        let scale = Tensor::<4>::from_data(TensorData::new(n.target_std.clone(), [1, 1, h, w]), device);
         // [Σ loss·pixels, Σ mean-image loss·pixels, Σ‖error‖², Σ‖truth‖², pixels]
         let mut local = [0f64; 5];
         for batch in batches {
@@ -260,11 +274,8 @@ impl TrainModel for InverseModel {
             let prediction = net.forward(x, &mut Pass::inference());
             let pixels = batch.y.len() as f64;
             local[0] += scalar(mean_huber(prediction.clone(), y.clone(), delta))? * pixels;
-            let mean: Vec<f32> = (0..batch.len()).flat_map(|_| n.mean_image.iter().copied()).collect();
-            let mean = Tensor::<4>::from_data(TensorData::new(mean, y.dims()), device);
-            local[1] += scalar(mean_huber(mean, y.clone(), delta))? * pixels;
-            let scale = f64::from(n.target_std).powi(2);
-            local[2] += scalar((prediction - y).powi_scalar(2).sum())? * scale;
+            local[1] += scalar(mean_huber(y.zeros_like(), y.clone(), delta))? * pixels;
+            local[2] += scalar(((prediction - y) * scale.clone()).powi_scalar(2).sum())?;
             local[3] += batch.y.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>();
             local[4] += pixels;
         }
@@ -278,8 +289,7 @@ impl TrainModel for InverseModel {
             "val Huber {loss:.4} (the mean image: {mean_loss:.4}, ratio {:.3}), relative L2 error {relative:.3}",
             loss / mean_loss
         );
-        let s = self.shape()?;
-        let samples = (pixels / (s.height as f64 * s.width as f64)).round() as u64;
+        let samples = (pixels / (h * w) as f64).round() as u64;
         let mut metrics = serde_json::Map::new();
         metrics.insert("loss".into(), loss.into());
         metrics.insert("mean_image_loss".into(), mean_loss.into());
