@@ -130,6 +130,14 @@ struct TrainArgs {
     /// Linear warm-up epochs (MLPerf: 4).
     #[arg(long, default_value_t = 0.0)]
     warmup_epochs: f64,
+    /// The warm-up's first rate (Laanait et al.: 1e-4, rising to --lr,
+    /// which they set to the number of ranks times the base rate); default
+    /// --lr divided by the warm-up steps.
+    #[arg(long, requires = "warmup_epochs")]
+    warmup_start: Option<f32>,
+    /// L2 weight decay λ: λ·w added to every gradient (Laanait et al.: 1e-4).
+    #[arg(long, default_value_t = 0.0)]
+    weight_decay: f32,
     /// Poly: final rate as a fraction of --lr.
     #[arg(long, default_value_t = 0.01)]
     poly_end: f32,
@@ -281,6 +289,8 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<(Box<dyn Trainable>, TrainCon
         trust,
         schedule,
         warmup_epochs: args.warmup_epochs,
+        warmup_start: args.warmup_start,
+        weight_decay: args.weight_decay,
         grad_lag: args.grad_lag == 1,
         fusion_bytes: (args.fusion_mb * (1 << 20) as f64) as usize,
         seed: args.seed,

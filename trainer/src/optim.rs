@@ -61,6 +61,9 @@ impl Rule {
 pub struct Optimizer {
     rule: Rule,
     trust: Option<TrustRatio>,
+    /// L2 weight decay λ: λ·w is added to every gradient before the trust
+    /// ratio and the rule see it (as a λ/2·‖w‖² term in the loss would).
+    weight_decay: f32,
     /// First moments (SGD: velocity), per tensor.
     pub first: Vec<Vec<f32>>,
     /// Second moments (Adam), per tensor.
@@ -74,14 +77,28 @@ impl Optimizer {
     pub fn new(rule: Rule, trust: Option<TrustRatio>, lengths: &[usize]) -> Self {
         let zeros = || lengths.iter().map(|&n| vec![0.0; n]).collect();
         let second = if matches!(rule, Rule::Adam { .. }) { zeros() } else { Vec::new() };
-        Optimizer { rule, trust, first: zeros(), second, steps: 0 }
+        Optimizer { rule, trust, weight_decay: 0.0, first: zeros(), second, steps: 0 }
+    }
+
+    /// The same with L2 weight decay λ (Laanait et al.: 1e-4).
+    pub fn with_weight_decay(mut self, lambda: f32) -> Self {
+        self.weight_decay = lambda;
+        self
     }
 
     /// One step at learning rate `lr`: `params[t] -= update(grads[t])`.
     pub fn step(&mut self, lr: f32, params: &mut [&mut [f32]], grads: &[&[f32]]) {
         self.steps += 1;
         let t = self.steps as i32;
+        let mut decayed = Vec::new();
         for (i, (w, g)) in params.iter_mut().zip(grads).enumerate() {
+            let g: &[f32] = if self.weight_decay == 0.0 {
+                g
+            } else {
+                decayed.clear();
+                decayed.extend(g.iter().zip(w.iter()).map(|(g, w)| g + self.weight_decay * w));
+                &decayed
+            };
             let scale = self.trust.map_or(1.0, |tr| tr.factor(w, g, lr));
             match self.rule {
                 Rule::Sgd { momentum } => {
@@ -165,5 +182,34 @@ mod tests {
         // With LARC the quadratic still converges (a slowed, never a faster step).
         let w = run(Rule::Sgd { momentum: 0.9 }, Some(larc), 3000, 0.05);
         assert!(w.iter().enumerate().all(|(i, v)| (v - i as f32).abs() < 0.05), "{w:?}");
+    }
+
+    /// Weight decay adds λ·w to the gradient before LARS sees it: one Adam
+    /// step with LARS moves each weight by lr · sign of its decayed
+    /// gradient (Adam's first step), and the LARS factor is η‖w‖/‖g + λw‖.
+    #[test]
+    fn weight_decay_and_lars_with_adam_match_the_closed_form() {
+        let (lambda, trust, lr) = (0.1f32, 0.002f32, 0.01f32);
+        let w0 = vec![1.0f32, -2.0, 0.5];
+        let g = vec![0.3f32, 0.1, -0.2];
+        let decayed: Vec<f32> = g.iter().zip(&w0).map(|(g, w)| g + lambda * w).collect();
+        let factor = TrustRatio { trust, clip: false }.factor(&w0, &decayed, lr);
+        let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((factor - trust * norm(&w0) / norm(&decayed)).abs() < 1e-7);
+        let mut opt =
+            Optimizer::new(Rule::ADAM, Some(TrustRatio { trust, clip: false }), &[3]).with_weight_decay(lambda);
+        let mut w = w0.clone();
+        opt.step(lr, &mut [w.as_mut_slice()], &[g.as_slice()]);
+        for ((w, w0), d) in w.iter().zip(&w0).zip(&decayed) {
+            // m̂ = s·d, v̂ = (s·d)², so the step is lr · sign(d) (to ε).
+            assert!((w - (w0 - lr * d.signum())).abs() < 1e-6, "{w} from {w0}");
+        }
+        // Plain SGD without momentum: w -= lr (g + λ w).
+        let mut opt = Optimizer::new(Rule::Sgd { momentum: 0.0 }, None, &[3]).with_weight_decay(lambda);
+        let mut w = w0.clone();
+        opt.step(lr, &mut [w.as_mut_slice()], &[g.as_slice()]);
+        for ((w, w0), d) in w.iter().zip(&w0).zip(&decayed) {
+            assert!((w - (w0 - lr * d)).abs() < 1e-7);
+        }
     }
 }

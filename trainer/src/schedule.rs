@@ -37,11 +37,14 @@ pub enum Schedule {
         /// Factor from each boundary on.
         factors: Vec<f32>,
     },
-    /// Linear warm-up from `lr(0) / steps` to `lr(steps)` over `steps`,
-    /// then the inner schedule (shifted by `steps`).
+    /// Linear warm-up to `lr(steps)` over `steps`, from `start` (or, when
+    /// `None`, from `lr(0) / steps`: the first step already moves), then
+    /// the inner schedule (shifted by `steps`).
     Warmup {
         /// Warm-up steps.
         steps: u64,
+        /// The rate of step 0 (Laanait et al.: 1e-4).
+        start: Option<f32>,
         /// What follows.
         then: Box<Schedule>,
     },
@@ -67,13 +70,11 @@ impl Schedule {
                     None => *lr0,
                 }
             }
-            Schedule::Warmup { steps, then } => {
-                if step < *steps {
-                    then.at(0) * (step + 1) as f32 / *steps as f32
-                } else {
-                    then.at(step - steps)
-                }
-            }
+            Schedule::Warmup { steps, start, then } => match (step < *steps, start) {
+                (true, None) => then.at(0) * (step + 1) as f32 / *steps as f32,
+                (true, Some(start)) => start + (then.at(0) - start) * step as f32 / *steps as f32,
+                (false, _) => then.at(step - steps),
+            },
         }
     }
 }
@@ -107,12 +108,25 @@ mod tests {
 
     #[test]
     fn warmup_ramps_linearly_then_hands_over() {
-        let s = Schedule::Warmup { steps: 4, then: Box::new(Schedule::Constant(0.8)) };
+        let s = Schedule::Warmup { steps: 4, start: None, then: Box::new(Schedule::Constant(0.8)) };
         assert_eq!([s.at(0), s.at(1), s.at(2), s.at(3), s.at(4), s.at(40)], [0.2, 0.4, 0.6, 0.8, 0.8, 0.8]);
         let s = Schedule::Warmup {
             steps: 2,
+            start: None,
             then: Box::new(Schedule::Step { lr0: 1.0, boundaries: vec![3], factor: 0.1 }),
         };
         assert!((s.at(2) - 1.0).abs() < 1e-7 && (s.at(5) - 0.1).abs() < 1e-7);
+    }
+
+    /// Laanait et al.: from 1e-4 to N × the base rate for N ranks, then
+    /// staircase decay.
+    #[test]
+    fn warmup_from_a_given_rate_reaches_the_schedule_linearly() {
+        let then = Schedule::Piecewise { lr0: 0.0041, boundaries: vec![10], factors: vec![0.5] };
+        let s = Schedule::Warmup { steps: 4, start: Some(1e-4), then: Box::new(then) };
+        let want = [1e-4, 1.1e-3, 2.1e-3, 3.1e-3, 4.1e-3, 4.1e-3, 2.05e-3];
+        for (step, want) in [0, 1, 2, 3, 4, 13, 14].into_iter().zip(want) {
+            assert!((s.at(step) - want).abs() < 1e-8, "step {step}: {} vs {want}", s.at(step));
+        }
     }
 }

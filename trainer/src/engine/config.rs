@@ -58,6 +58,10 @@ pub struct TrainConfig {
     pub schedule: ScheduleSpec,
     /// Linear warm-up epochs.
     pub warmup_epochs: f64,
+    /// The warm-up's first rate (default: the target rate / warm-up steps).
+    pub warmup_start: Option<f32>,
+    /// L2 weight decay: λ·w added to every gradient.
+    pub weight_decay: f32,
     /// Apply each step's averaged gradient one step later.
     pub grad_lag: bool,
     /// Fusion buffer size in bytes (0: one allreduce per tensor).
@@ -94,7 +98,7 @@ impl TrainConfig {
         };
         match steps(self.warmup_epochs) {
             0 => decay,
-            warmup => Schedule::Warmup { steps: warmup, then: Box::new(decay) },
+            warmup => Schedule::Warmup { steps: warmup, start: self.warmup_start, then: Box::new(decay) },
         }
     }
 }

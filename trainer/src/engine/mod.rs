@@ -170,7 +170,7 @@ pub fn run<M: TrainModel>(
     let summary = model.summary();
     let lengths: Vec<usize> = tensors.iter().filter(|t| t.role.trainable()).map(TensorInfo::len).collect();
     let state_lengths: Vec<usize> = tensors.iter().filter(|t| !t.role.trainable()).map(TensorInfo::len).collect();
-    let mut optimizer = Optimizer::new(config.rule, config.trust, &lengths);
+    let mut optimizer = Optimizer::new(config.rule, config.trust, &lengths).with_weight_decay(config.weight_decay);
     let mut start = start(config, &model, &summary, &tensors, (&lengths, &state_lengths), &mut optimizer)?;
     if start.skip >= steps_per_epoch {
         return Err(TrainError::Invalid(format!(
