@@ -1,11 +1,14 @@
-"""Peer of the segmentation step bench (issue P11): the trainer's `small`
-Tiramisu and DeepLabv3+ built layer for layer in PyTorch (the same
-layouts as trainer/src/models/segmentation/{tiramisu,deeplab}.rs), trained
-with Adam and the per-pixel weighted cross-entropy on random 16-channel
-fields, on a fixed number of CPU threads. Prints one JSON line: median
-step seconds and forward-only seconds.
+"""Peer of the segmentation and inverse-imaging step benches (issues P11,
+P13): the trainer's `small` Tiramisu, DeepLabv3+ and inverse-imaging
+FC-DenseNet built layer for layer in PyTorch (the same layouts as
+trainer/src/models/segmentation/{tiramisu,deeplab}.rs and
+trainer/src/models/inverse/mod.rs), trained with Adam on random inputs
+(per-pixel weighted cross-entropy on 16-channel fields; Huber loss with
+cutoff 10 from 16 CBED patterns), on a fixed number of CPU threads.
+Prints one JSON line: median step seconds and forward-only seconds.
 
     bench/.venv/bin/python bench/peers/torch_segmentation.py --model tiramisu --batch 2 --threads 2
+    bench/.venv/bin/python bench/peers/torch_segmentation.py --model inverse --height 32 --width 32
 """
 import argparse
 import json
@@ -16,7 +19,7 @@ from torch import nn
 import torch.nn.functional as F
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--model", choices=["tiramisu", "deeplabv3plus"], required=True)
+parser.add_argument("--model", choices=["tiramisu", "deeplabv3plus", "inverse"], required=True)
 parser.add_argument("--batch", type=int, default=2)
 parser.add_argument("--steps", type=int, default=10)
 parser.add_argument("--warmup", type=int, default=2)
@@ -35,43 +38,44 @@ def bn_relu_conv(c_in, c_out, k):
 
 
 class DenseBlock(nn.Module):
-    def __init__(self, c_in, layers, growth, k, p):
+    def __init__(self, c_in, layers, growth, k, p, after=None):
         super().__init__()
         self.layers = nn.ModuleList(bn_relu_conv(c_in + i * growth, growth, k) for i in range(layers))
-        self.p = p
+        self.p, self.after, self.c_in = p, after, c_in
 
     def forward(self, x):
-        created = []
         for layer in self.layers:
             h = F.dropout(layer(x), self.p, self.training)
             x = torch.cat([x, h], 1)
-            created.append(h)
-        return x, torch.cat(created, 1)
+        if self.after is not None:
+            # Laanait et al.: ReLU then dropout after every dense block.
+            x = F.dropout(F.relu(x), self.after, self.training)
+        return x, x[:, self.c_in:]
 
 
 class Tiramisu(nn.Module):
     """Jégou et al. 2017; `small`: first 16, blocks 2, 2 (down), 2 (bottleneck), growth 8, 3x3."""
 
-    def __init__(self, first=16, blocks=(2, 2, 2), growth=8, k=3, p=0.2):
+    def __init__(self, first=16, blocks=(2, 2, 2), growth=8, k=3, p=0.2, classes=CLASSES, pool="max", after=None):
         super().__init__()
-        self.p = p
+        self.p, self.pool = p, F.max_pool2d if pool == "max" else F.avg_pool2d
         self.first = nn.Conv2d(CHANNELS, first, k, padding=k // 2)
         ch, skips = first, []
         self.down, self.td = nn.ModuleList(), nn.ModuleList()
         for n in blocks[:-1]:
-            self.down.append(DenseBlock(ch, n, growth, k, p))
+            self.down.append(DenseBlock(ch, n, growth, k, p, after))
             ch += n * growth
             skips.append(ch)
             self.td.append(bn_relu_conv(ch, ch, 1))
-        self.bottleneck = DenseBlock(ch, blocks[-1], growth, k, p)
+        self.bottleneck = DenseBlock(ch, blocks[-1], growth, k, p, after)
         added = blocks[-1] * growth
         self.tu, self.up = nn.ModuleList(), nn.ModuleList()
         for n, skip in zip(reversed(blocks[:-1]), reversed(skips)):
             self.tu.append(nn.ConvTranspose2d(added, added, 3, stride=2, padding=1, output_padding=1))
-            self.up.append(DenseBlock(added + skip, n, growth, k, p))
+            self.up.append(DenseBlock(added + skip, n, growth, k, p, after))
             ch = added + skip + n * growth
             added = n * growth
-        self.last = nn.Conv2d(ch, CLASSES, 1)
+        self.last = nn.Conv2d(ch, classes, 1)
 
     def forward(self, x):
         h = self.first(x)
@@ -79,7 +83,7 @@ class Tiramisu(nn.Module):
         for block, td in zip(self.down, self.td):
             h, _ = block(h)
             skips.append(h)
-            h = F.max_pool2d(F.dropout(td(h), self.p, self.training), 2)
+            h = self.pool(F.dropout(td(h), self.p, self.training), 2)
         h, new = self.bottleneck(h)
         for tu, block, skip in zip(self.tu, self.up, reversed(skips)):
             h, new = block(torch.cat([tu(new), skip], 1))
@@ -155,16 +159,27 @@ class Deeplab(nn.Module):
 
 
 torch.manual_seed(1)
-model = Tiramisu() if args.model == "tiramisu" else Deeplab()
+if args.model == "tiramisu":
+    model = Tiramisu()
+elif args.model == "deeplabv3plus":
+    model = Deeplab()
+else:
+    # inverse `small`: 16 patterns in, one density out; growth 16, average
+    # pooling, ReLU (dropout 0) after every dense block.
+    model = Tiramisu(first=16, blocks=(2, 2, 2), growth=16, k=3, p=0.0, classes=1, pool="avg", after=0.0)
 optimizer = torch.optim.Adam(model.parameters(), lr=0.001)
 weights = torch.tensor([1.0, 38.0, 7.8])
 x = torch.rand(args.batch, CHANNELS, args.height, args.width)
 y = torch.randint(0, CLASSES, (args.batch, args.height, args.width))
+density = torch.randn(args.batch, 1, args.height, args.width)
 
 
 def step():
     optimizer.zero_grad(set_to_none=True)
-    loss = F.cross_entropy(model(x), y, weight=weights, reduction="none").mean()
+    if args.model == "inverse":
+        loss = F.huber_loss(model(x), density, delta=10.0)
+    else:
+        loss = F.cross_entropy(model(x), y, weight=weights, reduction="none").mean()
     loss.backward()
     optimizer.step()
 

@@ -56,6 +56,22 @@ pub fn mpirun(ranks: usize, env: &[(&str, &str)], program: &Path, args: &[&str])
     }
 }
 
+/// The median of `values` (the upper one of an even count); NaN when empty.
+/// Benchmarks report medians of several runs on a noisy machine.
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// A benchmark setting from the environment (`STAGEHAND_BENCH_STEPS=…`),
+/// or `default` when unset; a value that is not a number is an error.
+pub fn env_usize(key: &str, default: usize) -> usize {
+    match std::env::var(key) {
+        Ok(v) => v.parse().unwrap_or_else(|e| panic!("{key}={v}: {e}")),
+        Err(_) => default,
+    }
+}
+
 /// Another workspace package's binary (`simgen` for the trainer's tests),
 /// from the target directory the running test was built into. `cargo test
 /// --workspace` (what `make test` runs) builds every binary; after a

@@ -36,14 +36,7 @@ use trainer::params::{self, Init};
 
 const FIELD: (usize, usize) = e2e::CLIMATE_TEST_FIELD;
 
-fn env_usize(key: &str, default: usize) -> usize {
-    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
+use e2e::{env_usize, median};
 
 /// (median step seconds, median forward seconds, parameters).
 fn ours<N: Network>(config: &N, batch: usize, steps: usize) -> (f64, f64, usize) {

@@ -553,6 +553,10 @@ fn trainer_models_lists_every_model_with_its_configurations_and_sizes() {
     assert_eq!(row("tiramisu", "small"), 44_547);
     assert_eq!(row("deeplabv3plus", "small"), 403_731);
     assert!(row("tiramisu", "paper") > 7_000_000 && row("deeplabv3plus", "paper") > 40_000_000);
+    // The inverse-imaging FC-DenseNet: its PyTorch twin's count, and the
+    // paper's 220 M.
+    assert_eq!(row("inverse", "small"), 139_969);
+    assert_eq!(row("inverse", "paper"), 220_257_281);
 }
 
 /// Rank 0 killed while it writes a checkpoint (arrays written, state not):

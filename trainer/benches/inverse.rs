@@ -1,0 +1,213 @@
+//! The inverse-imaging model's speed (issue P13).
+//!
+//! 1. One training step of the `small` network on one rank (forward,
+//!    backward, gradients read out, Adam, parameters written back) on
+//!    random 16-pattern 32×32 stacks, against the same network in PyTorch
+//!    on the same number of CPU threads (`bench/peers/torch_segmentation.py
+//!    --model inverse`, in the venv of `bench/setup-peers.sh`), alternating
+//!    in the same run.
+//! 2. Laanait et al.'s workflow on 2 ranks: `simgen multislice` writes the
+//!    samples into the node's storage, then the `trainer` binary trains on
+//!    them (`--node-local`): samples/s and the step-time split.
+//! 3. Generating a sample on the node against reading it from a shared file
+//!    system: the seconds `simgen` took per sample on this node (measured,
+//!    at a larger size: 8×8 positions of 64×64 patterns), against the
+//!    seconds the same bytes take at a node's share of a shared file
+//!    system's bandwidth (`STAGEHAND_BENCH_PFS_GBS`, default 0.54 GB/s:
+//!    Summit's 2.5 TB/s GPFS over its 4,608 nodes when all read at once).
+//!
+//! ```sh
+//! bash bench/setup-peers.sh
+//! cargo bench -p stagehand-trainer --bench inverse
+//! ```
+//! `STAGEHAND_BENCH_BATCH` (4), `STAGEHAND_BENCH_STEPS` (10),
+//! `STAGEHAND_BENCH_REPS` (3: peer and us alternate, medians reported).
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::tensor::{Device, Tensor, TensorData};
+use e2e::{env_usize, median};
+use serde_json::Value;
+use trainer::models::dropout::DropoutMasks;
+use trainer::models::inverse::huber::{INITIAL_DELTA, mean_huber};
+use trainer::models::segmentation::layers::Pass;
+use trainer::optim::{Optimizer, Rule};
+use trainer::params::{self, Init};
+
+const FIELD: usize = 32;
+const PATTERNS: usize = 16;
+
+/// (median step seconds, median forward seconds, parameters).
+fn ours(batch: usize, steps: usize) -> (f64, f64, usize) {
+    let config = trainer::models::inverse::small();
+    let device = Device::flex().autodiff();
+    let net = config.init(&device);
+    let tensors = params::inventory(&net).unwrap();
+    let (mut values, state) = params::initial(&tensors, Init::HeUniformLeaky { slope: 0.0 }, 1);
+    let mut net = params::with_state(params::with_values(net, &values, &device), &state, &device);
+    let lengths: Vec<usize> = values.iter().map(Vec::len).collect();
+    let mut optimizer = Optimizer::new(Rule::ADAM, None, &lengths);
+    let mut grads: Vec<Vec<f32>> = lengths.iter().map(|&n| vec![0.0; n]).collect();
+    let mut rng = e2e::SplitMix64::new(3);
+    let mut uniform = |n: usize| -> Vec<f32> { (0..n).map(|_| (rng.next() % 1000) as f32 / 1000.0).collect() };
+    let x = uniform(batch * PATTERNS * FIELD * FIELD);
+    let y = uniform(batch * FIELD * FIELD);
+    let (mut step_times, mut forward_times) = (Vec::new(), Vec::new());
+    for k in 0..steps + 2 {
+        let t = Instant::now();
+        let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, PATTERNS, FIELD, FIELD]), &device);
+        let yt = Tensor::<4>::from_data(TensorData::new(y.clone(), [batch, 1, FIELD, FIELD]), &device);
+        let mut pass = Pass { masks: Some(DropoutMasks::for_step(1, k as u64, 0)), norm_group: 0 };
+        let loss = mean_huber(net.forward(xt, &mut pass), yt, INITIAL_DELTA);
+        let g = loss.backward();
+        params::gradients(&net, &g, |i, v| grads[i].copy_from_slice(v));
+        let views: Vec<&[f32]> = grads.iter().map(Vec::as_slice).collect();
+        optimizer.step(0.001, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), &views);
+        net = params::with_values(net, &values, &device);
+        if k >= 2 {
+            step_times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    let valid = net.valid();
+    for k in 0..steps + 2 {
+        let t = Instant::now();
+        let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, PATTERNS, FIELD, FIELD]), &Device::flex());
+        let out = valid.forward(xt, &mut Pass::inference()).into_data();
+        assert_eq!(out.num_elements(), batch * FIELD * FIELD);
+        if k >= 2 {
+            forward_times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    (median(step_times), median(forward_times), lengths.iter().sum())
+}
+
+fn peer(batch: usize, steps: usize, threads: usize) -> Option<Value> {
+    let out = e2e::peer_command("torch_segmentation.py")?
+        .args(["--model", "inverse", "--batch", &batch.to_string(), "--steps", &steps.to_string()])
+        .args(["--threads", &threads.to_string(), "--height", &FIELD.to_string(), "--width", &FIELD.to_string()])
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!("PyTorch peer failed: {}", String::from_utf8_lossy(&out.stderr));
+        return None;
+    }
+    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').rfind(|l| !l.is_empty())?).ok()
+}
+
+fn compare(batch: usize, steps: usize, reps: usize, threads: usize) {
+    let (mut ours_step, mut ours_fwd, mut peer_step, mut peer_fwd) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..reps {
+        let (o, p) = if rep % 2 == 0 {
+            let o = ours(batch, steps);
+            (o, peer(batch, steps, threads))
+        } else {
+            let p = peer(batch, steps, threads);
+            (ours(batch, steps), p)
+        };
+        println!("inverse rep {rep}: ours step {:.4} s fwd {:.4} s ({} parameters); pytorch {p:?}", o.0, o.1, o.2);
+        ours_step.push(o.0);
+        ours_fwd.push(o.1);
+        if let Some(p) = p {
+            peer_step.push(p["step_seconds"].as_f64().unwrap());
+            peer_fwd.push(p["forward_seconds"].as_f64().unwrap());
+        }
+    }
+    let (os, of) = (median(ours_step), median(ours_fwd));
+    println!("inverse ours:    step {os:.4} s, forward {of:.4} s");
+    if peer_step.is_empty() {
+        println!("inverse: PyTorch peer unavailable (run bash bench/setup-peers.sh)");
+        return;
+    }
+    let (ps, pf) = (median(peer_step), median(peer_fwd));
+    println!("inverse pytorch: step {ps:.4} s, forward {pf:.4} s");
+    println!("inverse ratio ours/pytorch: step {:.2}x, forward {:.2}x", os / ps, of / pf);
+}
+
+/// `simgen multislice` on 2 ranks into `out`; its JSON report.
+fn generate(out: &Path, samples: usize, grid: &str, scan: &str) -> Value {
+    let (samples, out) = (samples.to_string(), out.to_str().unwrap().to_owned());
+    let args = [
+        "multislice",
+        "--grid",
+        grid,
+        "--sampling",
+        "0.17A",
+        "--thickness",
+        "16A..40A",
+        "--offset",
+        "none",
+        "--scan",
+        scan,
+        "--seed",
+        "1",
+        "--out",
+        &out,
+        "--samples",
+        &samples,
+    ];
+    let result = e2e::mpirun(2, &[], &e2e::workspace_binary("simgen"), &args);
+    assert!(result.status.success(), "simgen: {}", String::from_utf8_lossy(&result.stderr));
+    serde_json::from_slice(&result.stdout).unwrap()
+}
+
+fn main() {
+    cluster::allocator::keep_freed_memory();
+    let batch = env_usize("STAGEHAND_BENCH_BATCH", 4);
+    let steps = env_usize("STAGEHAND_BENCH_STEPS", 10);
+    let reps = env_usize("STAGEHAND_BENCH_REPS", 3);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("# inverse step time, small configuration, {PATTERNS}x{FIELD}x{FIELD}, batch {batch}, {threads} threads");
+    compare(batch, steps, reps, threads);
+
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("node{node}/cbed");
+    let generated = generate(&data, 96, "32", "4x4");
+    let args = [
+        "train",
+        "--model",
+        "inverse",
+        "--config",
+        "small",
+        "--node-local",
+        data.to_str().unwrap(),
+        "--epochs",
+        "2",
+        "--batch",
+        &batch.to_string(),
+        "--optimizer",
+        "adam",
+        "--workers",
+        "2",
+    ];
+    let out = e2e::mpirun(2, &[], Path::new(env!("CARGO_BIN_EXE_trainer")), &args);
+    let report = e2e::trainer_report(&out);
+    let f = &report["fractions"];
+    println!(
+        "inverse, generate then train on 2 ranks: simgen {:.3} s/sample; trainer batch {batch}, {} steps per epoch: \
+         {:.2} samples/s; data wait {:.2}% compute {:.1}% comm {:.1}% optimizer {:.1}%",
+        generated["seconds"].as_f64().unwrap() / 96.0,
+        report["steps_per_epoch"],
+        report["samples_per_sec"].as_f64().unwrap(),
+        100.0 * f[0].as_f64().unwrap(),
+        100.0 * f[1].as_f64().unwrap(),
+        100.0 * f[2].as_f64().unwrap(),
+        100.0 * f[3].as_f64().unwrap(),
+    );
+
+    let pfs = std::env::var("STAGEHAND_BENCH_PFS_GBS").map_or(0.54, |v| v.parse().unwrap());
+    let larger = dir.path().join("larger");
+    let samples = 8;
+    let report = generate(&larger, samples, "64", "8x8");
+    let per_sample = report["seconds"].as_f64().unwrap() / samples as f64;
+    let bytes = report["raw_f32_bytes_per_sample"].as_f64().unwrap();
+    println!(
+        "inverse, 8x8 positions of 64x64 ({:.2} MB per sample): generating on the node {per_sample:.3} s/sample \
+         (2 ranks); reading from a shared file system at {pfs} GB/s per node {:.4} s/sample",
+        bytes / 1e6,
+        bytes / (pfs * 1e9)
+    );
+}
