@@ -1,0 +1,84 @@
+//! The Slurm scripts in `deploy/slurm` parse as bash, and every option they
+//! pass to `stager`, `simgen` and `trainer` (on the command lines and in the
+//! default option lists a site edits) is one that program's `--help`
+//! lists, so a renamed flag breaks this test instead of a user's job. (Slurm
+//! itself does not run here; the scripts' `srun` lines are checked, not run.)
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn scripts() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/slurm");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sbatch"))
+        .collect();
+    found.sort();
+    found
+}
+
+/// (program, subcommand) → the options the script gives it.
+fn options_used(script: &str) -> Vec<((String, String), BTreeSet<String>)> {
+    let mut uses: Vec<((String, String), BTreeSet<String>)> = Vec::new();
+    // Join continuation lines so a command is one line.
+    let joined = script.replace("\\\n", " ");
+    let flags = |text: &str| -> BTreeSet<String> {
+        text.split_whitespace()
+            .filter_map(|w| w.trim_matches(|c| c == '"' || c == '}' || c == ')').strip_prefix("--"))
+            .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+            .map(str::to_owned)
+            .collect()
+    };
+    for line in joined.lines() {
+        for program in ["stager", "simgen", "trainer"] {
+            let marker = format!("\"$BIN/{program}\" ");
+            if let Some(at) = line.find(&marker) {
+                let rest = &line[at + marker.len()..];
+                let sub = rest.split_whitespace().next().unwrap_or_default().to_owned();
+                uses.push(((program.into(), sub), flags(rest)));
+            }
+        }
+        // The option lists a site edits, e.g. TRAIN_ARGS=${TRAIN_ARGS:---optimizer adam ...}.
+        for (variable, program, sub) in [("TRAIN_ARGS", "trainer", "train"), ("SIMGEN_ARGS", "simgen", "multislice")] {
+            let marker = format!("{variable}=${{{variable}:-");
+            if let Some(at) = line.find(&marker) {
+                uses.push(((program.into(), sub.into()), flags(&line[at + marker.len()..])));
+            }
+        }
+    }
+    uses
+}
+
+#[test]
+fn the_slurm_scripts_parse_and_pass_only_options_the_programs_have() {
+    let scripts = scripts();
+    assert!(scripts.len() >= 2, "expected the stage-then-train and generate-then-train scripts: {scripts:?}");
+    for script in &scripts {
+        let syntax = Command::new("bash").arg("-n").arg(script).output().unwrap();
+        assert!(syntax.status.success(), "{}: {}", script.display(), String::from_utf8_lossy(&syntax.stderr));
+        let text = std::fs::read_to_string(script).unwrap();
+        let uses = options_used(&text);
+        assert!(!uses.is_empty(), "{}: no stagehand command found", script.display());
+        for ((program, sub), flags) in uses {
+            let help = Command::new(e2e::workspace_binary(&program)).args([&sub, "--help"]).output().unwrap();
+            assert!(help.status.success(), "{program} {sub} --help failed");
+            let help = String::from_utf8_lossy(&help.stdout);
+            for flag in &flags {
+                assert!(
+                    help.contains(&format!("--{flag} ")) || help.contains(&format!("--{flag}\n")),
+                    "{}: `{program} {sub}` has no --{flag}",
+                    script.display()
+                );
+            }
+            println!(
+                "{}: {program} {sub}: {} options checked",
+                script.file_name().unwrap().to_string_lossy(),
+                flags.len()
+            );
+        }
+    }
+}
