@@ -86,6 +86,8 @@ lint:
 
 ## bench: the benchmarks; results go in docs/benchmarks.md
 bench: setup
+	bash bench/setup-peers.sh
+	$(CARGO) build --release -p stagehand-simgen --bin simgen
 	$(CARGO) bench -p stagehand-formats --bench formats
 	$(CARGO) bench -p stagehand-stager --bench stage
 	$(CARGO) bench -p stagehand-loader --bench loader-bench
@@ -95,3 +97,7 @@ bench: setup
 	$(CARGO) bench -p stagehand-simgen --bench traces-bench
 	$(CARGO) bench -p stagehand-trainer --bench allreduce
 	$(CARGO) bench -p stagehand-trainer --bench step
+	$(CARGO) bench -p stagehand-trainer --bench ops
+	$(CARGO) bench -p stagehand-trainer --bench tf_crosscheck
+	$(CARGO) bench -p stagehand-trainer --bench segmentation
+	$(CARGO) bench -p stagehand-trainer --bench inverse
