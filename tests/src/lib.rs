@@ -72,6 +72,47 @@ pub fn env_usize(key: &str, default: usize) -> usize {
     }
 }
 
+/// A step-time comparison with a peer (PyTorch, TensorFlow): `ours` and
+/// `peer` run `reps` times, alternating which goes first so neither always
+/// gets the warmer machine; prints each repetition and the medians, and the
+/// ratios when the peer ran. `ours` returns (step seconds, forward seconds,
+/// parameters); `peer` the peer's JSON line with `step_seconds` and
+/// `forward_seconds`, or `None` when it could not run (the output says so).
+pub fn alternate_with_peer(
+    label: &str,
+    reps: usize,
+    mut ours: impl FnMut() -> (f64, f64, usize),
+    mut peer: impl FnMut() -> Option<serde_json::Value>,
+) {
+    let (mut ours_step, mut ours_fwd, mut peer_step, mut peer_fwd) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..reps {
+        let (o, p) = if rep % 2 == 0 {
+            let o = ours();
+            (o, peer())
+        } else {
+            let p = peer();
+            (ours(), p)
+        };
+        println!("{label} rep {rep}: ours step {:.4} s fwd {:.4} s ({} parameters); peer {p:?}", o.0, o.1, o.2);
+        ours_step.push(o.0);
+        ours_fwd.push(o.1);
+        let seconds = |key: &str| p.as_ref().and_then(|p| p[key].as_f64());
+        if let (Some(step), Some(forward)) = (seconds("step_seconds"), seconds("forward_seconds")) {
+            peer_step.push(step);
+            peer_fwd.push(forward);
+        }
+    }
+    let (os, of) = (median(ours_step), median(ours_fwd));
+    println!("{label} ours: step {os:.4} s, forward {of:.4} s");
+    if peer_step.is_empty() {
+        println!("{label}: the peer did not run (bash bench/setup-peers.sh); no ratio");
+        return;
+    }
+    let (ps, pf) = (median(peer_step), median(peer_fwd));
+    println!("{label} peer: step {ps:.4} s, forward {pf:.4} s");
+    println!("{label} ratio ours/peer: step {:.2}x, forward {:.2}x", os / ps, of / pf);
+}
+
 /// Another workspace package's binary (`simgen` for the trainer's tests),
 /// from the target directory the running test was built into. `cargo test
 /// --workspace` (what `make test` runs) builds every binary; after a

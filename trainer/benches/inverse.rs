@@ -99,32 +99,7 @@ fn peer(batch: usize, steps: usize, threads: usize) -> Option<Value> {
 }
 
 fn compare(batch: usize, steps: usize, reps: usize, threads: usize) {
-    let (mut ours_step, mut ours_fwd, mut peer_step, mut peer_fwd) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for rep in 0..reps {
-        let (o, p) = if rep % 2 == 0 {
-            let o = ours(batch, steps);
-            (o, peer(batch, steps, threads))
-        } else {
-            let p = peer(batch, steps, threads);
-            (ours(batch, steps), p)
-        };
-        println!("inverse rep {rep}: ours step {:.4} s fwd {:.4} s ({} parameters); pytorch {p:?}", o.0, o.1, o.2);
-        ours_step.push(o.0);
-        ours_fwd.push(o.1);
-        if let Some(p) = p {
-            peer_step.push(p["step_seconds"].as_f64().unwrap());
-            peer_fwd.push(p["forward_seconds"].as_f64().unwrap());
-        }
-    }
-    let (os, of) = (median(ours_step), median(ours_fwd));
-    println!("inverse ours:    step {os:.4} s, forward {of:.4} s");
-    if peer_step.is_empty() {
-        println!("inverse: PyTorch peer unavailable (run bash bench/setup-peers.sh)");
-        return;
-    }
-    let (ps, pf) = (median(peer_step), median(peer_fwd));
-    println!("inverse pytorch: step {ps:.4} s, forward {pf:.4} s");
-    println!("inverse ratio ours/pytorch: step {:.2}x, forward {:.2}x", os / ps, of / pf);
+    e2e::alternate_with_peer("inverse", reps, || ours(batch, steps), || peer(batch, steps, threads));
 }
 
 /// `simgen multislice` on 2 ranks into `out`; its JSON report.

@@ -97,32 +97,7 @@ fn peer(model: &str, batch: usize, steps: usize, threads: usize) -> Option<Value
 
 fn compare<N: Network>(config: &N, batch: usize, steps: usize, reps: usize, threads: usize) {
     let model = N::MODEL;
-    let (mut ours_step, mut ours_fwd, mut peer_step, mut peer_fwd) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for rep in 0..reps {
-        let (o, p) = if rep % 2 == 0 {
-            let o = ours(config, batch, steps);
-            (o, peer(model, batch, steps, threads))
-        } else {
-            let p = peer(model, batch, steps, threads);
-            (ours(config, batch, steps), p)
-        };
-        println!("{model} rep {rep}: ours step {:.3} s fwd {:.3} s ({} parameters); pytorch {p:?}", o.0, o.1, o.2);
-        ours_step.push(o.0);
-        ours_fwd.push(o.1);
-        if let Some(p) = p {
-            peer_step.push(p["step_seconds"].as_f64().unwrap());
-            peer_fwd.push(p["forward_seconds"].as_f64().unwrap());
-        }
-    }
-    let (os, of) = (median(ours_step), median(ours_fwd));
-    println!("{model} ours:    step {os:.3} s, forward {of:.3} s");
-    if peer_step.is_empty() {
-        println!("{model}: PyTorch peer unavailable (run bash bench/setup-peers.sh)");
-        return;
-    }
-    let (ps, pf) = (median(peer_step), median(peer_fwd));
-    println!("{model} pytorch: step {ps:.3} s, forward {pf:.3} s");
-    println!("{model} ratio ours/pytorch: step {:.2}x, forward {:.2}x", os / ps, of / pf);
+    e2e::alternate_with_peer(model, reps, || ours(config, batch, steps), || peer(model, batch, steps, threads));
 }
 
 fn trainer_run(model: &str, data: &Path, batch: usize) -> Value {
