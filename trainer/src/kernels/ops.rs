@@ -11,7 +11,7 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
-use burn::backend::ops::ModuleOps;
+use burn::backend::ops::{FloatTensorOps, ModuleOps};
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Flex, TensorMetadata, backend_extension};
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
@@ -207,9 +207,27 @@ impl Backward<Flex, 2> for Conv2dBackward {
             grads.register::<Flex>(node.id, grad);
         }
         if let Some(node) = node_x {
-            grads.register::<Flex>(node.id, Flex::conv2d_x_backward(x, weight, out_grad, options));
+            grads.register::<Flex>(node.id, conv2d_input_grad(x, weight, out_grad, options));
         }
     }
+}
+
+/// dX of a 2-D convolution. With stride 1 and one group it is the forward
+/// convolution of the output gradient with the kernel flipped in space and
+/// its channel axes swapped (padding d·(k−1) − p on each side), which
+/// burn-flex runs as columns times a matrix; otherwise burn's transposed
+/// convolution, which adds every column back into place one tap at a time.
+fn conv2d_input_grad(x: FlexTensor, weight: FlexTensor, out_grad: FlexTensor, options: ConvOptions<2>) -> FlexTensor {
+    let w = weight.shape();
+    let reach = |axis: usize| options.dilation[axis] * (w[2 + axis] - 1);
+    let (begin, end) = (options.padding_begin(), options.padding_end());
+    let fits = (0..2).all(|a| begin[a] <= reach(a) && end[a] <= reach(a));
+    if options.stride != [1, 1] || options.groups != 1 || w.num_dims() != 4 || !fits {
+        return Flex::conv2d_x_backward(x, weight, out_grad, options);
+    }
+    let flipped = Flex::float_flip(Flex::float_swap_dims(weight, 0, 1), &[2, 3]);
+    let padding = [(reach(0) - begin[0], reach(0) - end[0]), (reach(1) - begin[1], reach(1) - end[1])];
+    Flex::conv2d(out_grad, flipped, None, ConvOptions::new_with_padding([1, 1], padding, options.dilation, 1))
 }
 
 #[derive(Debug)]
