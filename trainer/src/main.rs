@@ -256,6 +256,14 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<(Box<dyn Trainable>, TrainCon
         (None, None, None) => anyhow::bail!("give --data DIR, --staged TEMPLATE or --node-local TEMPLATE"),
     };
     anyhow::ensure!((0.0..1.0).contains(&args.val_fraction), "--val-fraction must be in [0, 1)");
+    anyhow::ensure!(
+        args.weight_decay.is_finite() && args.weight_decay >= 0.0,
+        "--weight-decay must be a number >= 0, got {}",
+        args.weight_decay
+    );
+    if let Some(start) = args.warmup_start {
+        anyhow::ensure!(start.is_finite() && start > 0.0, "--warmup-start must be a rate > 0, got {start}");
+    }
     anyhow::ensure!(args.fusion_mb >= 0.0, "--fusion-mb must not be negative");
     let rule = match args.optimizer {
         OptimizerKind::Sgd => Rule::Sgd { momentum: args.momentum },

@@ -173,6 +173,18 @@ fn scattering_data_of_the_wrong_shape_fails_with_one_line_naming_the_store() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("scattering-00000.lmdb") && stderr.contains("sample 1"), "{stderr}");
     assert!(stderr.contains("9 patterns") && stderr.trim().lines().count() == 1, "{stderr}");
+
+    // The paper's optimiser settings out of range are refused the same way.
+    for (flag, value) in [("--weight-decay", "-1e-4"), ("--warmup-start", "0")] {
+        let data = two_by_two.to_str().unwrap();
+        let mut args = vec!["train", "--model", "inverse", "--config", "small", "--data", data, "--warmup-epochs", "1"];
+        let setting = format!("{flag}={value}");
+        args.push(&setting);
+        let output = Command::new(TRAINER).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(stderr.contains(flag) && stderr.trim().lines().count() == 1, "{stderr}");
+    }
 }
 
 /// Laanait et al.'s workflow on 2 pretend nodes of 2 ranks: every rank

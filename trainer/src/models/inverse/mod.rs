@@ -85,12 +85,7 @@ mod tests {
 
     use super::*;
     use crate::models::segmentation::layers::Pass;
-    use crate::params;
-
-    fn parameters(config: &TiramisuConfig) -> usize {
-        let net = config.init(&Device::flex());
-        params::inventory(&net).unwrap().iter().filter(|t| t.role.trainable()).map(|t| t.len()).sum()
-    }
+    use crate::models::segmentation::tiramisu::tests::parameters;
 
     #[test]
     fn the_paper_network_has_about_the_papers_220_million_parameters() {

@@ -298,13 +298,14 @@ impl Tiramisu {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
     use crate::params;
 
-    fn parameters(config: &TiramisuConfig) -> usize {
+    /// Trainable values of the network `config` builds.
+    pub(crate) fn parameters(config: &TiramisuConfig) -> usize {
         let net = config.init(&Device::flex());
         params::inventory(&net).unwrap().iter().filter(|t| t.role.trainable()).map(|t| t.len()).sum()
     }
