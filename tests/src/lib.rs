@@ -5,8 +5,38 @@
 //! for real, never mocked.
 
 use std::path::Path;
-use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+
+/// Held while this process has a file open for writing, and while it
+/// starts a child. Tests in one binary run as threads of one process, and a
+/// child inherits every descriptor open at the fork: started while another
+/// test is writing an HDF5 file, it holds that file's exclusive HDF5 lock
+/// for as long as it runs, and a concurrent test's trainers then fail to
+/// open their own data ("unable to lock file, errno = 11").
+static FORKING: Mutex<()> = Mutex::new(());
+
+fn no_fork_now() -> MutexGuard<'static, ()> {
+    FORKING.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Run `write`, which opens files for writing, while no child is being
+/// started (see [`FORKING`]); every file it opens must be closed when it
+/// returns.
+pub fn writing<T>(write: impl FnOnce() -> T) -> T {
+    let _no_fork = no_fork_now();
+    write()
+}
+
+/// `command.output()`, started while no file of this process is open for
+/// writing (see [`FORKING`]): how the tests start every long-lived child.
+pub fn output(command: &mut Command) -> std::io::Result<Output> {
+    let child = {
+        let _no_writer = no_fork_now();
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?
+    };
+    child.wait_with_output()
+}
 
 /// `mpirun` options of every multi-rank test: more ranks than cores, no
 /// pinning, and only the shared-memory transport. Everything runs on one
@@ -50,7 +80,7 @@ pub fn mpirun(ranks: usize, env: &[(&str, &str)], program: &Path, args: &[&str])
         command.env(key, value).args(["-x", key]);
     }
     command.arg(program).args(args);
-    match command.output() {
+    match output(&mut command) {
         Ok(output) => output,
         Err(e) => panic!("cannot start mpirun (run deploy/setup.sh): {e}"),
     }
@@ -281,7 +311,7 @@ pub fn simulated_climate(dir: &Path, samples: u64, channels: usize, seed: u64) -
     let out = dir.join(format!("climate-{samples}-{channels}-{seed}"));
     let config = ClimateConfig { height, width, channels, cyclones: DEFAULT_CYCLONES, rivers: DEFAULT_RIVERS, seed };
     let shape = ClimateShape { height, width, channels };
-    let written = (|| -> Result<(), String> {
+    let written = writing(|| -> Result<(), String> {
         let mut stats = simgen::climate::stats::Accumulator::new(channels);
         for split in ["train", "validation"] {
             std::fs::create_dir_all(out.join(split)).map_err(|e| e.to_string())?;
@@ -299,7 +329,7 @@ pub fn simulated_climate(dir: &Path, samples: u64, channels: usize, seed: u64) -
         write_stats(&out.join(STATS_FILE), &stats).map_err(|e| e.to_string())?;
         let manifest = scan(&out, &ScanOptions::new(Schema::deepcam(shape))).map_err(|e| e.to_string())?;
         manifest.save(&out.join(MANIFEST_FILE)).map_err(|e| e.to_string())
-    })();
+    });
     if let Err(e) = written {
         panic!("simulating climate test data into {}: {e}", out.display());
     }

@@ -115,7 +115,7 @@ fn a_resumed_segmentation_run_continues_bit_for_bit() {
 /// Run the trainer as a user would before MPI starts; return its exit
 /// code and stderr.
 fn refused(args: &[&str]) -> (Option<i32>, String) {
-    let output = Command::new(TRAINER).args(args).output().unwrap();
+    let output = e2e::output(Command::new(TRAINER).args(args)).unwrap();
     (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
 }
 
