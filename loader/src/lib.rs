@@ -10,7 +10,8 @@
 //!   index, `log(x+1)` or divide-by-mean); [`deepcam`]: DeepCAM HDF5 read by
 //!   byte offset outside the HDF5 lock, min-max normalised, HWC -> CHW;
 //!   [`lmdb`]: multislice scattering samples and simulator traces (targets
-//!   of variable length) from LMDB stores.
+//!   of variable length) from LMDB stores; [`traces`]: several trace stores
+//!   as one dataset, address ids translated into a fixed layout.
 //! - [`pipeline`]: worker threads, a bounded prefetch window, batches in
 //!   order, reusable buffers, errors to the consumer, join on drop, metrics,
 //!   resume at a saved batch position.
@@ -32,3 +33,4 @@ pub mod deepcam;
 pub mod lmdb;
 pub mod pipeline;
 pub mod sampler;
+pub mod traces;

@@ -265,3 +265,48 @@ fn trace_index_past_the_end_is_an_error() {
     assert!(matches!(err, DatasetError::OutOfRange { index: 3, len: 3 }), "{err}");
     assert!(y.is_empty());
 }
+
+/// Two stores number the same addresses differently; read through one
+/// layout, the same address has the same position in both, an address the
+/// layout lacks is marked unknown, and each choice carries its prior's two
+/// numbers.
+#[test]
+fn trace_stores_translate_each_stores_address_ids_into_one_layout() {
+    use loader::traces::{CHOICE_WIDTH, TraceStores, UNKNOWN_ADDRESS};
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, addresses: &[&str], tag: f32| {
+        let path = dir.path().join(name);
+        let mut w = TraceStoreWriter::create(&path).unwrap();
+        let choices = addresses
+            .iter()
+            .enumerate()
+            .map(|(j, a)| Choice {
+                address: w.address_id(a),
+                controlled: true,
+                distribution: Distribution::Uniform { low: -(j as f64), high: 3.0 },
+                value: j as f64 * 0.5,
+            })
+            .collect();
+        w.add(&Trace { shape: vec![1, 2], observation: vec![tag, tag], choices }).unwrap();
+        w.finish().unwrap();
+        path
+    };
+    let first = write("a", &["px", "py"], 1.0);
+    let second = write("b", &["py", "rare", "px"], 2.0);
+    let layout = vec!["px".to_owned(), "py".to_owned()];
+    let stores = TraceStores::open(&[first, second], &layout).unwrap();
+    assert_eq!((stores.len(), stores.x_len(), stores.observation_shape()), (2, 2, &[1u32, 2][..]));
+    let target = |i| {
+        let (mut x, mut y) = (vec![0f32; 2], Vec::new());
+        stores.read_ragged(i, &mut x, &mut y).unwrap();
+        (x[0], y)
+    };
+    let (tag, y) = target(0);
+    assert_eq!(tag, 1.0);
+    assert_eq!(y, [0.0, 0.0, 0.0, 3.0, 1.0, 0.5, -1.0, 3.0]);
+    let (tag, y) = target(1);
+    assert_eq!(tag, 2.0);
+    let positions: Vec<f32> = y.chunks_exact(CHOICE_WIDTH).map(|c| c[0]).collect();
+    assert_eq!(positions, [1.0, UNKNOWN_ADDRESS, 0.0]);
+    assert!(matches!(stores.read_ragged(2, &mut [0.0; 2], &mut Vec::new()), Err(DatasetError::OutOfRange { .. })));
+}
