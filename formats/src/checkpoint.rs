@@ -52,6 +52,11 @@ pub struct TrainState {
     /// xxh3-64 (hex) of each array file's bytes, filled in by [`save`].
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// What the network's shape depends on beyond its configuration, as
+    /// the model describes it (the Etalumis layers made for each address);
+    /// null for models without.
+    #[serde(default)]
+    pub layout: serde_json::Value,
 }
 
 /// Testing aid: `STAGEHAND_TRAINER_ABORT_WHILE_WRITING=epoch-2` kills the
@@ -296,6 +301,7 @@ mod tests {
                 losses: vec![0.5, 0.25],
                 checksum: values_checksum(&all),
                 files: BTreeMap::new(),
+                layout: serde_json::json!([{ "address": "tau__px__Uniform__1", "kind": "uniform" }]),
             },
             params,
             model_state,

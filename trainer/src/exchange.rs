@@ -18,9 +18,13 @@ use crate::fusion::FusionPlan;
 /// communicator (so it never matches another library's messages).
 pub struct GradientExchange {
     plan: FusionPlan,
+    fusion_bytes: usize,
     send: Vec<Vec<f32>>,
     recv: Vec<Vec<f32>>,
     comm: SimpleCommunicator,
+    /// Gradient values reduced so far, and what reducing every tensor each
+    /// time would have been.
+    reduced: (u64, u64),
 }
 
 impl GradientExchange {
@@ -29,7 +33,13 @@ impl GradientExchange {
     pub fn new(world: &World, lengths: &[usize], fusion_bytes: usize) -> Self {
         let plan = FusionPlan::new(lengths, fusion_bytes);
         let (send, recv) = (plan.allocate(), plan.allocate());
-        GradientExchange { plan, send, recv, comm: world.comm().duplicate() }
+        GradientExchange { plan, fusion_bytes, send, recv, comm: world.comm().duplicate(), reduced: (0, 0) }
+    }
+
+    /// (gradient values reduced, values a reduction of every tensor each
+    /// time would have moved) so far.
+    pub fn reduced_values(&self) -> (u64, u64) {
+        self.reduced
     }
 
     /// The fusion plan.
@@ -62,6 +72,53 @@ impl GradientExchange {
         for (s, r) in self.send.iter().zip(self.recv.iter_mut()) {
             self.comm.all_reduce_into(&s[..], &mut r[..], SystemOperation::sum());
         }
+        let total = self.plan.total() as u64;
+        self.reduced = (self.reduced.0 + total, self.reduced.1 + total);
+    }
+
+    /// Average only the tensors that some rank has a gradient for
+    /// (`present`: this rank's, in tensor order), as Etalumis did for the
+    /// proposal layers of addresses a minibatch did not visit (Baydin et
+    /// al. 2019, section V-B). The ranks agree on which tensors those are
+    /// with one allreduce of a bitvector; then the agreed tensors' slots
+    /// (zeros where a rank had none: [`put`](Self::put) them anyway) are
+    /// packed into fusion buffers of their own and reduced. Returns which
+    /// tensors were averaged; the others' [`averaged`](Self::averaged)
+    /// gradients are zeros. Collective.
+    pub fn average_present(&mut self, present: &[bool]) -> Vec<bool> {
+        let mut union = vec![0u64; present.len().div_ceil(64)];
+        self.comm.all_reduce_into(&bitvector(present)[..], &mut union[..], SystemOperation::bitwise_or());
+        let agreed = bits(&union, present.len());
+        if agreed.iter().all(|&a| a) {
+            self.average_slots();
+            return agreed;
+        }
+        let tensors: Vec<usize> = (0..agreed.len()).filter(|&t| agreed[t]).collect();
+        let lengths: Vec<usize> = tensors.iter().map(|&t| self.plan.place(t).2).collect();
+        let packed = FusionPlan::new(&lengths, self.fusion_bytes);
+        let slots: Vec<&[f32]> = tensors
+            .iter()
+            .map(|&t| {
+                let (b, offset, len) = self.plan.place(t);
+                &self.send[b][offset..offset + len]
+            })
+            .collect();
+        let mut send = packed.allocate();
+        packed.pack(&slots, &mut send);
+        let mut recv = packed.allocate();
+        for (s, r) in send.iter().zip(recv.iter_mut()) {
+            self.comm.all_reduce_into(&s[..], &mut r[..], SystemOperation::sum());
+        }
+        for buffer in &mut self.recv {
+            buffer.fill(0.0);
+        }
+        for (k, &t) in tensors.iter().enumerate() {
+            let (b, offset, len) = self.plan.place(t);
+            let (pb, poffset, _) = packed.place(k);
+            self.recv[b][offset..offset + len].copy_from_slice(&recv[pb][poffset..poffset + len]);
+        }
+        self.reduced = (self.reduced.0 + packed.total() as u64, self.reduced.1 + self.plan.total() as u64);
+        agreed
     }
 
     /// Replace every tensor by its average over the ranks. Collective.
@@ -74,6 +131,20 @@ impl GradientExchange {
         let scale = 1.0 / self.comm.size() as f32;
         self.plan.unpack(&self.recv, tensors, scale);
     }
+}
+
+/// `flags` as bits, 64 to a word, flag `i` in bit `i % 64` of word `i / 64`.
+pub fn bitvector(flags: &[bool]) -> Vec<u64> {
+    let mut words = vec![0u64; flags.len().div_ceil(64)];
+    for (i, _) in flags.iter().enumerate().filter(|(_, f)| **f) {
+        words[i / 64] |= 1 << (i % 64);
+    }
+    words
+}
+
+/// The first `n` flags of a [`bitvector`].
+pub fn bits(words: &[u64], n: usize) -> Vec<bool> {
+    (0..n).map(|i| words.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)).collect()
 }
 
 /// A send and a receive set of fusion buffers.
@@ -155,6 +226,38 @@ impl Drop for LaggedExchange {
         self.to_thread = None;
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// The union the ranks agree on is the OR of their bitvectors: checked
+    /// on disjoint, overlapping and empty sets of every size around a word.
+    #[test]
+    fn the_or_of_bitvectors_is_the_union_of_the_sets() {
+        let union = |sets: &[&[usize]], n: usize| {
+            let flags = |set: &[usize]| (0..n).map(|i| set.contains(&i)).collect::<Vec<bool>>();
+            let words = sets.iter().map(|s| bitvector(&flags(s))).fold(vec![0u64; n.div_ceil(64)], |acc, w| {
+                acc.iter().zip(&w).map(|(a, b)| a | b).collect()
+            });
+            (0..n).filter(|&i| bits(&words, n)[i]).collect::<Vec<usize>>()
+        };
+        assert_eq!(union(&[&[0, 2], &[1, 3]], 4), [0, 1, 2, 3], "disjoint");
+        assert_eq!(union(&[&[0, 63, 64], &[63, 65]], 70), [0, 63, 64, 65], "overlapping, across a word");
+        assert_eq!(union(&[&[], &[]], 130), Vec::<usize>::new(), "empty");
+        assert_eq!(union(&[&[], &[129]], 130), [129], "one empty");
+        assert_eq!(union(&[], 0), Vec::<usize>::new(), "no tensors");
+    }
+
+    proptest! {
+        #[test]
+        fn bits_read_back_what_bitvector_wrote(flags in proptest::collection::vec(any::<bool>(), 0..300)) {
+            prop_assert_eq!(bits(&bitvector(&flags), flags.len()), flags);
         }
     }
 }

@@ -88,10 +88,20 @@ impl Optimizer {
 
     /// One step at learning rate `lr`: `params[t] -= update(grads[t])`.
     pub fn step(&mut self, lr: f32, params: &mut [&mut [f32]], grads: &[&[f32]]) {
+        self.step_where(lr, params, grads, &vec![true; params.len()]);
+    }
+
+    /// One step of the tensors `t` with `has_gradient[t]`; the others, which
+    /// no rank had a gradient for, keep their values and moments (as
+    /// PyTorch's optimisers skip a parameter whose gradient is `None`).
+    pub fn step_where(&mut self, lr: f32, params: &mut [&mut [f32]], grads: &[&[f32]], has_gradient: &[bool]) {
         self.steps += 1;
         let t = self.steps as i32;
         let mut decayed = Vec::new();
         for (i, (w, g)) in params.iter_mut().zip(grads).enumerate() {
+            if !has_gradient.get(i).copied().unwrap_or(true) {
+                continue;
+            }
             let g: &[f32] = if self.weight_decay == 0.0 {
                 g
             } else {
@@ -125,6 +135,17 @@ impl Optimizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tensor_without_gradient_keeps_its_values_and_moments() {
+        for rule in [Rule::ADAM, Rule::Sgd { momentum: 0.9 }] {
+            let mut opt = Optimizer::new(rule, None, &[2, 2]).with_weight_decay(0.1);
+            let (mut a, mut b) = (vec![1.0f32, 2.0], vec![3.0f32, 4.0]);
+            opt.step_where(0.1, &mut [&mut a, &mut b], &[&[1.0, 1.0], &[0.0, 0.0]], &[true, false]);
+            assert_ne!(a, [1.0, 2.0]);
+            assert_eq!((b.as_slice(), opt.first[1].as_slice()), (&[3.0f32, 4.0][..], &[0.0f32, 0.0][..]), "{rule:?}");
+        }
+    }
 
     fn run(rule: Rule, trust: Option<TrustRatio>, steps: usize, lr: f32) -> Vec<f32> {
         // Minimise f(w) = Σ (w_i - i)² / 2, gradient w - target.

@@ -207,13 +207,17 @@ pub fn state_values<M: Module>(model: &M) -> Vec<Vec<f32>> {
 }
 
 /// Hand each trainable parameter's gradient (zeros where the loss does not
-/// depend on it) to `sink(index, gradient)`, in traversal order.
-pub fn gradients<M: Module>(model: &M, grads: &Gradients, mut sink: impl FnMut(usize, &[f32])) {
+/// depend on it) to `sink(index, gradient)`, in traversal order. Returns
+/// which parameters had a gradient: a network whose layers depend on the
+/// input (the Etalumis heads of addresses a batch never visits) leaves
+/// some without.
+pub fn gradients<M: Module>(model: &M, grads: &Gradients, mut sink: impl FnMut(usize, &[f32])) -> Vec<bool> {
     struct Grads<'g, F> {
         place: Place,
         grads: &'g Gradients,
         sink: &'g mut F,
         index: usize,
+        present: Vec<bool>,
     }
     impl<F: FnMut(usize, &[f32])> ModuleVisitor for Grads<'_, F> {
         fn enter_module(&mut self, name: &str, container: &str) {
@@ -228,7 +232,9 @@ pub fn gradients<M: Module>(model: &M, grads: &Gradients, mut sink: impl FnMut(u
                 return;
             }
             let value = param.val();
-            let grad = match value.grad(self.grads) {
+            let grad = value.grad(self.grads);
+            self.present.push(grad.is_some());
+            let grad = match grad {
                 Some(g) => to_vec(g),
                 None => vec![0.0; value.dims().iter().product()],
             };
@@ -236,7 +242,9 @@ pub fn gradients<M: Module>(model: &M, grads: &Gradients, mut sink: impl FnMut(u
             self.index += 1;
         }
     }
-    model.visit(&mut Grads { place: Place::default(), grads, sink: &mut sink, index: 0 });
+    let mut visitor = Grads { place: Place::default(), grads, sink: &mut sink, index: 0, present: Vec::new() };
+    model.visit(&mut visitor);
+    visitor.present
 }
 
 /// Write `values` into the tensors of one kind, in traversal order.

@@ -11,10 +11,10 @@ use cluster::World;
 use formats::manifest::{MANIFEST_FILE, Manifest};
 use formats::placement::Policy;
 use loader::dataset::{Dataset, DatasetError};
-use loader::sampler::{DistributedSampler, NodeLocalSampler, Remainder};
+use loader::sampler::{BucketedSampler, DistributedSampler, NodeLocalSampler, Remainder};
 
-use super::TrainError;
-use super::model::TrainModel;
+use super::model::{Sampling, TrainModel};
+use super::{TrainConfig, TrainError};
 
 /// The training data.
 #[derive(Debug, Clone, PartialEq)]
@@ -245,11 +245,18 @@ pub fn check<M: TrainModel>(model: &M, source: &DataSource, val: Option<&Path>) 
 pub fn open<M: TrainModel>(
     world: &World,
     model: &M,
-    source: &DataSource,
-    val: Option<&Path>,
-    val_fraction: f64,
-    seed: u64,
+    config: &TrainConfig,
 ) -> Result<(TrainData, Option<ValData>), TrainError> {
+    let (source, val, val_fraction, seed) = (&config.source, config.val.as_deref(), config.val_fraction, config.seed);
+    if let (Sampling::Bucketed { .. }, DataSource::Staged { .. } | DataSource::NodeLocal { .. }) =
+        (model.sampling(), source)
+    {
+        return Err(TrainError::Invalid(format!(
+            "model '{}' cuts batches from the traces' sorted order over the whole dataset: give it --data DIR, \
+             which every rank reads",
+            model.summary().name
+        )));
+    }
     match source {
         DataSource::Dir(dir) => {
             let manifest = checked_manifest(model, dir)?;
@@ -275,19 +282,27 @@ pub fn open<M: TrainModel>(
                 None => None,
             };
             let samples = dataset.len();
-            let sampler = DistributedSampler {
-                len: samples,
-                world: world.size(),
-                rank: world.rank(),
-                seed,
-                shuffle: true,
-                remainder: Remainder::Drop,
+            let order: Box<dyn Fn(u64) -> Vec<usize> + Send> = match model.sampling() {
+                Sampling::Shuffled => {
+                    let sampler = DistributedSampler {
+                        len: samples,
+                        world: world.size(),
+                        rank: world.rank(),
+                        seed,
+                        shuffle: true,
+                        remainder: Remainder::Drop,
+                    };
+                    Box::new(move |e| sampler.indices(e))
+                }
+                Sampling::Bucketed { buckets } => {
+                    let (batch, world, rank) = (config.batch, world.size(), world.rank());
+                    let sampler = BucketedSampler { len: samples, batch, buckets, world, rank, seed };
+                    // The loader cuts the order into batches of `batch`, so
+                    // the sampler's ranges come out as the batches it made.
+                    Box::new(move |e| sampler.batches(e).into_iter().flatten().collect())
+                }
             };
-            let train = TrainData {
-                dataset: Arc::new(TrainSet::Files(dataset)),
-                order: Box::new(move |e| sampler.indices(e)),
-                samples,
-            };
+            let train = TrainData { dataset: Arc::new(TrainSet::Files(dataset)), order, samples };
             Ok((train, val))
         }
         DataSource::Staged { dest, manifest: manifest_path, policy, seed: placement_seed } => {

@@ -29,7 +29,7 @@ use crate::schedule::Schedule;
 pub use config::{ScheduleSpec, TrainConfig};
 pub use data::DataSource;
 pub use device::{DeviceChoice, DeviceError};
-pub use model::{InitChoice, ModelOptions, ModelSummary, Split, StepContext, TrainModel};
+pub use model::{InitChoice, ModelOptions, ModelSummary, Sampling, Split, StepContext, TrainModel};
 pub use report::{EpochReport, StepTimes, TrainReport, Validation};
 
 /// Why training stopped.
@@ -138,6 +138,8 @@ struct Run<'a, M: TrainModel> {
     losses: Vec<f32>,
     loader_config: LoaderConfig,
     fault: Option<(Fault, u64)>,
+    /// Whether the model's gradients may be sparse ([`TrainModel::sparse_gradients`]).
+    sparse: bool,
 }
 
 /// Train `model`. Collective: every rank calls it with the same
@@ -152,10 +154,18 @@ pub fn run<M: TrainModel>(
         return Err(TrainError::Invalid("--batch must be at least 1".into()));
     }
     let device = config.device.device()?;
+    if config.grad_lag && model.sparse_gradients() {
+        return Err(TrainError::Invalid(format!(
+            "--grad-lag 1 reduces every tensor each step; model '{}' has layers a batch may not use, whose gradients \
+             the ranks must first agree on (run it without --grad-lag)",
+            model.summary().name
+        )));
+    }
+    // The data first: a model may shape its network by it (Etalumis makes
+    // layers for the addresses the traces visit).
+    let (train, val) = data::open(world, &model, config)?;
     let net = model.build(&device)?;
     let tensors = params::inventory(&net)?;
-    let (train, val) =
-        data::open(world, &model, &config.source, config.val.as_deref(), config.val_fraction, config.seed)?;
     let (first, same_everywhere) = train.dataset.first_samples(FIT_SAMPLES);
     model.fit(world, &*train.dataset, &first, same_everywhere)?;
     let steps_per_epoch = ((train.order)(0).len() / config.batch) as u64;
@@ -215,6 +225,7 @@ pub fn run<M: TrainModel>(
             skip_corrupt: false,
         },
         fault: fault_at(world),
+        sparse: model.sparse_gradients(),
     };
     run.epochs(net, &train, val.as_ref(), (start.epoch, start.skip), on_epoch)
 }
@@ -236,6 +247,12 @@ fn start<M: TrainModel>(
         let (values, state) = params::initial(tensors, model.weight_init(), config.seed);
         return Ok(Start { values, state, epoch: 0, skip: 0, losses: Vec::new() });
     };
+    if cp.state.layout != model.layout() {
+        return Err(TrainError::Invalid(format!(
+            "the checkpoint's network was laid out for other data: {}",
+            layout_difference(&cp.state.layout, &model.layout())
+        )));
+    }
     if cp.state.lengths != lengths || cp.state.model != summary.config || cp.state.state_lengths != state_lengths {
         return Err(TrainError::Invalid(format!(
             "the checkpoint holds model '{}' with {} tensors and {} state tensors; this run is '{}' with {} and {}",
@@ -326,6 +343,13 @@ impl<M: TrainModel> Run<'_, M> {
             ranks: self.world.size(),
             batch_per_rank: self.config.batch,
             fusion_buffers: crate::fusion::FusionPlan::new(&self.lengths, self.config.fusion_bytes).buffers(),
+            reduced_gradient_share: match &self.exchange {
+                Exchange::Blocking(ex) => {
+                    let (reduced, dense) = ex.reduced_values();
+                    (dense > 0).then(|| reduced as f64 / dense as f64)
+                }
+                Exchange::Lagged { .. } => None,
+            },
             grad_lag: self.config.grad_lag,
             augment: model_flag(&self.summary, "augment"),
             standardize: model_flag(&self.summary, "standardize"),
@@ -370,14 +394,20 @@ impl<M: TrainModel> Run<'_, M> {
         let lr = self.schedule.at(self.optimizer.steps);
         match &mut self.exchange {
             Exchange::Blocking(ex) => {
-                params::gradients(&net, &grads, |i, g| ex.put(i, g));
+                let present = params::gradients(&net, &grads, |i, g| ex.put(i, g));
                 times.compute += t.elapsed().as_secs_f64();
                 let t = Instant::now();
-                ex.average_slots();
+                let averaged = if self.sparse {
+                    ex.average_present(&present)
+                } else {
+                    ex.average_slots();
+                    vec![true; present.len()]
+                };
                 times.communication += t.elapsed().as_secs_f64();
                 let t = Instant::now();
-                let averaged: Vec<&[f32]> = (0..self.lengths.len()).map(|i| ex.averaged(i)).collect();
-                apply(&mut self.optimizer, lr, &mut self.values, &averaged);
+                let gradients: Vec<&[f32]> = (0..self.lengths.len()).map(|i| ex.averaged(i)).collect();
+                let mut values: Vec<&mut [f32]> = self.values.iter_mut().map(Vec::as_mut_slice).collect();
+                self.optimizer.step_where(lr, &mut values, &gradients, &averaged);
                 times.optimizer += t.elapsed().as_secs_f64();
             }
             Exchange::Lagged { exchange: ex, local, pending } => {
@@ -529,6 +559,7 @@ impl<M: TrainModel> Run<'_, M> {
             losses,
             checksum,
             files: Default::default(),
+            layout: self.model.layout(),
         };
         Checkpoint {
             state,
@@ -537,6 +568,25 @@ impl<M: TrainModel> Run<'_, M> {
             first: self.optimizer.first.clone(),
             second: self.optimizer.second.clone(),
         }
+    }
+}
+
+/// The first place two layouts differ, for an error message: the first
+/// entry of two lists that differs, or both values in full.
+fn layout_difference(saved: &serde_json::Value, now: &serde_json::Value) -> String {
+    let brief = |v: Option<&serde_json::Value>| v.map_or("nothing".to_owned(), |v| v.to_string());
+    match (saved.as_array(), now.as_array()) {
+        (Some(a), Some(b)) => {
+            let at = (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i)).unwrap_or(0);
+            format!(
+                "the checkpoint has {} entries, the data {}; entry {at} is {} in the checkpoint and {} in the data",
+                a.len(),
+                b.len(),
+                brief(a.get(at)),
+                brief(b.get(at))
+            )
+        }
+        _ => format!("{} in the checkpoint, {} for the data", brief(Some(saved)), brief(Some(now))),
     }
 }
 

@@ -91,6 +91,24 @@ pub struct Split {
     pub validation: Vec<usize>,
 }
 
+/// How the training samples are cut into batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sampling {
+    /// Samples shuffled over the ranks, every rank an equal share
+    /// ([`DistributedSampler`](loader::sampler::DistributedSampler)).
+    #[default]
+    Shuffled,
+    /// Batches cut from consecutive samples in the dataset's own order
+    /// (traces sorted by type), grouped into `buckets` buckets dealt out to
+    /// the ranks in a shuffled order each epoch (Etalumis;
+    /// [`BucketedSampler`](loader::sampler::BucketedSampler)). Needs a
+    /// dataset directory every rank reads (`--data`).
+    Bucketed {
+        /// Number of buckets.
+        buckets: usize,
+    },
+}
+
 /// A model the engine can train. Implemented once per network family; the
 /// engine is generic over it, and [`Trainable`](crate::models::Trainable)
 /// erases it for the registry.
@@ -120,6 +138,27 @@ pub trait TrainModel: Send + Sync + 'static {
     fn split(&self, manifest: &Manifest) -> Option<Split> {
         let _ = manifest;
         None
+    }
+
+    /// How batches are cut; shuffled samples by default.
+    fn sampling(&self) -> Sampling {
+        Sampling::Shuffled
+    }
+
+    /// Whether some parameters may have no gradient in a step (layers the
+    /// batch did not use): the ranks then agree on which to reduce
+    /// ([`GradientExchange::average_present`](crate::exchange::GradientExchange::average_present)),
+    /// and the optimiser leaves the others alone. False by default.
+    fn sparse_gradients(&self) -> bool {
+        false
+    }
+
+    /// What the network's shape depends on beyond its configuration (the
+    /// Etalumis layers made for each address of the data), saved in
+    /// checkpoints; a checkpoint whose layout differs cannot be resumed.
+    /// Null by default.
+    fn layout(&self) -> serde_json::Value {
+        serde_json::Value::Null
     }
 
     /// Open the sample files `files` (indices into the manifest; all when

@@ -117,6 +117,11 @@ pub struct TrainReport {
     pub batch_per_rank: usize,
     /// Allreduce calls per step (fusion buffers).
     pub fusion_buffers: usize,
+    /// Of the gradient values a reduction of every tensor at every step
+    /// would have moved, the share that was reduced (below 1 when a model's
+    /// batches leave layers unused and the ranks agree to skip them); None
+    /// with the lagged exchange, which reduces everything.
+    pub reduced_gradient_share: Option<f64>,
     /// One-step gradient lag.
     pub grad_lag: bool,
     /// Samples turned by random symmetries of the cube.
