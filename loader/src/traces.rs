@@ -10,8 +10,9 @@
 //! lacks becomes [`UNKNOWN_ADDRESS`].
 //!
 //! A trace's target is [`CHOICE_WIDTH`] values per controlled choice, in
-//! execution order: the layout position, the value, and the two numbers of
-//! the prior a proposal needs ([`prior_parameters`]).
+//! execution order: the layout position, the value, the two numbers of the
+//! prior a proposal needs ([`prior_parameters`]), and the value's log prior
+//! density (what a proposal is measured against).
 //!
 //! ```no_run
 //! use loader::dataset::Dataset;
@@ -22,8 +23,8 @@
 //! let (mut x, mut y) = (vec![0f32; traces.x_len()], Vec::new());
 //! traces.read_ragged(0, &mut x, &mut y)?;
 //! for choice in y.chunks_exact(CHOICE_WIDTH) {
-//!     let [position, value, a, b] = [choice[0], choice[1], choice[2], choice[3]];
-//!     println!("address {position}: {value} (prior parameters {a}, {b})");
+//!     let [position, value, a, b, log_prior] = [choice[0], choice[1], choice[2], choice[3], choice[4]];
+//!     println!("address {position}: {value} (prior parameters {a}, {b}; log prior {log_prior})");
 //! }
 //! # Ok::<(), loader::dataset::DatasetError>(())
 //! ```
@@ -36,7 +37,7 @@ use formats::lmdb::trace_codec::Distribution;
 use crate::dataset::{Dataset, DatasetError};
 
 /// Values per controlled choice in a trace's target.
-pub const CHOICE_WIDTH: usize = 4;
+pub const CHOICE_WIDTH: usize = 5;
 
 /// The layout position of an address the layout does not hold.
 pub const UNKNOWN_ADDRESS: f32 = -1.0;
@@ -177,7 +178,8 @@ impl Dataset for TraceStores {
                 }
             })?;
             let [a, b] = prior_parameters(&choice.distribution);
-            y.extend_from_slice(&[position, choice.value as f32, a as f32, b as f32]);
+            let log_prior = choice.distribution.log_prob(choice.value);
+            y.extend_from_slice(&[position, choice.value as f32, a as f32, b as f32, log_prior as f32]);
             bytes += 8 * 4;
         }
         Ok(bytes)

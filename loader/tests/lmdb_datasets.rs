@@ -269,7 +269,7 @@ fn trace_index_past_the_end_is_an_error() {
 /// Two stores number the same addresses differently; read through one
 /// layout, the same address has the same position in both, an address the
 /// layout lacks is marked unknown, and each choice carries its prior's two
-/// numbers.
+/// numbers and its log prior density.
 #[test]
 fn trace_stores_translate_each_stores_address_ids_into_one_layout() {
     use loader::traces::{CHOICE_WIDTH, TraceStores, UNKNOWN_ADDRESS};
@@ -303,7 +303,8 @@ fn trace_stores_translate_each_stores_address_ids_into_one_layout() {
     };
     let (tag, y) = target(0);
     assert_eq!(tag, 1.0);
-    assert_eq!(y, [0.0, 0.0, 0.0, 3.0, 1.0, 0.5, -1.0, 3.0]);
+    let (third, quarter) = (-(3f32.ln()), -(4f32.ln()));
+    assert_eq!(y, [0.0, 0.0, 0.0, 3.0, third, 1.0, 0.5, -1.0, 3.0, quarter]);
     let (tag, y) = target(1);
     assert_eq!(tag, 2.0);
     let positions: Vec<f32> = y.chunks_exact(CHOICE_WIDTH).map(|c| c[0]).collect();

@@ -19,6 +19,57 @@ pub enum Distribution {
     Bernoulli { p: f64 },
 }
 
+impl Distribution {
+    /// log density (or mass) of `x`: -inf where `x` cannot occur. Kept with
+    /// the stored distribution because every reader of traces needs it: the
+    /// simulator scores its choices, the trainer compares its proposals
+    /// with the priors.
+    pub fn log_prob(&self, x: f64) -> f64 {
+        match self {
+            // Normal density: -(x-μ)²/(2σ²) - ln σ - ln(2π)/2.
+            Distribution::Normal { mean, std } => {
+                let z = (x - mean) / std;
+                -0.5 * z * z - std.ln() - 0.5 * (2.0 * std::f64::consts::PI).ln()
+            }
+            Distribution::Uniform { low, high } => {
+                if (*low..=*high).contains(&x) {
+                    -(high - low).ln()
+                } else {
+                    f64::NEG_INFINITY
+                }
+            }
+            Distribution::Categorical { probs } => match as_count(x) {
+                Some(k) if k < probs.len() as u64 => (probs[k as usize] / probs.iter().sum::<f64>()).ln(),
+                _ => f64::NEG_INFINITY,
+            },
+            // Poisson mass: k ln λ - λ - ln k!.
+            Distribution::Poisson { rate } => match as_count(x) {
+                Some(k) => k as f64 * rate.ln() - rate - ln_factorial(k),
+                None => f64::NEG_INFINITY,
+            },
+            Distribution::Bernoulli { p } => match as_count(x) {
+                Some(1) => p.ln(),
+                Some(0) => (1.0 - p).ln(),
+                _ => f64::NEG_INFINITY,
+            },
+        }
+    }
+}
+
+fn as_count(x: f64) -> Option<u64> {
+    (x >= 0.0 && x.fract() == 0.0 && x < 2f64.powi(53)).then_some(x as u64)
+}
+
+/// ln k!: summed exactly up to 256, Stirling's series beyond (its error
+/// there is below 1e-15 relative).
+fn ln_factorial(k: u64) -> f64 {
+    if k <= 256 {
+        return (2..=k).map(|i| (i as f64).ln()).sum();
+    }
+    let n = k as f64;
+    n * n.ln() - n + 0.5 * (2.0 * std::f64::consts::PI * n).ln() + 1.0 / (12.0 * n) - 1.0 / (360.0 * n.powi(3))
+}
+
 /// One random choice with its address id (see the store's address dictionary).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Choice {
