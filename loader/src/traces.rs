@@ -91,11 +91,7 @@ impl TraceStores {
                 shape = Some(first.shape);
             }
             positions.push(
-                store
-                    .addresses()
-                    .iter()
-                    .map(|a| at.get(a.as_str()).map_or(UNKNOWN_ADDRESS, |&p| p as f32))
-                    .collect(),
+                store.addresses().iter().map(|a| at.get(a.as_str()).map_or(UNKNOWN_ADDRESS, |&p| p as f32)).collect(),
             );
             starts.push(len);
             len += store.len() as usize;
@@ -170,13 +166,12 @@ impl Dataset for TraceStores {
         x.copy_from_slice(&trace.observation);
         let mut bytes = 4 * trace.observation.len() as u64;
         for choice in trace.choices.iter().filter(|c| c.controlled) {
-            let position = self.positions[store].get(choice.address as usize).copied().ok_or_else(|| {
-                DatasetError::Shape {
+            let position =
+                self.positions[store].get(choice.address as usize).copied().ok_or_else(|| DatasetError::Shape {
                     path: path.clone(),
                     key,
                     reason: format!("address id {} is not in the store's dictionary", choice.address),
-                }
-            })?;
+                })?;
             let [a, b] = prior_parameters(&choice.distribution);
             let log_prior = choice.distribution.log_prob(choice.value);
             y.extend_from_slice(&[position, choice.value as f32, a as f32, b as f32, log_prior as f32]);

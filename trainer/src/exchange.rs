@@ -242,9 +242,10 @@ mod tests {
     fn the_or_of_bitvectors_is_the_union_of_the_sets() {
         let union = |sets: &[&[usize]], n: usize| {
             let flags = |set: &[usize]| (0..n).map(|i| set.contains(&i)).collect::<Vec<bool>>();
-            let words = sets.iter().map(|s| bitvector(&flags(s))).fold(vec![0u64; n.div_ceil(64)], |acc, w| {
-                acc.iter().zip(&w).map(|(a, b)| a | b).collect()
-            });
+            let words = sets
+                .iter()
+                .map(|s| bitvector(&flags(s)))
+                .fold(vec![0u64; n.div_ceil(64)], |acc, w| acc.iter().zip(&w).map(|(a, b)| a | b).collect());
             (0..n).filter(|&i| bits(&words, n)[i]).collect::<Vec<usize>>()
         };
         assert_eq!(union(&[&[0, 2], &[1, 3]], 4), [0, 1, 2, 3], "disjoint");

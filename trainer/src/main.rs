@@ -176,6 +176,15 @@ struct TrainArgs {
     /// --batch 2 do. Must divide --batch.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     bn_group: Option<u64>,
+    /// Etalumis: LSTM layers, 1 to 4 (default: the configuration's, 1).
+    #[arg(long)]
+    lstm_depth: Option<usize>,
+    /// Etalumis: batches are cut from the traces' sorted order (each mostly
+    /// one trace type) and grouped into this many buckets, dealt out to the
+    /// ranks in a new order each epoch (Baydin et al. 2019; default 16).
+    /// 0: random batches of shuffled traces instead.
+    #[arg(long)]
+    buckets: Option<usize>,
     /// How the initial weights are drawn (default: the model's own; biases
     /// start at zero, BatchNorm scales at one).
     #[arg(long, value_enum)]
@@ -235,6 +244,8 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<(Box<dyn Trainable>, TrainCon
         }),
         class_weights: args.class_weights.clone(),
         norm_group: args.bn_group.map(|g| g as usize),
+        lstm_depth: args.lstm_depth,
+        buckets: args.buckets,
     };
     if let Some(group) = args.bn_group {
         anyhow::ensure!(

@@ -42,6 +42,10 @@ pub struct ModelOptions {
     /// Samples per batch-normalisation group instead of the whole per-rank
     /// batch (models with BatchNorm).
     pub norm_group: Option<usize>,
+    /// LSTM layers (Etalumis).
+    pub lstm_depth: Option<usize>,
+    /// Buckets of the bucketed trace sampler, 0 for shuffled traces (Etalumis).
+    pub buckets: Option<usize>,
 }
 
 /// The `--init` choices.

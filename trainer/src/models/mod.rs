@@ -9,18 +9,39 @@
 //!   atmospheric rivers in DeepCAM climate fields (Kurth et al. 2018).
 //! - [`inverse`]: the inverse-imaging FC-DenseNet reconstructing projected
 //!   densities from CBED stacks (Laanait et al. 2019).
+//! - [`etalumis`]: the Etalumis inference network proposing a simulator's
+//!   latent choices from its observation (Baydin et al. 2019).
 //! - [`dropout`]: seeded dropout masks every model with dropout draws.
 
 pub mod cosmoflow;
 pub mod dropout;
+pub mod etalumis;
 pub mod inverse;
 pub mod probe;
 pub mod segmentation;
 
+use std::path::{Path, PathBuf};
+
 use cluster::World;
+use formats::manifest::Manifest;
 
 use crate::engine::{self, EpochReport, ModelOptions, ModelSummary, TrainConfig, TrainError, TrainModel, TrainReport};
 use crate::params;
+
+/// The LMDB stores (directories) of a manifest's files `files` (all
+/// sample files when `None`): the manifest lists each store's `data.mdb`,
+/// LMDB opens the directory.
+pub(crate) fn lmdb_store_dirs(dir: &Path, manifest: &Manifest, files: Option<&[usize]>) -> Vec<PathBuf> {
+    let all: Vec<usize> = (0..manifest.files.len()).filter(|&i| manifest.files[i].samples > 0).collect();
+    files
+        .unwrap_or(&all)
+        .iter()
+        .map(|&i| {
+            let file = dir.join(&manifest.files[i].path);
+            file.parent().map_or(file.clone(), Path::to_path_buf)
+        })
+        .collect()
+}
 
 /// A model with its type erased, as the registry hands it out.
 pub trait Trainable {
@@ -108,6 +129,13 @@ pub const MODELS: &[ModelEntry] = &[
         about: "projected electron density from CBED pattern stacks, FC-DenseNet (Jégou et al. 2017; Laanait et al. 2019)",
         configs: inverse::CONFIGS,
         build: |o| Ok(Box::new(inverse::InverseModel::new(o)?)),
+    },
+    ModelEntry {
+        name: "etalumis",
+        about: "a simulator's latent choices from its observation, 3-D CNN and LSTM with proposal heads per address \
+                (Baydin et al. 2019; the parameters shown are the shared ones, the data adds layers per address)",
+        configs: etalumis::CONFIGS,
+        build: |o| Ok(Box::new(etalumis::EtalumisModel::new(o)?)),
     },
     ModelEntry {
         name: "bn-probe",

@@ -3,7 +3,7 @@
 //! decaying cutoff, and validation against the simplest predictor there
 //! is, the training set's mean density image.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use burn::tensor::{Device, Tensor, TensorData};
@@ -107,20 +107,6 @@ impl InverseModel {
     }
 }
 
-/// The scattering stores of a manifest's files `files` (all when `None`).
-fn store_paths(dir: &Path, manifest: &Manifest, files: Option<&[usize]>) -> Vec<PathBuf> {
-    let all: Vec<usize> = (0..manifest.files.len()).filter(|&i| manifest.files[i].samples > 0).collect();
-    files
-        .unwrap_or(&all)
-        .iter()
-        .map(|&i| {
-            // The manifest lists each store's `data.mdb`; LMDB opens the directory.
-            let file = dir.join(&manifest.files[i].path);
-            file.parent().map_or(file.clone(), Path::to_path_buf)
-        })
-        .collect()
-}
-
 fn scalar(t: Tensor<1>) -> Result<f64, TrainError> {
     let v = t.into_data().try_to_vec::<f32>().map_err(|e| TrainError::Model(format!("a loss is not f32: {e:?}")))?;
     v.first().map(|&v| f64::from(v)).ok_or_else(|| TrainError::Model("an empty loss tensor".into()))
@@ -159,8 +145,8 @@ impl TrainModel for InverseModel {
                 manifest.schema.kind
             )));
         }
-        let stores =
-            ScatteringStores::open(&store_paths(dir, manifest, None)).map_err(|e| TrainError::Data(e.to_string()))?;
+        let stores = ScatteringStores::open(&super::super::lmdb_store_dirs(dir, manifest, None))
+            .map_err(|e| TrainError::Data(e.to_string()))?;
         let shape = stores.shape();
         let want = [self.network.channels, self.network.input[0], self.network.input[1]];
         let got = [shape.positions as usize, shape.height as usize, shape.width as usize];
@@ -181,7 +167,7 @@ impl TrainModel for InverseModel {
         manifest: &Manifest,
         files: Option<&[usize]>,
     ) -> Result<Arc<dyn Dataset>, DatasetError> {
-        Ok(Arc::new(ScatteringStores::open(&store_paths(dir, manifest, files))?))
+        Ok(Arc::new(ScatteringStores::open(&super::super::lmdb_store_dirs(dir, manifest, files))?))
     }
 
     /// The input's mean and deviation, and each target pixel's, over the

@@ -1,0 +1,116 @@
+//! A stacked LSTM (Hochreiter & Schmidhuber 1997, with the forget gate of
+//! Gers et al. 2000) in PyTorch's form (`torch.nn.LSTM`): gates i, f, g, o
+//! from one input and one hidden product, c' = f·c + i·g, h' = o·tanh(c').
+//!
+//! Written here rather than taken from `burn::nn::Lstm`, which computes
+//! each gate with its own two products at every time step (eight small
+//! matrix products a step). Here the input products of every step are one
+//! product over the whole sequence before the loop, and each step does
+//! one hidden product for all four gates: what cuDNN and PyTorch's CPU
+//! LSTM do.
+
+use burn::module::Module;
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::activation::{sigmoid, tanh};
+use burn::tensor::{Device, Tensor};
+
+/// One LSTM layer.
+#[derive(Module, Debug)]
+pub struct LstmLayer {
+    /// Input to the four gates (with the bias).
+    input: Linear,
+    /// Hidden state to the four gates.
+    hidden: Linear,
+}
+
+impl LstmLayer {
+    /// A layer from `inputs` values to `units` hidden units.
+    pub fn new(inputs: usize, units: usize, device: &Device) -> Self {
+        LstmLayer {
+            input: LinearConfig::new(inputs, 4 * units).init(device),
+            hidden: LinearConfig::new(units, 4 * units).with_bias(false).init(device),
+        }
+    }
+
+    fn units(&self) -> usize {
+        self.hidden.weight.dims()[0]
+    }
+
+    /// Run over `x` [batch, steps, inputs] from zero states: [batch, steps, units].
+    pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        let [batch, steps, _] = x.dims();
+        let units = self.units();
+        let gates_in = self.input.forward(x);
+        let device = gates_in.device();
+        let mut h = Tensor::<2>::zeros([batch, units], &device);
+        let mut c = Tensor::<2>::zeros([batch, units], &device);
+        let mut out = Vec::with_capacity(steps);
+        for t in 0..steps {
+            let gates = gates_in.clone().narrow(1, t, 1).reshape([batch, 4 * units]) + self.hidden.forward(h);
+            let gate = |k: usize| gates.clone().narrow(1, k * units, units);
+            let (i, f, g, o) = (sigmoid(gate(0)), sigmoid(gate(1)), tanh(gate(2)), sigmoid(gate(3)));
+            c = f * c + i * g;
+            h = o * tanh(c.clone());
+            out.push(h.clone().unsqueeze_dim::<3>(1));
+        }
+        Tensor::cat(out, 1)
+    }
+}
+
+/// Layers of LSTM, each running over the previous one's outputs.
+#[derive(Module, Debug)]
+pub struct Lstm {
+    layers: Vec<LstmLayer>,
+}
+
+impl Lstm {
+    /// `depth` layers of `units`, the first taking `inputs` values.
+    pub fn new(inputs: usize, units: usize, depth: usize, device: &Device) -> Self {
+        let layers = (0..depth).map(|l| LstmLayer::new(if l == 0 { inputs } else { units }, units, device)).collect();
+        Lstm { layers }
+    }
+
+    /// The last layer's outputs over `x` [batch, steps, inputs].
+    pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        self.layers.iter().fold(x, |x, layer| layer.forward(x))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use burn::tensor::TensorData;
+
+    use super::*;
+
+    fn values(t: Tensor<2>) -> Vec<f32> {
+        t.into_data().to_vec::<f32>().unwrap()
+    }
+
+    /// One step from zero states, computed by hand from the weights.
+    #[test]
+    fn one_step_follows_the_lstm_equations() {
+        let device = Device::flex();
+        let layer = LstmLayer::new(2, 3, &device);
+        let x = [0.5f32, -1.0];
+        let out = layer.forward(Tensor::from_data(TensorData::new(x.to_vec(), [1, 1, 2]), &device));
+        let w = values(layer.input.weight.val()); // [2, 12]
+        let b = layer.input.bias.as_ref().map(|b| b.val().into_data().to_vec::<f32>().unwrap()).unwrap();
+        let pre = |j: usize| x[0] * w[j] + x[1] * w[12 + j] + b[j];
+        let s = |v: f32| 1.0 / (1.0 + (-v).exp());
+        let got = values(out.reshape([1, 3]));
+        for u in 0..3 {
+            let (i, g, o) = (s(pre(u)), pre(6 + u).tanh(), s(pre(9 + u)));
+            let h = o * (i * g).tanh();
+            assert!((got[u] - h).abs() < 1e-6, "unit {u}: {} vs {h}", got[u]);
+        }
+    }
+
+    #[test]
+    fn stacked_layers_map_a_sequence_to_one_output_per_step() {
+        let device = Device::flex();
+        let lstm = Lstm::new(5, 4, 2, &device);
+        assert_eq!(lstm.forward(Tensor::ones([3, 7, 5], &device)).dims(), [3, 7, 4]);
+    }
+}

@@ -1,0 +1,397 @@
+//! The Etalumis network as the engine trains it: traces from trace stores,
+//! a minibatch split into sub-batches of one trace type, the loss
+//! −Σ log q(x_t | y) over the controlled choices averaged over the batch
+//! (pyprob `InferenceNetworkLSTM._loss`), and validation against the prior.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use cluster::World;
+use formats::manifest::{Manifest, SampleKind};
+use loader::dataset::{Dataset, DatasetError};
+use loader::pipeline::Batch;
+use loader::traces::{CHOICE_WIDTH, TraceStores};
+use mpi::collective::SystemOperation;
+use mpi::traits::*;
+use serde::{Deserialize, Serialize};
+
+use super::layout::Layout;
+use super::net::EtalumisNet;
+use super::proposal::{Rows, log_density};
+use super::{EtalumisConfig, by_name};
+use crate::engine::{ModelOptions, ModelSummary, Sampling, StepContext, TrainError, TrainModel, Validation};
+use crate::params::Init;
+
+/// Training traces (the first a rank holds) the observation's scale is
+/// fitted on.
+const FITTED_TRACES: usize = 16;
+
+/// Buckets of the bucketed sampler unless `--buckets` says otherwise.
+pub const DEFAULT_BUCKETS: usize = 16;
+
+/// What the network depends on beyond its configuration, saved in
+/// checkpoints and read back by inference: the address layers, the
+/// observation's shape, and the one mean and deviation the observations
+/// are standardised with (fitted on the first training traces).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataLayout {
+    /// The address-specific layers.
+    pub layout: Layout,
+    /// Observation shape (depth, height, width).
+    pub observation: [usize; 3],
+    /// Mean of the observations' values.
+    pub observation_mean: f32,
+    /// Their deviation.
+    pub observation_std: f32,
+}
+
+/// The Etalumis inference network with everything the engine asks of a model.
+#[derive(Debug)]
+pub struct EtalumisModel {
+    config: EtalumisConfig,
+    buckets: usize,
+    /// The training data's directory and what was read from it.
+    data: OnceLock<(PathBuf, Layout, [usize; 3])>,
+    scale: Option<(f32, f32)>,
+}
+
+/// One trace of a batch, read from its target.
+struct Parsed {
+    /// Layout positions of its controlled choices (its type).
+    positions: Vec<usize>,
+    /// Per choice: value, the prior's two numbers, log prior.
+    choices: Vec<[f32; 4]>,
+}
+
+/// The batch's traces, `None` for one that visits an address the network
+/// has no layers for.
+fn parse(batch: &Batch) -> Vec<Option<Parsed>> {
+    (0..batch.len())
+        .map(|k| {
+            let target = batch.target(k);
+            let mut parsed = Parsed { positions: Vec::new(), choices: Vec::new() };
+            for c in target.chunks_exact(CHOICE_WIDTH) {
+                if c[0] < 0.0 {
+                    return None;
+                }
+                parsed.positions.push(c[0] as usize);
+                parsed.choices.push([c[1], c[2], c[3], c[4]]);
+            }
+            Some(parsed)
+        })
+        .collect()
+}
+
+impl EtalumisModel {
+    /// The model for `options`.
+    pub fn new(options: &ModelOptions) -> Result<Self, TrainError> {
+        let mut config = by_name(&options.config)
+            .ok_or_else(|| TrainError::Model(format!("unknown etalumis configuration '{}'", options.config)))?;
+        if let Some(depth) = options.lstm_depth {
+            if !(1..=4).contains(&depth) {
+                return Err(TrainError::Invalid(format!("--lstm-depth must be 1 to 4, got {depth}")));
+            }
+            config.lstm_depth = depth;
+        }
+        if options.dropout.is_some()
+            || options.augment
+            || options.standardize
+            || options.init.is_some()
+            || options.class_weights.is_some()
+            || options.norm_group.is_some()
+        {
+            return Err(TrainError::Invalid(
+                "etalumis takes no --dropout, --augment, --standardize (observations are always standardised), \
+                 --init, --class-weights or --bn-group"
+                    .into(),
+            ));
+        }
+        Ok(EtalumisModel {
+            config,
+            buckets: options.buckets.unwrap_or(DEFAULT_BUCKETS),
+            data: OnceLock::new(),
+            scale: None,
+        })
+    }
+
+    /// The layout and observation shape, once the training data was checked.
+    fn data(&self) -> Result<(&Layout, [usize; 3]), TrainError> {
+        self.data
+            .get()
+            .map(|(_, layout, shape)| (layout, *shape))
+            .ok_or_else(|| TrainError::Data("the data was not checked before training".into()))
+    }
+
+    /// Σ log q(x_t | y) over every controlled choice of the traces `which`
+    /// of `batch` (a one-element tensor), and how many choices that was.
+    fn log_q(
+        &self,
+        net: &EtalumisNet,
+        batch: &Batch,
+        traces: &[Option<Parsed>],
+        device: &Device,
+    ) -> Result<Option<Tensor<1>>, TrainError> {
+        let (layout, shape) = self.data()?;
+        let (mean, std) = self.scale.ok_or_else(|| TrainError::Model("the model was not fitted".into()))?;
+        let used: Vec<usize> =
+            (0..traces.len()).filter(|&k| traces[k].as_ref().is_some_and(|t| !t.positions.is_empty())).collect();
+        if used.is_empty() {
+            return Ok(None);
+        }
+        let voxels: usize = shape.iter().product();
+        let mut x = Vec::with_capacity(used.len() * voxels);
+        for &k in &used {
+            x.extend(batch.x[k * voxels..(k + 1) * voxels].iter().map(|v| (v - mean) / std));
+        }
+        let [d, h, w] = shape;
+        let observed = net.observation.forward(Tensor::from_data(TensorData::new(x, [used.len(), 1, d, h, w]), device));
+        // Sub-batches of one trace type, in the order the types first occur.
+        let mut types: Vec<(&[usize], Vec<usize>)> = Vec::new();
+        for (row, &k) in used.iter().enumerate() {
+            let Some(trace) = &traces[k] else { continue };
+            match types.iter_mut().find(|(t, _)| *t == trace.positions.as_slice()) {
+                Some((_, rows)) => rows.push(row),
+                None => types.push((&trace.positions, vec![row])),
+            }
+        }
+        let c = &self.config;
+        // Per address: its LSTM outputs and recorded choices, over all sub-batches.
+        let mut per_address: BTreeMap<usize, (Vec<Tensor<2>>, Rows)> = BTreeMap::new();
+        for (positions, rows) in &types {
+            let (b, steps) = (rows.len(), positions.len());
+            let choice = |t: usize, field: usize| -> Vec<f32> {
+                rows.iter().filter_map(|&r| traces[used[r]].as_ref().map(|p| p.choices[t][field])).collect()
+            };
+            let index =
+                Tensor::<1, Int>::from_data(TensorData::new(rows.iter().map(|&r| r as i64).collect(), [b]), device);
+            let embedded =
+                observed.clone().select(0, index).unsqueeze_dim::<3>(1).expand([b, steps, c.observation_embedding]);
+            let addresses = Tensor::cat(positions.iter().map(|&a| net.addresses[a].embedding()).collect(), 1).expand([
+                b,
+                steps,
+                c.address_embedding,
+            ]);
+            let mut previous = vec![Tensor::<3>::zeros([b, 1, c.sample_embedding], device)];
+            for t in 1..steps {
+                let a = positions[t - 1];
+                let values = net.addresses[a].embed_values(
+                    &layout.addresses[a],
+                    &choice(t - 1, 0),
+                    (&choice(t - 1, 1), &choice(t - 1, 2)),
+                );
+                previous.push(values.unsqueeze_dim(1));
+            }
+            let input = Tensor::cat(vec![embedded, Tensor::cat(previous, 1), addresses], 2);
+            let out = net.lstm.forward(input);
+            for (t, &a) in positions.iter().enumerate() {
+                let entry = per_address.entry(a).or_default();
+                entry.0.push(out.clone().narrow(1, t, 1).reshape([b, c.lstm_hidden]));
+                for ((v, p1), p2) in choice(t, 0).into_iter().zip(choice(t, 1)).zip(choice(t, 2)) {
+                    entry.1.push(v, p1, p2);
+                }
+            }
+        }
+        let mut total: Option<Tensor<1>> = None;
+        for (a, (outs, rows)) in per_address {
+            let head = net.addresses[a].head(Tensor::cat(outs, 0));
+            let sum = log_density(&layout.addresses[a], c.mixture_components, head, &rows).sum();
+            total = Some(match total {
+                Some(t) => t + sum,
+                None => sum,
+            });
+        }
+        Ok(total)
+    }
+}
+
+fn scalar(t: Tensor<1>) -> Result<f64, TrainError> {
+    let v = t.into_data().try_to_vec::<f32>().map_err(|e| TrainError::Model(format!("a loss is not f32: {e:?}")))?;
+    v.first().map(|&v| f64::from(v)).ok_or_else(|| TrainError::Model("an empty loss tensor".into()))
+}
+
+impl TrainModel for EtalumisModel {
+    type Net = EtalumisNet;
+
+    fn summary(&self) -> ModelSummary {
+        let mut details = serde_json::to_value(&self.config).unwrap_or(serde_json::Value::Null);
+        if let Some(map) = details.as_object_mut() {
+            map.insert("buckets".into(), self.buckets.into());
+            if let Some((_, layout, _)) = self.data.get() {
+                map.insert("addresses".into(), layout.addresses.len().into());
+            }
+        }
+        ModelSummary { name: "etalumis".into(), config: self.config.name.clone(), details }
+    }
+
+    /// Without checked data (`trainer models`), the layers every trace
+    /// shares and none per address, on the simulator's calorimeter.
+    fn build(&self, device: &Device) -> Result<EtalumisNet, TrainError> {
+        match self.data.get() {
+            Some((_, layout, shape)) => EtalumisNet::new(&self.config, *shape, layout, device),
+            None => EtalumisNet::new(&self.config, [20, 35, 35], &Layout::default(), device),
+        }
+    }
+
+    fn weight_init(&self) -> Init {
+        Init::GlorotUniform
+    }
+
+    fn check_data(&self, dir: &Path, manifest: &Manifest) -> Result<(), TrainError> {
+        let shown = dir.display();
+        if manifest.schema.kind != SampleKind::Traces {
+            return Err(TrainError::Data(format!(
+                "{shown}: holds {:?} samples; etalumis trains on trace stores (simgen traces)",
+                manifest.schema.kind
+            )));
+        }
+        let stores = TraceStores::open(&super::super::lmdb_store_dirs(dir, manifest, None), &[])
+            .map_err(|e| TrainError::Data(e.to_string()))?;
+        let shape = match stores.observation_shape() {
+            &[d, h, w] => [d as usize, h as usize, w as usize],
+            other => {
+                return Err(TrainError::Data(format!(
+                    "{shown}: observations of shape {other:?}; etalumis takes 3-D observations (a calorimeter's \
+                     depth, height and width)"
+                )));
+            }
+        };
+        match self.data.get() {
+            None => {
+                let layout = Layout::of_stores(stores.stores())?;
+                let _ = self.data.set((dir.to_owned(), layout, shape));
+            }
+            // The training data again, or validation data: its traces must
+            // fit the network made for the training data.
+            Some((_, _, trained)) if *trained != shape => {
+                return Err(TrainError::Data(format!(
+                    "{shown}: observations of {shape:?}, the training data's are {trained:?}"
+                )));
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    fn sampling(&self) -> Sampling {
+        if self.buckets == 0 { Sampling::Shuffled } else { Sampling::Bucketed { buckets: self.buckets } }
+    }
+
+    fn sparse_gradients(&self) -> bool {
+        true
+    }
+
+    fn layout(&self) -> serde_json::Value {
+        let Some((_, layout, shape)) = self.data.get() else { return serde_json::Value::Null };
+        let (mean, std) = self.scale.unwrap_or((f32::NAN, f32::NAN));
+        let data =
+            DataLayout { layout: layout.clone(), observation: *shape, observation_mean: mean, observation_std: std };
+        serde_json::to_value(data).unwrap_or(serde_json::Value::Null)
+    }
+
+    fn open_dataset(
+        &self,
+        dir: &Path,
+        manifest: &Manifest,
+        files: Option<&[usize]>,
+    ) -> Result<Arc<dyn Dataset>, DatasetError> {
+        let names = self.data.get().map(|(_, layout, _)| layout.names()).unwrap_or_default();
+        Ok(Arc::new(TraceStores::open(&super::super::lmdb_store_dirs(dir, manifest, files), &names)?))
+    }
+
+    /// The observations' mean and deviation over the first training traces
+    /// (summed over the ranks when they hold different ones).
+    fn fit(&mut self, world: &World, train: &dyn Dataset, first: &[usize], same: bool) -> Result<(), TrainError> {
+        let mut x = vec![0f32; train.x_len()];
+        let mut target = Vec::new();
+        let mut sums = [0f64; 3];
+        for &i in first.iter().take(FITTED_TRACES) {
+            target.clear();
+            train.read_ragged(i, &mut x, &mut target).map_err(|e| TrainError::Data(e.to_string()))?;
+            sums[0] += x.len() as f64;
+            sums[1] += x.iter().map(|&v| f64::from(v)).sum::<f64>();
+            sums[2] += x.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>();
+        }
+        if !same {
+            let local = sums;
+            world.comm().all_reduce_into(&local[..], &mut sums[..], SystemOperation::sum());
+        }
+        let mean = sums[1] / sums[0];
+        let std = (sums[2] / sums[0] - mean * mean).max(0.0).sqrt();
+        if !(std > 0.0) {
+            return Err(TrainError::Data(format!(
+                "the first {} training traces' observations do not vary: nothing to learn",
+                first.len().min(FITTED_TRACES)
+            )));
+        }
+        self.scale = Some((mean as f32, std as f32));
+        Ok(())
+    }
+
+    fn loss(
+        &self,
+        net: &EtalumisNet,
+        batch: &Batch,
+        _step: &StepContext,
+        device: &Device,
+    ) -> Result<Tensor<1>, TrainError> {
+        let traces = parse(batch);
+        if let Some(k) = traces.iter().position(Option::is_none) {
+            return Err(TrainError::Data(format!(
+                "training trace {} visits an address the network has no layers for",
+                batch.indices[k]
+            )));
+        }
+        let total = self.log_q(net, batch, &traces, device)?;
+        let total = total.unwrap_or_else(|| Tensor::zeros([1], device));
+        Ok(total.neg().div_scalar(batch.len().max(1) as f32))
+    }
+
+    fn metric_names(&self) -> &'static [&'static str] {
+        &["loss", "prior_loss", "skipped"]
+    }
+
+    /// The mean −log q per trace on the held-out traces, the same with the
+    /// prior as proposal (−log p), and how many traces were skipped because
+    /// they visit an address the network has no layers for.
+    fn validate(
+        &self,
+        world: &World,
+        net: &EtalumisNet,
+        batches: &mut dyn Iterator<Item = Result<Batch, DatasetError>>,
+        device: &Device,
+    ) -> Result<Validation, TrainError> {
+        // [Σ −log q, Σ −log p, traces scored, traces skipped]
+        let mut local = [0f64; 4];
+        for batch in batches {
+            let batch = batch.map_err(|e| TrainError::Data(e.to_string()))?;
+            let traces = parse(&batch);
+            if let Some(total) = self.log_q(net, &batch, &traces, device)? {
+                local[0] -= scalar(total)?;
+            }
+            for trace in &traces {
+                match trace {
+                    Some(t) => {
+                        local[1] -= t.choices.iter().map(|c| f64::from(c[3])).sum::<f64>();
+                        local[2] += 1.0;
+                    }
+                    None => local[3] += 1.0,
+                }
+            }
+        }
+        let mut total = [0f64; 4];
+        world.comm().all_reduce_into(&local[..], &mut total[..], SystemOperation::sum());
+        let scored = total[2];
+        let (loss, prior) = if scored > 0.0 { (total[0] / scored, total[1] / scored) } else { (f64::NAN, f64::NAN) };
+        let skipped = total[3] as u64;
+        let line = format!(
+            "val −log q {loss:.3} per trace (the prior: {prior:.3}), {skipped} traces skipped (unknown addresses)"
+        );
+        let mut metrics = serde_json::Map::new();
+        metrics.insert("loss".into(), loss.into());
+        metrics.insert("prior_loss".into(), prior.into());
+        metrics.insert("skipped".into(), skipped.into());
+        Ok(Validation { samples: scored as u64, metrics, line })
+    }
+}
