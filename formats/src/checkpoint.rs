@@ -194,8 +194,9 @@ pub fn save(dir: &Path, checkpoint: &Checkpoint) -> Result<PathBuf, CheckpointEr
     Ok(final_dir)
 }
 
-/// The latest checkpoint under `dir`, or `None` if there is none yet.
-pub fn load_latest(dir: &Path) -> Result<Option<Checkpoint>, CheckpointError> {
+/// The directory of the latest checkpoint under `dir`, or `None` if there
+/// is none yet.
+fn latest_dir(dir: &Path) -> Result<Option<PathBuf>, CheckpointError> {
     let latest = dir.join(LATEST);
     let name = match fs::read_to_string(&latest) {
         Ok(name) => name,
@@ -206,7 +207,21 @@ pub fn load_latest(dir: &Path) -> Result<Option<Checkpoint>, CheckpointError> {
     if name.is_empty() || name.contains('/') || name.starts_with('.') {
         return Err(CheckpointError::Corrupt { path: latest, reason: format!("names '{name}'") });
     }
-    let at = dir.join(name);
+    Ok(Some(dir.join(name)))
+}
+
+/// The state (`state.json`) of the latest checkpoint under `dir`, without
+/// its arrays: what a run checks before it starts. `None` if there is none.
+pub fn latest_state(dir: &Path) -> Result<Option<TrainState>, CheckpointError> {
+    let Some(at) = latest_dir(dir)? else { return Ok(None) };
+    let path = at.join(STATE);
+    let bytes = fs::read(&path).map_err(io(&path))?;
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| CheckpointError::Corrupt { path, reason: e.to_string() })
+}
+
+/// The latest checkpoint under `dir`, or `None` if there is none yet.
+pub fn load_latest(dir: &Path) -> Result<Option<Checkpoint>, CheckpointError> {
+    let Some(at) = latest_dir(dir)? else { return Ok(None) };
     let state_path = at.join(STATE);
     let state = fs::read(&state_path).map_err(io(&state_path))?;
     let mut arrays: [Vec<u8>; 4] = Default::default();

@@ -247,12 +247,7 @@ fn start<M: TrainModel>(
         let (values, state) = params::initial(tensors, model.weight_init(), config.seed);
         return Ok(Start { values, state, epoch: 0, skip: 0, losses: Vec::new() });
     };
-    if cp.state.layout != model.layout() {
-        return Err(TrainError::Invalid(format!(
-            "the checkpoint's network was laid out for other data: {}",
-            layout_difference(&cp.state.layout, &model.layout())
-        )));
-    }
+    same_layout(&cp.state.layout, &model.layout())?;
     if cp.state.lengths != lengths || cp.state.model != summary.config || cp.state.state_lengths != state_lengths {
         return Err(TrainError::Invalid(format!(
             "the checkpoint holds model '{}' with {} tensors and {} state tensors; this run is '{}' with {} and {}",
@@ -571,26 +566,87 @@ impl<M: TrainModel> Run<'_, M> {
     }
 }
 
-/// The first place two layouts differ, for an error message: the first
-/// entry of two lists that differs, or both values in full.
-fn layout_difference(saved: &serde_json::Value, now: &serde_json::Value) -> String {
-    let brief = |v: Option<&serde_json::Value>| v.map_or("nothing".to_owned(), |v| v.to_string());
-    match (saved.as_array(), now.as_array()) {
-        (Some(a), Some(b)) => {
-            let at = (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i)).unwrap_or(0);
-            format!(
-                "the checkpoint has {} entries, the data {}; entry {at} is {} in the checkpoint and {} in the data",
-                a.len(),
-                b.len(),
-                brief(a.get(at)),
-                brief(b.get(at))
-            )
-        }
-        _ => format!("{} in the checkpoint, {} for the data", brief(Some(saved)), brief(Some(now))),
+/// Whether the latest checkpoint in `--checkpoint`, if there is one, was
+/// made for a network of this model's layout (what `trainer train` checks
+/// before MPI starts).
+pub fn check_resumable<M: TrainModel>(model: &M, config: &TrainConfig) -> Result<(), TrainError> {
+    let Some(dir) = &config.checkpoint else { return Ok(()) };
+    match checkpoint::latest_state(dir)? {
+        Some(state) => same_layout(&state.layout, &model.layout()),
+        None => Ok(()),
     }
+}
+
+fn same_layout(saved: &serde_json::Value, now: &serde_json::Value) -> Result<(), TrainError> {
+    if saved == now {
+        return Ok(());
+    }
+    Err(TrainError::Invalid(format!(
+        "the checkpoint's network was laid out for other data: {}",
+        layout_difference(saved, now)
+    )))
+}
+
+/// Where two layouts first differ, for an error message: the path to the
+/// first differing entry (`layout.addresses[3].address`) with both values
+/// there, and the lengths of lists that differ in length.
+fn layout_difference(saved: &serde_json::Value, now: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let mut path = String::new();
+    let (mut a, mut b) = (saved, now);
+    let mut lengths = String::new();
+    loop {
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                let Some(key) = x.keys().chain(y.keys()).find(|k| x.get(*k) != y.get(*k)) else { break };
+                path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                match (x.get(key), y.get(key)) {
+                    (Some(p), Some(q)) => (a, b) = (p, q),
+                    (p, q) => return format!("{path}: {} in the checkpoint, {} for the data", brief(p), brief(q)),
+                }
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                if x.len() != y.len() {
+                    lengths = format!(" ({path} has {} entries in the checkpoint, {} for the data)", x.len(), y.len());
+                }
+                let Some(i) = (0..x.len().max(y.len())).find(|&i| x.get(i) != y.get(i)) else { break };
+                path = format!("{path}[{i}]");
+                match (x.get(i), y.get(i)) {
+                    (Some(p), Some(q)) => (a, b) = (p, q),
+                    (p, q) => {
+                        return format!("{path}: {} in the checkpoint, {} for the data{lengths}", brief(p), brief(q));
+                    }
+                }
+            }
+            _ => break,
+        }
+    }
+    format!("{path}: {} in the checkpoint, {} for the data{lengths}", brief(Some(a)), brief(Some(b)))
+}
+
+fn brief(v: Option<&serde_json::Value>) -> String {
+    v.map_or("nothing".to_owned(), |v| v.to_string())
 }
 
 /// A boolean of the model's details (`augment`, `standardize`), false if absent.
 fn model_flag(summary: &ModelSummary, name: &str) -> bool {
     summary.details.get(name).and_then(serde_json::Value::as_bool).unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_layout_difference_names_the_first_entry_that_differs() {
+        let saved = json!({"layout": {"addresses": [{"address": "a"}, {"address": "b"}]}, "observation": [20, 35, 35]});
+        let now = json!({"layout": {"addresses": [{"address": "a"}, {"address": "c"}, {"address": "d"}]}, "observation": [20, 35, 35]});
+        let text = super::layout_difference(&saved, &now);
+        assert_eq!(
+            text,
+            "layout.addresses[1].address: \"b\" in the checkpoint, \"c\" for the data (layout.addresses has 2 entries \
+             in the checkpoint, 3 for the data)"
+        );
+        assert!(super::layout_difference(&json!(null), &json!({"x": 1})).contains("null in the checkpoint"));
+    }
 }

@@ -53,8 +53,7 @@ pub struct EtalumisModel {
     config: EtalumisConfig,
     buckets: usize,
     /// The training data's directory and what was read from it.
-    data: OnceLock<(PathBuf, Layout, [usize; 3])>,
-    scale: Option<(f32, f32)>,
+    data: OnceLock<(PathBuf, DataLayout)>,
 }
 
 /// One trace of a batch, read from its target.
@@ -108,19 +107,14 @@ impl EtalumisModel {
                     .into(),
             ));
         }
-        Ok(EtalumisModel {
-            config,
-            buckets: options.buckets.unwrap_or(DEFAULT_BUCKETS),
-            data: OnceLock::new(),
-            scale: None,
-        })
+        Ok(EtalumisModel { config, buckets: options.buckets.unwrap_or(DEFAULT_BUCKETS), data: OnceLock::new() })
     }
 
-    /// The layout and observation shape, once the training data was checked.
-    fn data(&self) -> Result<(&Layout, [usize; 3]), TrainError> {
+    /// What the training data decided, once it was checked.
+    fn data(&self) -> Result<&DataLayout, TrainError> {
         self.data
             .get()
-            .map(|(_, layout, shape)| (layout, *shape))
+            .map(|(_, d)| d)
             .ok_or_else(|| TrainError::Data("the data was not checked before training".into()))
     }
 
@@ -133,8 +127,9 @@ impl EtalumisModel {
         traces: &[Option<Parsed>],
         device: &Device,
     ) -> Result<Option<Tensor<1>>, TrainError> {
-        let (layout, shape) = self.data()?;
-        let (mean, std) = self.scale.ok_or_else(|| TrainError::Model("the model was not fitted".into()))?;
+        let data = self.data()?;
+        let (layout, shape) = (&data.layout, data.observation);
+        let (mean, std) = (data.observation_mean, data.observation_std);
         let used: Vec<usize> =
             (0..traces.len()).filter(|&k| traces[k].as_ref().is_some_and(|t| !t.positions.is_empty())).collect();
         if used.is_empty() {
@@ -206,6 +201,28 @@ impl EtalumisModel {
     }
 }
 
+/// One mean and deviation of the observations' values over the first
+/// traces of the training stores: read before training (with the address
+/// layout), so that a checkpoint's layout can be checked before MPI starts.
+fn observation_scale(stores: &TraceStores) -> Result<(f32, f32), TrainError> {
+    let mut x = vec![0f32; stores.x_len()];
+    let mut target = Vec::new();
+    let mut sums = [0f64; 3];
+    for i in 0..stores.len().min(FITTED_TRACES) {
+        target.clear();
+        stores.read_ragged(i, &mut x, &mut target).map_err(|e| TrainError::Data(e.to_string()))?;
+        sums[0] += x.len() as f64;
+        sums[1] += x.iter().map(|&v| f64::from(v)).sum::<f64>();
+        sums[2] += x.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>();
+    }
+    let mean = sums[1] / sums[0];
+    let std = (sums[2] / sums[0] - mean * mean).max(0.0).sqrt();
+    if !(std > 0.0) {
+        return Err(TrainError::Data("the first training traces' observations do not vary: nothing to learn".into()));
+    }
+    Ok((mean as f32, std as f32))
+}
+
 fn scalar(t: Tensor<1>) -> Result<f64, TrainError> {
     let v = t.into_data().try_to_vec::<f32>().map_err(|e| TrainError::Model(format!("a loss is not f32: {e:?}")))?;
     v.first().map(|&v| f64::from(v)).ok_or_else(|| TrainError::Model("an empty loss tensor".into()))
@@ -218,8 +235,8 @@ impl TrainModel for EtalumisModel {
         let mut details = serde_json::to_value(&self.config).unwrap_or(serde_json::Value::Null);
         if let Some(map) = details.as_object_mut() {
             map.insert("buckets".into(), self.buckets.into());
-            if let Some((_, layout, _)) = self.data.get() {
-                map.insert("addresses".into(), layout.addresses.len().into());
+            if let Some((_, data)) = self.data.get() {
+                map.insert("addresses".into(), data.layout.addresses.len().into());
             }
         }
         ModelSummary { name: "etalumis".into(), config: self.config.name.clone(), details }
@@ -229,7 +246,7 @@ impl TrainModel for EtalumisModel {
     /// shares and none per address, on the simulator's calorimeter.
     fn build(&self, device: &Device) -> Result<EtalumisNet, TrainError> {
         match self.data.get() {
-            Some((_, layout, shape)) => EtalumisNet::new(&self.config, *shape, layout, device),
+            Some((_, data)) => EtalumisNet::new(&self.config, data.observation, &data.layout, device),
             None => EtalumisNet::new(&self.config, [20, 35, 35], &Layout::default(), device),
         }
     }
@@ -260,13 +277,16 @@ impl TrainModel for EtalumisModel {
         match self.data.get() {
             None => {
                 let layout = Layout::of_stores(stores.stores())?;
-                let _ = self.data.set((dir.to_owned(), layout, shape));
+                let (observation_mean, observation_std) = observation_scale(&stores)?;
+                let data = DataLayout { layout, observation: shape, observation_mean, observation_std };
+                let _ = self.data.set((dir.to_owned(), data));
             }
             // The training data again, or validation data: its traces must
             // fit the network made for the training data.
-            Some((_, _, trained)) if *trained != shape => {
+            Some((_, trained)) if trained.observation != shape => {
                 return Err(TrainError::Data(format!(
-                    "{shown}: observations of {shape:?}, the training data's are {trained:?}"
+                    "{shown}: observations of {shape:?}, the training data's are {:?}",
+                    trained.observation
                 )));
             }
             Some(_) => {}
@@ -283,10 +303,7 @@ impl TrainModel for EtalumisModel {
     }
 
     fn layout(&self) -> serde_json::Value {
-        let Some((_, layout, shape)) = self.data.get() else { return serde_json::Value::Null };
-        let (mean, std) = self.scale.unwrap_or((f32::NAN, f32::NAN));
-        let data =
-            DataLayout { layout: layout.clone(), observation: *shape, observation_mean: mean, observation_std: std };
+        let Some((_, data)) = self.data.get() else { return serde_json::Value::Null };
         serde_json::to_value(data).unwrap_or(serde_json::Value::Null)
     }
 
@@ -296,37 +313,8 @@ impl TrainModel for EtalumisModel {
         manifest: &Manifest,
         files: Option<&[usize]>,
     ) -> Result<Arc<dyn Dataset>, DatasetError> {
-        let names = self.data.get().map(|(_, layout, _)| layout.names()).unwrap_or_default();
+        let names = self.data.get().map(|(_, data)| data.layout.names()).unwrap_or_default();
         Ok(Arc::new(TraceStores::open(&super::super::lmdb_store_dirs(dir, manifest, files), &names)?))
-    }
-
-    /// The observations' mean and deviation over the first training traces
-    /// (summed over the ranks when they hold different ones).
-    fn fit(&mut self, world: &World, train: &dyn Dataset, first: &[usize], same: bool) -> Result<(), TrainError> {
-        let mut x = vec![0f32; train.x_len()];
-        let mut target = Vec::new();
-        let mut sums = [0f64; 3];
-        for &i in first.iter().take(FITTED_TRACES) {
-            target.clear();
-            train.read_ragged(i, &mut x, &mut target).map_err(|e| TrainError::Data(e.to_string()))?;
-            sums[0] += x.len() as f64;
-            sums[1] += x.iter().map(|&v| f64::from(v)).sum::<f64>();
-            sums[2] += x.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>();
-        }
-        if !same {
-            let local = sums;
-            world.comm().all_reduce_into(&local[..], &mut sums[..], SystemOperation::sum());
-        }
-        let mean = sums[1] / sums[0];
-        let std = (sums[2] / sums[0] - mean * mean).max(0.0).sqrt();
-        if !(std > 0.0) {
-            return Err(TrainError::Data(format!(
-                "the first {} training traces' observations do not vary: nothing to learn",
-                first.len().min(FITTED_TRACES)
-            )));
-        }
-        self.scale = Some((mean as f32, std as f32));
-        Ok(())
     }
 
     fn loss(
