@@ -85,7 +85,7 @@ mod tests {
     use super::*;
 
     fn values(t: Tensor<2>) -> Vec<f32> {
-        t.into_data().to_vec::<f32>().unwrap()
+        t.into_data().try_to_vec::<f32>().unwrap()
     }
 
     /// One step from zero states, computed by hand from the weights.
@@ -96,14 +96,14 @@ mod tests {
         let x = [0.5f32, -1.0];
         let out = layer.forward(Tensor::from_data(TensorData::new(x.to_vec(), [1, 1, 2]), &device));
         let w = values(layer.input.weight.val()); // [2, 12]
-        let b = layer.input.bias.as_ref().map(|b| b.val().into_data().to_vec::<f32>().unwrap()).unwrap();
+        let b = layer.input.bias.as_ref().map(|b| b.val().into_data().try_to_vec::<f32>().unwrap()).unwrap();
         let pre = |j: usize| x[0] * w[j] + x[1] * w[12 + j] + b[j];
         let s = |v: f32| 1.0 / (1.0 + (-v).exp());
         let got = values(out.reshape([1, 3]));
-        for u in 0..3 {
+        for (u, got) in got.iter().enumerate() {
             let (i, g, o) = (s(pre(u)), pre(6 + u).tanh(), s(pre(9 + u)));
             let h = o * (i * g).tanh();
-            assert!((got[u] - h).abs() < 1e-6, "unit {u}: {} vs {h}", got[u]);
+            assert!((got - h).abs() < 1e-6, "unit {u}: {got} vs {h}");
         }
     }
 

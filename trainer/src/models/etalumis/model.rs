@@ -217,7 +217,7 @@ fn observation_scale(stores: &TraceStores) -> Result<(f32, f32), TrainError> {
     }
     let mean = sums[1] / sums[0];
     let std = (sums[2] / sums[0] - mean * mean).max(0.0).sqrt();
-    if !(std > 0.0) {
+    if std.is_nan() || std <= 0.0 {
         return Err(TrainError::Data("the first training traces' observations do not vary: nothing to learn".into()));
     }
     Ok((mean as f32, std as f32))

@@ -221,7 +221,7 @@ mod tests {
                 TensorData::new(outs.iter().map(|&v| v as f32).collect(), [values.len(), width]),
                 &device,
             );
-            let got = log_density(&layer, k, out, &rows).into_data().to_vec::<f32>().unwrap();
+            let got = log_density(&layer, k, out, &rows).into_data().try_to_vec::<f32>().unwrap();
             for (r, &v) in values.iter().enumerate() {
                 let want = log_density_one(&layer, k, &outs[r * width..(r + 1) * width], v, prior);
                 assert!(

@@ -1,0 +1,168 @@
+//! The Etalumis inference network end to end under a real `mpirun`, on
+//! traces the real `simgen traces` writes: training lowers the proposals'
+//! −log q below the prior's on held-out traces, 2 ranks equal 1 rank with
+//! twice the batch even when the ranks' trace types differ (only the
+//! layers some rank used are reduced), a resumed run continues bit for
+//! bit, and data the network cannot take fails before MPI starts.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use e2e::{checkpoint_floats as floats, max_difference, trainer_report as ok};
+use formats::lmdb::TraceStoreWriter;
+use formats::lmdb::trace_codec::{Choice, Distribution, Trace};
+use formats::manifest::{MANIFEST_FILE, ScanOptions, Schema, scan};
+
+const TRAINER: &str = env!("CARGO_BIN_EXE_trainer");
+
+/// `count` traces of the tau-decay simulator in `dir/name`, in `files`
+/// stores, written by `simgen traces` on one rank.
+fn traces(dir: &Path, name: &str, count: u64, files: u64, seed: u64) -> PathBuf {
+    let out = dir.join(name);
+    let (count, files, seed) = (count.to_string(), files.to_string(), seed.to_string());
+    let args = ["traces", "--out", out.to_str().unwrap(), "--traces", &count, "--files", &files, "--seed", &seed];
+    let result = e2e::mpirun(1, &[], &e2e::workspace_binary("simgen"), &args);
+    assert!(result.status.success(), "simgen: {}", String::from_utf8_lossy(&result.stderr));
+    out
+}
+
+fn train(ranks: usize, data: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["train", "--model", "etalumis", "--config", "small", "--data", data.to_str().unwrap()];
+    args.extend_from_slice(&["--workers", "1"]);
+    args.extend_from_slice(extra);
+    e2e::mpirun(ranks, &[], Path::new(TRAINER), &args)
+}
+
+/// A proposal that has learned nothing is about as wide as the prior; one
+/// that reads the calorimeter narrows where the choices were (the decay
+/// channel, the momentum, the products' directions), so on traces it never
+/// saw its mean −log q falls below the prior's −log p. Each step also
+/// leaves the heads of addresses no rank's batch visited out of the
+/// gradient exchange.
+#[test]
+fn training_lowers_the_proposals_loss_below_the_priors_on_held_out_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = traces(dir.path(), "train", 240, 2, 1);
+    let val = traces(dir.path(), "val", 60, 1, 2);
+    let args =
+        ["--val", val.to_str().unwrap(), "--epochs", "4", "--batch", "8", "--optimizer", "adam", "--lr", "0.004"];
+    let report = ok(&train(2, &data, &args));
+    let epochs = report["epochs"].as_array().unwrap();
+    let (first, last) = (&epochs[0]["validation"], &epochs[epochs.len() - 1]["validation"]);
+    eprintln!("first epoch {first}, last {last}");
+    let (loss, prior) = (last["loss"].as_f64().unwrap(), last["prior_loss"].as_f64().unwrap());
+    assert!(loss < prior, "−log q {loss} is not below the prior's {prior}");
+    assert!(loss < first["loss"].as_f64().unwrap(), "{first} -> {last}");
+    assert!(last["samples"].as_u64().unwrap() >= 55, "{last}");
+    let share = report["reduced_gradient_share"].as_f64().unwrap();
+    assert!(share < 0.9, "{share} of the gradient values were reduced");
+}
+
+/// With shuffled traces (`--buckets 0`) the two ranks' batches hold
+/// different trace types, so each rank has gradients for heads the other
+/// lacks: the ranks agree on the union with a bitvector and reduce only
+/// it. The mean over 2b traces is the average of two means over b, so the
+/// parameters after the epoch agree with one rank's up to rounding.
+#[test]
+fn two_ranks_with_batch_b_match_one_rank_with_batch_2b_even_when_their_trace_types_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = traces(dir.path(), "train", 48, 1, 5);
+    let mut results = Vec::new();
+    for (ranks, batch) in [(2usize, "2"), (1, "4")] {
+        let checkpoint = dir.path().join(format!("checkpoint-{ranks}"));
+        let args = [
+            "--buckets",
+            "0",
+            "--epochs",
+            "1",
+            "--batch",
+            batch,
+            "--lr",
+            "0.01",
+            "--checkpoint",
+            checkpoint.to_str().unwrap(),
+        ];
+        let report = ok(&train(ranks, &data, &args));
+        results.push((floats(&checkpoint, "params.f32"), report["reduced_gradient_share"].as_f64().unwrap()));
+    }
+    let difference = max_difference(&results[0].0, &results[1].0);
+    eprintln!("largest difference {difference:e}; reduced shares {} and {}", results[0].1, results[1].1);
+    assert!(difference < 1e-5, "{difference}");
+    assert!(results[0].1 < 1.0, "the 2-rank run reduced every gradient");
+}
+
+/// Two epochs straight, and one then a resumed second, end with the same
+/// bits, parameters and optimiser moments both.
+#[test]
+fn a_resumed_run_continues_bit_for_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = traces(dir.path(), "train", 40, 1, 6);
+    let run = |name: &str, epochs: &str| {
+        let checkpoint = dir.path().join(name);
+        ok(&train(2, &data, &["--epochs", epochs, "--batch", "4", "--checkpoint", checkpoint.to_str().unwrap()]));
+        checkpoint
+    };
+    let straight = run("straight", "2");
+    run("resumed", "1");
+    let resumed = run("resumed", "2");
+    for file in ["params.f32", "first.f32"] {
+        assert_eq!(floats(&straight, file), floats(&resumed, file), "{file}");
+    }
+}
+
+/// A trace store written by hand: four traces of one controlled choice at
+/// `address` with observations of `shape`, and its manifest.
+fn store(dir: &Path, name: &str, shape: &[u32], address: &str) -> PathBuf {
+    let out = dir.join(name);
+    let mut writer = TraceStoreWriter::create(&out.join("traces-00000.lmdb")).unwrap();
+    let id = writer.address_id(address);
+    let voxels: u32 = shape.iter().product();
+    for i in 0..4 {
+        let observation = (0..voxels).map(|v| ((v + i) % 7) as f32).collect();
+        let choices = vec![Choice {
+            address: id,
+            controlled: true,
+            distribution: Distribution::Normal { mean: 0.0, std: 1.0 },
+            value: 0.5,
+        }];
+        writer.add(&Trace { shape: shape.to_vec(), observation, choices }).unwrap();
+    }
+    writer.finish().unwrap();
+    let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+    scan(&out, &ScanOptions::new(Schema::traces(&shape))).unwrap().save(&out.join(MANIFEST_FILE)).unwrap();
+    out
+}
+
+/// Exit code and stderr of a run that must be refused before MPI starts.
+fn refused(data: &Path, extra: &[&str]) -> (Option<i32>, String) {
+    let mut args = vec!["train", "--model", "etalumis", "--config", "small", "--data", data.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let output = e2e::output(Command::new(TRAINER).args(&args)).unwrap();
+    (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+#[test]
+fn data_the_network_cannot_take_fails_before_mpi_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let one_line = |(code, stderr): (Option<i32>, String), needle: &str| {
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains(needle) && stderr.trim().lines().count() == 1, "{stderr}");
+    };
+    // A checkpoint of a network laid out for other traces.
+    let small = traces(dir.path(), "small", 16, 1, 1);
+    let other = traces(dir.path(), "other", 200, 1, 9);
+    let checkpoint = dir.path().join("checkpoint");
+    let cp = checkpoint.to_str().unwrap();
+    ok(&train(1, &small, &["--epochs", "1", "--batch", "8", "--checkpoint", cp]));
+    one_line(refused(&other, &["--checkpoint", cp]), "laid out for other data: layout.addresses");
+    // A prior the network has no proposal for.
+    let gamma = store(dir.path(), "gamma", &[20, 35, 35], "muon__lifetime__Gamma__1");
+    one_line(refused(&gamma, &[]), "has a Gamma prior");
+    // Observations that are not 3-D, and validation data of another shape.
+    let flat = store(dir.path(), "flat", &[35, 35], "tau__px__Normal__1");
+    one_line(refused(&flat, &[]), "3-D observations");
+    let thin = store(dir.path(), "thin", &[20, 35, 34], "tau__px__Normal__1");
+    one_line(refused(&small, &["--val", thin.to_str().unwrap()]), "the training data's are [20, 35, 35]");
+}
