@@ -105,3 +105,4 @@ bench: setup
 	$(CARGO) bench -p stagehand-trainer --bench tf_crosscheck
 	$(CARGO) bench -p stagehand-trainer --bench segmentation
 	$(CARGO) bench -p stagehand-trainer --bench inverse
+	$(CARGO) bench -p stagehand-trainer --bench etalumis
