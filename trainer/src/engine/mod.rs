@@ -103,12 +103,14 @@ fn apply(optimizer: &mut Optimizer, lr: f32, values: &mut [Vec<f32>], grads: &[&
     optimizer.step(lr, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), grads);
 }
 
-fn scalar(loss: Tensor<1>) -> Result<f32, TrainError> {
-    loss.into_data()
+/// The one value of a scalar tensor (a loss, a metric's sum), for models
+/// and the loop alike.
+pub fn scalar(t: Tensor<1>) -> Result<f32, TrainError> {
+    t.into_data()
         .try_into_vec_as::<f32>()
         .ok()
         .and_then(|v| v.first().copied())
-        .ok_or_else(|| TrainError::Model("the loss is not a scalar f32 tensor".into()))
+        .ok_or_else(|| TrainError::Model("a loss or metric is not a scalar f32 tensor".into()))
 }
 
 /// Where a run starts: fresh, or from a checkpoint.

@@ -224,8 +224,7 @@ fn observation_scale(stores: &TraceStores) -> Result<(f32, f32), TrainError> {
 }
 
 fn scalar(t: Tensor<1>) -> Result<f64, TrainError> {
-    let v = t.into_data().try_to_vec::<f32>().map_err(|e| TrainError::Model(format!("a loss is not f32: {e:?}")))?;
-    v.first().map(|&v| f64::from(v)).ok_or_else(|| TrainError::Model("an empty loss tensor".into()))
+    crate::engine::scalar(t).map(f64::from)
 }
 
 impl TrainModel for EtalumisModel {
