@@ -573,6 +573,11 @@ impl<M: TrainModel> Run<'_, M> {
 /// before MPI starts).
 pub fn check_resumable<M: TrainModel>(model: &M, config: &TrainConfig) -> Result<(), TrainError> {
     let Some(dir) = &config.checkpoint else { return Ok(()) };
+    // A directory that does not exist yet holds no checkpoint; one that
+    // cannot be made is reported by the writability check, naming --checkpoint.
+    if !dir.is_dir() {
+        return Ok(());
+    }
     match checkpoint::latest_state(dir)? {
         Some(state) => same_layout(&state.layout, &model.layout()),
         None => Ok(()),
