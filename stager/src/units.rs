@@ -2,7 +2,26 @@
 
 /// Parse a byte size such as `64MiB`, `1.5GB` or `4096`.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    if significant_digits(text.trim()) > MAX_DIGITS {
+        return Err(format!("{text:?} has more than {MAX_DIGITS} digits: no size needs that many"));
+    }
     parse_size::parse_size(text.trim()).map_err(|e| format!("{text:?} is not a size like 64MiB or 1GB: {e}"))
+}
+
+/// parse_size 1.x rounds a number whose digits overflow u64 by adding 1
+/// to a mantissa that may be u64::MAX, unchecked: 20 or more significant
+/// digits panic in a debug build and wrap to a wrong size in a release one
+/// (found by the `options` fuzz target). With at most 19 the mantissa
+/// stays below 10^19 and cannot overflow.
+const MAX_DIGITS: usize = 19;
+
+/// Digits of the number `text` starts with, leading zeros not counted.
+fn significant_digits(text: &str) -> usize {
+    text.chars()
+        .take_while(|c| c.is_ascii_digit() || matches!(c, '.' | '_' | ' '))
+        .filter(char::is_ascii_digit)
+        .skip_while(|&c| c == '0')
+        .count()
 }
 
 /// Parse a rate in bytes per second such as `10GB/s` or `2.5GiB/s`.
@@ -32,6 +51,17 @@ pub fn human_bytes(bytes: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: the fuzz target's crash input, a number just past u64::MAX.
+    #[test]
+    fn a_number_of_too_many_digits_is_refused_not_wrapped() {
+        for text in ["0184467440737095516155", "18446744073709551615", "99999999999999999999999GB"] {
+            let Err(e) = parse_bytes(text) else { panic!("{text} was accepted") };
+            assert!(e.contains("digits"), "{text}: {e}");
+        }
+        assert_eq!(parse_bytes("0000000000000000000000064MiB"), Ok(64 << 20));
+        assert_eq!(parse_bytes("1_000_000"), Ok(1_000_000));
+    }
 
     #[test]
     fn a_rate_of_zero_is_refused() {
