@@ -80,6 +80,21 @@ pub enum DatasetError {
     },
 }
 
+/// `read_into` for a dataset of variable-length targets: the input, and as
+/// much of the target [`read_ragged`](Dataset::read_ragged) gives as `y` holds.
+pub fn read_prefix<D: Dataset + ?Sized>(
+    dataset: &D,
+    index: usize,
+    x: &mut [f32],
+    y: &mut [f32],
+) -> Result<u64, DatasetError> {
+    let mut target = Vec::new();
+    let read = dataset.read_ragged(index, x, &mut target)?;
+    let n = y.len().min(target.len());
+    y[..n].copy_from_slice(&target[..n]);
+    Ok(read)
+}
+
 /// Random access to samples decoded into `f32` buffers.
 pub trait Dataset: Send + Sync {
     /// Number of samples.

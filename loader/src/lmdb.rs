@@ -260,11 +260,7 @@ impl Dataset for TraceDataset {
 
     /// Only the observation; the target needs [`read_ragged`](Dataset::read_ragged).
     fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
-        let mut target = Vec::new();
-        let read = self.read_ragged(index, x, &mut target)?;
-        let n = y.len().min(target.len());
-        y[..n].copy_from_slice(&target[..n]);
-        Ok(read)
+        crate::dataset::read_prefix(self, index, x, y)
     }
 
     fn read_ragged(&self, index: usize, x: &mut [f32], y: &mut Vec<f32>) -> Result<u64, DatasetError> {

@@ -141,11 +141,7 @@ impl Dataset for TraceStores {
 
     /// The observation, and as much of the target as `y` holds.
     fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
-        let mut target = Vec::new();
-        let read = self.read_ragged(index, x, &mut target)?;
-        let n = y.len().min(target.len());
-        y[..n].copy_from_slice(&target[..n]);
-        Ok(read)
+        crate::dataset::read_prefix(self, index, x, y)
     }
 
     fn read_ragged(&self, index: usize, x: &mut [f32], y: &mut Vec<f32>) -> Result<u64, DatasetError> {

@@ -118,8 +118,9 @@ impl EtalumisModel {
             .ok_or_else(|| TrainError::Data("the data was not checked before training".into()))
     }
 
-    /// Σ log q(x_t | y) over every controlled choice of the traces `which`
-    /// of `batch` (a one-element tensor), and how many choices that was.
+    /// Σ log q(x_t | y) over every controlled choice of the batch's traces
+    /// that the network has layers for (a one-element tensor); `None` when
+    /// no such trace has a controlled choice.
     fn log_q(
         &self,
         net: &EtalumisNet,
