@@ -13,7 +13,7 @@ use super::layout::{AddressLayer, Kind, Layout};
 use super::lstm::Lstm;
 use super::proposal::head_width;
 use crate::engine::TrainError;
-use crate::kernels::{Pooling, pool3d};
+use crate::kernels::{Pooling, conv3d_same, pool3d};
 
 /// pyprob's `EmbeddingCNN3D5C`: five valid 3³ convolutions with max
 /// pooling by 2 after the second and the fifth (PyTorch's `MaxPool3d(2)`,
@@ -31,6 +31,17 @@ fn convolved(size: [usize; 3]) -> Option<[usize; 3]> {
 
 fn pooled(size: [usize; 3]) -> [usize; 3] {
     size.map(|s| s / 2)
+}
+
+/// A valid 3³ convolution as our "same" convolution with its one-voxel
+/// border cropped: burn's own `conv3d` backward on the CPU (a transposed
+/// convolution for the input gradient and a per-voxel loop for the
+/// weights') took most of a training step; our direct kernel and its
+/// backward run the larger volume faster.
+fn valid_conv(conv: &Conv3d, x: Tensor<5>) -> Tensor<5> {
+    let y = conv3d_same(x, conv.weight.val(), conv.bias.as_ref().map(Param::val));
+    let [_, _, d, h, w] = y.dims();
+    y.narrow(2, 1, d - 2).narrow(3, 1, h - 2).narrow(4, 1, w - 2)
 }
 
 /// Max pooling by 2 with PyTorch's floor: crop odd sizes, then pool.
@@ -66,7 +77,7 @@ impl ObservationEmbedding {
     pub fn forward(&self, x: Tensor<5>) -> Tensor<2> {
         let mut x = x;
         for (i, conv) in self.convs.iter().enumerate() {
-            x = relu(conv.forward(x));
+            x = relu(valid_conv(conv, x));
             if i == 1 || i == 4 {
                 x = max_pool_floor(x);
             }
@@ -198,5 +209,10 @@ mod tests {
         let embedding = ObservationEmbedding::new(&super::super::small(), [20, 35, 35], &device).unwrap();
         assert_eq!(embedding.forward(Tensor::ones([2, 1, 20, 35, 35], &device)).dims(), [2, 32]);
         assert!(ObservationEmbedding::new(&super::super::small(), [4, 35, 35], &device).is_err());
+        // The cropped "same" convolution is burn's valid one.
+        let conv = Conv3dConfig::new([2, 3], [3, 3, 3]).init(&device);
+        let x = Tensor::<5>::random([1, 2, 5, 9, 10], burn::tensor::Distribution::Default, &device);
+        let diff: f32 = (valid_conv(&conv, x.clone()) - conv.forward(x)).abs().max().into_scalar();
+        assert!(diff < 1e-5, "{diff}");
     }
 }
