@@ -12,8 +12,10 @@
 //! distribution; **replay** takes the values of a recorded trace, so a
 //! trace can be re-executed (and a simulator that diverges is caught at the
 //! first address that differs); **proposal** draws controlled choices from
-//! a distribution a [`Proposal`] supplies for each address and records
-//! both log-densities, for importance sampling with an inference network.
+//! values a [`Proposal`] supplies for each address and records both
+//! log-densities, for importance sampling with an inference network; a run
+//! [conditioned](Executor::conditioned_on) on an observation scores that
+//! observation instead of drawing one.
 
 use std::collections::HashMap;
 
@@ -23,19 +25,52 @@ use rand_chacha::ChaCha12Rng;
 
 use super::distribution::{self, InvalidDistribution};
 
-/// Supplies the proposal distribution of each controlled choice.
+/// A proposed value and its log density under the proposal.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Proposed {
+    /// The value.
+    pub value: f64,
+    /// log q(value).
+    pub log_density: f64,
+}
+
+impl Proposed {
+    /// A draw from `d`, scored under it: for proposals that are one of the
+    /// trace distributions.
+    pub fn draw(d: &Distribution, rng: &mut ChaCha12Rng) -> Result<Proposed, InvalidDistribution> {
+        let value = distribution::draw(d, rng)?;
+        Ok(Proposed { value, log_density: distribution::log_prob(d, value) })
+    }
+}
+
+/// Draws each controlled choice for proposal mode. The proposal draws the
+/// value itself, so it can be any distribution it can sample and score
+/// (an inference network's mixtures), not only the trace's five.
 pub trait Proposal {
-    /// The distribution to draw `address` from, given its prior and the
-    /// choices made so far in this run.
-    fn propose(&mut self, address: &str, prior: &Distribution, so_far: &[Choice]) -> Distribution;
+    /// A value for `address`, given its prior and the choices made so far
+    /// in this run, drawn with `rng`, and its log proposal density; an
+    /// error says why no value could be proposed.
+    fn propose(
+        &mut self,
+        address: &str,
+        prior: &Distribution,
+        so_far: &[Choice],
+        rng: &mut ChaCha12Rng,
+    ) -> Result<Proposed, String>;
 }
 
 /// The prior as its own proposal: importance weights of exactly 1.
 pub struct PriorProposal;
 
 impl Proposal for PriorProposal {
-    fn propose(&mut self, _address: &str, prior: &Distribution, _so_far: &[Choice]) -> Distribution {
-        prior.clone()
+    fn propose(
+        &mut self,
+        _address: &str,
+        prior: &Distribution,
+        _so_far: &[Choice],
+        rng: &mut ChaCha12Rng,
+    ) -> Result<Proposed, String> {
+        Proposed::draw(prior, rng).map_err(|e| e.to_string())
     }
 }
 
@@ -138,6 +173,24 @@ pub enum RunError {
         /// The value.
         value: f64,
     },
+    /// The proposal could not propose a value.
+    #[error("at {address}: the proposal failed: {reason}")]
+    Proposal {
+        /// The address.
+        address: String,
+        /// Why.
+        reason: String,
+    },
+    /// A conditioned run was given an observation of another size.
+    #[error("the observation has {given} values; the simulator's {site} has {expected}")]
+    ObservationSize {
+        /// Address of the tensor observation.
+        site: String,
+        /// Values the simulator observes.
+        expected: usize,
+        /// Values given.
+        given: usize,
+    },
     /// A loop did not end within its bound.
     #[error("at {address}: {what}")]
     Bound {
@@ -151,6 +204,10 @@ pub enum RunError {
 /// Runs a simulator in one [`Mode`] and records what it did.
 pub struct Executor<'a> {
     mode: Mode<'a>,
+    /// The tensor observation to condition on instead of drawing one.
+    observed: Option<&'a [f32]>,
+    /// The likelihood's deviation if not the simulator's own.
+    likelihood_noise: Option<f32>,
     rng: ChaCha12Rng,
     instances: HashMap<(&'static str, &'static str), u32>,
     run: Recorded,
@@ -173,7 +230,31 @@ impl<'a> Executor<'a> {
             Mode::Prior(seed) | Mode::Proposal(seed, _) => *seed,
             Mode::Replay(_) => 0,
         };
-        Executor { mode, rng: ChaCha12Rng::seed_from_u64(seed), instances: HashMap::new(), run: Recorded::default() }
+        Executor {
+            mode,
+            observed: None,
+            likelihood_noise: None,
+            rng: ChaCha12Rng::seed_from_u64(seed),
+            instances: HashMap::new(),
+            run: Recorded::default(),
+        }
+    }
+
+    /// Condition the run on `observation`: the tensor observation is this
+    /// one instead of a draw, and the run's log likelihood scores it (what
+    /// importance sampling for a given observation needs).
+    pub fn conditioned_on(mut self, observation: &'a [f32]) -> Self {
+        self.observed = Some(observation);
+        self
+    }
+
+    /// Score the tensor observation with independent normals of deviation
+    /// `noise` rather than the simulator's own: an approximate likelihood,
+    /// wider than the detector's noise, for when the exact one gives every
+    /// sample but the best a weight of zero.
+    pub fn with_likelihood_noise(mut self, noise: f32) -> Self {
+        self.likelihood_noise = Some(noise);
+        self
     }
 
     fn address(&mut self, site: &'static str, d: &Distribution) -> String {
@@ -218,9 +299,10 @@ impl<'a> Executor<'a> {
             Some(v) => (v, distribution::log_prob(&prior, v)),
             None => match &mut self.mode {
                 Mode::Proposal(_, proposal) if controlled => {
-                    let q = proposal.propose(&address, &prior, &self.run.choices);
-                    let v = distribution::draw(&q, &mut self.rng).map_err(Self::invalid(&address))?;
-                    (v, distribution::log_prob(&q, v))
+                    let proposed = proposal
+                        .propose(&address, &prior, &self.run.choices, &mut self.rng)
+                        .map_err(|reason| RunError::Proposal { address: address.clone(), reason })?;
+                    (proposed.value, proposed.log_density)
                 }
                 _ => {
                     let v = distribution::draw(&prior, &mut self.rng).map_err(Self::invalid(&address))?;
@@ -256,12 +338,13 @@ impl<'a> Executor<'a> {
     }
 
     /// The tensor observation at `site`: independent normals of standard
-    /// deviation `noise` around `mean`. Drawn under prior and proposal;
-    /// under replay, the recorded observation. Its log likelihood is added.
+    /// deviation `noise` around `mean`. Drawn under prior and proposal
+    /// unless the run is [conditioned](Self::conditioned_on); under replay,
+    /// the recorded observation. Its log likelihood is added.
     pub fn observe_tensor(&mut self, site: &'static str, mean: &[f32], noise: f32) -> Result<&[f32], RunError> {
         let address = format!("{site}__Normal__1");
-        let observation = match &self.mode {
-            Mode::Replay(trace) => {
+        let observation = match (&self.mode, self.observed) {
+            (Mode::Replay(trace), _) => {
                 if trace.observation_address != address || trace.observation.len() != mean.len() {
                     return Err(RunError::Diverged {
                         index: self.run.choices.len(),
@@ -271,6 +354,12 @@ impl<'a> Executor<'a> {
                 }
                 trace.observation.clone()
             }
+            (_, Some(given)) => {
+                if given.len() != mean.len() {
+                    return Err(RunError::ObservationSize { site: address, expected: mean.len(), given: given.len() });
+                }
+                given.to_vec()
+            }
             _ => {
                 use rand::Rng;
                 mean.iter().map(|m| m + noise * self.rng.sample::<f32, _>(rand_distr::StandardNormal)).collect()
@@ -278,7 +367,7 @@ impl<'a> Executor<'a> {
         };
         // Σ log N(x | m, σ) = -Σ (x-m)²/(2σ²) - n (ln σ + ln(2π)/2).
         let squares: f64 = observation.iter().zip(mean).map(|(x, m)| f64::from(x - m).powi(2)).sum();
-        let sigma = f64::from(noise);
+        let sigma = f64::from(self.likelihood_noise.unwrap_or(noise));
         self.run.log_likelihood += -squares / (2.0 * sigma * sigma)
             - mean.len() as f64 * (sigma.ln() + 0.5 * (2.0 * std::f64::consts::PI).ln());
         self.run.observation_address = address;

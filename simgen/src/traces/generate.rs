@@ -138,6 +138,40 @@ mod tests {
         }
     }
 
+    /// A run conditioned on an observation keeps it and scores it: given
+    /// the observation the same seed drew, the run is the prior run, log
+    /// likelihood included; a wider likelihood scores it higher where the
+    /// residuals are noise-sized, and an observation of another size fails.
+    #[test]
+    fn a_conditioned_run_scores_the_given_observation() {
+        let prior = run_prior(5, 3).unwrap();
+        let mut proposal = PriorProposal;
+        let ex = Executor::new(Mode::Proposal(mix(5, 3, STREAM), &mut proposal)).conditioned_on(&prior.observation);
+        let mut ex = ex;
+        tau::simulate(&mut ex).unwrap();
+        assert_eq!(ex.finish().unwrap(), prior);
+
+        let other = run_prior(5, 4).unwrap();
+        let mut proposal = PriorProposal;
+        let mut ex = Executor::new(Mode::Proposal(mix(5, 3, STREAM), &mut proposal)).conditioned_on(&other.observation);
+        tau::simulate(&mut ex).unwrap();
+        let mismatched = ex.finish().unwrap();
+        assert_eq!(mismatched.observation, other.observation);
+        assert!(mismatched.log_likelihood < prior.log_likelihood - 1000.0, "{}", mismatched.log_likelihood);
+        let mut proposal = PriorProposal;
+        let mut ex = Executor::new(Mode::Proposal(mix(5, 3, STREAM), &mut proposal))
+            .conditioned_on(&other.observation)
+            .with_likelihood_noise(1.0);
+        tau::simulate(&mut ex).unwrap();
+        assert!(ex.finish().unwrap().log_likelihood > mismatched.log_likelihood);
+
+        let short = vec![0f32; 10];
+        let mut proposal = PriorProposal;
+        let mut ex = Executor::new(Mode::Proposal(1, &mut proposal)).conditioned_on(&short);
+        let err = tau::simulate(&mut ex).unwrap_err().to_string();
+        assert!(err.contains("10 values") && err.contains("24500"), "{err}");
+    }
+
     /// A proposal other than the prior: the weight is log p - log q of
     /// what it drew, and the draws follow it.
     #[test]
@@ -149,13 +183,11 @@ mod tests {
                 address: &str,
                 prior: &formats::lmdb::trace_codec::Distribution,
                 _: &[Choice],
-            ) -> formats::lmdb::trace_codec::Distribution {
-                match address {
-                    "tau__pz__Uniform__1" => {
-                        formats::lmdb::trace_codec::Distribution::Uniform { low: 44.0, high: 44.5 }
-                    }
-                    _ => prior.clone(),
-                }
+                rng: &mut rand_chacha::ChaCha12Rng,
+            ) -> Result<executor::Proposed, String> {
+                let narrow = formats::lmdb::trace_codec::Distribution::Uniform { low: 44.0, high: 44.5 };
+                let q = if address == "tau__pz__Uniform__1" { &narrow } else { prior };
+                executor::Proposed::draw(q, rng).map_err(|e| e.to_string())
             }
         }
         let mut proposal = Narrow;

@@ -47,15 +47,35 @@ impl LstmLayer {
         let mut out = Vec::with_capacity(steps);
         for t in 0..steps {
             let gates = gates_in.clone().narrow(1, t, 1).reshape([batch, 4 * units]) + self.hidden.forward(h);
-            let gate = |k: usize| gates.clone().narrow(1, k * units, units);
-            let (i, f, g, o) = (sigmoid(gate(0)), sigmoid(gate(1)), tanh(gate(2)), sigmoid(gate(3)));
-            c = f * c + i * g;
-            h = o * tanh(c.clone());
+            (h, c) = Self::cell(gates, c, units);
             out.push(h.clone().unsqueeze_dim::<3>(1));
         }
         Tensor::cat(out, 1)
     }
+
+    /// One step over `x` [batch, inputs] from `state` (zeros when `None`):
+    /// the next state, whose hidden part is the step's output. What
+    /// inference runs, one choice at a time.
+    pub fn step(&self, x: Tensor<2>, state: Option<State>) -> State {
+        let [batch, _] = x.dims();
+        let units = self.units();
+        let device = x.device();
+        let (h, c) =
+            state.unwrap_or_else(|| (Tensor::zeros([batch, units], &device), Tensor::zeros([batch, units], &device)));
+        Self::cell(self.input.forward(x) + self.hidden.forward(h), c, units)
+    }
+
+    /// c' = f·c + i·g, h' = o·tanh(c') from the summed gate inputs.
+    fn cell(gates: Tensor<2>, c: Tensor<2>, units: usize) -> State {
+        let gate = |k: usize| gates.clone().narrow(1, k * units, units);
+        let (i, f, g, o) = (sigmoid(gate(0)), sigmoid(gate(1)), tanh(gate(2)), sigmoid(gate(3)));
+        let c = f * c + i * g;
+        (o * tanh(c.clone()), c)
+    }
 }
+
+/// A layer's hidden and cell state, each [batch, units].
+pub type State = (Tensor<2>, Tensor<2>);
 
 /// Layers of LSTM, each running over the previous one's outputs.
 #[derive(Module, Debug)]
@@ -74,6 +94,20 @@ impl Lstm {
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
         self.layers.iter().fold(x, |x, layer| layer.forward(x))
     }
+
+    /// One step over `x` [batch, inputs]: the last layer's output. `states`
+    /// holds one state per layer, empty before the first step.
+    pub fn step(&self, x: Tensor<2>, states: &mut Vec<State>) -> Tensor<2> {
+        let mut x = x;
+        let mut next = Vec::with_capacity(self.layers.len());
+        for (l, layer) in self.layers.iter().enumerate() {
+            let state = layer.step(x, states.get(l).cloned());
+            x = state.0.clone();
+            next.push(state);
+        }
+        *states = next;
+        x
+    }
 }
 
 #[cfg(test)]
@@ -86,6 +120,23 @@ mod tests {
 
     fn values(t: Tensor<2>) -> Vec<f32> {
         t.into_data().try_to_vec::<f32>().unwrap()
+    }
+
+    /// Stepping one input at a time gives the outputs of the whole
+    /// sequence at once (what inference and training run).
+    #[test]
+    fn stepping_equals_the_sequence() {
+        let device = Device::flex();
+        let lstm = Lstm::new(3, 5, 2, &device);
+        let x = Tensor::<3>::random([2, 4, 3], burn::tensor::Distribution::Default, &device);
+        let whole = lstm.forward(x.clone());
+        let mut states = Vec::new();
+        for t in 0..4 {
+            let out = lstm.step(x.clone().narrow(1, t, 1).reshape([2, 3]), &mut states);
+            let want = whole.clone().narrow(1, t, 1).reshape([2, 5]);
+            let diff: f32 = (out - want).abs().max().into_scalar();
+            assert!(diff < 1e-6, "step {t}: {diff}");
+        }
     }
 
     /// One step from zero states, computed by hand from the weights.

@@ -30,6 +30,7 @@ pub mod lstm;
 pub mod model;
 pub mod net;
 pub mod proposal;
+pub mod sampler;
 
 use serde::Serialize;
 
