@@ -46,8 +46,13 @@ fn training_lowers_the_proposals_loss_below_the_priors_on_held_out_traces() {
     let dir = tempfile::tempdir().unwrap();
     let data = traces(dir.path(), "train", 240, 2, 1);
     let val = traces(dir.path(), "val", 60, 1, 2);
-    let args =
-        ["--val", val.to_str().unwrap(), "--epochs", "4", "--batch", "8", "--optimizer", "adam", "--lr", "0.004"];
+    let checkpoint = dir.path().join("checkpoint");
+    let args = [
+        ["--val", val.to_str().unwrap(), "--epochs", "4", "--batch", "8", "--optimizer", "adam", "--lr", "0.004"]
+            .as_slice(),
+        &["--checkpoint", checkpoint.to_str().unwrap()],
+    ]
+    .concat();
     let report = ok(&train(2, &data, &args));
     let epochs = report["epochs"].as_array().unwrap();
     let (first, last) = (&epochs[0]["validation"], &epochs[epochs.len() - 1]["validation"]);
@@ -58,6 +63,57 @@ fn training_lowers_the_proposals_loss_below_the_priors_on_held_out_traces() {
     assert!(last["samples"].as_u64().unwrap() >= 55, "{last}");
     let share = report["reduced_gradient_share"].as_f64().unwrap();
     assert!(share < 0.9, "{share} of the gradient values were reduced");
+    importance_sampling_steps_the_network_as_training_scored_it(&checkpoint, &val, last);
+}
+
+/// `trainer infer` on the held-out traces: its network, stepped one
+/// choice at a time, scores the choices that made each observation as
+/// training's validation did in one pass per trace type; every effective
+/// sample size lies in [1, samples]; the table and the JSON report agree.
+fn importance_sampling_steps_the_network_as_training_scored_it(
+    checkpoint: &Path,
+    val: &Path,
+    validation: &serde_json::Value,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("infer.json");
+    let args = [
+        "infer",
+        "--checkpoint",
+        checkpoint.to_str().unwrap(),
+        "--observations",
+        val.to_str().unwrap(),
+        "--count",
+        "60",
+        "--samples",
+        "20",
+        "--likelihood-noise",
+        "0.03",
+        "--report",
+        report.to_str().unwrap(),
+    ];
+    let output = e2e::output(Command::new(TRAINER).args(args)).unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    eprintln!("{stdout}");
+    let results: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(results.len(), 60);
+    assert!(stdout.contains("60 observations, 20 samples each"), "{stdout}");
+    // Traces visiting an address no training trace did are not scored,
+    // in training's validation as here.
+    let scored: Vec<&serde_json::Value> = results.iter().filter(|r| !r["true_choices"].is_null()).collect();
+    assert_eq!(scored.len() as u64, validation["samples"].as_u64().unwrap());
+    let mean =
+        |i: usize| scored.iter().map(|r| r["true_choices"][i].as_f64().unwrap()).sum::<f64>() / scored.len() as f64;
+    let (loss, prior) = (validation["loss"].as_f64().unwrap(), validation["prior_loss"].as_f64().unwrap());
+    assert!((mean(0) - loss).abs() < 1e-3 * loss.abs(), "stepped −log q {} against training's {loss}", mean(0));
+    assert!((mean(1) - prior).abs() < 1e-6 * prior.abs(), "−log p {} against training's {prior}", mean(1));
+    for r in &results {
+        for proposal in ["network", "prior"] {
+            let ess = r[proposal]["ess"].as_f64().unwrap();
+            assert!((1.0 - 1e-9..=20.0 + 1e-9).contains(&ess), "{proposal} ESS {ess}");
+        }
+    }
 }
 
 /// With shuffled traces (`--buckets 0`) the two ranks' batches hold
@@ -165,4 +221,15 @@ fn data_the_network_cannot_take_fails_before_mpi_with_one_line() {
     one_line(refused(&flat, &[]), "3-D observations");
     let thin = store(dir.path(), "thin", &[20, 35, 34], "tau__px__Normal__1");
     one_line(refused(&small, &["--val", thin.to_str().unwrap()]), "the training data's are [20, 35, 35]");
+    // Inference: observations of another shape, traces of another
+    // simulator, and a directory without a checkpoint.
+    let infer = |observations: &Path, checkpoint: &str| {
+        let args = ["infer", "--checkpoint", checkpoint, "--observations", observations.to_str().unwrap()];
+        let output = e2e::output(Command::new(TRAINER).args(args)).unwrap();
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    one_line(infer(&thin, cp), "the network was trained on [20, 35, 35]");
+    let px = store(dir.path(), "px", &[20, 35, 35], "tau__px__Normal__1");
+    one_line(infer(&px, cp), "not traces of simgen's tau simulator");
+    one_line(infer(&small, dir.path().to_str().unwrap()), "holds no checkpoint");
 }

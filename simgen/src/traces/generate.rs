@@ -138,6 +138,19 @@ mod tests {
         }
     }
 
+    /// Every run makes each of the latents inference reports, once, as a
+    /// controlled choice.
+    #[test]
+    fn every_run_makes_the_reported_latents() {
+        for index in 0..30 {
+            let run = run_prior(2, index).unwrap();
+            for (name, address) in tau::LATENTS {
+                let found: Vec<_> = run.choices.iter().filter(|c| c.address == address).collect();
+                assert!(found.len() == 1 && found[0].controlled, "{name} in run {index}");
+            }
+        }
+    }
+
     /// A run conditioned on an observation keeps it and scores it: given
     /// the observation the same seed drew, the run is the prior run, log
     /// likelihood included; a wider likelihood scores it higher where the
@@ -146,8 +159,7 @@ mod tests {
     fn a_conditioned_run_scores_the_given_observation() {
         let prior = run_prior(5, 3).unwrap();
         let mut proposal = PriorProposal;
-        let ex = Executor::new(Mode::Proposal(mix(5, 3, STREAM), &mut proposal)).conditioned_on(&prior.observation);
-        let mut ex = ex;
+        let mut ex = Executor::new(Mode::Proposal(mix(5, 3, STREAM), &mut proposal)).conditioned_on(&prior.observation);
         tau::simulate(&mut ex).unwrap();
         assert_eq!(ex.finish().unwrap(), prior);
 

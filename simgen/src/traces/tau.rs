@@ -87,6 +87,15 @@ pub const CHANNELS: [Channel; 9] = [
     Channel { name: "3pi pi0 nu", fraction: 0.0274, products: &[H, H, H, P0, N] },
 ];
 
+/// The latents inference reports, by name and address: the decay channel
+/// (an index into [`CHANNELS`]) and the tau's momentum, GeV.
+pub const LATENTS: [(&str, &str); 4] = [
+    ("channel", "tau__decay_channel__Categorical__1"),
+    ("px", "tau__px__Uniform__1"),
+    ("py", "tau__py__Uniform__1"),
+    ("pz", "tau__pz__Uniform__1"),
+];
+
 fn uniform(low: f64, high: f64) -> Distribution {
     Distribution::Uniform { low, high }
 }

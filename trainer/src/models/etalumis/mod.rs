@@ -25,6 +25,8 @@
 //! parameters; a minibatch is split into sub-batches of one trace type, and
 //! one sub-batch runs the LSTM in a single pass ([`model`]).
 
+pub mod guide;
+pub mod infer;
 pub mod layout;
 pub mod lstm;
 pub mod model;
@@ -32,7 +34,7 @@ pub mod net;
 pub mod proposal;
 pub mod sampler;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use model::EtalumisModel;
 
@@ -41,7 +43,7 @@ pub const CONFIGS: &[&str] = &["paper", "small"];
 
 /// The network's sizes (everything but the address-specific layers' count,
 /// which the data decides).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EtalumisConfig {
     /// Configuration name.
     pub name: String,

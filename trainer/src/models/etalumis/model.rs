@@ -47,6 +47,18 @@ pub struct DataLayout {
     pub observation_std: f32,
 }
 
+/// What a checkpoint records of the network beyond its parameters: the
+/// configuration (with `--lstm-depth` applied) and the data layout, all
+/// that inference needs to build it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedNetwork {
+    /// The sizes.
+    pub config: EtalumisConfig,
+    /// The address layers, observation shape and scale.
+    #[serde(flatten)]
+    pub data: DataLayout,
+}
+
 /// The Etalumis inference network with everything the engine asks of a model.
 #[derive(Debug)]
 pub struct EtalumisModel {
@@ -304,7 +316,8 @@ impl TrainModel for EtalumisModel {
 
     fn layout(&self) -> serde_json::Value {
         let Some((_, data)) = self.data.get() else { return serde_json::Value::Null };
-        serde_json::to_value(data).unwrap_or(serde_json::Value::Null)
+        let saved = SavedNetwork { config: self.config.clone(), data: data.clone() };
+        serde_json::to_value(saved).unwrap_or(serde_json::Value::Null)
     }
 
     fn open_dataset(

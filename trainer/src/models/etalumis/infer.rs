@@ -1,0 +1,376 @@
+//! Importance sampling with the trained network (Baydin et al. 2019,
+//! Sec. III-B; pyprob `Model.posterior` with `InferenceEngine.
+//! IMPORTANCE_SAMPLING_WITH_INFERENCE_NETWORK`): for a held-out
+//! observation y, K runs of the simulator conditioned on y, each controlled
+//! choice drawn from the network's proposal ([`guide`](super::guide)),
+//! weighted by w = p(x) p(y | x) / q(x | y). The same with the prior as the
+//! proposal (w = p(y | x)) is the baseline the network must beat.
+//!
+//! Reported per observation: the effective sample size (Σw)² / Σw² (Kong
+//! 1992; Owen, "Monte Carlo theory, methods and examples", ch. 9), and the
+//! weighted posterior of the simulator's latents
+//! ([`LATENTS`](simgen::traces::tau::LATENTS)) against the values that
+//! generated the observation.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use burn::tensor::{Device, Tensor, TensorData};
+use formats::checkpoint;
+use formats::lmdb::TraceStore;
+use formats::manifest::{MANIFEST_FILE, Manifest};
+use serde::Serialize;
+use simgen::random::mix;
+use simgen::traces::executor::{Executor, Mode, PriorProposal, Proposal, Recorded};
+use simgen::traces::generate::{from_trace, replay};
+use simgen::traces::tau::{self, CHANNELS, LATENTS};
+
+use super::guide::NetworkProposal;
+use super::model::SavedNetwork;
+use super::net::EtalumisNet;
+use crate::engine::TrainError;
+use crate::params;
+
+/// Stream of the proposal runs' seeds in [`mix`].
+const STREAM: u64 = 41;
+
+/// What `trainer infer` does.
+#[derive(Debug, Clone)]
+pub struct InferConfig {
+    /// Checkpoint directory of a trained network (its latest checkpoint).
+    pub checkpoint: PathBuf,
+    /// Dataset directory (a manifest of trace stores) of held-out traces.
+    pub observations: PathBuf,
+    /// Observations to infer, spread evenly over the dataset's traces.
+    pub count: usize,
+    /// Importance samples per observation and proposal.
+    pub samples: usize,
+    /// Seed of the runs.
+    pub seed: u64,
+    /// The likelihood's deviation, GeV, if not the simulator's noise.
+    pub likelihood_noise: Option<f32>,
+}
+
+/// The weighted posterior of one proposal's runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Posterior {
+    /// Effective sample size, (Σw)² / Σw².
+    pub ess: f64,
+    /// Posterior probability of each decay channel.
+    pub channels: Vec<f64>,
+    /// Posterior mean of px, py, pz.
+    pub momentum_mean: [f64; 3],
+    /// Posterior deviation of px, py, pz.
+    pub momentum_std: [f64; 3],
+    /// Choices proposed from the prior because the network had no layers
+    /// for their address (0 for the prior).
+    pub from_prior: usize,
+}
+
+impl Posterior {
+    /// The posterior of runs with log weights `log_weights` and latents
+    /// `latents` (channel index, px, py, pz).
+    pub fn of(log_weights: &[f64], latents: &[[f64; 4]], from_prior: usize) -> Result<Posterior, String> {
+        let top = log_weights.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if !top.is_finite() {
+            return Err(format!("no run has a finite weight (the largest log weight is {top})"));
+        }
+        let w: Vec<f64> = log_weights.iter().map(|l| (l - top).exp()).collect();
+        let total: f64 = w.iter().sum();
+        let ess = total * total / w.iter().map(|v| v * v).sum::<f64>();
+        let mut channels = vec![0.0; CHANNELS.len()];
+        let (mut mean, mut square) = ([0.0; 3], [0.0; 3]);
+        for (wi, l) in w.iter().zip(latents) {
+            let p = wi / total;
+            let channel = l[0] as usize;
+            if let Some(c) = channels.get_mut(channel) {
+                *c += p;
+            }
+            for m in 0..3 {
+                mean[m] += p * l[m + 1];
+                square[m] += p * l[m + 1] * l[m + 1];
+            }
+        }
+        let std = std::array::from_fn(|m| (square[m] - mean[m] * mean[m]).max(0.0).sqrt());
+        Ok(Posterior { ess, channels, momentum_mean: mean, momentum_std: std, from_prior })
+    }
+
+    /// The most probable channel.
+    pub fn channel(&self) -> usize {
+        (0..self.channels.len()).max_by(|&a, &b| self.channels[a].total_cmp(&self.channels[b])).unwrap_or(0)
+    }
+}
+
+/// One observation's inference.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Inferred {
+    /// The store holding it.
+    pub store: PathBuf,
+    /// Its index there.
+    pub index: u64,
+    /// The latents that generated it: channel, px, py, pz.
+    pub truth: [f64; 4],
+    /// −log q of the choices that generated it, under the network (what
+    /// training's validation averages), and −log p under the prior; `None`
+    /// when it visits an address the network has no layers for.
+    pub true_choices: Option<[f64; 2]>,
+    /// With the network's proposals.
+    pub network: Posterior,
+    /// With the prior as proposal.
+    pub prior: Posterior,
+}
+
+/// A held-out observation and the latents that made it.
+struct HeldOut {
+    store: PathBuf,
+    index: u64,
+    observation: Vec<f32>,
+    truth: [f64; 4],
+    /// The run that made it.
+    run: Recorded,
+}
+
+/// The network of the latest checkpoint in `dir`, on `device`, and what
+/// the checkpoint recorded of it.
+pub fn load_network(dir: &Path, device: &Device) -> Result<(EtalumisNet, SavedNetwork), TrainError> {
+    let shown = dir.display();
+    let cp = checkpoint::load_latest(dir)?
+        .ok_or_else(|| TrainError::Invalid(format!("--checkpoint {shown}: holds no checkpoint")))?;
+    let saved: SavedNetwork = serde_json::from_value(cp.state.layout.clone()).map_err(|e| {
+        TrainError::Invalid(format!("--checkpoint {shown}: not a checkpoint of the etalumis network ({e})"))
+    })?;
+    let net = EtalumisNet::new(&saved.config, saved.data.observation, &saved.data.layout, device)?;
+    let lengths = params::lengths(&params::shapes(&net)?);
+    if lengths != cp.state.lengths {
+        return Err(TrainError::Invalid(format!(
+            "--checkpoint {shown}: {} parameter tensors saved, the network it describes has {}",
+            cp.state.lengths.len(),
+            lengths.len()
+        )));
+    }
+    Ok((params::with_values(net, &cp.params, device), saved))
+}
+
+/// `count` traces of the dataset in `dir` (all if it holds fewer), spread
+/// evenly over its stores: a store is sorted by trace type, so its first
+/// traces would all be of the commonest types.
+fn held_out(dir: &Path, count: usize, shape: [usize; 3]) -> Result<Vec<HeldOut>, TrainError> {
+    let data = |e: &dyn std::fmt::Display| TrainError::Data(format!("--observations {}: {e}", dir.display()));
+    let manifest = Manifest::load(&dir.join(MANIFEST_FILE)).map_err(|e| data(&e))?;
+    let stores = super::super::lmdb_store_dirs(dir, &manifest, None)
+        .into_iter()
+        .map(|d| TraceStore::open(&d).map(|s| (d, s)).map_err(|e| data(&e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let total: u64 = stores.iter().map(|(_, s)| s.len()).sum();
+    let count = (count as u64).min(total);
+    let mut wanted = (0..count).map(|i| i * total / count).peekable();
+    let mut out = Vec::new();
+    let mut before = 0;
+    for (store_dir, store) in &stores {
+        let ids: Vec<Option<u32>> = LATENTS
+            .iter()
+            .map(|(_, address)| store.addresses().iter().position(|a| a == address).map(|i| i as u32))
+            .collect();
+        while let Some(index) = wanted.next_if(|&w| w < before + store.len()).map(|w| w - before) {
+            let trace =
+                store.get(index).map_err(|e| data(&e))?.ok_or_else(|| data(&format!("trace {index} missing")))?;
+            if trace.shape.iter().map(|&d| d as usize).ne(shape) {
+                return Err(data(&format!(
+                    "observations of shape {:?}; the network was trained on {shape:?}",
+                    trace.shape
+                )));
+            }
+            let mut truth = [f64::NAN; 4];
+            for (t, id) in truth.iter_mut().zip(&ids) {
+                if let Some(c) = trace.choices.iter().find(|c| Some(c.address) == *id) {
+                    *t = c.value;
+                }
+            }
+            if truth.iter().any(|t| t.is_nan()) {
+                return Err(data(&format!(
+                    "trace {index} of {} lacks one of the latents {:?}: not traces of simgen's tau simulator",
+                    store_dir.display(),
+                    LATENTS.map(|(_, a)| a)
+                )));
+            }
+            let run = from_trace(&trace, store.addresses()).map_err(|e| data(&e))?;
+            out.push(HeldOut { store: store_dir.clone(), index, observation: trace.observation, truth, run });
+        }
+        before += store.len();
+    }
+    if out.is_empty() {
+        return Err(data(&"holds no traces"));
+    }
+    Ok(out)
+}
+
+/// A run's latents: channel, px, py, pz.
+fn latents(run: &Recorded) -> Result<[f64; 4], TrainError> {
+    let mut out = [0.0; 4];
+    for (v, (name, address)) in out.iter_mut().zip(LATENTS) {
+        *v = run
+            .choices
+            .iter()
+            .find(|c| c.address == address)
+            .map(|c| c.value)
+            .ok_or_else(|| TrainError::Model(format!("a run made no choice {name} ({address})")))?;
+    }
+    Ok(out)
+}
+
+/// Run `samples` conditioned simulations of `held`, each with a proposal
+/// `make` builds, and weigh them; `from_prior` counts the choices a
+/// proposal left to the prior.
+fn sample<P: Proposal>(
+    config: &InferConfig,
+    held: &HeldOut,
+    first_seed: u64,
+    mut make: impl FnMut() -> P,
+    from_prior: impl Fn(&P) -> usize,
+) -> Result<Posterior, TrainError> {
+    let mut log_weights = Vec::with_capacity(config.samples);
+    let mut values = Vec::with_capacity(config.samples);
+    let mut left_to_prior = 0;
+    for k in 0..config.samples as u64 {
+        let mut proposal = make();
+        let mut ex = Executor::new(Mode::Proposal(mix(config.seed, first_seed + k, STREAM), &mut proposal))
+            .conditioned_on(&held.observation);
+        if let Some(noise) = config.likelihood_noise {
+            ex = ex.with_likelihood_noise(noise);
+        }
+        let run = tau::simulate(&mut ex).and_then(|()| ex.finish()).map_err(|e| TrainError::Model(e.to_string()))?;
+        left_to_prior += from_prior(&proposal);
+        log_weights.push(run.log_weight_ratio() + run.log_likelihood);
+        values.push(latents(&run)?);
+    }
+    Posterior::of(&log_weights, &values, left_to_prior).map_err(TrainError::Model)
+}
+
+/// Importance sampling for `config.count` held-out observations,
+/// with the network's proposals and with the prior's; `progress` hears of
+/// each observation as it is done.
+pub fn run(config: &InferConfig, mut progress: impl FnMut(usize, &Inferred)) -> Result<Vec<Inferred>, TrainError> {
+    if config.samples == 0 || config.count == 0 {
+        return Err(TrainError::Invalid("--samples and --count must be at least 1".into()));
+    }
+    if let Some(noise) = config.likelihood_noise
+        && !(noise.is_finite() && noise > 0.0)
+    {
+        return Err(TrainError::Invalid(format!("--likelihood-noise must be a positive number of GeV, got {noise}")));
+    }
+    let device = Device::flex();
+    let (net, saved) = load_network(&config.checkpoint, &device)?;
+    let positions: HashMap<String, usize> =
+        saved.data.layout.addresses.iter().enumerate().map(|(i, a)| (a.address.clone(), i)).collect();
+    let observations = held_out(&config.observations, config.count, saved.data.observation)?;
+    let [d, h, w] = saved.data.observation;
+    let (mean, std) = (saved.data.observation_mean, saved.data.observation_std);
+    let mut out = Vec::with_capacity(observations.len());
+    for (i, held) in observations.iter().enumerate() {
+        let x: Vec<f32> = held.observation.iter().map(|v| (v - mean) / std).collect();
+        let observed = net.observation.forward(Tensor::from_data(TensorData::new(x, [1, 1, d, h, w]), &device));
+        let first_seed = (i * config.samples) as u64;
+        let network = sample(
+            config,
+            held,
+            first_seed,
+            || NetworkProposal::new(&net, &saved, &positions, observed.clone()),
+            |p| p.from_prior,
+        )?;
+        let prior = sample(config, held, first_seed, || PriorProposal, |_| 0)?;
+        let log_q = NetworkProposal::new(&net, &saved, &positions, observed.clone())
+            .score(&held.run.choices)
+            .map_err(TrainError::Model)?;
+        let log_p = replay(&held.run).map_err(|e| TrainError::Model(e.to_string()))?.log_prior();
+        let inferred = Inferred {
+            store: held.store.clone(),
+            index: held.index,
+            truth: held.truth,
+            true_choices: log_q.map(|q| [-q, -log_p]),
+            network,
+            prior,
+        };
+        progress(i, &inferred);
+        out.push(inferred);
+    }
+    Ok(out)
+}
+
+/// The results as a table, two rows per observation (network, prior),
+/// and a summary line: what `trainer infer` prints.
+pub fn table(results: &[Inferred], samples: usize) -> String {
+    let name = |c: usize| CHANNELS.get(c).map_or("?", |c| c.name);
+    let mut out = format!(
+        "{:>3}  {:<12} {:>7}  {:<8} {:>7} {:>7}  {:<12} {:>16}\n",
+        "obs", "true channel", "true pz", "proposal", "ESS", "P(true)", "most probable", "pz mean ± std"
+    );
+    for (i, r) in results.iter().enumerate() {
+        let truth = r.truth[0] as usize;
+        for (row, (label, p)) in [("network", &r.network), ("prior", &r.prior)].into_iter().enumerate() {
+            let (obs, channel, pz) = if row == 0 {
+                (i.to_string(), name(truth).to_owned(), format!("{:.2}", r.truth[3]))
+            } else {
+                (String::new(), String::new(), String::new())
+            };
+            out += &format!(
+                "{obs:>3}  {channel:<12} {pz:>7}  {label:<8} {:>7.2} {:>7.3}  {:<12} {:>8.2} ± {:<5.2}\n",
+                p.ess,
+                p.channels.get(truth).copied().unwrap_or(0.0),
+                name(p.channel()),
+                p.momentum_mean[2],
+                p.momentum_std[2],
+            );
+        }
+    }
+    let n = results.len().max(1) as f64;
+    let mean_ess = |f: fn(&Inferred) -> &Posterior| results.iter().map(|r| f(r).ess).sum::<f64>() / n;
+    let right =
+        |f: fn(&Inferred) -> &Posterior| results.iter().filter(|r| f(r).channel() == r.truth[0] as usize).count();
+    out += &format!(
+        "{} observations, {samples} samples each: mean ESS {:.2} with the network, {:.2} with the prior; \
+         the true channel most probable for {} and {}\n",
+        results.len(),
+        mean_ess(|r| &r.network),
+        mean_ess(|r| &r.prior),
+        right(|r| &r.network),
+        right(|r| &r.prior),
+    );
+    let scored: Vec<[f64; 2]> = results.iter().filter_map(|r| r.true_choices).collect();
+    if !scored.is_empty() {
+        let mean = |i: usize| scored.iter().map(|s| s[i]).sum::<f64>() / scored.len() as f64;
+        out += &format!(
+            "the choices that made the {} scored observations: −log q {:.3} per trace under the network, −log p \
+             {:.3} under the prior\n",
+            scored.len(),
+            mean(0),
+            mean(1)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// Equal weights: the ESS is the number of runs and the posterior the
+    /// plain average; one dominant weight: an ESS of about 1 and that run's
+    /// values.
+    #[test]
+    fn weights_make_the_ess_and_the_posterior() {
+        let latents = [[0.0, 0.1, 0.2, 44.0], [4.0, -0.1, 0.0, 46.0], [4.0, 0.0, 0.1, 45.0], [4.0, 0.0, -0.3, 45.0]];
+        let even = Posterior::of(&[-3.0; 4], &latents, 0).unwrap();
+        assert!((even.ess - 4.0).abs() < 1e-12);
+        assert!((even.channels[0] - 0.25).abs() < 1e-12 && (even.channels[4] - 0.75).abs() < 1e-12);
+        assert_eq!(even.channel(), 4);
+        assert!((even.momentum_mean[2] - 45.0).abs() < 1e-12);
+        assert!((even.momentum_std[2] - 0.5f64.sqrt()).abs() < 1e-12);
+        let one = Posterior::of(&[0.0, -50.0, -60.0, -1e4], &latents, 0).unwrap();
+        assert!((one.ess - 1.0).abs() < 1e-9 && one.channel() == 0);
+        assert!((one.momentum_mean[2] - 44.0).abs() < 1e-9 && one.momentum_std[2] < 1e-6);
+        // Weights that are all zero are an error, not a posterior.
+        assert!(Posterior::of(&[f64::NEG_INFINITY; 4], &latents, 0).is_err());
+    }
+}
