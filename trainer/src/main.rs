@@ -62,12 +62,13 @@ struct InferArgs {
     /// Seed of the simulator runs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Deviation of the Gaussian likelihood of each calorimeter voxel, GeV
-    /// (default: the simulator's noise, 0.002, the exact posterior). With
-    /// 24,500 voxels the exact likelihood gives nearly all weight to one
-    /// run; a wider one is an approximate (ABC-style) posterior.
-    #[arg(long)]
-    likelihood_noise: Option<f32>,
+    /// The calorimeter's noise per voxel, GeV, the observations were
+    /// simulated with (`simgen traces --noise`; its default is this one).
+    /// The likelihood scores them with it. A larger value than the data's
+    /// gives an approximate (ABC-style) posterior; train on data with the
+    /// noise you infer with, or the proposals will be too narrow for it.
+    #[arg(long, default_value_t = simgen::traces::calorimeter::NOISE_GEV)]
+    noise: f32,
     /// Write the results as JSON here.
     #[arg(long)]
     report: Option<PathBuf>,
@@ -86,7 +87,7 @@ fn infer(args: &InferArgs) -> anyhow::Result<()> {
         count: args.count,
         samples: args.samples,
         seed: args.seed,
-        likelihood_noise: args.likelihood_noise,
+        noise: args.noise,
     };
     let results = infer::run(&config, |i, r| {
         eprintln!(

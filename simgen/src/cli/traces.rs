@@ -9,8 +9,8 @@ use cluster::World;
 use cluster::progress::Progress;
 use formats::lmdb::TraceStoreWriter;
 use formats::manifest::Schema;
-use simgen::traces::calorimeter::{SHAPE, VOXELS};
-use simgen::traces::generate::{run_prior, to_trace};
+use simgen::traces::calorimeter::{NOISE_GEV, SHAPE, VOXELS};
+use simgen::traces::generate::{run_prior_with_noise, to_trace};
 use simgen::traces::summary::Summary;
 
 use super::multislice::Usage;
@@ -32,6 +32,10 @@ pub struct TracesArgs {
     /// Master seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// The calorimeter's electronic noise per voxel, GeV (Gaussian). Give
+    /// `trainer infer --noise` the same value.
+    #[arg(long, default_value_t = NOISE_GEV)]
+    noise: f32,
     /// Write `preview-observations.png` (a few calorimeter images) and
     /// `preview-trace-types.png` (the most frequent trace types).
     #[arg(long)]
@@ -67,6 +71,9 @@ pub fn run(args: &TracesArgs) -> anyhow::Result<()> {
     if args.traces == 0 {
         return Err(Usage("--traces must be at least 1".into()).into());
     }
+    if !(args.noise.is_finite() && args.noise > 0.0) {
+        return Err(Usage(format!("--noise must be a positive number of GeV, got {}", args.noise)).into());
+    }
     if args.files == Some(0) || args.files.is_some_and(|f| f > args.traces) {
         return Err(Usage(format!("--files must be 1 to --traces ({})", args.traces)).into());
     }
@@ -93,7 +100,7 @@ pub fn run(args: &TracesArgs) -> anyhow::Result<()> {
         };
         for i in block(f) {
             let t = Instant::now();
-            let run = match run_prior(args.seed, i) {
+            let run = match run_prior_with_noise(args.seed, i, args.noise) {
                 Ok(run) => run,
                 Err(e) => {
                     // Dropped writers remove their temporary stores; the

@@ -206,8 +206,8 @@ pub struct Executor<'a> {
     mode: Mode<'a>,
     /// The tensor observation to condition on instead of drawing one.
     observed: Option<&'a [f32]>,
-    /// The likelihood's deviation if not the simulator's own.
-    likelihood_noise: Option<f32>,
+    /// The observation's noise if not the simulator's own.
+    observation_noise: Option<f32>,
     rng: ChaCha12Rng,
     instances: HashMap<(&'static str, &'static str), u32>,
     run: Recorded,
@@ -233,7 +233,7 @@ impl<'a> Executor<'a> {
         Executor {
             mode,
             observed: None,
-            likelihood_noise: None,
+            observation_noise: None,
             rng: ChaCha12Rng::seed_from_u64(seed),
             instances: HashMap::new(),
             run: Recorded::default(),
@@ -248,12 +248,13 @@ impl<'a> Executor<'a> {
         self
     }
 
-    /// Score the tensor observation with independent normals of deviation
-    /// `noise` rather than the simulator's own: an approximate likelihood,
-    /// wider than the detector's noise, for when the exact one gives every
-    /// sample but the best a weight of zero.
-    pub fn with_likelihood_noise(mut self, noise: f32) -> Self {
-        self.likelihood_noise = Some(noise);
+    /// The detector's noise per value of the tensor observation, instead of
+    /// the simulator's own: observations are drawn with it and scored with
+    /// it. A conditioned run given a deviation wider than the one its
+    /// observation was made with scores with an approximate (ABC-style)
+    /// likelihood.
+    pub fn with_observation_noise(mut self, noise: f32) -> Self {
+        self.observation_noise = Some(noise);
         self
     }
 
@@ -343,6 +344,7 @@ impl<'a> Executor<'a> {
     /// the recorded observation. Its log likelihood is added.
     pub fn observe_tensor(&mut self, site: &'static str, mean: &[f32], noise: f32) -> Result<&[f32], RunError> {
         let address = format!("{site}__Normal__1");
+        let noise = self.observation_noise.unwrap_or(noise);
         let observation = match (&self.mode, self.observed) {
             (Mode::Replay(trace), _) => {
                 if trace.observation_address != address || trace.observation.len() != mean.len() {
@@ -367,7 +369,7 @@ impl<'a> Executor<'a> {
         };
         // Σ log N(x | m, σ) = -Σ (x-m)²/(2σ²) - n (ln σ + ln(2π)/2).
         let squares: f64 = observation.iter().zip(mean).map(|(x, m)| f64::from(x - m).powi(2)).sum();
-        let sigma = f64::from(self.likelihood_noise.unwrap_or(noise));
+        let sigma = f64::from(noise);
         self.run.log_likelihood += -squares / (2.0 * sigma * sigma)
             - mean.len() as f64 * (sigma.ln() + 0.5 * (2.0 * std::f64::consts::PI).ln());
         self.run.observation_address = address;

@@ -3,7 +3,7 @@
 
 use formats::lmdb::trace_codec::{self, Trace};
 
-use super::calorimeter::SHAPE;
+use super::calorimeter::{NOISE_GEV, SHAPE};
 use super::executor::{Choice, Executor, Mode, Recorded, RunError};
 use super::tau::{self, OBSERVATION_SITE};
 use crate::random::mix;
@@ -14,7 +14,12 @@ const STREAM: u64 = 40;
 /// Trace `index` of a run seeded with `seed`, from the prior: the same
 /// bytes whichever rank runs it.
 pub fn run_prior(seed: u64, index: u64) -> Result<Recorded, RunError> {
-    let mut ex = Executor::new(Mode::Prior(mix(seed, index, STREAM)));
+    run_prior_with_noise(seed, index, NOISE_GEV)
+}
+
+/// [`run_prior`] with a calorimeter noise of `noise` GeV per voxel.
+pub fn run_prior_with_noise(seed: u64, index: u64, noise: f32) -> Result<Recorded, RunError> {
+    let mut ex = Executor::new(Mode::Prior(mix(seed, index, STREAM))).with_observation_noise(noise);
     tau::simulate(&mut ex)?;
     ex.finish()
 }
@@ -173,7 +178,7 @@ mod tests {
         let mut proposal = PriorProposal;
         let mut ex = Executor::new(Mode::Proposal(mix(5, 3, STREAM), &mut proposal))
             .conditioned_on(&other.observation)
-            .with_likelihood_noise(1.0);
+            .with_observation_noise(1.0);
         tau::simulate(&mut ex).unwrap();
         assert!(ex.finish().unwrap().log_likelihood > mismatched.log_likelihood);
 

@@ -47,8 +47,9 @@ pub struct InferConfig {
     pub samples: usize,
     /// Seed of the runs.
     pub seed: u64,
-    /// The likelihood's deviation, GeV, if not the simulator's noise.
-    pub likelihood_noise: Option<f32>,
+    /// The calorimeter noise per voxel, GeV, that observations are scored
+    /// with (`simgen traces --noise`).
+    pub noise: f32,
 }
 
 /// The weighted posterior of one proposal's runs.
@@ -234,10 +235,8 @@ fn sample<P: Proposal>(
     for k in 0..config.samples as u64 {
         let mut proposal = make();
         let mut ex = Executor::new(Mode::Proposal(mix(config.seed, first_seed + k, STREAM), &mut proposal))
-            .conditioned_on(&held.observation);
-        if let Some(noise) = config.likelihood_noise {
-            ex = ex.with_likelihood_noise(noise);
-        }
+            .conditioned_on(&held.observation)
+            .with_observation_noise(config.noise);
         let run = tau::simulate(&mut ex).and_then(|()| ex.finish()).map_err(|e| TrainError::Model(e.to_string()))?;
         left_to_prior += from_prior(&proposal);
         log_weights.push(run.log_weight_ratio() + run.log_likelihood);
@@ -253,10 +252,8 @@ pub fn run(config: &InferConfig, mut progress: impl FnMut(usize, &Inferred)) -> 
     if config.samples == 0 || config.count == 0 {
         return Err(TrainError::Invalid("--samples and --count must be at least 1".into()));
     }
-    if let Some(noise) = config.likelihood_noise
-        && !(noise.is_finite() && noise > 0.0)
-    {
-        return Err(TrainError::Invalid(format!("--likelihood-noise must be a positive number of GeV, got {noise}")));
+    if !(config.noise.is_finite() && config.noise > 0.0) {
+        return Err(TrainError::Invalid(format!("--noise must be a positive number of GeV, got {}", config.noise)));
     }
     let device = Device::flex();
     let (net, saved) = load_network(&config.checkpoint, &device)?;
