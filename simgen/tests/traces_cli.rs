@@ -123,8 +123,13 @@ fn one_and_four_ranks_write_identical_sorted_stores_that_the_loader_reads() {
 #[test]
 fn bad_input_exits_2_with_one_line_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(u64, &[&str], &str); 3] =
-        [(0, &[], "--traces"), (10, &["--files", "0"], "--files"), (10, &["--files", "11"], "--files")];
+    let cases: [(u64, &[&str], &str); 5] = [
+        (0, &[], "--traces"),
+        (10, &["--files", "0"], "--files"),
+        (10, &["--files", "11"], "--files"),
+        (10, &["--noise", "0"], "--noise"),
+        (10, &["--noise", "NaN"], "--noise"),
+    ];
     for (i, (traces, extra, expect)) in cases.iter().enumerate() {
         let out_dir = dir.path().join(format!("case{i}"));
         let out = Command::new(SIMGEN).args(args(&out_dir, *traces, extra)).output().unwrap();

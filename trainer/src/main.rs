@@ -491,7 +491,10 @@ fn main() {
         Command::Infer(args) => {
             if let Err(e) = infer(&args) {
                 cluster::logging::print_error(format_args!("{}", cluster::logging::chain(e.as_ref())));
-                std::process::exit(2);
+                // Bad arguments, checkpoints or data exit 2; a failure
+                // while sampling (the simulator, the network) exits 1.
+                let sampling = matches!(e.downcast_ref(), Some(trainer::engine::TrainError::Model(_)));
+                std::process::exit(if sampling { 1 } else { 2 });
             }
             return;
         }

@@ -278,7 +278,15 @@ pub fn run(config: &InferConfig, mut progress: impl FnMut(usize, &Inferred)) -> 
         let log_q = NetworkProposal::new(&net, &saved, &positions, observed.clone())
             .score(&held.run.choices)
             .map_err(TrainError::Model)?;
-        let log_p = replay(&held.run).map_err(|e| TrainError::Model(e.to_string()))?.log_prior();
+        let log_p = replay(&held.run)
+            .map_err(|e| {
+                TrainError::Data(format!(
+                    "--observations: trace {} of {} does not replay through the simulator: {e}",
+                    held.index,
+                    held.store.display()
+                ))
+            })?
+            .log_prior();
         let inferred = Inferred {
             store: held.store.clone(),
             index: held.index,
