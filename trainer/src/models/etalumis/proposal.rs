@@ -131,51 +131,64 @@ pub fn log_density(layer: &AddressLayer, components: usize, out: Tensor<2>, rows
     }
 }
 
+/// A mixture head's components, in f64 from one output row of `k`
+/// components: (log weight, mean, deviation) each, for a normal or uniform
+/// prior with parameters `prior`. What [`log_density_one`] scores and the
+/// sampler draws from; the formulas are those of [`log_density`]'s tensors.
+pub fn mixture_components(kind: Kind, k: usize, out: &[f64], prior: [f64; 2]) -> Vec<(f64, f64, f64)> {
+    let logits = &out[2 * k..3 * k];
+    let top = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let z = top + logits.iter().map(|v| (v - top).exp()).sum::<f64>().ln();
+    let s = |x: f64| 1.0 / (1.0 + (-x).exp());
+    (0..k)
+        .map(|j| {
+            let (mean, std) = match kind {
+                Kind::Uniform => {
+                    let range = prior[1] - prior[0];
+                    (prior[0] + s(out[j]) * range, range / 1000.0 + s(out[k + j]) * range * 10.0)
+                }
+                _ => (prior[0] + out[j] * prior[1], out[k + j].exp() * prior[1]),
+            };
+            (logits[j] - z, mean, std)
+        })
+        .collect()
+}
+
 /// The same density of one value, in f64 from one head output row: what
 /// the tests check the tensors against, and how inference scores a draw.
 pub fn log_density_one(layer: &AddressLayer, components: usize, out: &[f64], value: f64, prior: [f64; 2]) -> f64 {
-    let k = components;
     let lse = |x: &[f64]| {
         let m = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         m + x.iter().map(|v| (v - m).exp()).sum::<f64>().ln()
-    };
-    let log_weights = |c: &[f64]| {
-        let z = lse(c);
-        c.iter().map(|v| v - z).collect::<Vec<f64>>()
     };
     let log_normal = |v: f64, mean: f64, std: f64| {
         let z = (v - mean) / std;
         -0.5 * z * z - std.ln() - 0.5 * (2.0 * std::f64::consts::PI).ln()
     };
-    let s = |x: f64| 1.0 / (1.0 + (-x).exp());
     match layer.kind {
-        Kind::Normal => {
-            let w = log_weights(&out[2 * k..3 * k]);
-            let terms: Vec<f64> = (0..k)
-                .map(|j| w[j] + log_normal(value, prior[0] + out[j] * prior[1], out[k + j].exp() * prior[1]))
-                .collect();
-            lse(&terms)
-        }
-        Kind::Uniform => {
+        Kind::Normal | Kind::Uniform => {
             let (low, high) = (prior[0], prior[1]);
-            let range = high - low;
-            let w = log_weights(&out[2 * k..3 * k]);
-            let terms: Vec<f64> = (0..k)
-                .map(|j| {
-                    let mean = low + s(out[j]) * range;
-                    let std = range / 1000.0 + s(out[k + j]) * range * 10.0;
-                    let mass = normal_cdf_f64((high - mean) / std) - normal_cdf_f64((low - mean) / std);
-                    w[j] + log_normal(value, mean, std) - mass.ln()
+            let terms: Vec<f64> = mixture_components(layer.kind, components, out, prior)
+                .into_iter()
+                .map(|(w, mean, std)| {
+                    let density = w + log_normal(value, mean, std);
+                    if layer.kind == Kind::Uniform {
+                        // Truncated to [low, high]: divided by the mass inside.
+                        density - (normal_cdf_f64((high - mean) / std) - normal_cdf_f64((low - mean) / std)).ln()
+                    } else {
+                        density
+                    }
                 })
                 .collect();
             lse(&terms)
         }
         Kind::Categorical | Kind::Poisson => {
+            let logits = &out[..layer.outcomes];
             let last = layer.outcomes.saturating_sub(1);
-            log_weights(&out[..layer.outcomes])[(value.max(0.0) as usize).min(last)]
+            logits[(value.max(0.0) as usize).min(last)] - lse(logits)
         }
         Kind::Bernoulli => {
-            let p = s(out[0]);
+            let p = 1.0 / (1.0 + (-out[0]).exp());
             if value >= 0.5 { p.ln() } else { (1.0 - p).ln() }
         }
     }

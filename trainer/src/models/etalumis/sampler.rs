@@ -13,6 +13,7 @@ use rand::Rng;
 use rand_distr::StandardNormal;
 
 use super::layout::{AddressLayer, Kind};
+use super::proposal::mixture_components;
 
 /// Draws a truncated normal gets before it gives up (at 4 % acceptance,
 /// the chance of needing more is below 1e-170).
@@ -60,19 +61,15 @@ pub fn draw(
     if out.iter().any(|v| !v.is_finite()) {
         return Err(format!("the network's output for {} is not finite", layer.address));
     }
-    let k = components;
     match layer.kind {
-        Kind::Normal => {
-            let j = categorical(&softmax(&out[2 * k..3 * k]), rng)?;
-            let (mean, std) = (prior[0] + out[j] * prior[1], out[k + j].exp() * prior[1]);
-            Ok(mean + std * rng.sample::<f64, _>(StandardNormal))
-        }
-        Kind::Uniform => {
+        Kind::Normal | Kind::Uniform => {
+            let parts = mixture_components(layer.kind, components, out, prior);
+            let weights: Vec<f64> = parts.iter().map(|(w, _, _)| w.exp()).collect();
+            let (_, mean, std) = parts[categorical(&weights, rng)?];
+            if layer.kind == Kind::Normal {
+                return Ok(mean + std * rng.sample::<f64, _>(StandardNormal));
+            }
             let (low, high) = (prior[0], prior[1]);
-            let range = high - low;
-            let j = categorical(&softmax(&out[2 * k..3 * k]), rng)?;
-            let mean = low + sigmoid(out[j]) * range;
-            let std = range / 1000.0 + sigmoid(out[k + j]) * range * 10.0;
             for _ in 0..MAX_REJECTIONS {
                 let v = mean + std * rng.sample::<f64, _>(StandardNormal);
                 if (low..=high).contains(&v) {
