@@ -292,7 +292,10 @@ struct TrainArgs {
     /// Also write the JSON report here.
     #[arg(long)]
     report: Option<PathBuf>,
-    /// Write the loss curve (log scale, epoch boundaries marked) as a PNG here.
+    /// Write the loss curve (log scale, epoch boundaries marked) as a PNG
+    /// here; models whose outputs are pictures (inverse) also draw their
+    /// predictions for a few validation samples beside the targets, in
+    /// NAME-predictions.png next to it.
     #[arg(long)]
     plot: Option<PathBuf>,
     /// The --report of a 1-rank run of the same model and --batch: the
@@ -390,8 +393,16 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<(Box<dyn Trainable>, TrainCon
         checkpoint: args.checkpoint.clone(),
         checkpoint_every: args.checkpoint_every,
         max_steps: args.max_steps,
+        predictions: args.plot.as_ref().map(|p| p.with_file_name(predictions_name(p))),
     };
     Ok((model, config))
+}
+
+/// `loss.png` → `loss-predictions.png`: where `--plot`'s picture of the
+/// predictions goes, beside the loss curve.
+fn predictions_name(plot: &std::path::Path) -> String {
+    let stem = plot.file_stem().map_or_else(|| "plot".into(), |s| s.to_string_lossy());
+    format!("{stem}-predictions.png")
 }
 
 /// The 1-rank report to compare with, checked against this run's model and batch.

@@ -58,8 +58,13 @@ fn the_network_reconstructs_densities_better_than_the_mean_image() {
     let dir = tempfile::tempdir().unwrap();
     let data = scattering(dir.path(), "train", 64, "4x4", 3);
     let val = scattering(dir.path(), "val", 16, "4x4", 4);
-    let args =
-        ["--epochs", "14", "--batch", "4", "--optimizer", "adam", "--lr", "0.002", "--val", val.to_str().unwrap()];
+    let plot = dir.path().join("loss.png");
+    let args = [
+        ["--epochs", "14", "--batch", "4", "--optimizer", "adam", "--lr", "0.002", "--val", val.to_str().unwrap()]
+            .as_slice(),
+        &["--plot", plot.to_str().unwrap()],
+    ]
+    .concat();
     let report = ok(&train(2, &data, &args));
     let epochs = report["epochs"].as_array().unwrap();
     let (first, last) = (&epochs[0]["validation"], &epochs[epochs.len() - 1]["validation"]);
@@ -71,6 +76,15 @@ fn the_network_reconstructs_densities_better_than_the_mean_image() {
         last["relative_l2"].as_f64().unwrap() < first["relative_l2"].as_f64().unwrap(),
         "relative L2 {first} -> {last}"
     );
+    // --plot also drew four validation samples beside their reconstructions:
+    // four rows of two enlarged images, taller than wide.
+    let picture = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(dir.path().join("loss-predictions.png")).unwrap(),
+    ))
+    .read_info()
+    .unwrap();
+    let (width, height) = (picture.info().width, picture.info().height);
+    assert!(height > width && height > 4 * 150, "{width} x {height}");
 }
 
 /// 1 rank with batch 2b normalising in groups of b equals 2 ranks with

@@ -334,6 +334,7 @@ fn cosmoflow_small_fits_simulated_universes() {
     let last = epochs.last().unwrap()["train_loss"].as_f64().unwrap();
     assert!(last < 0.1 * first, "training loss went from {first} to {last}");
     assert!(std::fs::metadata(&plot).unwrap().len() > 1000);
+    assert!(!dir.path().join("loss-predictions.png").exists(), "CosmoFlow draws no predictions");
 }
 
 /// The model learns the cosmology of universes it has not seen, as the

@@ -79,6 +79,10 @@ pub struct TrainConfig {
     pub checkpoint_every: Option<u64>,
     /// Stop after this many steps of this run (benchmarks).
     pub max_steps: Option<u64>,
+    /// Where rank 0 draws the trained network's predictions for a few
+    /// validation samples, for models that draw them
+    /// ([`TrainModel::picture`](super::TrainModel::picture)).
+    pub predictions: Option<PathBuf>,
 }
 
 impl TrainConfig {

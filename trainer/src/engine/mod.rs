@@ -144,6 +144,9 @@ struct Run<'a, M: TrainModel> {
     sparse: bool,
 }
 
+/// Validation samples `--plot` pictures the predictions of.
+const PICTURED_SAMPLES: usize = 4;
+
 /// Train `model`. Collective: every rank calls it with the same
 /// configuration. `on_epoch` sees each epoch's report on every rank.
 pub fn run<M: TrainModel>(
@@ -330,6 +333,7 @@ impl<M: TrainModel> Run<'_, M> {
                 break;
             }
         }
+        self.picture(&net, val)?;
         let seconds = run_started.elapsed().as_secs_f64();
         Ok(TrainReport {
             model: self.summary.clone(),
@@ -540,6 +544,23 @@ impl<M: TrainModel> Run<'_, M> {
         let mut batches = Loader::new(val.dataset.clone(), mine, self.loader_config);
         let net = net.valid();
         self.model.validate(self.world, &net, &mut batches, &self.device)
+    }
+
+    /// With `--plot`, rank 0's picture of the trained network's
+    /// predictions for the first validation samples it reads.
+    fn picture(&self, net: &M::Net, val: Option<&data::ValData>) -> Result<(), TrainError> {
+        use burn::module::Module as _;
+        let (Some(path), Some(val), true) = (&self.config.predictions, val, self.world.is_root()) else {
+            return Ok(());
+        };
+        let len = loader::dataset::Dataset::len(&*val.dataset);
+        let (reader, readers) = val.share;
+        let mine: Vec<usize> = (reader..len).step_by(readers.max(1)).take(PICTURED_SAMPLES).collect();
+        let config = LoaderConfig { batch: mine.len().max(1), workers: 1, prefetch: 1, skip_corrupt: false };
+        let Some(batch) = Loader::new(val.dataset.clone(), mine, config).next() else { return Ok(()) };
+        let batch = batch.map_err(|e| TrainError::Data(e.to_string()))?;
+        self.model.picture(&net.valid(), &batch, &self.device, path)?;
+        Ok(())
     }
 
     /// A checkpoint at (epochs done, steps into the next epoch, checksum).

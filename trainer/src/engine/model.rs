@@ -211,4 +211,12 @@ pub trait TrainModel: Send + Sync + 'static {
         batches: &mut dyn Iterator<Item = Result<Batch, DatasetError>>,
         device: &Device,
     ) -> Result<Validation, TrainError>;
+
+    /// Draw `net`'s predictions (in inference mode) for the samples of
+    /// `batch` beside their targets, as a PNG at `path`: what `--plot` adds
+    /// for models whose outputs are pictures. `false` if the model draws
+    /// none (the default). Runs on one rank after training.
+    fn picture(&self, _net: &Self::Net, _batch: &Batch, _device: &Device, _path: &Path) -> Result<bool, TrainError> {
+        Ok(false)
+    }
 }

@@ -18,6 +18,7 @@
 
 pub mod huber;
 pub mod model;
+pub mod picture;
 
 use crate::models::segmentation::tiramisu::{DownPool, TiramisuConfig};
 

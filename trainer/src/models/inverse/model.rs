@@ -281,4 +281,26 @@ impl TrainModel for InverseModel {
         metrics.insert("relative_l2".into(), relative.into());
         Ok(Validation { samples, metrics, line })
     }
+
+    /// The samples' densities beside the network's reconstructions, in the
+    /// targets' units (the per-pixel standardisation undone).
+    fn picture(&self, net: &Tiramisu, batch: &Batch, device: &Device, path: &Path) -> Result<bool, TrainError> {
+        let n = self.normalisation()?;
+        let s = self.shape()?;
+        let (x, _) = self.tensors(batch, device)?;
+        let standardised = net
+            .forward(x, &mut Pass::inference())
+            .into_data()
+            .try_to_vec::<f32>()
+            .map_err(|e| TrainError::Model(format!("reading the predictions: {e:?}")))?;
+        let pixels = n.target_mean.len();
+        let predictions: Vec<f32> = standardised
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v * n.target_std[i % pixels] + n.target_mean[i % pixels])
+            .collect();
+        super::picture::write(&batch.y, &predictions, (s.height as usize, s.width as usize), path)
+            .map_err(|e| TrainError::Model(format!("writing {}: {e}", path.display())))?;
+        Ok(true)
+    }
 }
