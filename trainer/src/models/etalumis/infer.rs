@@ -125,9 +125,8 @@ pub struct Inferred {
 struct HeldOut {
     store: PathBuf,
     index: u64,
-    observation: Vec<f32>,
     truth: [f64; 4],
-    /// The run that made it.
+    /// The run that made it, its observation included.
     run: Recorded,
 }
 
@@ -168,10 +167,6 @@ fn held_out(dir: &Path, count: usize, shape: [usize; 3]) -> Result<Vec<HeldOut>,
     let mut out = Vec::new();
     let mut before = 0;
     for (store_dir, store) in &stores {
-        let ids: Vec<Option<u32>> = LATENTS
-            .iter()
-            .map(|(_, address)| store.addresses().iter().position(|a| a == address).map(|i| i as u32))
-            .collect();
         while let Some(index) = wanted.next_if(|&w| w < before + store.len()).map(|w| w - before) {
             let trace =
                 store.get(index).map_err(|e| data(&e))?.ok_or_else(|| data(&format!("trace {index} missing")))?;
@@ -181,21 +176,11 @@ fn held_out(dir: &Path, count: usize, shape: [usize; 3]) -> Result<Vec<HeldOut>,
                     trace.shape
                 )));
             }
-            let mut truth = [f64::NAN; 4];
-            for (t, id) in truth.iter_mut().zip(&ids) {
-                if let Some(c) = trace.choices.iter().find(|c| Some(c.address) == *id) {
-                    *t = c.value;
-                }
-            }
-            if truth.iter().any(|t| t.is_nan()) {
-                return Err(data(&format!(
-                    "trace {index} of {} lacks one of the latents {:?}: not traces of simgen's tau simulator",
-                    store_dir.display(),
-                    LATENTS.map(|(_, a)| a)
-                )));
-            }
             let run = from_trace(&trace, store.addresses()).map_err(|e| data(&e))?;
-            out.push(HeldOut { store: store_dir.clone(), index, observation: trace.observation, truth, run });
+            let truth = latents(&run).map_err(|e| {
+                data(&format!("trace {index} of {}: {e}: not traces of simgen's tau simulator", store_dir.display()))
+            })?;
+            out.push(HeldOut { store: store_dir.clone(), index, truth, run });
         }
         before += store.len();
     }
@@ -205,8 +190,8 @@ fn held_out(dir: &Path, count: usize, shape: [usize; 3]) -> Result<Vec<HeldOut>,
     Ok(out)
 }
 
-/// A run's latents: channel, px, py, pz.
-fn latents(run: &Recorded) -> Result<[f64; 4], TrainError> {
+/// A run's latents: channel, px, py, pz; an error names a missing one.
+fn latents(run: &Recorded) -> Result<[f64; 4], String> {
     let mut out = [0.0; 4];
     for (v, (name, address)) in out.iter_mut().zip(LATENTS) {
         *v = run
@@ -214,7 +199,7 @@ fn latents(run: &Recorded) -> Result<[f64; 4], TrainError> {
             .iter()
             .find(|c| c.address == address)
             .map(|c| c.value)
-            .ok_or_else(|| TrainError::Model(format!("a run made no choice {name} ({address})")))?;
+            .ok_or_else(|| format!("no choice {name} ({address})"))?;
     }
     Ok(out)
 }
@@ -235,12 +220,12 @@ fn sample<P: Proposal>(
     for k in 0..config.samples as u64 {
         let mut proposal = make();
         let mut ex = Executor::new(Mode::Proposal(mix(config.seed, first_seed + k, STREAM), &mut proposal))
-            .conditioned_on(&held.observation)
+            .conditioned_on(&held.run.observation)
             .with_observation_noise(config.noise);
         let run = tau::simulate(&mut ex).and_then(|()| ex.finish()).map_err(|e| TrainError::Model(e.to_string()))?;
         left_to_prior += from_prior(&proposal);
         log_weights.push(run.log_weight_ratio() + run.log_likelihood);
-        values.push(latents(&run)?);
+        values.push(latents(&run).map_err(|e| TrainError::Model(format!("a run made {e}")))?);
     }
     Posterior::of(&log_weights, &values, left_to_prior).map_err(TrainError::Model)
 }
@@ -264,7 +249,7 @@ pub fn run(config: &InferConfig, mut progress: impl FnMut(usize, &Inferred)) -> 
     let (mean, std) = (saved.data.observation_mean, saved.data.observation_std);
     let mut out = Vec::with_capacity(observations.len());
     for (i, held) in observations.iter().enumerate() {
-        let x: Vec<f32> = held.observation.iter().map(|v| (v - mean) / std).collect();
+        let x: Vec<f32> = held.run.observation.iter().map(|v| (v - mean) / std).collect();
         let observed = net.observation.forward(Tensor::from_data(TensorData::new(x, [1, 1, d, h, w]), &device));
         let first_seed = (i * config.samples) as u64;
         let network = sample(
