@@ -22,17 +22,22 @@
 //! ```
 //!
 //! Pure pieces (topology arithmetic, template expansion) are separate from
-//! the MPI calls and tested without MPI; the MPI paths are tested under
+//! the MPI calls (the `mpi` feature, on by default: [`World`], [`panic`],
+//! [`progress`]) and tested without MPI; the MPI paths are tested under
 //! `mpirun` by the `stagehand-tests` crate.
 
 pub mod allocator;
 pub mod logging;
 pub mod memory;
+#[cfg(feature = "mpi")]
 pub mod panic;
 pub mod paths;
+#[cfg(feature = "mpi")]
 pub mod progress;
 mod topology;
+#[cfg(feature = "mpi")]
 mod world;
 
 pub use topology::{RANKS_PER_NODE_ENV, Topology, TopologyError};
+#[cfg(feature = "mpi")]
 pub use world::{ThreadComm, World, WorldError};

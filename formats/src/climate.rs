@@ -72,6 +72,18 @@ pub enum ClimateError {
         /// Shape expected.
         expected: Vec<usize>,
     },
+    /// A dataset has another number of dimensions than its kind.
+    #[error("{}: dataset {dataset} has shape {got:?}, expected {rank} dimensions", path.display())]
+    Rank {
+        /// File.
+        path: PathBuf,
+        /// Dataset.
+        dataset: String,
+        /// Shape found.
+        got: Vec<usize>,
+        /// Dimensions expected.
+        rank: usize,
+    },
     /// A dataset has a different element type than expected.
     #[error("{}: dataset {dataset} does not hold {expected}", path.display())]
     Dtype {
@@ -285,6 +297,17 @@ fn check_dtype<T: H5Type>(
         Ok(())
     } else {
         Err(ClimateError::Dtype { path: path.to_owned(), dataset: name.to_owned(), expected })
+    }
+}
+
+/// The (height, width, channels) of a sample file's `climate/data`: the
+/// shape of a dataset given as files without a manifest.
+pub fn read_shape(path: &Path) -> Result<ClimateShape, ClimateError> {
+    let file = hdf5::File::open(path).map_err(h5err(path, "opening file"))?;
+    let ds = file.dataset(DATA).map_err(h5err(path, format!("opening {DATA}")))?;
+    match ds.shape().as_slice() {
+        &[height, width, channels] => Ok(ClimateShape { height, width, channels }),
+        got => Err(ClimateError::Rank { path: path.to_owned(), dataset: DATA.into(), got: got.to_vec(), rank: 3 }),
     }
 }
 

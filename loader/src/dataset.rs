@@ -37,6 +37,14 @@ pub enum DatasetError {
     /// The manifest's schema is not a CosmoFlow one.
     #[error("the manifest does not describe CosmoFlow samples (schema kind or x shape)")]
     NotCosmoflow,
+    /// The manifest describes files whose samples no dataset reads.
+    #[error("{}: the manifest describes {kind} files, which the loader does not read as samples", path.display())]
+    Unreadable {
+        /// The dataset's directory.
+        path: PathBuf,
+        /// The schema's kind.
+        kind: String,
+    },
     /// An LMDB store cannot be read, or a stored value does not decode.
     #[error(transparent)]
     Lmdb(#[from] formats::lmdb::LmdbError),

@@ -28,7 +28,7 @@ pub struct LoaderConfig {
 /// One batch: `x` is `len * x_len` values; sample `k`'s target is
 /// `y[y_offsets[k]..y_offsets[k + 1]]` (every target has `y_len` values
 /// except in datasets of variable-length targets, such as traces).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Batch {
     /// Position of the batch in the epoch.
     pub number: usize,
@@ -137,12 +137,32 @@ struct State {
     /// Next batch number the consumer takes.
     next_to_deliver: usize,
     ready: BTreeMap<usize, Result<Batch, DatasetError>>,
-    free: Vec<Batch>,
     max_ready: usize,
+}
+
+/// Where a consumed batch's buffers go back for reuse: cloned out of a
+/// [`Loader`] (see [`Loader::recycler`]), so a consumer that hands batches
+/// on (the Python package gives them to NumPy) returns them when the last
+/// user is done, even after the loader moved to the next epoch or is gone.
+#[derive(Clone, Default)]
+pub struct Recycler {
+    free: Arc<Mutex<Vec<Batch>>>,
+}
+
+impl Recycler {
+    /// Give a batch's buffers back.
+    pub fn recycle(&self, batch: Batch) {
+        lock(&self.free).push(batch);
+    }
+
+    fn take(&self) -> Option<Batch> {
+        lock(&self.free).pop()
+    }
 }
 
 struct Shared {
     state: Mutex<State>,
+    free: Recycler,
     /// Signalled when the prefetch window opens (workers wait on it).
     window_opened: Condvar,
     /// Signalled when a batch is ready (the consumer waits on it).
@@ -183,7 +203,20 @@ impl Loader {
         config: LoaderConfig,
         position: usize,
     ) -> Loader {
-        Self::start(dataset, order, config, position, Vec::new())
+        Self::start(dataset, order, config, position, Recycler::default())
+    }
+
+    /// Like [`resume`](Self::resume), for a dataset whose type is erased,
+    /// taking buffers from (and giving them back to) `buffers`: a consumer
+    /// that starts every epoch itself keeps one pool across them.
+    pub fn resume_with_buffers(
+        dataset: Arc<dyn Dataset>,
+        order: Vec<usize>,
+        config: LoaderConfig,
+        position: usize,
+        buffers: Recycler,
+    ) -> Loader {
+        Self::start(dataset, order, config, position, buffers)
     }
 
     /// Stop this epoch and start the next, in `order`, with the same
@@ -191,13 +224,11 @@ impl Loader {
     /// the new epoch's first batches do not wait for fresh memory.
     pub fn next_epoch(mut self, order: Vec<usize>) -> Loader {
         self.stop();
-        let free = {
-            let mut state = lock(&self.shared.state);
-            let ready = std::mem::take(&mut state.ready).into_values().filter_map(Result::ok);
-            let mut free = std::mem::take(&mut state.free);
-            free.extend(ready);
-            free
-        };
+        let free = self.shared.free.clone();
+        let ready = std::mem::take(&mut lock(&self.shared.state).ready);
+        for batch in ready.into_values().filter_map(Result::ok) {
+            free.recycle(batch);
+        }
         Self::start(self.dataset.clone(), order, self.config, 0, free)
     }
 
@@ -206,7 +237,7 @@ impl Loader {
         order: Vec<usize>,
         config: LoaderConfig,
         position: usize,
-        free: Vec<Batch>,
+        free: Recycler,
     ) -> Loader {
         let batch = config.batch.max(1);
         let order = Arc::new(order);
@@ -217,9 +248,9 @@ impl Loader {
                 next_to_start: position,
                 next_to_deliver: position,
                 ready: BTreeMap::new(),
-                free,
                 max_ready: 0,
             }),
+            free,
             window_opened: Condvar::new(),
             batch_ready: Condvar::new(),
             stop: AtomicBool::new(false),
@@ -260,7 +291,13 @@ impl Loader {
 
     /// Give a consumed batch's buffers back for reuse.
     pub fn recycle(&self, batch: Batch) {
-        lock(&self.shared.state).free.push(batch);
+        self.shared.free.recycle(batch);
+    }
+
+    /// A handle that gives batches back to this loader's buffers, and to
+    /// those of the epochs [`next_epoch`](Self::next_epoch) starts from it.
+    pub fn recycler(&self) -> Recycler {
+        self.shared.free.clone()
     }
 
     /// What the loader did so far.
@@ -378,7 +415,8 @@ fn work(
             }
             let number = state.next_to_start;
             state.next_to_start += 1;
-            (number, state.free.pop())
+            drop(state);
+            (number, shared.free.take())
         };
         let started = Instant::now();
         let indices: Vec<usize> = order[number * batch..((number + 1) * batch).min(order.len())].to_vec();

@@ -1,0 +1,180 @@
+//! Any dataset Stagehand writes, opened by its kind, with the shapes of its
+//! arrays: what a consumer that does not know the kind in advance (the
+//! Python package) opens, from a manifest or from a list of files.
+//!
+//! | kind | input `x` | target `y` |
+//! |---|---|---|
+//! | CosmoFlow TFRecord | counts (D, D, D, C), `log(x+1)` or divided by the mean | 4 parameters |
+//! | DeepCAM HDF5 | (C, H, W), min-max normalised by `stats.h5` | class ids (H, W) |
+//! | scattering LMDB | CBED stack (positions, H, W) | projected potential (H, W) |
+//! | trace LMDB | the observation | [`CHOICE_WIDTH`](crate::traces::CHOICE_WIDTH) values per controlled choice (ragged) |
+//!
+//! ```no_run
+//! use loader::catalog;
+//! use loader::dataset::CosmoTransform;
+//! use formats::manifest::Manifest;
+//!
+//! let dir = std::path::Path::new("/data/cosmo");
+//! let manifest = Manifest::load(&dir.join("manifest.json"))?;
+//! let opened = catalog::from_manifest(dir, &manifest, None, CosmoTransform::Log1p, None)?;
+//! println!("{} samples of {:?}", opened.dataset.len(), opened.x_shape);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use formats::climate::{self, ClimateShape, STATS_FILE};
+use formats::cosmoflow::{CosmoShape, TARGETS};
+use formats::manifest::{Manifest, SampleKind};
+
+use crate::dataset::{CosmoTransform, CosmoflowDataset, Dataset, DatasetError};
+use crate::deepcam::DeepcamDataset;
+use crate::lmdb::ScatteringStores;
+use crate::traces::TraceStores;
+
+/// An opened dataset and what its samples look like.
+pub struct Opened {
+    /// The samples.
+    pub dataset: Arc<dyn Dataset>,
+    /// Which kind of data.
+    pub kind: SampleKind,
+    /// Shape of one input, C order.
+    pub x_shape: Vec<usize>,
+    /// Shape of one target; `None` when targets differ in length (traces).
+    pub y_shape: Option<Vec<usize>>,
+    /// The files (or LMDB store directories) read, in sample order.
+    pub paths: Vec<PathBuf>,
+    /// Traces only: the address of each layout position a target names.
+    pub addresses: Vec<String>,
+}
+
+/// The samples of the files `files` (manifest indices; every file with
+/// samples when `None`) of the dataset in `dir`, read as its manifest's
+/// schema says. `transform` applies to CosmoFlow counts only; DeepCAM
+/// samples are normalised by `dir/stats.h5`, or by `fallback_stats` where
+/// `dir` has none (a node that staged no copy of it).
+pub fn from_manifest(
+    dir: &Path,
+    manifest: &Manifest,
+    files: Option<&[usize]>,
+    transform: CosmoTransform,
+    fallback_stats: Option<&Path>,
+) -> Result<Opened, DatasetError> {
+    let chosen: Vec<usize> = match files {
+        Some(files) => {
+            files.iter().copied().filter(|&i| manifest.files.get(i).is_some_and(|f| f.samples > 0)).collect()
+        }
+        None => (0..manifest.files.len()).filter(|&i| manifest.files[i].samples > 0).collect(),
+    };
+    let paths: Vec<PathBuf> = chosen.iter().map(|&i| dir.join(&manifest.files[i].path)).collect();
+    let schema_error =
+        |reason: &str| DatasetError::Shape { path: dir.join("manifest.json"), key: 0, reason: reason.to_owned() };
+    match manifest.schema.kind {
+        SampleKind::Cosmoflow => {
+            let shape = manifest.schema.cosmo_shape().ok_or(DatasetError::NotCosmoflow)?;
+            cosmoflow(&paths, shape, transform)
+        }
+        SampleKind::Deepcam => {
+            let data = manifest.schema.fields.iter().find(|f| f.name == climate::DATA);
+            let shape = match data.map(|f| f.shape.as_slice()) {
+                Some(&[height, width, channels]) => ClimateShape { height, width, channels },
+                _ => return Err(schema_error("the DeepCAM schema has no (height, width, channels) climate/data")),
+            };
+            let stats = match (dir.join(STATS_FILE), fallback_stats) {
+                (local, Some(fallback)) if !local.exists() => fallback.to_owned(),
+                (local, _) => local,
+            };
+            deepcam_with_shape(&paths, &stats, shape)
+        }
+        SampleKind::Scattering => scattering(&store_dirs(&paths)),
+        SampleKind::Traces => traces(&store_dirs(&paths)),
+        other => Err(DatasetError::Unreadable { path: dir.to_owned(), kind: format!("{other:?}") }),
+    }
+}
+
+/// CosmoFlow TFRecord files (plain or GZIP; an index sidecar is used where
+/// there is one) of samples of `shape`.
+pub fn cosmoflow(paths: &[PathBuf], shape: CosmoShape, transform: CosmoTransform) -> Result<Opened, DatasetError> {
+    Ok(Opened {
+        dataset: Arc::new(CosmoflowDataset::open(paths, shape, transform)?),
+        kind: SampleKind::Cosmoflow,
+        x_shape: shape.dims().to_vec(),
+        y_shape: Some(vec![TARGETS]),
+        paths: paths.to_vec(),
+        addresses: Vec::new(),
+    })
+}
+
+/// DeepCAM HDF5 sample files normalised with the `stats.h5` at `stats`;
+/// the shape is the first file's.
+pub fn deepcam(paths: &[PathBuf], stats: &Path) -> Result<Opened, DatasetError> {
+    let Some(first) = paths.first() else {
+        return Err(DatasetError::Shape { path: stats.to_owned(), key: 0, reason: "no sample files given".into() });
+    };
+    deepcam_with_shape(paths, stats, climate::read_shape(first)?)
+}
+
+fn deepcam_with_shape(paths: &[PathBuf], stats: &Path, shape: ClimateShape) -> Result<Opened, DatasetError> {
+    Ok(Opened {
+        dataset: Arc::new(DeepcamDataset::open(paths, stats, shape)?),
+        kind: SampleKind::Deepcam,
+        x_shape: vec![shape.channels, shape.height, shape.width],
+        y_shape: Some(vec![shape.height, shape.width]),
+        paths: paths.to_vec(),
+        addresses: Vec::new(),
+    })
+}
+
+/// Multislice scattering LMDB stores (directories), one after the other.
+pub fn scattering(stores: &[PathBuf]) -> Result<Opened, DatasetError> {
+    let dataset = ScatteringStores::open(stores)?;
+    let shape = dataset.shape();
+    let (p, h, w) = (shape.positions as usize, shape.height as usize, shape.width as usize);
+    Ok(Opened {
+        dataset: Arc::new(dataset),
+        kind: SampleKind::Scattering,
+        x_shape: vec![p, h, w],
+        y_shape: Some(vec![h, w]),
+        paths: stores.to_vec(),
+        addresses: Vec::new(),
+    })
+}
+
+/// Simulator trace LMDB stores (directories), one after the other. The
+/// layout a target's address positions refer to is every store's
+/// addresses in the order first met.
+pub fn traces(stores: &[PathBuf]) -> Result<Opened, DatasetError> {
+    let mut addresses: Vec<String> = Vec::new();
+    for path in stores {
+        let store = formats::lmdb::TraceStore::open(path)?;
+        for address in store.addresses() {
+            if !addresses.contains(address) {
+                addresses.push(address.clone());
+            }
+        }
+    }
+    let dataset = TraceStores::open(stores, &addresses)?;
+    let x_shape = dataset.observation_shape().iter().map(|&d| d as usize).collect();
+    Ok(Opened {
+        dataset: Arc::new(dataset),
+        kind: SampleKind::Traces,
+        x_shape,
+        y_shape: None,
+        paths: stores.to_vec(),
+        addresses,
+    })
+}
+
+/// The LMDB store directories holding `files` (their `data.mdb`), each once,
+/// in order.
+fn store_dirs(files: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for file in files {
+        let dir = file.parent().map_or_else(|| file.clone(), Path::to_path_buf);
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    dirs
+}

@@ -1,0 +1,356 @@
+//! `Dataset`: samples opened from a manifest, from files, or from what the
+//! stager placed on this rank's node.
+
+use std::path::{Path, PathBuf};
+
+use cluster::Topology;
+use formats::cosmoflow::CosmoShape;
+use formats::manifest::{Manifest, SampleKind};
+use formats::placement::Policy;
+use loader::catalog::{self, Opened};
+use loader::dataset::CosmoTransform;
+use loader::sampler::{NodeLocalSampler, Remainder};
+use numpy::PyArray1;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::data_error;
+
+/// What the stager did, and where this rank is: enough to rebuild the
+/// node-local sampler the trainer uses for any remainder policy.
+pub(crate) struct Placement {
+    counts: Vec<u64>,
+    sizes: Vec<u64>,
+    follows: Vec<Option<usize>>,
+    ranks_per_node: Vec<usize>,
+    topology: Topology,
+    policy: Policy,
+    seed: u64,
+    /// The global ids of the samples on this node, ascending: position `k`
+    /// is sample `k` of the opened dataset.
+    node_samples: Vec<usize>,
+    node_files: Vec<usize>,
+}
+
+impl Placement {
+    /// The sampler over this node's samples.
+    pub(crate) fn sampler(&self, remainder: Remainder) -> PyResult<NodeLocalSampler> {
+        let t = &self.topology;
+        NodeLocalSampler::new(
+            &self.counts,
+            &self.sizes,
+            &self.follows,
+            &self.ranks_per_node,
+            (t.node, t.local_rank),
+            (self.policy, self.seed),
+            remainder,
+        )
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// The rank and world size the placement was computed for.
+    pub(crate) fn rank_world(&self) -> (usize, usize) {
+        (self.topology.rank, self.topology.size)
+    }
+
+    /// The position in the node's dataset of global sample `id`.
+    pub(crate) fn local(&self, id: usize) -> Option<usize> {
+        self.node_samples.binary_search(&id).ok()
+    }
+
+    /// The global id of the node's `k`-th sample.
+    pub(crate) fn global(&self, k: usize) -> usize {
+        self.node_samples.get(k).copied().unwrap_or(k)
+    }
+}
+
+/// Samples of one dataset, opened for reading.
+///
+/// Open one with `Dataset.from_manifest` (a dataset directory), `Dataset.staged`
+/// (this node's share of what `stager stage` placed), or from files:
+/// `Dataset.cosmoflow`, `Dataset.deepcam`, `Dataset.scattering`,
+/// `Dataset.traces`. Inputs and targets are float32; `x_shape` and
+/// `y_shape` give one sample's shapes (`y_shape` is `None` for traces,
+/// whose targets differ in length: `CHOICE_WIDTH` values per choice).
+#[pyclass(frozen, module = "stagehand._stagehand")]
+pub struct Dataset {
+    pub(crate) opened: Opened,
+    pub(crate) placement: Option<Placement>,
+}
+
+fn transform_of(name: &str) -> PyResult<CosmoTransform> {
+    match name {
+        "log1p" => Ok(CosmoTransform::Log1p),
+        "divide-by-mean" => Ok(CosmoTransform::DivideByMean),
+        other => Err(PyValueError::new_err(format!(
+            "transform {other:?}: use \"log1p\" (MLPerf HPC's apply_log) or \"divide-by-mean\""
+        ))),
+    }
+}
+
+fn load_manifest(path: &Path) -> PyResult<Manifest> {
+    Manifest::load(path).map_err(data_error)
+}
+
+/// Manifest files with samples whose path starts with `prefix`.
+fn files_under(manifest: &Manifest, prefix: Option<&str>) -> Vec<usize> {
+    (0..manifest.files.len())
+        .filter(|&i| manifest.files[i].samples > 0 && prefix.is_none_or(|p| manifest.files[i].path.starts_with(p)))
+        .collect()
+}
+
+fn kind_name(kind: SampleKind) -> &'static str {
+    match kind {
+        SampleKind::Cosmoflow => "cosmoflow",
+        SampleKind::Deepcam => "deepcam",
+        SampleKind::Scattering => "scattering",
+        SampleKind::Traces => "traces",
+        _ => "opaque",
+    }
+}
+
+impl Dataset {
+    fn of(opened: Opened) -> Self {
+        Dataset { opened, placement: None }
+    }
+}
+
+#[pymethods]
+impl Dataset {
+    /// The dataset in directory `root`, as its manifest (`root/manifest.json`
+    /// unless `manifest` names another) describes it: every sample file, or
+    /// only those whose manifest path starts with `prefix` (DeepCAM's
+    /// `"train/"` or `"validation/"`), or the manifest indices `files`.
+    /// `transform` ("log1p" or "divide-by-mean") applies to CosmoFlow counts.
+    #[staticmethod]
+    #[pyo3(signature = (root, *, manifest = None, prefix = None, files = None, transform = "log1p"))]
+    fn from_manifest(
+        py: Python<'_>,
+        root: PathBuf,
+        manifest: Option<PathBuf>,
+        prefix: Option<String>,
+        files: Option<Vec<usize>>,
+        transform: &str,
+    ) -> PyResult<Self> {
+        let transform = transform_of(transform)?;
+        let manifest = load_manifest(&manifest.unwrap_or_else(|| root.join(formats::manifest::MANIFEST_FILE)))?;
+        let chosen = match files {
+            Some(files) => {
+                if let Some(&bad) = files.iter().find(|&&i| i >= manifest.files.len()) {
+                    return Err(PyValueError::new_err(format!(
+                        "file index {bad}: the manifest lists {} files",
+                        manifest.files.len()
+                    )));
+                }
+                files
+            }
+            None => files_under(&manifest, prefix.as_deref()),
+        };
+        let opened = py
+            .detach(|| catalog::from_manifest(&root, &manifest, Some(&chosen), transform, None))
+            .map_err(data_error)?;
+        Ok(Dataset::of(opened))
+    }
+
+    /// This node's share of a dataset `stager stage` placed: the files the
+    /// placement `policy` ("replicate", "per-node", "per-node=K") with
+    /// `seed` put on this rank's node, read from `dest` (a template:
+    /// `{node}`, `{rank}`, `{local_rank}`, `$VAR`), numbered as in the
+    /// source dataset's `manifest`. Nodes are consecutive groups of
+    /// `ranks_per_node` ranks, as the stager numbers them. A `Loader` over it
+    /// gives every rank the trainer's node-local order.
+    ///
+    /// `rank`, `world_size` and `ranks_per_node` default to
+    /// `stagehand.topology()` (torch.distributed, then torchrun's, Open
+    /// MPI's, MPICH's or Slurm's variables; `STAGEHAND_RANKS_PER_NODE`
+    /// overrides the ranks per node as it does for the stager).
+    #[staticmethod]
+    #[pyo3(signature = (dest, manifest, *, policy, seed = 0, rank = None, world_size = None, ranks_per_node = None, prefix = None, transform = "log1p"))]
+    #[allow(clippy::too_many_arguments)]
+    fn staged(
+        py: Python<'_>,
+        dest: &str,
+        manifest: PathBuf,
+        policy: &str,
+        seed: u64,
+        rank: Option<usize>,
+        world_size: Option<usize>,
+        ranks_per_node: Option<usize>,
+        prefix: Option<String>,
+        transform: &str,
+    ) -> PyResult<Self> {
+        let transform = transform_of(transform)?;
+        let (rank, world_size, ranks_per_node) = match (rank, world_size, ranks_per_node) {
+            (Some(r), Some(w), Some(k)) => (r, w, k),
+            _ => {
+                let found = py.import("stagehand._env")?.call_method0("topology")?;
+                (
+                    rank.map_or_else(|| found.getattr("rank")?.extract(), Ok)?,
+                    world_size.map_or_else(|| found.getattr("world_size")?.extract(), Ok)?,
+                    ranks_per_node.map_or_else(|| found.getattr("ranks_per_node")?.extract(), Ok)?,
+                )
+            }
+        };
+        if world_size == 0 || rank >= world_size || ranks_per_node == 0 {
+            return Err(PyValueError::new_err(format!(
+                "rank {rank} of {world_size} with {ranks_per_node} ranks per node: need rank < world_size and ranks_per_node >= 1"
+            )));
+        }
+        let policy: Policy = policy.parse().map_err(|e: formats::placement::PlacementError| {
+            PyValueError::new_err(format!("policy {policy:?}: {e}"))
+        })?;
+        let source = load_manifest(&manifest)?;
+        let topology = Topology::grouped(rank, world_size, ranks_per_node);
+        let dir =
+            cluster::paths::expand(dest, &topology.path_vars()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let wanted = files_under(&source, prefix.as_deref());
+        let counts: Vec<u64> = (0..source.files.len())
+            .map(|i| if wanted.binary_search(&i).is_ok() { source.files[i].samples } else { 0 })
+            .collect();
+        let mut placement = Placement {
+            sizes: source.files.iter().map(|f| f.bytes).collect(),
+            follows: source.followers(),
+            ranks_per_node: (0..topology.nodes).map(|n| ranks_per_node.min(world_size - n * ranks_per_node)).collect(),
+            counts,
+            topology,
+            policy,
+            seed,
+            node_samples: Vec::new(),
+            node_files: Vec::new(),
+        };
+        let sampler = placement.sampler(Remainder::Drop)?;
+        placement.node_samples = sampler.node_samples().to_vec();
+        placement.node_files = sampler.node_files().to_vec();
+        let mine: Vec<usize> = placement.node_files.iter().copied().filter(|&f| placement.counts[f] > 0).collect();
+        let source_dir = manifest.parent().unwrap_or(Path::new("."));
+        let stats = source_dir.join(formats::climate::STATS_FILE);
+        let opened = py
+            .detach(|| catalog::from_manifest(&dir, &source, Some(&mine), transform, Some(&stats)))
+            .map_err(data_error)?;
+        if opened.dataset.len() != placement.node_samples.len() {
+            return Err(data_error(format!(
+                "{}: node {} holds {} samples, the placement ({policy}, seed {seed}) says {}",
+                dir.display(),
+                topology.node,
+                opened.dataset.len(),
+                placement.node_samples.len()
+            )));
+        }
+        Ok(Dataset { opened, placement: Some(placement) })
+    }
+
+    /// CosmoFlow TFRecord files (plain or GZIP, with or without an index
+    /// sidecar) of `size`^3 x `channels` samples.
+    #[staticmethod]
+    #[pyo3(signature = (paths, *, size, channels = 4, transform = "log1p"))]
+    fn cosmoflow(py: Python<'_>, paths: Vec<PathBuf>, size: usize, channels: usize, transform: &str) -> PyResult<Self> {
+        let transform = transform_of(transform)?;
+        let shape = CosmoShape { size, channels };
+        Ok(Dataset::of(py.detach(|| catalog::cosmoflow(&paths, shape, transform)).map_err(data_error)?))
+    }
+
+    /// DeepCAM HDF5 sample files, min-max normalised with the `stats.h5` at
+    /// `stats`; inputs come out channels first (C, H, W).
+    #[staticmethod]
+    fn deepcam(py: Python<'_>, paths: Vec<PathBuf>, stats: PathBuf) -> PyResult<Self> {
+        Ok(Dataset::of(py.detach(|| catalog::deepcam(&paths, &stats)).map_err(data_error)?))
+    }
+
+    /// Multislice scattering LMDB stores (directories holding `data.mdb`).
+    #[staticmethod]
+    fn scattering(py: Python<'_>, stores: Vec<PathBuf>) -> PyResult<Self> {
+        Ok(Dataset::of(py.detach(|| catalog::scattering(&stores)).map_err(data_error)?))
+    }
+
+    /// Simulator trace LMDB stores (directories holding `data.mdb`).
+    #[staticmethod]
+    fn traces(py: Python<'_>, stores: Vec<PathBuf>) -> PyResult<Self> {
+        Ok(Dataset::of(py.detach(|| catalog::traces(&stores)).map_err(data_error)?))
+    }
+
+    /// "cosmoflow", "deepcam", "scattering" or "traces".
+    #[getter]
+    fn kind(&self) -> &'static str {
+        kind_name(self.opened.kind)
+    }
+
+    /// Shape of one input.
+    #[getter]
+    fn x_shape(&self) -> Vec<usize> {
+        self.opened.x_shape.clone()
+    }
+
+    /// Shape of one target, or `None` where targets differ in length.
+    #[getter]
+    fn y_shape(&self) -> Option<Vec<usize>> {
+        self.opened.y_shape.clone()
+    }
+
+    /// The files (LMDB: store directories) read, in sample order.
+    #[getter]
+    fn paths(&self) -> Vec<PathBuf> {
+        self.opened.paths.clone()
+    }
+
+    /// Traces: the address at each layout position a target names.
+    #[getter]
+    fn addresses(&self) -> Vec<String> {
+        self.opened.addresses.clone()
+    }
+
+    /// Staged datasets: the manifest indices of the files the placement put
+    /// on this node (sample files and the files that travel with them).
+    #[getter]
+    fn node_files(&self) -> Option<Vec<usize>> {
+        self.placement.as_ref().map(|p| p.node_files.clone())
+    }
+
+    /// Staged datasets: the source dataset's ids of this node's samples, in
+    /// the order the dataset holds them.
+    #[getter]
+    fn node_samples(&self) -> Option<Vec<usize>> {
+        self.placement.as_ref().map(|p| p.node_samples.clone())
+    }
+
+    /// Values per controlled choice in a trace's target: layout position,
+    /// value, the prior's two parameters, log prior density.
+    #[classattr]
+    const CHOICE_WIDTH: usize = loader::traces::CHOICE_WIDTH;
+
+    fn __len__(&self) -> usize {
+        self.opened.dataset.len()
+    }
+
+    /// Read sample `index` (of this dataset; for a staged one, of this
+    /// node's samples) into new arrays: `(x, y)`, both flat float32.
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        index: usize,
+    ) -> PyResult<(Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<f32>>)> {
+        let dataset = &self.opened.dataset;
+        let mut x = vec![0f32; dataset.x_len()];
+        let mut y = Vec::new();
+        py.detach(|| dataset.read_ragged(index, &mut x, &mut y)).map_err(data_error)?;
+        Ok((PyArray1::from_vec(py, x), PyArray1::from_vec(py, y)))
+    }
+
+    fn __repr__(&self) -> String {
+        let staged = match &self.placement {
+            Some(p) => format!(", node {} of {}", p.topology.node, p.topology.nodes),
+            None => String::new(),
+        };
+        let tuple = |shape: &[usize]| match shape {
+            [single] => format!("({single},)"),
+            _ => format!("({})", shape.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
+        };
+        let y_shape = self.opened.y_shape.as_deref().map_or_else(|| "None".to_owned(), tuple);
+        format!(
+            "Dataset(kind='{}', samples={}, x_shape={}, y_shape={y_shape}, files={}{staged})",
+            kind_name(self.opened.kind),
+            self.opened.dataset.len(),
+            tuple(&self.opened.x_shape),
+            self.opened.paths.len()
+        )
+    }
+}

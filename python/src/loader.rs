@@ -1,0 +1,235 @@
+//! `EpochLoader`: the loader's worker pool over one epoch at a time, in
+//! the samplers' order. The Python `stagehand.Loader` keeps the epoch and
+//! the position and starts each epoch here; this type only loads.
+
+use std::sync::Arc;
+
+use loader::pipeline::{Loader, LoaderConfig, Metrics, Recycler};
+use loader::sampler::{DistributedSampler, NodeLocalSampler, Remainder};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::batch::arrays;
+use crate::data_error;
+use crate::dataset::Dataset;
+
+/// Where an epoch's order comes from.
+enum Order {
+    /// Every rank a strided share of a shuffled permutation of all samples.
+    Distributed(DistributedSampler),
+    /// A rank's share of its node's samples (a staged dataset).
+    NodeLocal(NodeLocalSampler),
+}
+
+/// One rank's batches, an epoch at a time, decoded ahead by worker threads.
+#[pyclass(module = "stagehand._stagehand")]
+pub struct EpochLoader {
+    dataset: Py<Dataset>,
+    data: Arc<dyn loader::dataset::Dataset>,
+    order: Order,
+    batch: usize,
+    drop_last: bool,
+    config: LoaderConfig,
+    current: Option<Loader>,
+    buffers: Recycler,
+    /// Metrics of the epochs that ended or were stopped.
+    before: Metrics,
+}
+
+fn add(total: &mut Metrics, epoch: &Metrics) {
+    total.samples += epoch.samples;
+    total.bytes += epoch.bytes;
+    total.consumer_wait += epoch.consumer_wait;
+    total.worker_busy += epoch.worker_busy;
+    total.max_ready = total.max_ready.max(epoch.max_ready);
+    total.skipped += epoch.skipped;
+    total.elapsed += epoch.elapsed;
+}
+
+#[pymethods]
+impl EpochLoader {
+    /// Batches of `batch_size` from `dataset` for `rank` of `world_size`.
+    /// `drop_last` leaves out the samples that do not make equal shares
+    /// and the last short batch; otherwise shares are padded with samples
+    /// from the start of the epoch and the last batch may be short. Every
+    /// rank gets the same number of batches either way.
+    #[new]
+    #[pyo3(signature = (dataset, *, batch_size, workers, prefetch, shuffle, seed, drop_last, rank, world_size, skip_corrupt))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        dataset: Bound<'_, Dataset>,
+        batch_size: usize,
+        workers: usize,
+        prefetch: usize,
+        shuffle: bool,
+        seed: u64,
+        drop_last: bool,
+        rank: usize,
+        world_size: usize,
+        skip_corrupt: bool,
+    ) -> PyResult<Self> {
+        if batch_size == 0 || workers == 0 || prefetch == 0 {
+            return Err(PyValueError::new_err(format!(
+                "batch_size {batch_size}, workers {workers}, prefetch {prefetch}: each must be at least 1"
+            )));
+        }
+        if world_size == 0 || rank >= world_size {
+            return Err(PyValueError::new_err(format!("rank {rank} of world_size {world_size}")));
+        }
+        let held = dataset.get();
+        let remainder = if drop_last { Remainder::Drop } else { Remainder::Pad };
+        let order = match &held.placement {
+            Some(placement) => {
+                if placement.rank_world() != (rank, world_size) {
+                    let (r, w) = placement.rank_world();
+                    return Err(PyValueError::new_err(format!(
+                        "the staged dataset was opened for rank {r} of {w}, the loader is for rank {rank} of {world_size}"
+                    )));
+                }
+                if !shuffle {
+                    return Err(PyValueError::new_err(
+                        "a staged dataset is read in the node-local shuffled order the trainer uses; shuffle=False is not available",
+                    ));
+                }
+                Order::NodeLocal(placement.sampler(remainder)?)
+            }
+            None => Order::Distributed(DistributedSampler {
+                len: held.opened.dataset.len(),
+                world: world_size,
+                rank,
+                seed,
+                shuffle,
+                remainder,
+            }),
+        };
+        Ok(EpochLoader {
+            data: held.opened.dataset.clone(),
+            dataset: dataset.unbind(),
+            order,
+            batch: batch_size,
+            drop_last,
+            config: LoaderConfig { batch: batch_size, workers, prefetch, skip_corrupt },
+            current: None,
+            buffers: Recycler::default(),
+            before: Metrics::default(),
+        })
+    }
+
+    /// This rank's sample ids for `epoch`, in order (for a staged dataset,
+    /// the source dataset's ids).
+    fn order(&self, epoch: u64) -> Vec<usize> {
+        let mut order = match &self.order {
+            Order::Distributed(sampler) => sampler.indices(epoch),
+            Order::NodeLocal(sampler) => sampler.indices(epoch),
+        };
+        if self.drop_last {
+            order.truncate(order.len() / self.batch * self.batch);
+        }
+        order
+    }
+
+    /// Batches per epoch (the same on every rank).
+    fn batches(&self) -> usize {
+        let per_rank = match &self.order {
+            Order::Distributed(sampler) => sampler.per_rank(),
+            Order::NodeLocal(sampler) => sampler.per_rank(),
+        };
+        if self.drop_last { per_rank / self.batch } else { per_rank.div_ceil(self.batch) }
+    }
+
+    /// Stop the epoch in progress (if any) and start `epoch` at batch
+    /// `position`.
+    fn start(&mut self, py: Python<'_>, epoch: u64, position: usize) -> PyResult<()> {
+        if position > self.batches() {
+            return Err(PyValueError::new_err(format!(
+                "batch position {position} is past the epoch's {} batches",
+                self.batches()
+            )));
+        }
+        self.stop(py);
+        let global = self.order(epoch);
+        let local = match (&self.order, &self.dataset.get().placement) {
+            (Order::NodeLocal(_), Some(placement)) => global
+                .iter()
+                .map(|&id| {
+                    placement.local(id).ok_or_else(|| {
+                        PyRuntimeError::new_err(format!("sample {id} of the node-local order is not on this node"))
+                    })
+                })
+                .collect::<PyResult<Vec<usize>>>()?,
+            _ => global,
+        };
+        self.current =
+            Some(Loader::resume_with_buffers(self.data.clone(), local, self.config, position, self.buffers.clone()));
+        Ok(())
+    }
+
+    /// The next batch of the epoch, or `None` at its end: `(x, y, offsets,
+    /// indices)`. `x` and `y` are NumPy arrays over the loader's buffers;
+    /// `offsets` is `None` unless targets are ragged (traces); `indices`
+    /// are the samples' ids. The GIL is released while waiting.
+    #[allow(clippy::type_complexity)]
+    fn next<'py>(
+        &mut self,
+        py: Python<'py>,
+    ) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>, Vec<usize>)>> {
+        let Some(current) = self.current.as_mut() else {
+            return Err(PyRuntimeError::new_err("no epoch started: call start(epoch, position) first"));
+        };
+        let Some(item) = py.detach(|| current.next()) else {
+            return Ok(None);
+        };
+        let batch = item.map_err(data_error)?;
+        let dataset = self.dataset.get();
+        let indices = match &dataset.placement {
+            Some(placement) => batch.indices.iter().map(|&k| placement.global(k)).collect(),
+            None => batch.indices.clone(),
+        };
+        let opened = &dataset.opened;
+        let made = arrays(py, batch, self.buffers.clone(), &opened.x_shape, opened.y_shape.as_deref())?;
+        Ok(Some((made.x.into_any(), made.y.into_any(), made.offsets.map(Bound::into_any), indices)))
+    }
+
+    /// Batches of the current epoch delivered so far.
+    fn position(&self) -> usize {
+        self.current.as_ref().map_or(0, Loader::position)
+    }
+
+    /// What the loader did over every epoch so far: samples, bytes read,
+    /// seconds the consumer waited, seconds workers were busy, corrupt
+    /// samples skipped, wall seconds, and the consumer's share of waiting.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut total = self.before;
+        if let Some(current) = &self.current {
+            add(&mut total, &current.metrics());
+        }
+        let summary = total.summary();
+        let out = PyDict::new(py);
+        out.set_item("samples", total.samples)?;
+        out.set_item("bytes", total.bytes)?;
+        out.set_item("seconds", total.elapsed.as_secs_f64())?;
+        out.set_item("consumer_wait_seconds", total.consumer_wait.as_secs_f64())?;
+        out.set_item("consumer_wait_fraction", summary.consumer_wait_fraction)?;
+        out.set_item("worker_busy_seconds", total.worker_busy.as_secs_f64())?;
+        out.set_item("samples_per_second", summary.samples_per_sec)?;
+        out.set_item("skipped", total.skipped)?;
+        out.set_item("max_ready", total.max_ready)?;
+        Ok(out)
+    }
+
+    /// Stop the workers of the epoch in progress.
+    fn close(&mut self, py: Python<'_>) {
+        self.stop(py);
+    }
+}
+
+impl EpochLoader {
+    fn stop(&mut self, py: Python<'_>) {
+        if let Some(current) = self.current.take() {
+            add(&mut self.before, &current.metrics());
+            // Joining the workers waits for their batch in progress.
+            py.detach(move || drop(current));
+        }
+    }
+}

@@ -1,0 +1,194 @@
+"""``Loader``: batches of a ``Dataset`` for one rank, epoch after epoch."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
+
+import numpy as np
+
+from ._env import topology
+from ._stagehand import Dataset, EpochLoader
+
+#: ``state_dict()`` layout version.
+STATE_VERSION = 1
+
+
+class Batch(NamedTuple):
+    """One batch: inputs, targets and the ids of its samples.
+
+    ``x`` is float32 ``(n, *dataset.x_shape)``. ``y`` is float32
+    ``(n, *dataset.y_shape)``, or for traces a list of ``n`` arrays of
+    ``(choices, Dataset.CHOICE_WIDTH)``. Both are views of the loader's
+    buffers, which go back to the loader when the arrays are freed.
+    """
+
+    x: np.ndarray
+    y: Union[np.ndarray, List[np.ndarray]]
+    indices: List[int]
+
+
+class Loader:
+    """Batches of ``dataset`` for this rank, decoded ahead by Rust workers.
+
+    Iterating runs one epoch (``for x, y in loader``); the next iteration
+    runs the next epoch. Every rank gets ``len(loader)`` batches.
+
+    Args:
+        dataset: a ``stagehand.Dataset``.
+        batch_size: samples per batch.
+        workers: decoding threads.
+        prefetch: batches decoded ahead of the consumer.
+        shuffle: a new permutation every epoch (seeded), else file order.
+        seed: seed of the permutations; the order depends only on the
+            seed, the epoch and the rank, never on ``workers``.
+        drop_last: leave out samples beyond equal shares and the last
+            short batch; otherwise shares are padded from the start of the
+            epoch and the last batch may be short.
+        rank, world_size: this rank and the number of ranks; by default
+            from ``stagehand.topology()``. A staged dataset must be read
+            with the rank it was opened for.
+        skip_corrupt: skip (and count in ``metrics()["skipped"]``) samples
+            that fail to decode instead of raising ``DataError``.
+    """
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        batch_size: int,
+        workers: int = 2,
+        prefetch: int = 4,
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        skip_corrupt: bool = False,
+    ) -> None:
+        if rank is None or world_size is None:
+            found = topology()
+            rank = found.rank if rank is None else rank
+            world_size = found.world_size if world_size is None else world_size
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.seed = seed
+        self.rank = rank
+        self.world_size = world_size
+        self.drop_last = drop_last
+        self._inner = EpochLoader(
+            dataset,
+            batch_size=batch_size,
+            workers=workers,
+            prefetch=prefetch,
+            shuffle=shuffle,
+            seed=seed,
+            drop_last=drop_last,
+            rank=rank,
+            world_size=world_size,
+            skip_corrupt=skip_corrupt,
+        )
+        #: The epoch the next iteration runs (or the one running).
+        self.epoch = 0
+        self._resume_at = 0
+        self._running = False
+
+    def __len__(self) -> int:
+        """Batches per epoch, the same on every rank."""
+        return self._inner.batches()
+
+    def set_epoch(self, epoch: int) -> None:
+        """Run ``epoch`` next, from its first batch."""
+        self.epoch = epoch
+        self._resume_at = 0
+
+    def order(self, epoch: Optional[int] = None) -> List[int]:
+        """This rank's sample ids of ``epoch`` (default: the current one), in order."""
+        return self._inner.order(self.epoch if epoch is None else epoch)
+
+    def raw_batches(self) -> Iterator[Tuple[np.ndarray, np.ndarray, Optional[np.ndarray], List[int]]]:
+        """One epoch of ``(x, y, offsets, indices)`` as the Rust side gives them.
+
+        ``offsets`` is ``None`` unless targets are ragged (traces): then ``y``
+        holds every choice of the batch and sample ``k``'s are rows
+        ``offsets[k]:offsets[k + 1]``.
+        """
+        self._inner.start(self.epoch, self._resume_at)
+        self._resume_at = 0
+        self._running = True
+        try:
+            while True:
+                item = self._inner.next()
+                if item is None:
+                    break
+                yield item
+        finally:
+            self._running = False
+        self.epoch += 1
+
+    def batches(self) -> Iterator[Batch]:
+        """One epoch of ``Batch`` (inputs, targets, sample ids)."""
+        for x, y, offsets, indices in self.raw_batches():
+            if offsets is not None:
+                y = [y[offsets[k] : offsets[k + 1]] for k in range(len(indices))]
+            yield Batch(x, y, indices)
+
+    def __iter__(self) -> Iterator[Tuple[np.ndarray, Any]]:
+        """One epoch of ``(x, y)``."""
+        for batch in self.batches():
+            yield batch.x, batch.y
+
+    def state_dict(self) -> Dict[str, int]:
+        """Where this loader is: the epoch and the batches of it already taken.
+
+        ``load_state_dict`` on a new loader over the same data (any number
+        of workers) continues with exactly the batches this one would have
+        given next.
+        """
+        position = self._inner.position() if self._running else self._resume_at
+        return {
+            "version": STATE_VERSION,
+            "epoch": self.epoch,
+            "batch": position,
+            "seed": self.seed,
+            "batch_size": self.batch_size,
+            "samples": len(self.dataset),
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "drop_last": int(self.drop_last),
+        }
+
+    def load_state_dict(self, state: Dict[str, int]) -> None:
+        """Continue where ``state`` (from ``state_dict()``) left off.
+
+        Raises ``ValueError`` if the state belongs to a loader with another
+        seed, batch size, dataset size, rank or world size: its batch
+        positions would name other samples here.
+        """
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"loader state version {state.get('version')!r}, this loader reads {STATE_VERSION}")
+        mine = self.state_dict()
+        differ = [
+            f"{key} {state.get(key)!r} (this loader: {mine[key]!r})"
+            for key in ("seed", "batch_size", "samples", "rank", "world_size", "drop_last")
+            if state.get(key) != mine[key]
+        ]
+        if differ:
+            raise ValueError("the saved loader state does not fit this loader: " + ", ".join(differ))
+        batch = int(state["batch"])
+        if not 0 <= batch <= len(self):
+            raise ValueError(f"saved batch position {batch} is outside the epoch's {len(self)} batches")
+        self.epoch = int(state["epoch"])
+        self._resume_at = batch
+
+    def metrics(self) -> Dict[str, float]:
+        """Samples, bytes, seconds, the consumer's waiting share and skipped samples so far."""
+        return self._inner.metrics()
+
+    def close(self) -> None:
+        """Stop the workers (also done when the loader is freed)."""
+        self._inner.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"Loader({self.dataset!r}, batch_size={self.batch_size}, rank={self.rank} of {self.world_size}, "
+            f"epoch={self.epoch}, batches={len(self)})"
+        )
