@@ -153,7 +153,7 @@ impl Dataset {
     }
 
     /// This node's share of a dataset `stager stage` placed: the files the
-    /// placement `policy` ("replicate", "per-node", "per-node=K") with
+    /// placement `policy` ("replicate", "shard", "per-node=K") with
     /// `seed` put on this rank's node, read from `dest` (a template:
     /// `{node}`, `{rank}`, `{local_rank}`, `$VAR`), numbered as in the
     /// source dataset's `manifest`. Nodes are consecutive groups of

@@ -31,7 +31,9 @@ class Loader:
     """Batches of ``dataset`` for this rank, decoded ahead by Rust workers.
 
     Iterating runs one epoch (``for x, y in loader``); the next iteration
-    runs the next epoch. Every rank gets ``len(loader)`` batches.
+    runs the next epoch. Every rank gets ``len(loader)`` batches. Breaking
+    out of an epoch keeps its place: the next iteration continues it
+    (``set_epoch`` starts an epoch over).
 
     Args:
         dataset: a ``stagehand.Dataset``.
@@ -112,7 +114,6 @@ class Loader:
         ``offsets[k]:offsets[k + 1]``.
         """
         self._inner.start(self.epoch, self._resume_at)
-        self._resume_at = 0
         self._running = True
         try:
             while True:
@@ -121,8 +122,12 @@ class Loader:
                     break
                 yield item
         finally:
+            # Also when the consumer breaks out: the next iteration (or a
+            # state_dict) continues the epoch where it stopped.
             self._running = False
+            self._resume_at = self._inner.position()
         self.epoch += 1
+        self._resume_at = 0
 
     def batches(self) -> Iterator[Batch]:
         """One epoch of ``Batch`` (inputs, targets, sample ids)."""

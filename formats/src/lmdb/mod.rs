@@ -131,20 +131,50 @@ fn open_env_in(dir: &Path, path: &Path, max_dbs: u32, map_size: usize) -> Result
     unsafe { options.open(dir) }.map_err(lmdb_error(path, "creating environment"))
 }
 
-fn open_read_only(path: &Path, max_dbs: u32) -> Result<Env, LmdbError> {
+/// The finished stores this process has open, by canonical path. heed
+/// refuses to open an environment twice in one process
+/// (`EnvAlreadyOpened`), yet two readers of one store are common: two
+/// datasets over the same files, a trace layout read before the dataset.
+/// They share the first one's environment; it closes when the last reader
+/// is dropped (the map holds no strong reference).
+static OPEN_READERS: std::sync::Mutex<std::collections::BTreeMap<PathBuf, std::sync::Weak<Env>>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+fn open_read_only(path: &Path, max_dbs: u32) -> Result<std::sync::Arc<Env>, LmdbError> {
     if !path.join("data.mdb").is_file() {
         return Err(LmdbError::Io {
             path: path.join("data.mdb"),
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "no LMDB data file"),
         });
     }
+    let key = path.canonicalize().map_err(|source| LmdbError::Io { path: path.to_owned(), source })?;
+    let mut open = OPEN_READERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    open.retain(|_, env| env.strong_count() > 0);
+    if let Some(env) = open.get(&key).and_then(std::sync::Weak::upgrade) {
+        return Ok(env);
+    }
+    let env = std::sync::Arc::new(open_env_read_only(path, max_dbs)?);
+    open.insert(key, std::sync::Arc::downgrade(&env));
+    Ok(env)
+}
+
+fn open_env_read_only(path: &Path, max_dbs: u32) -> Result<Env, LmdbError> {
     let mut options = EnvOpenOptions::new();
     options.max_dbs(max_dbs).max_readers(1024);
     // SAFETY: READ_ONLY | NO_LOCK is sound because finished stores are never
     // written again: writers build a store under a temporary name and rename
     // it into place only when complete (see `finish_env`).
     unsafe { options.flags(EnvFlags::READ_ONLY | EnvFlags::NO_LOCK) };
-    // SAFETY: as above; the environment is opened once per store handle.
+    // A reader dropped on another thread just now may still be between
+    // releasing its environment and heed forgetting it (`EnvAlreadyOpened`).
+    for _ in 0..100 {
+        // SAFETY: as above; `OPEN_READERS` opens each store once per process.
+        match unsafe { options.open(path) } {
+            Err(heed::Error::EnvAlreadyOpened) => std::thread::sleep(std::time::Duration::from_millis(1)),
+            result => return result.map_err(lmdb_error(path, "opening environment")),
+        }
+    }
+    // SAFETY: as above.
     unsafe { options.open(path) }.map_err(lmdb_error(path, "opening environment"))
 }
 

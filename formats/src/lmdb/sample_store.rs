@@ -89,7 +89,7 @@ impl Drop for SampleStoreWriter {
 
 /// A finished sample store, opened read-only; share it between threads.
 pub struct SampleStore {
-    env: Env,
+    env: std::sync::Arc<Env>,
     db: SampleDb,
     path: PathBuf,
 }

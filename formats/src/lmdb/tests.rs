@@ -63,6 +63,23 @@ fn a_full_map_grows_and_keeps_every_sample() {
 }
 
 #[test]
+fn a_store_opened_twice_in_one_process_is_shared_and_reopens_after_both_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("twice.lmdb");
+    let mut w = SampleStoreWriter::create(&path).unwrap();
+    w.put_batch(&[(7, b"seven".as_slice())]).unwrap();
+    w.finish().unwrap();
+    let first = SampleStore::open(&path).unwrap();
+    // Another spelling of the same directory is the same store.
+    let second = SampleStore::open(&dir.path().join(".").join("twice.lmdb")).unwrap();
+    assert_eq!((first.len().unwrap(), second.len().unwrap()), (1, 1));
+    drop(first);
+    assert_eq!(second.len().unwrap(), 1);
+    drop(second);
+    assert_eq!(SampleStore::open(&path).unwrap().len().unwrap(), 1);
+}
+
+#[test]
 fn opening_a_missing_store_names_it() {
     let dir = tempfile::tempdir().unwrap();
     let err = SampleStore::open(&dir.path().join("nope")).err().unwrap();

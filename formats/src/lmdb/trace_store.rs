@@ -330,7 +330,7 @@ fn write_growing(
 
 /// A finished trace store, opened read-only; share it between threads.
 pub struct TraceStore {
-    env: Env,
+    env: std::sync::Arc<Env>,
     path: PathBuf,
     traces: Database<U64<BigEndian>, Bytes>,
     addresses: Vec<String>,

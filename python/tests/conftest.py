@@ -1,0 +1,85 @@
+"""Fixtures: small datasets of every kind, written by the real `simgen`.
+
+The binaries come from the cargo build `make test` does first
+(`target/debug`, or the directory in STAGEHAND_BIN_DIR). A missing binary
+fails the test run with the command that builds it; nothing is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BIN_DIR = Path(os.environ.get("STAGEHAND_BIN_DIR", REPO / "target" / "debug"))
+
+# Open MPI refuses root without these; shared memory only (see the Makefile).
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader", "--mca", "pml", "ob1"]
+
+
+def binary(name: str) -> Path:
+    path = BIN_DIR / name
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: build it with `cargo build -p stagehand-simgen -p stagehand-stager "
+                    f"&& cargo build -p stagehand-loader --example dump_batches` (or set STAGEHAND_BIN_DIR)")
+    return path
+
+
+def run(*args, env=None) -> str:
+    """Run a command; on failure, fail the test with its output."""
+    done = subprocess.run([str(a) for a in args], capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if done.returncode != 0:
+        pytest.fail(f"{' '.join(map(str, args))} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def simgen(*args) -> str:
+    return run(binary("simgen"), *args)
+
+
+@pytest.fixture(scope="session")
+def cosmo(tmp_path_factory) -> Path:
+    """24 CosmoFlow samples of 8^3 x 4 in 3 TFRecord files, with index sidecars."""
+    out = tmp_path_factory.mktemp("data") / "cosmo"
+    simgen("cosmo", "--out", out, "--boxes", "3", "--grid", "16", "--particles", "16")
+    return out
+
+
+@pytest.fixture(scope="session")
+def cosmo_gzip(tmp_path_factory) -> Path:
+    """The same kind of samples, GZIP-compressed, without index sidecars."""
+    out = tmp_path_factory.mktemp("data") / "cosmo-gzip"
+    simgen("cosmo", "--out", out, "--boxes", "2", "--grid", "16", "--particles", "16", "--gzip")
+    for sidecar in out.glob("*.idx"):
+        sidecar.unlink()
+    return out
+
+
+@pytest.fixture(scope="session")
+def climate(tmp_path_factory) -> Path:
+    """6 DeepCAM samples of 16 x 128 x 256 in train/ and validation/, with stats.h5."""
+    out = tmp_path_factory.mktemp("data") / "climate"
+    simgen("climate", "--out", out, "--samples", "6", "--height", "128", "--width", "256",
+           "--cyclones", "1-3", "--rivers", "1-2", "--seed", "9", "--val-fraction", "0.34")
+    return out
+
+
+@pytest.fixture(scope="session")
+def scattering(tmp_path_factory) -> Path:
+    """3 multislice samples (1024 CBED patterns of 32 x 32) in one LMDB store."""
+    out = tmp_path_factory.mktemp("data") / "scattering"
+    simgen("multislice", "--out", out, "--samples", "3", "--grid", "32", "--sampling", "0.17A",
+           "--thickness", "16A..40A", "--offset", "none")
+    return out
+
+
+@pytest.fixture(scope="session")
+def traces(tmp_path_factory) -> Path:
+    """20 simulator traces in one LMDB store."""
+    out = tmp_path_factory.mktemp("data") / "traces"
+    simgen("traces", "--out", out, "--traces", "20", "--seed", "5")
+    return out

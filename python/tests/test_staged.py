@@ -1,0 +1,92 @@
+"""Node-local reads of what `stager stage` placed, under a real mpirun."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import stagehand
+from conftest import MPI_ENV, MPIRUN, binary, run
+
+RANKS, PER_NODE = 4, 2
+
+
+@pytest.fixture(scope="module")
+def staged(cosmo, tmp_path_factory):
+    """`cosmo` sharded onto 2 pretend nodes of 2 ranks each."""
+    dest = tmp_path_factory.mktemp("staged")
+    template = str(dest / "node{node}")
+    run(*MPIRUN, "-np", RANKS, "-x", "STAGEHAND_RANKS_PER_NODE", binary("stager"), "stage", "--source", cosmo,
+        "--dest", template, "--policy", "shard", "--seed", "3",
+        env={**MPI_ENV, "STAGEHAND_RANKS_PER_NODE": str(PER_NODE)})
+    return template, dest
+
+
+def open_rank(cosmo, template, rank, **overrides):
+    options = dict(policy="shard", seed=3, rank=rank, world_size=RANKS, ranks_per_node=PER_NODE)
+    options.update(overrides)
+    return stagehand.Dataset.staged(template, cosmo / "manifest.json", **options)
+
+
+def test_each_node_reads_exactly_the_files_the_stager_put_there(cosmo, staged):
+    template, dest = staged
+    manifest = json.loads((cosmo / "manifest.json").read_text())
+    paths = [f["path"] for f in manifest["files"]]
+    for rank in range(RANKS):
+        node = rank // PER_NODE
+        on_disk = {p.name for p in (dest / f"node{node}").iterdir() if not p.name.startswith(".")}
+        data = open_rank(cosmo, template, rank)
+        placed = {paths[i] for i in data.node_files}
+        assert placed == on_disk, f"rank {rank}: placement says {placed}, node {node} holds {on_disk}"
+        assert {p.parent.name for p in data.paths} == {f"node{node}"}
+    nodes = [set(open_rank(cosmo, template, r).node_samples) for r in (0, PER_NODE)]
+    assert not nodes[0] & nodes[1] and nodes[0] | nodes[1] == set(range(24))
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_every_rank_takes_the_same_steps_over_its_nodes_samples(cosmo, staged, drop_last):
+    template, _ = staged
+    counts, seen = set(), []
+    for rank in range(RANKS):
+        data = open_rank(cosmo, template, rank)
+        loader = stagehand.Loader(data, batch_size=2, seed=3, rank=rank, world_size=RANKS, drop_last=drop_last)
+        batches = list(loader.batches())
+        counts.add(len(batches))
+        ids = [i for b in batches for i in b.indices]
+        assert set(ids) <= set(data.node_samples)
+        seen += ids
+        # The values are those of the source dataset's samples with these ids.
+        source = stagehand.Dataset.from_manifest(cosmo)
+        first = batches[0]
+        assert (first.x[0].ravel() == source.read(first.indices[0])[0]).all()
+    assert len(counts) == 1
+    if drop_last:
+        # Shares of the node with fewest samples: none repeats.
+        assert len(seen) == len(set(seen))
+    else:
+        # Padded to the node with most samples: every sample is read.
+        assert set(seen) == set(range(24))
+
+
+def test_the_topology_defaults_come_from_the_environment(cosmo, staged, monkeypatch):
+    template, _ = staged
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "3")
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", str(RANKS))
+    monkeypatch.setenv("STAGEHAND_RANKS_PER_NODE", str(PER_NODE))
+    data = stagehand.Dataset.staged(template, cosmo / "manifest.json", policy="shard", seed=3)
+    assert data.node_files == open_rank(cosmo, template, 3).node_files
+    assert "node 1 of 2" in repr(data)
+    with pytest.raises(ValueError, match="opened for rank 3 of 4"):
+        stagehand.Loader(data, batch_size=2, rank=0, world_size=RANKS)
+
+
+def test_a_node_missing_its_files_or_the_wrong_seed_is_a_data_error(cosmo, staged, tmp_path):
+    template, _ = staged
+    with pytest.raises(stagehand.DataError, match="missing on disk|No such file"):
+        open_rank(cosmo, str(tmp_path / "empty{node}"), 0)
+    # Another policy than the stager's names files this node does not hold.
+    with pytest.raises(stagehand.DataError, match="node0"):
+        open_rank(cosmo, template, 0, policy="replicate")
+    with pytest.raises(ValueError, match="policy"):
+        open_rank(cosmo, template, 0, policy="everywhere")
