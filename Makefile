@@ -15,7 +15,7 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 MPIRUN := mpirun --oversubscribe --bind-to none --mca btl self,vader --mca pml ob1
 
-.PHONY: setup demo test lint check-gpu bench
+.PHONY: setup demo test test-python lint check-gpu bench
 
 setup:
 	@bash deploy/setup.sh
@@ -74,6 +74,16 @@ test: setup
 	$(CLIPPY_BUILD) $(CARGO) test --workspace --all-targets --no-run
 	FUZZ_PROFILE=dev bash fuzz/run.sh 3
 	$(CLIPPY_BUILD) $(CARGO) test --workspace
+	$(MAKE) test-python
+
+## test-python: build the Python package as a user would (pip install ./python,
+# into python/.venv with torch and tensorflow-cpu) and run its tests against
+# data the debug binaries of the test build write, and the documented examples.
+test-python:
+	bash python/setup-venv.sh
+	$(CLIPPY_BUILD) $(CARGO) build -p stagehand-simgen --bin simgen -p stagehand-stager --bin stager \
+		-p stagehand-loader --example dump_batches
+	python/.venv/bin/pytest -q python/tests
 
 ## lint: formatting and clippy alone (what `make test` also checks)
 lint:

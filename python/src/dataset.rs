@@ -64,6 +64,9 @@ impl Placement {
     }
 }
 
+/// One sample's input and target, flat.
+type Sample<'py> = (Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<f32>>);
+
 /// Samples of one dataset, opened for reading.
 ///
 /// Open one with `Dataset.from_manifest` (a dataset directory), `Dataset.staged`
@@ -323,11 +326,7 @@ impl Dataset {
 
     /// Read sample `index` (of this dataset; for a staged one, of this
     /// node's samples) into new arrays: `(x, y)`, both flat float32.
-    fn read<'py>(
-        &self,
-        py: Python<'py>,
-        index: usize,
-    ) -> PyResult<(Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<f32>>)> {
+    fn read<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Sample<'py>> {
         let dataset = &self.opened.dataset;
         let mut x = vec![0f32; dataset.x_len()];
         let mut y = Vec::new();
