@@ -15,67 +15,22 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use formats::climate::{self, ChannelStats, ClimateShape};
-use formats::cosmoflow::{CosmoSample, CosmoSampleView, CosmoShape};
-use formats::tfrecord::{TfRecordFile, TfRecordFileWriter};
+use formats::climate::ClimateShape;
+use formats::cosmoflow::{CosmoSampleView, CosmoShape};
+use formats::tfrecord::TfRecordFile;
 use loader::dataset::{CosmoTransform, CosmoflowDataset, Dataset};
 use loader::deepcam::DeepcamDataset;
 use loader::pipeline::{Loader, LoaderConfig};
 
-const SAMPLES: usize = 64;
+mod common;
+
+use common::{SAMPLES, cosmo_files, deepcam_files};
+
 const WORKERS: usize = 2;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
-}
-
-fn cosmo_files(dir: &Path) -> Vec<PathBuf> {
-    let shape = CosmoShape::MLPERF;
-    std::fs::create_dir_all(dir).unwrap();
-    (0..SAMPLES)
-        .map(|i| {
-            let path = dir.join(format!("cosmo_{i:03}.tfrecord"));
-            if !path.exists() {
-                let x: Vec<i16> =
-                    (0..shape.voxels()).map(|v| ((v.wrapping_mul(2654435761) >> 7) + i) as i16 & 15).collect();
-                let sample = CosmoSample::new(shape, x, [0.1, 0.2, 0.3, 0.4]).unwrap();
-                let mut w = TfRecordFileWriter::create(&path, false, false).unwrap();
-                w.write_record(&sample.to_example_bytes()).unwrap();
-                w.finish().unwrap();
-            }
-            path
-        })
-        .collect()
-}
-
-fn deepcam_files(dir: &Path) -> (Vec<PathBuf>, PathBuf) {
-    let shape = ClimateShape::DEEPCAM;
-    std::fs::create_dir_all(dir).unwrap();
-    let stats = dir.join("stats.h5");
-    if !stats.exists() {
-        let c = shape.channels;
-        let s = ChannelStats {
-            count: SAMPLES as i64,
-            mean: vec![0.0; c],
-            sqmean: vec![1.0; c],
-            minval: vec![-1.0; c],
-            maxval: vec![1.0; c],
-        };
-        climate::write_stats(&stats, &s).unwrap();
-    }
-    let files = (0..SAMPLES)
-        .map(|i| {
-            let path = dir.join(format!("data-{i:03}.h5"));
-            if !path.exists() {
-                let data: Vec<f32> = (0..shape.values()).map(|v| ((v + i) % 200) as f32 / 100.0 - 1.0).collect();
-                let labels: Vec<i32> = (0..shape.pixels()).map(|p| (p % 3) as i32).collect();
-                climate::write_sample(&path, shape, &data, &labels).unwrap();
-            }
-            path
-        })
-        .collect();
-    (files, stats)
 }
 
 /// Samples per second of our loader over the whole dataset, and the consumer's wait fraction.

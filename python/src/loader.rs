@@ -32,6 +32,12 @@ pub struct EpochLoader {
     drop_last: bool,
     config: LoaderConfig,
     current: Option<Loader>,
+    /// The epoch `current` loads.
+    epoch: u64,
+    /// The next epoch, started when the current one delivered its last
+    /// batch: its first batches decode while the consumer works on the
+    /// last ones, so an epoch boundary costs no wait.
+    ahead: Option<(u64, Loader)>,
     buffers: Recycler,
     /// Metrics of the epochs that ended or were stopped.
     before: Metrics,
@@ -111,6 +117,8 @@ impl EpochLoader {
             drop_last,
             config: LoaderConfig { batch: batch_size, workers, prefetch, skip_corrupt },
             current: None,
+            epoch: 0,
+            ahead: None,
             buffers: Recycler::default(),
             before: Metrics::default(),
         })
@@ -148,20 +156,16 @@ impl EpochLoader {
             )));
         }
         self.stop(py);
-        let global = self.order(epoch);
-        let local = match (&self.order, &self.dataset.get().placement) {
-            (Order::NodeLocal(_), Some(placement)) => global
-                .iter()
-                .map(|&id| {
-                    placement.local(id).ok_or_else(|| {
-                        PyRuntimeError::new_err(format!("sample {id} of the node-local order is not on this node"))
-                    })
-                })
-                .collect::<PyResult<Vec<usize>>>()?,
-            _ => global,
-        };
-        self.current =
-            Some(Loader::resume_with_buffers(self.data.clone(), local, self.config, position, self.buffers.clone()));
+        if let Some((next, loader)) = self.ahead.take() {
+            if (next, position) == (epoch, 0) {
+                self.current = Some(loader);
+                self.epoch = epoch;
+                return Ok(());
+            }
+            py.detach(move || drop(loader));
+        }
+        self.current = Some(self.loader_of(epoch, position)?);
+        self.epoch = epoch;
         Ok(())
     }
 
@@ -180,7 +184,12 @@ impl EpochLoader {
         let Some(item) = py.detach(|| current.next()) else {
             return Ok(None);
         };
+        let last = Loader::position(current) == current.batches();
         let batch = item.map_err(data_error)?;
+        if last && self.ahead.is_none() {
+            let next = self.epoch + 1;
+            self.ahead = Some((next, self.loader_of(next, 0)?));
+        }
         let dataset = self.dataset.get();
         let indices = match &dataset.placement {
             Some(placement) => batch.indices.iter().map(|&k| placement.global(k)).collect(),
@@ -221,10 +230,30 @@ impl EpochLoader {
     /// Stop the workers of the epoch in progress.
     fn close(&mut self, py: Python<'_>) {
         self.stop(py);
+        if let Some((_, ahead)) = self.ahead.take() {
+            py.detach(move || drop(ahead));
+        }
     }
 }
 
 impl EpochLoader {
+    /// A loader of `epoch` from batch `position`, on this loader's buffers.
+    fn loader_of(&self, epoch: u64, position: usize) -> PyResult<Loader> {
+        let global = self.order(epoch);
+        let local = match (&self.order, &self.dataset.get().placement) {
+            (Order::NodeLocal(_), Some(placement)) => global
+                .iter()
+                .map(|&id| {
+                    placement.local(id).ok_or_else(|| {
+                        PyRuntimeError::new_err(format!("sample {id} of the node-local order is not on this node"))
+                    })
+                })
+                .collect::<PyResult<Vec<usize>>>()?,
+            _ => global,
+        };
+        Ok(Loader::resume_with_buffers(self.data.clone(), local, self.config, position, self.buffers.clone()))
+    }
+
     fn stop(&mut self, py: Python<'_>) {
         if let Some(current) = self.current.take() {
             add(&mut self.before, &current.metrics());

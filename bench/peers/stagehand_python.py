@@ -1,0 +1,35 @@
+"""Stagehand's Python loader over the bench's files: samples/s of a Python
+consumer, and the share of the run it waited (after the first epoch). With CONSUMER_SECONDS > 0 the
+consumer sleeps that long per batch (a training step slower than decoding).
+Prints {"samples_per_s": ..., "consumer_wait_fraction": ...}.
+
+usage: stagehand_python.py cosmo|deepcam WORKERS REPS BATCH CONSUMER_SECONDS [STATS] FILE...
+"""
+import json
+import statistics
+import sys
+import time
+
+import stagehand
+
+kind, workers, reps, batch, consumer = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+if kind == "cosmo":
+    data = stagehand.Dataset.cosmoflow(sys.argv[6:], size=128, channels=4)
+else:
+    data = stagehand.Dataset.deepcam(sys.argv[7:], sys.argv[6])
+loader = stagehand.Loader(data, batch_size=batch, workers=workers, prefetch=4, shuffle=False, rank=0, world_size=1)
+rates = []
+for epoch in range(reps):
+    if epoch == 1:
+        # The first epoch also allocates the batch buffers: the wait is measured after it.
+        first = loader.metrics()
+    started = time.perf_counter()
+    samples = 0
+    for x, y in loader:
+        samples += len(x)
+        if consumer > 0:
+            time.sleep(consumer)
+    rates.append(samples / (time.perf_counter() - started))
+end = loader.metrics()
+waited = end["consumer_wait_seconds"] - first["consumer_wait_seconds"]
+print(json.dumps({"samples_per_s": statistics.median(rates), "consumer_wait_fraction": waited / (end["seconds"] - first["seconds"])}))

@@ -1,0 +1,60 @@
+//! The benches' datasets, written once into the bench directory and reused:
+//! 64 CosmoFlow samples of 128^3 x 4 (one per TFRecord file) and 64 DeepCAM
+//! samples of 768 x 1152 x 16 with their stats.h5.
+
+use std::path::{Path, PathBuf};
+
+use formats::climate::{self, ChannelStats, ClimateShape};
+use formats::cosmoflow::{CosmoSample, CosmoShape};
+use formats::tfrecord::TfRecordFileWriter;
+
+/// Samples of each dataset.
+pub const SAMPLES: usize = 64;
+
+pub fn cosmo_files(dir: &Path) -> Vec<PathBuf> {
+    let shape = CosmoShape::MLPERF;
+    std::fs::create_dir_all(dir).unwrap();
+    (0..SAMPLES)
+        .map(|i| {
+            let path = dir.join(format!("cosmo_{i:03}.tfrecord"));
+            if !path.exists() {
+                let x: Vec<i16> =
+                    (0..shape.voxels()).map(|v| ((v.wrapping_mul(2654435761) >> 7) + i) as i16 & 15).collect();
+                let sample = CosmoSample::new(shape, x, [0.1, 0.2, 0.3, 0.4]).unwrap();
+                let mut w = TfRecordFileWriter::create(&path, false, false).unwrap();
+                w.write_record(&sample.to_example_bytes()).unwrap();
+                w.finish().unwrap();
+            }
+            path
+        })
+        .collect()
+}
+
+pub fn deepcam_files(dir: &Path) -> (Vec<PathBuf>, PathBuf) {
+    let shape = ClimateShape::DEEPCAM;
+    std::fs::create_dir_all(dir).unwrap();
+    let stats = dir.join("stats.h5");
+    if !stats.exists() {
+        let c = shape.channels;
+        let s = ChannelStats {
+            count: SAMPLES as i64,
+            mean: vec![0.0; c],
+            sqmean: vec![1.0; c],
+            minval: vec![-1.0; c],
+            maxval: vec![1.0; c],
+        };
+        climate::write_stats(&stats, &s).unwrap();
+    }
+    let files = (0..SAMPLES)
+        .map(|i| {
+            let path = dir.join(format!("data-{i:03}.h5"));
+            if !path.exists() {
+                let data: Vec<f32> = (0..shape.values()).map(|v| ((v + i) % 200) as f32 / 100.0 - 1.0).collect();
+                let labels: Vec<i32> = (0..shape.pixels()).map(|p| (p % 3) as i32).collect();
+                climate::write_sample(&path, shape, &data, &labels).unwrap();
+            }
+            path
+        })
+        .collect();
+    (files, stats)
+}

@@ -1,0 +1,167 @@
+//! Python package benchmark (issue #29): `stagehand.Loader` iterated from
+//! Python against the Rust loader it wraps, tf.data on CosmoFlow, and
+//! `torch.utils.data.DataLoader` with h5py workers on DeepCAM: same files,
+//! same machine, same run, 2 workers each. Also the consumer's wait when the
+//! Python consumer is slower than decoding.
+//!
+//! ```sh
+//! cargo bench -p stagehand-loader --bench python-bench
+//! ```
+//! Python runs in python/.venv (`python/setup-venv.sh`: the package built
+//! from this checkout, torch, tensorflow-cpu, h5py). `STAGEHAND_BENCH_DIR`
+//! (default /tmp/stagehand-loader-bench, shared with loader-bench),
+//! `STAGEHAND_BENCH_REPS` (epochs per measurement, 3), `STAGEHAND_BENCH_RUNS`
+//! (rounds of every measurement, 3; figures are medians over rounds).
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+use common::{cosmo_files, deepcam_files};
+use formats::climate::ClimateShape;
+use formats::cosmoflow::CosmoShape;
+use loader::dataset::{CosmoTransform, CosmoflowDataset, Dataset};
+use loader::deepcam::DeepcamDataset;
+use loader::pipeline::{Loader, LoaderConfig};
+
+const WORKERS: usize = 2;
+/// Samples per batch, the same for every reader.
+const BATCH: usize = 4;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The Rust loader's samples/s over `reps` epochs (median), batches of BATCH.
+fn rust_loader<D: Dataset + 'static>(ds: Arc<D>, reps: usize) -> f64 {
+    let config = LoaderConfig { batch: BATCH, workers: WORKERS, prefetch: 4, skip_corrupt: false };
+    let order: Vec<usize> = (0..ds.len()).collect();
+    let mut loader = Loader::new(ds.clone(), order.clone(), config);
+    let mut rates = Vec::new();
+    for rep in 0..reps {
+        if rep > 0 {
+            loader = loader.next_epoch(order.clone());
+        }
+        let started = Instant::now();
+        while let Some(batch) = loader.next() {
+            let batch = batch.unwrap();
+            std::hint::black_box(&batch.x);
+            loader.recycle(batch);
+        }
+        rates.push(ds.len() as f64 / started.elapsed().as_secs_f64());
+    }
+    median(rates)
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Run a script of bench/peers in python/.venv; its last line's JSON.
+fn python(script: &str, args: &[String]) -> serde_json::Value {
+    let root = repo();
+    let out = Command::new(root.join("python/.venv/bin/python"))
+        .arg(root.join("bench/peers").join(script))
+        .args(args)
+        .env("TF_CPP_MIN_LOG_LEVEL", "2")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{script} failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let env_number = |name: &str, default: usize| -> usize {
+        std::env::var(name).ok().and_then(|r| r.parse().ok()).unwrap_or(default)
+    };
+    let dir =
+        PathBuf::from(std::env::var("STAGEHAND_BENCH_DIR").unwrap_or_else(|_| "/tmp/stagehand-loader-bench".into()));
+    let (reps, runs) = (env_number("STAGEHAND_BENCH_REPS", 3), env_number("STAGEHAND_BENCH_RUNS", 3));
+    let setup = Command::new("bash").arg(repo().join("python/setup-venv.sh")).status().unwrap();
+    assert!(setup.success(), "python/setup-venv.sh failed");
+    let strings = |v: &[PathBuf]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
+    let cosmo = cosmo_files(&dir.join("cosmo"));
+    let (deepcam, stats) = deepcam_files(&dir.join("deepcam"));
+    for f in cosmo.iter().chain(&deepcam) {
+        std::fs::read(f).unwrap(); // page cache
+    }
+    let cosmo_ds = Arc::new(CosmoflowDataset::open(&cosmo, CosmoShape::MLPERF, CosmoTransform::Log1p).unwrap());
+    let deepcam_ds = Arc::new(DeepcamDataset::open(&deepcam, &stats, ClimateShape::DEEPCAM).unwrap());
+    let common = |kind: &str, consumer: f64| {
+        vec![kind.to_owned(), WORKERS.to_string(), reps.to_string(), BATCH.to_string(), format!("{consumer}")]
+    };
+    let rate = |v: &serde_json::Value| v["samples_per_s"].as_f64().unwrap();
+
+    let mut rows: Vec<[f64; 8]> = Vec::new();
+    for run in 0..runs {
+        let rust = rust_loader(cosmo_ds.clone(), reps);
+        let mut args = common("cosmo", 0.0);
+        args.extend(strings(&cosmo));
+        let py_cosmo = rate(&python("stagehand_python.py", &args));
+        let mut args = vec![WORKERS.to_string(), reps.to_string()];
+        args.extend(strings(&cosmo));
+        let tf = rate(&python("tfdata_cosmoflow.py", &args));
+
+        let mut args = common("deepcam", 0.0);
+        args.push(stats.display().to_string());
+        args.extend(strings(&deepcam));
+        let py_deepcam = rate(&python("stagehand_python.py", &args));
+        let rust_deepcam = rust_loader(deepcam_ds.clone(), reps);
+        let mut args = vec![WORKERS.to_string(), reps.to_string(), BATCH.to_string(), stats.display().to_string()];
+        args.extend(strings(&deepcam));
+        let torch = rate(&python("torch_h5py_deepcam.py", &args));
+
+        // A training step twice as long as decoding a batch takes.
+        let step = 2.0 * BATCH as f64 / py_cosmo;
+        let mut args = common("cosmo", step);
+        args.extend(strings(&cosmo));
+        let slow = python("stagehand_python.py", &args);
+        let wait = slow["consumer_wait_fraction"].as_f64().unwrap();
+        println!(
+            "run {run}: CosmoFlow rust {rust:.1}, python {py_cosmo:.1}, tf.data {tf:.1}; DeepCAM rust {rust_deepcam:.1}, python {py_deepcam:.1}, torch+h5py {torch:.1} samples/s; slow consumer waited {:.2} %",
+            100.0 * wait
+        );
+        rows.push([rust, py_cosmo, tf, py_deepcam, torch, wait, step, rust_deepcam]);
+    }
+    let col = |i: usize| median(rows.iter().map(|r| r[i]).collect());
+    let ratio = |a: usize, b: usize| median(rows.iter().map(|r| r[a] / r[b]).collect());
+    println!(
+        "\n| workload ({} samples, {WORKERS} workers, batch {BATCH}, median of {runs} runs) | stagehand (Python) samples/s | peer | peer samples/s | ratio | target |",
+        common::SAMPLES
+    );
+    println!("|---|---|---|---|---|---|");
+    println!(
+        "| CosmoFlow 128^3 x 4 TFRecord | {:.1} | Rust loader | {:.1} | {:.2} | >= 0.9 |",
+        col(1),
+        col(0),
+        ratio(1, 0)
+    );
+    println!(
+        "| CosmoFlow 128^3 x 4 TFRecord | {:.1} | tf.data | {:.1} | {:.2}x | >= 5x |",
+        col(1),
+        col(2),
+        ratio(1, 2)
+    );
+    println!("| DeepCAM 768 x 1152 x 16 HDF5 | {:.1} | Rust loader | {:.1} | {:.2} | - |", col(3), col(7), ratio(3, 7));
+    println!(
+        "| DeepCAM 768 x 1152 x 16 HDF5 | {:.1} | torch DataLoader + h5py | {:.1} | {:.2}x | >= 5x |",
+        col(3),
+        col(4),
+        ratio(3, 4)
+    );
+    println!(
+        "\nconsumer wait with a Python consumer taking {:.0} ms per batch (twice the decode time), epochs after the first: {:.2} % of run time (target < 2 %)",
+        1000.0 * col(6),
+        100.0 * col(5)
+    );
+}
