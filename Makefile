@@ -105,6 +105,7 @@ bench: setup
 	$(CARGO) bench -p stagehand-formats --bench formats
 	$(CARGO) bench -p stagehand-stager --bench stage
 	$(CARGO) bench -p stagehand-loader --bench loader-bench
+	$(CARGO) bench -p stagehand-loader --bench python-bench
 	$(CARGO) bench -p stagehand-simgen --bench cosmo-bench
 	$(CARGO) bench -p stagehand-simgen --bench multislice-bench
 	$(CARGO) bench -p stagehand-simgen --bench climate-bench

@@ -12,9 +12,13 @@
 //!   [`lmdb`]: multislice scattering samples and simulator traces (targets
 //!   of variable length) from LMDB stores; [`traces`]: several trace stores
 //!   as one dataset, address ids translated into a fixed layout.
+//! - [`catalog`]: any of those datasets opened by the kind its manifest
+//!   names (or from files), with the shapes of its arrays: what the Python
+//!   package opens.
 //! - [`pipeline`]: worker threads, a bounded prefetch window, batches in
 //!   order, reusable buffers, errors to the consumer, join on drop, metrics,
-//!   resume at a saved batch position.
+//!   resume at a saved batch position; a [`Recycler`](pipeline::Recycler)
+//!   takes batches back from a consumer that hands them on.
 //!
 //! Corrupt samples are errors naming file and offset, or skipped and counted
 //! with `skip_corrupt`. `cargo bench --bench loader-bench` compares the

@@ -106,3 +106,13 @@ def test_an_opaque_or_missing_dataset_is_a_data_error_naming_the_path(tmp_path, 
         stagehand.Dataset.from_manifest(cosmo, transform="sqrt")
     with pytest.raises(ValueError, match="file index 99"):
         stagehand.Dataset.from_manifest(cosmo, files=[99])
+
+
+def test_the_package_ships_type_stubs_for_its_compiled_half():
+    import pathlib
+
+    package = pathlib.Path(stagehand.__file__).parent
+    stubs = (package / "_stagehand.pyi").read_text()
+    for name in ("class Dataset", "def from_manifest", "def staged", "class EpochLoader", "class DataError"):
+        assert name in stubs
+    assert (package / "py.typed").is_file()
