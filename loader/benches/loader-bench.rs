@@ -20,48 +20,17 @@ use formats::cosmoflow::{CosmoSampleView, CosmoShape};
 use formats::tfrecord::TfRecordFile;
 use loader::dataset::{CosmoTransform, CosmoflowDataset, Dataset};
 use loader::deepcam::DeepcamDataset;
-use loader::pipeline::{Loader, LoaderConfig};
+use loader::pipeline::LoaderConfig;
 
 mod common;
 
-use common::{SAMPLES, cosmo_files, deepcam_files};
+use common::{SAMPLES, cosmo_files, deepcam_files, epochs, median};
 
 const WORKERS: usize = 2;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// Samples per second of our loader over the whole dataset, and the consumer's wait fraction.
-/// `reps` epochs through one loader (`next_epoch` between them, as a trainer
-/// runs); returns (median samples/s of an epoch, consumer wait as a share of
-/// the whole run).
+/// Our loader at batch 1: (median samples/s of an epoch, consumer wait share).
 fn ours<D: Dataset + 'static>(ds: Arc<D>, reps: usize, consumer_work: Duration) -> (f64, f64) {
-    let config = LoaderConfig { batch: 1, workers: WORKERS, prefetch: 4, skip_corrupt: false };
-    let order: Vec<usize> = (0..ds.len()).collect();
-    let mut loader = Loader::new(ds.clone(), order.clone(), config);
-    let mut rates = Vec::new();
-    let (mut wait, mut elapsed) = (0.0, 0.0);
-    for rep in 0..reps {
-        if rep > 0 {
-            loader = loader.next_epoch(order.clone());
-        }
-        let started = Instant::now();
-        while let Some(batch) = loader.next() {
-            let batch = batch.unwrap();
-            std::hint::black_box(&batch.x);
-            if !consumer_work.is_zero() {
-                std::thread::sleep(consumer_work);
-            }
-            loader.recycle(batch);
-        }
-        let m = loader.metrics();
-        rates.push(ds.len() as f64 / started.elapsed().as_secs_f64());
-        wait += m.consumer_wait.as_secs_f64();
-        elapsed += m.elapsed.as_secs_f64();
-    }
-    (median(rates), wait / elapsed)
+    epochs(ds, LoaderConfig { batch: 1, workers: WORKERS, prefetch: 4, skip_corrupt: false }, reps, consumer_work)
 }
 
 /// One pass over the same bytes writing the f32 result, on WORKERS threads: the bound.

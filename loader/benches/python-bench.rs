@@ -20,43 +20,23 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
 
-use common::{cosmo_files, deepcam_files};
+use common::{cosmo_files, deepcam_files, epochs, median};
 use formats::climate::ClimateShape;
 use formats::cosmoflow::CosmoShape;
 use loader::dataset::{CosmoTransform, CosmoflowDataset, Dataset};
 use loader::deepcam::DeepcamDataset;
-use loader::pipeline::{Loader, LoaderConfig};
+use loader::pipeline::LoaderConfig;
 
 const WORKERS: usize = 2;
 /// Samples per batch, the same for every reader.
 const BATCH: usize = 4;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// The Rust loader's samples/s over `reps` epochs (median), batches of BATCH.
 fn rust_loader<D: Dataset + 'static>(ds: Arc<D>, reps: usize) -> f64 {
     let config = LoaderConfig { batch: BATCH, workers: WORKERS, prefetch: 4, skip_corrupt: false };
-    let order: Vec<usize> = (0..ds.len()).collect();
-    let mut loader = Loader::new(ds.clone(), order.clone(), config);
-    let mut rates = Vec::new();
-    for rep in 0..reps {
-        if rep > 0 {
-            loader = loader.next_epoch(order.clone());
-        }
-        let started = Instant::now();
-        while let Some(batch) = loader.next() {
-            let batch = batch.unwrap();
-            std::hint::black_box(&batch.x);
-            loader.recycle(batch);
-        }
-        rates.push(ds.len() as f64 / started.elapsed().as_secs_f64());
-    }
-    median(rates)
+    epochs(ds, config, reps, Duration::ZERO).0
 }
 
 fn repo() -> PathBuf {

@@ -3,10 +3,14 @@
 //! samples of 768 x 1152 x 16 with their stats.h5.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use formats::climate::{self, ChannelStats, ClimateShape};
 use formats::cosmoflow::{CosmoSample, CosmoShape};
 use formats::tfrecord::TfRecordFileWriter;
+use loader::dataset::Dataset;
+use loader::pipeline::{Loader, LoaderConfig};
 
 /// Samples of each dataset.
 pub const SAMPLES: usize = 64;
@@ -57,4 +61,45 @@ pub fn deepcam_files(dir: &Path) -> (Vec<PathBuf>, PathBuf) {
         })
         .collect();
     (files, stats)
+}
+
+/// The middle value.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Samples per second of our loader over the whole dataset, and the consumer's wait fraction.
+/// `reps` epochs through one loader (`next_epoch` between them, as a trainer
+/// runs); returns (median samples/s of an epoch, consumer wait as a share of
+/// the whole run).
+pub fn epochs<D: Dataset + 'static>(
+    ds: Arc<D>,
+    config: LoaderConfig,
+    reps: usize,
+    consumer_work: Duration,
+) -> (f64, f64) {
+    let order: Vec<usize> = (0..ds.len()).collect();
+    let mut loader = Loader::new(ds.clone(), order.clone(), config);
+    let mut rates = Vec::new();
+    let (mut wait, mut elapsed) = (0.0, 0.0);
+    for rep in 0..reps {
+        if rep > 0 {
+            loader = loader.next_epoch(order.clone());
+        }
+        let started = Instant::now();
+        while let Some(batch) = loader.next() {
+            let batch = batch.unwrap();
+            std::hint::black_box(&batch.x);
+            if !consumer_work.is_zero() {
+                std::thread::sleep(consumer_work);
+            }
+            loader.recycle(batch);
+        }
+        let m = loader.metrics();
+        rates.push(ds.len() as f64 / started.elapsed().as_secs_f64());
+        wait += m.consumer_wait.as_secs_f64();
+        elapsed += m.elapsed.as_secs_f64();
+    }
+    (median(rates), wait / elapsed)
 }
