@@ -59,8 +59,13 @@ impl Placement {
     }
 
     /// The global id of the node's `k`-th sample.
-    pub(crate) fn global(&self, k: usize) -> usize {
-        self.node_samples.get(k).copied().unwrap_or(k)
+    pub(crate) fn global(&self, k: usize) -> PyResult<usize> {
+        self.node_samples.get(k).copied().ok_or_else(|| {
+            pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "sample {k} is past this node's {} samples",
+                self.node_samples.len()
+            ))
+        })
     }
 }
 

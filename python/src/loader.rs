@@ -2,8 +2,6 @@
 //! the samplers' order. The Python `stagehand.Loader` keeps the epoch and
 //! the position and starts each epoch here; this type only loads.
 
-use std::sync::Arc;
-
 use loader::pipeline::{Loader, LoaderConfig, Metrics, Recycler};
 use loader::sampler::{DistributedSampler, NodeLocalSampler, Remainder};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -26,7 +24,6 @@ enum Order {
 #[pyclass(module = "stagehand._stagehand")]
 pub struct EpochLoader {
     dataset: Py<Dataset>,
-    data: Arc<dyn loader::dataset::Dataset>,
     order: Order,
     batch: usize,
     drop_last: bool,
@@ -110,7 +107,6 @@ impl EpochLoader {
             }),
         };
         Ok(EpochLoader {
-            data: held.opened.dataset.clone(),
             dataset: dataset.unbind(),
             order,
             batch: batch_size,
@@ -192,7 +188,7 @@ impl EpochLoader {
         }
         let dataset = self.dataset.get();
         let indices = match &dataset.placement {
-            Some(placement) => batch.indices.iter().map(|&k| placement.global(k)).collect(),
+            Some(placement) => batch.indices.iter().map(|&k| placement.global(k)).collect::<PyResult<_>>()?,
             None => batch.indices.clone(),
         };
         let opened = &dataset.opened;
@@ -251,7 +247,13 @@ impl EpochLoader {
                 .collect::<PyResult<Vec<usize>>>()?,
             _ => global,
         };
-        Ok(Loader::resume_with_buffers(self.data.clone(), local, self.config, position, self.buffers.clone()))
+        Ok(Loader::resume_with_buffers(
+            self.dataset.get().opened.dataset.clone(),
+            local,
+            self.config,
+            position,
+            self.buffers.clone(),
+        ))
     }
 
     fn stop(&mut self, py: Python<'_>) {

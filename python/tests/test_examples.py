@@ -38,7 +38,7 @@ def run_example(command, cwd) -> str:
 
 
 def test_the_pytorch_ddp_example_trains_on_two_ranks(cosmo, tmp_path):
-    out = run_example([VENV_BIN / "torchrun", "--nproc_per_node", "2", "--master_port", "29531",
+    out = run_example([VENV_BIN / "torchrun", "--standalone", "--nproc_per_node", "2",
                        EXAMPLES / "torch_ddp.py", cosmo], tmp_path)
     assert re.search(r"epoch 1: loss \d+\.\d+, \d+ samples/s on rank 0", out), out
     assert (tmp_path / "checkpoint.pt").is_file()
