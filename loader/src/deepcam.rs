@@ -116,15 +116,45 @@ impl DeepcamDataset {
             }),
         }
     }
+}
 
-    fn normalise(&self, hwc: impl Iterator<Item = f32>, x: &mut [f32]) {
-        let (c, hw) = (self.shape.channels, self.shape.pixels());
-        for (i, v) in hwc.enumerate() {
-            let (p, ch) = (i / c, i % c);
-            let range = self.range[ch];
-            x[ch * hw + p] = if range != 0.0 { (v - self.minval[ch]) / range } else { 0.0 };
+/// Pixels per tile of [`normalise_hwc_to_chw`]: a tile of 16 channels is
+/// 16 KiB of input, so it stays in L1 while each channel's plane is written.
+const TILE_PIXELS: usize = 256;
+
+/// Min-max normalise little-endian f32 values stored pixel-major
+/// (H, W, C) into channel planes (C, H, W): `x[ch][p] = (v - min[ch]) /
+/// range[ch]`, 0 where a channel's range is 0.
+///
+/// The work goes by tiles of pixels, one channel at a time within a tile,
+/// so every plane is written sequentially and the input is read from L1;
+/// an element-wise scatter (index = p * C + ch) strides across 16 planes
+/// per pixel and needs a division per value for its indices.
+fn normalise_hwc_to_chw(hwc: &[u8], minval: &[f32], range: &[f32], x: &mut [f32]) {
+    let channels = minval.len();
+    let pixels = x.len() / channels;
+    debug_assert_eq!(hwc.len(), x.len() * 4);
+    for tile_start in (0..pixels).step_by(TILE_PIXELS) {
+        let tile_end = (tile_start + TILE_PIXELS).min(pixels);
+        let tile = &hwc[tile_start * channels * 4..tile_end * channels * 4];
+        for (ch, (&lo, &span)) in minval.iter().zip(range).enumerate() {
+            let plane = &mut x[ch * pixels + tile_start..ch * pixels + tile_end];
+            if span == 0.0 {
+                plane.fill(0.0);
+                continue;
+            }
+            for (o, px) in plane.iter_mut().zip(tile.chunks_exact(channels * 4)) {
+                let b = &px[ch * 4..ch * 4 + 4];
+                *o = (f32::from_le_bytes([b[0], b[1], b[2], b[3]]) - lo) / span;
+            }
         }
     }
+}
+
+/// The same for values already decoded (the library path).
+fn normalise_values_to_chw(hwc: &[f32], minval: &[f32], range: &[f32], x: &mut [f32]) {
+    let bytes: Vec<u8> = hwc.iter().flat_map(|v| v.to_le_bytes()).collect();
+    normalise_hwc_to_chw(&bytes, minval, range, x);
 }
 
 impl Dataset for DeepcamDataset {
@@ -145,7 +175,7 @@ impl Dataset for DeepcamDataset {
         match &file.access {
             Access::Mapped { map, data, labels } => {
                 let bytes = &map[data.offset as usize..(data.offset + data.len) as usize];
-                self.normalise(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])), x);
+                normalise_hwc_to_chw(bytes, &self.minval, &self.range, x);
                 let bytes = &map[labels.offset as usize..(labels.offset + labels.len) as usize];
                 for (o, b) in y.iter_mut().zip(bytes.chunks_exact(4)) {
                     *o = i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f32;
@@ -155,13 +185,46 @@ impl Dataset for DeepcamDataset {
             }
             Access::Library => {
                 let sample = climate::read_sample(&file.path, self.shape).map_err(hdf5_error)?;
-                self.normalise(sample.data.iter().copied(), x);
+                normalise_values_to_chw(&sample.data, &self.minval, &self.range, x);
                 for (o, &l) in y.iter_mut().zip(&sample.labels) {
                     *o = l as f32;
                 }
                 self.check_labels(index, y)?;
                 Ok(((sample.data.len() + sample.labels.len()) * 4) as u64)
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The definition, element by element: what the tiled version must equal.
+    fn reference(hwc: &[f32], minval: &[f32], range: &[f32]) -> Vec<f32> {
+        let c = minval.len();
+        let hw = hwc.len() / c;
+        let mut x = vec![f32::NAN; hwc.len()];
+        for (i, &v) in hwc.iter().enumerate() {
+            let (p, ch) = (i / c, i % c);
+            x[ch * hw + p] = if range[ch] != 0.0 { (v - minval[ch]) / range[ch] } else { 0.0 };
+        }
+        x
+    }
+
+    #[test]
+    fn tiled_normalise_equals_the_elementwise_definition_bit_for_bit() {
+        // Pixel counts below, at and across tile boundaries; 16 channels as
+        // DeepCAM, 3 and 1 as other layouts; channel 1 has a zero range.
+        for (pixels, channels) in [(1, 16), (255, 16), (256, 16), (257, 3), (1000, 16), (777, 1)] {
+            let hwc: Vec<f32> = (0..pixels * channels).map(|i| (i as f32 * 0.37).sin() * 50.0 - 3.0).collect();
+            let minval: Vec<f32> = (0..channels).map(|c| -60.0 + c as f32).collect();
+            let range: Vec<f32> = (0..channels).map(|c| if c == 1 { 0.0 } else { 100.0 + c as f32 * 7.5 }).collect();
+            let mut x = vec![f32::NAN; hwc.len()];
+            normalise_values_to_chw(&hwc, &minval, &range, &mut x);
+            let want = reference(&hwc, &minval, &range);
+            let same = x.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "{pixels} pixels x {channels} channels differ from the definition");
         }
     }
 }

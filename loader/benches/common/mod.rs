@@ -69,20 +69,30 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Samples per second of our loader over the whole dataset, and the consumer's wait fraction.
+/// The consumer's wait for batches as a share of the time it ran.
+#[allow(dead_code, reason = "python-bench reads only the rate; its consumer is Python's")]
+pub struct ConsumerWait {
+    /// Over every epoch, the first batch of the first included: nothing can
+    /// be prefetched before the loader starts, and the first epoch also
+    /// allocates the batch buffers.
+    pub all_epochs: f64,
+    /// Over the epochs after the first: the steady state of a training run.
+    pub after_first: f64,
+}
+
 /// `reps` epochs through one loader (`next_epoch` between them, as a trainer
-/// runs); returns (median samples/s of an epoch, consumer wait as a share of
-/// the whole run).
+/// runs); returns the median samples/s of an epoch and the consumer's wait.
 pub fn epochs<D: Dataset + 'static>(
     ds: Arc<D>,
     config: LoaderConfig,
     reps: usize,
     consumer_work: Duration,
-) -> (f64, f64) {
+) -> (f64, ConsumerWait) {
     let order: Vec<usize> = (0..ds.len()).collect();
     let mut loader = Loader::new(ds.clone(), order.clone(), config);
     let mut rates = Vec::new();
-    let (mut wait, mut elapsed) = (0.0, 0.0);
+    // (wait, elapsed) of every epoch
+    let mut times = Vec::new();
     for rep in 0..reps {
         if rep > 0 {
             loader = loader.next_epoch(order.clone());
@@ -98,8 +108,9 @@ pub fn epochs<D: Dataset + 'static>(
         }
         let m = loader.metrics();
         rates.push(ds.len() as f64 / started.elapsed().as_secs_f64());
-        wait += m.consumer_wait.as_secs_f64();
-        elapsed += m.elapsed.as_secs_f64();
+        times.push((m.consumer_wait.as_secs_f64(), m.elapsed.as_secs_f64()));
     }
-    (median(rates), wait / elapsed)
+    let share = |t: &[(f64, f64)]| t.iter().map(|w| w.0).sum::<f64>() / t.iter().map(|w| w.1).sum::<f64>();
+    let wait = ConsumerWait { all_epochs: share(&times), after_first: share(&times[1.min(times.len() - 1)..]) };
+    (median(rates), wait)
 }
