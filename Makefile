@@ -7,52 +7,25 @@ RANKS ?= 4
 RANKS_PER_NODE ?= 2
 DEMO_DIR ?= /tmp/stagehand-demo
 
-# Open MPI refuses to run as root unless told. The demo runs on one machine,
-# so only the shared-memory transport is allowed: if it cannot start, the run
-# fails instead of silently moving every byte through TCP loopback. `pml ob1`
-# spares each rank's MPI_Init the probe of Omni-Path drivers (0.29 -> 0.11 s).
+# Open MPI refuses to run as root unless told (the tests' mpirun; the demo
+# sets its own, see demo/run.sh).
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
-MPIRUN := mpirun --oversubscribe --bind-to none --mca btl self,vader --mca pml ob1
 
 .PHONY: setup demo test test-python lint check-gpu bench
 
 setup:
 	@bash deploy/setup.sh
 
-## demo: the pipeline end to end on $(RANKS) ranks as $(RANKS)/$(RANKS_PER_NODE) pretend nodes
+## demo: one pipeline end to end on $(RANKS) ranks as $(RANKS)/$(RANKS_PER_NODE) pretend nodes
+# (generate, stage, train), then a short summary; MODEL=cosmoflow (default),
+# deepcam, etalumis or inverse. Reports, logs and pictures stay in
+# $(DEMO_DIR). What each pipeline runs: demo/run.sh.
+MODEL ?= cosmoflow
 demo: setup
-	$(CARGO) build --release -p stagehand-tests --bin stagehand-demo -p stagehand-stager --bin stager -p stagehand-simgen --bin simgen \
-		-p stagehand-trainer --bin trainer
-	rm -rf $(DEMO_DIR)
-	@echo "== 1. write, scan and verify a CosmoFlow dataset (the 'parallel file system')"
-	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
-		target/release/stagehand-demo --out $(DEMO_DIR)/dataset --dest '$(DEMO_DIR)/node{node}' \
-		--report $(DEMO_DIR)/report.json
-	@echo "== 2. stage it into node-local directories, each file read once"
-	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
-		target/release/stager stage --source $(DEMO_DIR)/dataset --dest '$(DEMO_DIR)/node{node}' \
-		--policy replicate --report $(DEMO_DIR)/stage.json
-	@echo "== 3. verify what every node holds against the manifest"
-	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
-		target/release/stager verify --source $(DEMO_DIR)/dataset --dest '$(DEMO_DIR)/node{node}' --policy replicate
-	@echo "== 4. simulate 8 dark-matter boxes (2LPT, 64^3 particles) into CosmoFlow TFRecords on all ranks"
-	$(MPIRUN) -np $(RANKS) target/release/simgen cosmo --out $(DEMO_DIR)/cosmo --boxes 8 --grid 64 \
-		--particles 64 --box-size 256 --preview --report $(DEMO_DIR)/simgen.json > /dev/null
-	target/release/simgen pk --input $(DEMO_DIR)/cosmo/cosmo_000000.tfrecord --channel 3 --redshift 3 \
-		--size 128 --compensate ngp --plot $(DEMO_DIR)/pk.png | head -8
-	@echo "== 5. stage the simulated volumes, half the files on each node (per-node), and verify"
-	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
-		target/release/stager stage --source $(DEMO_DIR)/cosmo --dest '$(DEMO_DIR)/cosmo-node{node}' \
-		--policy per-node=6 --report $(DEMO_DIR)/stage-cosmo.json > /dev/null
-	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
-		target/release/stager verify --source $(DEMO_DIR)/cosmo --dest '$(DEMO_DIR)/cosmo-node{node}' --policy per-node=6
-	@echo "== 6. train the reduced CosmoFlow on what each node holds, gradients averaged over all ranks"
-	STAGEHAND_RANKS_PER_NODE=$(RANKS_PER_NODE) $(MPIRUN) -np $(RANKS) -x STAGEHAND_RANKS_PER_NODE \
-		target/release/trainer train --config mlperf-small --staged '$(DEMO_DIR)/cosmo-node{node}' \
-		--manifest $(DEMO_DIR)/cosmo/manifest.json --policy per-node=6 --val $(DEMO_DIR)/cosmo \
-		--epochs 2 --batch 2 --workers 1 --checkpoint $(DEMO_DIR)/checkpoints \
-		--report $(DEMO_DIR)/train.json --plot $(DEMO_DIR)/loss.png > /dev/null
+	$(CARGO) build --release -p stagehand-tests --bin demo-summary -p stagehand-stager --bin stager \
+		-p stagehand-simgen --bin simgen -p stagehand-trainer --bin trainer
+	DEMO_DIR=$(DEMO_DIR) RANKS=$(RANKS) RANKS_PER_NODE=$(RANKS_PER_NODE) bash demo/run.sh $(MODEL)
 
 ## test: formatting, then every test built through clippy (lints denied), MPI ones under a real mpirun
 # The test build itself runs clippy on our crates (clippy-driver wraps rustc

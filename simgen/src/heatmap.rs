@@ -11,6 +11,9 @@ use plotters::style::colors::colormaps::{ColorMap, ViridisRGB};
 
 /// Largest image side drawn; bigger arrays are shown at every k-th pixel.
 const SHOWN: usize = 800;
+/// Smallest image side drawn; smaller arrays are magnified by a whole
+/// factor (a 32 x 32 slice would otherwise be a thumbnail).
+const SMALLEST: usize = 400;
 const BAR: u32 = 170;
 const TITLE: u32 = 40;
 
@@ -93,7 +96,8 @@ impl Heatmap<'_> {
         let Heatmap { title, unit, scale, ref axes, ref outlines } = *self;
         register_font();
         let step = rows.max(columns).div_ceil(SHOWN).max(1);
-        let (shown_rows, shown_columns) = (rows.div_ceil(step), columns.div_ceil(step));
+        let zoom = (SMALLEST / rows.max(columns).max(1)).max(1);
+        let (shown_rows, shown_columns) = (rows.div_ceil(step) * zoom, columns.div_ceil(step) * zoom);
         let shown = |v: f32| match scale {
             Scale::Linear => f64::from(v),
             Scale::Log { .. } => f64::from(v.max(f32::MIN_POSITIVE)).log10(),
@@ -132,7 +136,7 @@ impl Heatmap<'_> {
             };
             for y in 0..shown_rows {
                 for x in 0..shown_columns {
-                    let (sy, sx) = (y * step, x * step);
+                    let (sy, sx) = (y / zoom * step, x / zoom * step);
                     let v = shown(values[sy * columns + sx]);
                     let c = match edge(sy, sx) {
                         Some(c) => c,

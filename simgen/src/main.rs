@@ -117,7 +117,7 @@ struct CosmoArgs {
     /// Ranges the target parameters are drawn from (uniformly); `y` maps them to [-1, 1].
     #[arg(long, value_enum, default_value = "cosmoflow")]
     priors: PriorChoice,
-    /// Write PNG slices of the first box, one per redshift, into the output directory.
+    /// Write PNG slices of the first box (log counts, axes in Mpc/h), one per redshift, into the output directory.
     #[arg(long)]
     preview: bool,
 }
@@ -145,7 +145,7 @@ struct PkArgs {
     /// The priors the file was generated with (to read its parameters back from `y`).
     #[arg(long, value_enum, default_value = "cosmoflow")]
     priors: PriorChoice,
-    /// Write a log-log PNG: measured (blue) and linear theory (red).
+    /// Write a log-log PNG of the measured P(k) against linear theory, with the shot-noise level.
     #[arg(long)]
     plot: Option<PathBuf>,
 }
@@ -238,7 +238,8 @@ fn cosmo(args: &CosmoArgs) -> anyhow::Result<()> {
         for (grid, z) in generated.grids.iter().zip(&config.redshifts) {
             let name = format!("preview_box0_z{z}.png");
             let path = out.join(&name);
-            let described = image::slice_preview(grid, config.grid, &path)
+            let title = format!("box 0 at z = {z}: middle slice of {}³ cells", config.grid);
+            let described = image::slice_preview(grid, config.grid, config.box_size, &title, &path)
                 .map_err(|e| e.to_string())
                 .and_then(|()| out_dir.describe(&name, &schema).map_err(|e| e.to_string()));
             match described {
@@ -357,12 +358,13 @@ fn pk(args: &PkArgs) -> anyhow::Result<()> {
         theory.push((b.k, lin));
     }
     if let Some(plot) = &args.plot {
-        image::loglog_plot(&[(&measured, [30, 90, 200]), (&theory, [200, 40, 40])], plot)
-            .with_context(|| format!("writing {}", plot.display()))?;
-        text.push_str(&format!(
-            "# plot: {} (blue measured, red linear theory, log-log, grid lines at decades)\n",
-            plot.display()
-        ));
+        let title = format!(
+            "sample {} at z = {}: Ωm {:.3}, σ8 {:.3}, ns {:.3}, h {:.3}",
+            args.sample, args.redshift, p[0], p[1], p[2], p[3]
+        );
+        let figure = image::PowerSpectrumPlot { title: &title, measured: &measured, theory: &theory, shot_noise: shot };
+        image::power_spectrum_plot(&figure, plot).with_context(|| format!("writing {}", plot.display()))?;
+        text.push_str(&format!("# plot: {}\n", plot.display()));
     }
     print_quietly(&text)
 }

@@ -105,8 +105,9 @@ fn zeldovich_gzip_cic_and_preview_run_and_differ_from_2lpt() {
     let out = Command::new(SIMGEN).args(&args).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     for z in ["0", "0.5", "1.5", "3"] {
-        let png = std::fs::read(lpt1.join(format!("preview_box0_z{z}.png"))).unwrap();
-        assert_eq!(&png[1..4], b"PNG");
+        // Magnified to a readable size: the 16³ box's slice is drawn 25x.
+        let (width, _) = decode_png(&lpt1.join(format!("preview_box0_z{z}.png")));
+        assert!(width > 400, "preview {width} pixels wide");
     }
     let gz = lpt1.join("cosmo_000000.tfrecord.gz");
     assert!(TfRecordFile::open(&gz).unwrap().is_gzip());
@@ -193,7 +194,24 @@ fn pk_prints_measured_against_linear_theory_and_plots_it() {
     let ratios: Vec<f64> = rows.iter().filter(|r| r[0] > 0.1 && r[0] < 0.3).map(|r| r[3]).collect();
     let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
     assert!((0.8..1.25).contains(&mean), "mean P_measured / P_linear = {mean}: {text}");
-    assert_eq!(&std::fs::read(&plot).unwrap()[1..4], b"PNG");
+    // The picture holds both curves and the shot-noise line in their
+    // colours (blue measured, red theory, grey dashes), at a readable size.
+    let (width, rgb) = decode_png(&plot);
+    assert_eq!(width, 800);
+    let count = |colour: [u8; 3]| rgb.chunks_exact(3).filter(|p| *p == colour).count();
+    let (blue, red, grey) = (count([30, 90, 200]), count([200, 40, 40]), count([120, 120, 120]));
+    assert!(blue > 500 && red > 500 && grey > 200, "pixels: measured {blue}, theory {red}, shot noise {grey}");
+}
+
+/// (width, RGB pixels) of a PNG.
+fn decode_png(path: &Path) -> (u32, Vec<u8>) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut rgb = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut rgb).unwrap();
+    assert_eq!(info.color_type, png::ColorType::Rgb);
+    rgb.truncate(info.buffer_size());
+    (info.width, rgb)
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //! launch them with [`mpirun`] (Open MPI), so multi-rank behaviour is checked
 //! for real, never mocked.
 
+pub mod demo;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};

@@ -1,4 +1,5 @@
-//! The demo end to end under mpirun: 4 ranks as 2 pretend nodes.
+//! A CosmoFlow dataset written, scanned and verified under mpirun (4 ranks
+//! as 2 pretend nodes), and the demo's summary.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,7 +11,7 @@ fn demo_writes_scans_and_verifies_on_four_ranks_as_two_nodes() {
     let output = e2e::mpirun(
         4,
         &[("STAGEHAND_RANKS_PER_NODE", "2")],
-        env!("CARGO_BIN_EXE_stagehand-demo").as_ref(),
+        env!("CARGO_BIN_EXE_write-scan-verify").as_ref(),
         &[
             "--out",
             out.to_str().unwrap(),
@@ -47,10 +48,77 @@ fn demo_fails_every_rank_with_one_clear_line_on_bad_arguments() {
     let output = e2e::mpirun(
         2,
         &[],
-        env!("CARGO_BIN_EXE_stagehand-demo").as_ref(),
+        env!("CARGO_BIN_EXE_write-scan-verify").as_ref(),
         &["--out", dir.path().join("d").to_str().unwrap(), "--samples-per-file", "0"],
     );
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("error: rank") && stderr.contains("--samples-per-file must be positive"), "{stderr}");
+}
+
+/// The demo's summary, from reports the demo's pipelines wrote (trimmed
+/// copies of a real run of each, in `tests/fixtures/demo`): every line is
+/// there, with the figures of that run, and the verdict says it learned.
+#[test]
+fn the_demo_summary_reads_every_pipelines_reports() {
+    use e2e::demo::{Report, Run, summary};
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let read = |model: &str, name: &str| -> Option<serde_json::Value> {
+        let text = std::fs::read(fixtures.join(model).join(name)).ok()?;
+        Some(serde_json::from_slice(&text).unwrap())
+    };
+    let expected = [
+        ("cosmoflow", true, "validation error 64 % of predicting the mean (Ωm 43 %, σ8 21 %"),
+        ("deepcam", true, "minority mean 0.525 against 0 for all-background"),
+        ("etalumis", false, "against 11.618 for proposing from the prior"),
+        ("inverse", false, "against 0.5053 for the mean image"),
+    ];
+    for (model, staged, result) in expected {
+        let (simgen, train) = (read(model, "simgen.json").unwrap(), read(model, "train.json").unwrap());
+        let stage = read(model, "stage.json");
+        assert_eq!(stage.is_some(), staged, "{model}: stage.json");
+        let dir = std::path::Path::new("/tmp/stagehand-demo");
+        let pictures = [dir.join("loss.png"), dir.join("node0/cbed/preview_target.png")];
+        let run = Run { model, ranks: 4, nodes: 2, seconds: 83, dir };
+        let stage = stage.as_ref().map(|json| Report { name: "stage.json", json });
+        let text = summary(
+            &run,
+            &Report { name: "simgen.json", json: &simgen },
+            stage.as_ref(),
+            &Report { name: "train.json", json: &train },
+            &pictures,
+        )
+        .unwrap();
+        println!("{text}");
+        assert!(
+            text.contains(&format!("Stagehand demo ({model}): 4 ranks as 2 pretend nodes, 1m23s in all")),
+            "{text}"
+        );
+        assert!(text.contains(result), "{model}: {text}");
+        assert!(text.contains(": it learned\n"), "{model}: {text}");
+        assert_eq!(text.contains("  staged "), staged, "{model}: {text}");
+        assert!(text.contains("pictures   in /tmp/stagehand-demo: loss.png, node0/cbed/preview_target.png"), "{text}");
+        assert_eq!(text.lines().filter(|l| !l.is_empty()).count(), 6 + usize::from(staged), "{text}");
+    }
+}
+
+/// A report without a field the summary needs fails naming the report and
+/// the field, instead of printing a made-up figure.
+#[test]
+fn a_report_missing_a_field_fails_naming_it() {
+    use e2e::demo::{Report, Run, summary};
+    let simgen = serde_json::json!({ "boxes": 8, "bytes": 1e6, "seconds": 1.0 });
+    let train = serde_json::json!({ "ranks": 4, "samples_per_sec": 10.0, "fractions": [0.01, 0.9, 0.09, 0.0],
+        "epochs": [{ "train_loss": 0.5, "validation": { "samples": 8, "mae": [0.1, 0.1, 0.1, 0.1] } }] });
+    let run = Run { model: "cosmoflow", ranks: 4, nodes: 2, seconds: 10, dir: std::path::Path::new("/tmp") };
+    let error = summary(
+        &run,
+        &Report { name: "simgen.json", json: &simgen },
+        None,
+        &Report { name: "train.json", json: &train },
+        &[],
+    )
+    .unwrap_err();
+    let expected = "train.json, the last epoch's validation: field /relative_mae is missing or not a number";
+    assert_eq!(error.to_string(), expected);
 }

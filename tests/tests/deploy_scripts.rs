@@ -1,8 +1,10 @@
-//! The Slurm scripts in `deploy/slurm` parse as bash, and every option they
-//! pass to `stager`, `simgen` and `trainer` (on the command lines and in the
-//! default option lists a site edits) is one that program's `--help`
-//! lists, so a renamed flag breaks this test instead of a user's job. (Slurm
-//! itself does not run here; the scripts' `srun` lines are checked, not run.)
+//! The Slurm scripts in `deploy/slurm` and the demo (`demo/run.sh`) parse
+//! as bash, and every option they pass to `stager`, `simgen` and `trainer`
+//! (on the command lines and in the option lists a site edits) is one that
+//! program's `--help` lists, so a renamed flag breaks this test instead of
+//! a user's job or a newcomer's first command. (Slurm itself does not run
+//! here; the scripts' `srun` lines are checked, not run. The demo runs in
+//! release, minutes of training, so `make demo` runs it, not CI.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -18,6 +20,7 @@ fn scripts() -> Vec<PathBuf> {
         .filter(|p| p.extension().is_some_and(|e| e == "sbatch"))
         .collect();
     found.sort();
+    found.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/run.sh"));
     found
 }
 
@@ -42,10 +45,17 @@ fn options_used(script: &str) -> Vec<((String, String), BTreeSet<String>)> {
                 uses.push(((program.into(), sub), flags(rest)));
             }
         }
-        // The option lists a site edits, e.g. TRAIN_ARGS=${TRAIN_ARGS:---optimizer adam ...}.
-        for (variable, program, sub) in [("TRAIN_ARGS", "trainer", "train"), ("SIMGEN_ARGS", "simgen", "multislice")] {
-            let marker = format!("{variable}=${{{variable}:-");
-            if let Some(at) = line.find(&marker) {
+        // The option lists a site edits, e.g. TRAIN_ARGS=${TRAIN_ARGS:---optimizer adam ...},
+        // the demo's `train "title" --model ...` (its function that calls the
+        // trainer) and its list of universe options.
+        let lists = [
+            ("TRAIN_ARGS=${TRAIN_ARGS:-", "trainer", "train"),
+            ("SIMGEN_ARGS=${SIMGEN_ARGS:-", "simgen", "multislice"),
+            ("train \"", "trainer", "train"),
+            ("universes=(", "simgen", "cosmo"),
+        ];
+        for (marker, program, sub) in lists {
+            if let Some(at) = line.find(marker).filter(|&at| line[..at].trim().is_empty()) {
                 uses.push(((program.into(), sub.into()), flags(&line[at + marker.len()..])));
             }
         }
@@ -56,7 +66,7 @@ fn options_used(script: &str) -> Vec<((String, String), BTreeSet<String>)> {
 #[test]
 fn the_slurm_scripts_parse_and_pass_only_options_the_programs_have() {
     let scripts = scripts();
-    assert!(scripts.len() >= 2, "expected the stage-then-train and generate-then-train scripts: {scripts:?}");
+    assert!(scripts.len() >= 3, "expected the two Slurm scripts and the demo: {scripts:?}");
     for script in &scripts {
         let syntax = Command::new("bash").arg("-n").arg(script).output().unwrap();
         assert!(syntax.status.success(), "{}: {}", script.display(), String::from_utf8_lossy(&syntax.stderr));

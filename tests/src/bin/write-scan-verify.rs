@@ -1,4 +1,5 @@
-//! The demo: the pipeline as far as it exists, end to end under MPI.
+//! Write, scan and verify a CosmoFlow dataset under MPI, end to end
+//! (`tests/tests/demo.rs` runs it on 4 ranks as 2 pretend nodes):
 //!
 //! 1. every rank writes its share of a small CosmoFlow-format dataset
 //!    (TFRecords in the MLPerf HPC layout, plain and GZIP, with offset
@@ -26,10 +27,10 @@ use mpi::traits::*;
 #[command(version)]
 struct Args {
     /// Dataset directory (shared by all ranks; recreated).
-    #[arg(long, default_value = "/tmp/stagehand-demo/dataset")]
+    #[arg(long, default_value = "/tmp/stagehand-write-scan-verify/dataset")]
     out: PathBuf,
     /// Node-local directory template shown per rank ({node}, {rank}, {local_rank}, $VAR).
-    #[arg(long, default_value = "/tmp/stagehand-demo/node{node}")]
+    #[arg(long, default_value = "/tmp/stagehand-write-scan-verify/node{node}")]
     dest: String,
     /// Number of samples.
     #[arg(long, default_value_t = 32)]

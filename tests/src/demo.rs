@@ -1,0 +1,196 @@
+//! The demo's closing summary: what was generated, staged and trained,
+//! read from the JSON reports the programs wrote, in a few lines a person
+//! reads in ten seconds. Pure: the caller reads the files.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// A report field that is missing or not what the summary needs.
+#[derive(Debug, thiserror::Error)]
+#[error("{report}: field {pointer} is missing or not a {expected}")]
+pub struct FieldError {
+    /// The report's file name.
+    pub report: String,
+    /// JSON pointer of the field.
+    pub pointer: String,
+    /// What the field should have been.
+    pub expected: &'static str,
+}
+
+/// One JSON report and its name (for errors).
+pub struct Report<'a> {
+    /// File name, as `train.json`.
+    pub name: &'a str,
+    /// Its contents.
+    pub json: &'a Value,
+}
+
+impl Report<'_> {
+    fn field(&self, pointer: &str, expected: &'static str) -> FieldError {
+        FieldError { report: self.name.to_owned(), pointer: pointer.to_owned(), expected }
+    }
+
+    fn number(&self, pointer: &str) -> Result<f64, FieldError> {
+        self.json.pointer(pointer).and_then(Value::as_f64).ok_or_else(|| self.field(pointer, "number"))
+    }
+
+    fn text(&self, pointer: &str) -> Result<&str, FieldError> {
+        self.json.pointer(pointer).and_then(Value::as_str).ok_or_else(|| self.field(pointer, "string"))
+    }
+
+    fn array(&self, pointer: &str) -> Result<&Vec<Value>, FieldError> {
+        self.json.pointer(pointer).and_then(Value::as_array).ok_or_else(|| self.field(pointer, "list"))
+    }
+
+    /// The last epoch's validation figures.
+    fn last_validation(&self) -> Result<Report<'_>, FieldError> {
+        let epochs = self.array("/epochs")?;
+        let last = epochs.last().and_then(|e| e.get("validation")).filter(|v| v.is_object());
+        let json = last.ok_or_else(|| self.field("/epochs/<last>/validation", "validation object"))?;
+        Ok(Report { name: "train.json, the last epoch's validation", json })
+    }
+}
+
+/// What the demo ran.
+pub struct Run<'a> {
+    /// `cosmoflow`, `deepcam`, `etalumis` or `inverse`.
+    pub model: &'a str,
+    /// Ranks and pretend nodes.
+    pub ranks: usize,
+    /// Pretend nodes.
+    pub nodes: usize,
+    /// Wall time of the whole demo.
+    pub seconds: u64,
+    /// The demo's directory.
+    pub dir: &'a Path,
+}
+
+/// Bytes as MB or GB.
+fn bytes(b: f64) -> String {
+    if b >= 1e9 { format!("{:.2} GB", b / 1e9) } else { format!("{:.0} MB", b / 1e6) }
+}
+
+/// What `simgen` wrote, in its own units.
+fn generated(model: &str, simgen: &Report<'_>) -> Result<String, FieldError> {
+    let (count, what) = match model {
+        "cosmoflow" => (simgen.number("/boxes")?, "universes (CosmoFlow TFRecords)"),
+        "deepcam" => (simgen.number("/samples")?, "climate fields (DeepCAM HDF5)"),
+        "etalumis" => (simgen.number("/traces")?, "simulator traces (LMDB)"),
+        _ => (simgen.number("/samples")?, "CBED stacks (LMDB, on every node's own storage)"),
+    };
+    // Not every generator's report counts its bytes.
+    let size = simgen.json.pointer("/bytes").and_then(Value::as_f64).map(|b| format!(", {}", bytes(b)));
+    Ok(format!("{count:.0} {what}{}, in {:.1} s", size.unwrap_or_default(), simgen.number("/seconds")?))
+}
+
+fn staged(stage: &Report<'_>) -> Result<String, FieldError> {
+    Ok(format!(
+        "{} onto {:.0} nodes: {} read from the source (read amplification {:.2}), {} written, {:.2} GB/s, {:.1} s",
+        stage.text("/policy")?,
+        stage.number("/nodes")?,
+        bytes(stage.number("/bytes_read_from_source")?),
+        stage.number("/read_amplification")?,
+        bytes(stage.number("/bytes_written")?),
+        stage.number("/gb_per_s/total")?,
+        stage.number("/seconds/total")?
+    ))
+}
+
+/// Validation against the model's own "knows nothing" baseline, and whether
+/// it beat it clearly.
+fn learned(model: &str, train: &Report<'_>) -> Result<(String, bool), FieldError> {
+    let v = train.last_validation()?;
+    Ok(match model {
+        "cosmoflow" => {
+            let relative = v.number("/relative_mae")?;
+            let names = ["Ωm", "σ8", "ns", "h"];
+            let each: Vec<String> = names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    let (mae, base) = (v.number(&format!("/mae/{i}"))?, v.number(&format!("/baseline_mae/{i}"))?);
+                    Ok(format!("{n} {:.0} %", 100.0 * mae / base))
+                })
+                .collect::<Result<_, FieldError>>()?;
+            let line = format!(
+                "validation error {:.0} % of predicting the mean ({}) on {:.0} unseen universes",
+                100.0 * relative,
+                each.join(", "),
+                v.number("/samples")?
+            );
+            (line, relative < 0.8)
+        }
+        "deepcam" => {
+            let (minority, mean) = (v.number("/minority_iou")?, v.number("/mean_iou")?);
+            let iou: Vec<f64> = (0..3).map(|c| v.number(&format!("/iou/{c}"))).collect::<Result<_, _>>()?;
+            let line = format!(
+                "IoU background {:.3}, cyclone {:.3}, river {:.3} (mean {mean:.3}); minority mean {minority:.3} against 0 for all-background",
+                iou[0], iou[1], iou[2]
+            );
+            (line, minority > 0.1)
+        }
+        "etalumis" => {
+            let (loss, prior) = (v.number("/loss")?, v.number("/prior_loss")?);
+            let line = format!("validation loss {loss:.3} per trace against {prior:.3} for proposing from the prior");
+            (line, loss < prior)
+        }
+        _ => {
+            let (loss, mean) = (v.number("/loss")?, v.number("/mean_image_loss")?);
+            let line = format!(
+                "validation Huber loss {loss:.4} against {mean:.4} for the mean image; relative L2 error {:.3}",
+                v.number("/relative_l2")?
+            );
+            (line, loss < 0.8 * mean)
+        }
+    })
+}
+
+fn trained(train: &Report<'_>) -> Result<String, FieldError> {
+    let epochs = train.array("/epochs")?;
+    let last_loss = epochs
+        .last()
+        .and_then(|e| e.get("train_loss"))
+        .and_then(Value::as_f64)
+        .ok_or_else(|| train.field("/epochs/<last>/train_loss", "number"))?;
+    Ok(format!(
+        "{} epochs on {:.0} ranks, {:.1} samples/s, data wait {:.1} % of step time, training loss {last_loss:.4} in the last epoch",
+        epochs.len(),
+        train.number("/ranks")?,
+        train.number("/samples_per_sec")?,
+        100.0 * train.number("/fractions/0")?
+    ))
+}
+
+/// The summary's lines. `stage` is absent where the pipeline generates on
+/// the nodes themselves (nothing to stage); `pictures` are the PNG files
+/// the run left, shown relative to the demo's directory.
+pub fn summary(
+    run: &Run<'_>,
+    simgen: &Report<'_>,
+    stage: Option<&Report<'_>>,
+    train: &Report<'_>,
+    pictures: &[PathBuf],
+) -> Result<String, FieldError> {
+    let mut out = String::new();
+    let minutes = format!("{}m{:02}s", run.seconds / 60, run.seconds % 60);
+    let _ = writeln!(
+        out,
+        "\nStagehand demo ({}): {} ranks as {} pretend nodes, {minutes} in all",
+        run.model, run.ranks, run.nodes
+    );
+    let _ = writeln!(out, "  generated  {}", generated(run.model, simgen)?);
+    if let Some(stage) = stage {
+        let _ = writeln!(out, "  staged     {}", staged(stage)?);
+    }
+    let _ = writeln!(out, "  trained    {}", trained(train)?);
+    let (line, beat) = learned(run.model, train)?;
+    let verdict = if beat { "it learned" } else { "NOT clearly better than the baseline yet" };
+    let _ = writeln!(out, "  result     {line}: {verdict}");
+    let shown: Vec<String> =
+        pictures.iter().map(|p| p.strip_prefix(run.dir).unwrap_or(p).display().to_string()).collect();
+    let _ = writeln!(out, "  pictures   in {}: {}", run.dir.display(), shown.join(", "));
+    let _ = writeln!(out, "  details    {0}/*.json (reports), {0}/logs/ (every command's output)", run.dir.display());
+    Ok(out)
+}
