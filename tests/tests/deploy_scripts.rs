@@ -92,3 +92,74 @@ fn the_slurm_scripts_parse_and_pass_only_options_the_programs_have() {
         }
     }
 }
+
+/// The Apptainer definition file, checked as far as this machine can
+/// without `apptainer` (no package registry we install from carries it):
+/// the header names a base image, every section is one Apptainer knows,
+/// every `{{ ARGUMENT }}` has a default in `%arguments`, the shell
+/// sections parse with `sh -n` for each MPI choice, and the packages and
+/// binaries `%post` builds and `%test` runs exist in this workspace.
+#[test]
+fn the_apptainer_definition_is_well_formed() {
+    const SECTIONS: [&str; 11] = [
+        "%arguments",
+        "%setup",
+        "%files",
+        "%environment",
+        "%post",
+        "%runscript",
+        "%startscript",
+        "%test",
+        "%labels",
+        "%help",
+        "%app",
+    ];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let path = root.join("deploy/apptainer/stagehand.def");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with("Bootstrap: docker\nFrom: debian:12\n"), "header: {}", path.display());
+    // Section name -> its body.
+    let mut sections: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix('%').map(|_| line.split_whitespace().next().unwrap()) {
+            assert!(SECTIONS.contains(&name), "unknown section {name}");
+            sections.push((name.to_owned(), String::new()));
+        } else if let Some((_, body)) = sections.last_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    let section = |name: &str| sections.iter().find(|(n, _)| n == name).map(|(_, b)| b.as_str()).unwrap();
+    let defaults: Vec<(&str, &str)> = section("%arguments")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| l.split_once('=').unwrap())
+        .collect();
+    for used in text.split("{{").skip(1).map(|rest| rest.split("}}").next().unwrap().trim()) {
+        assert!(defaults.iter().any(|(name, _)| *name == used), "{{{{ {used} }}}} has no default in %arguments");
+    }
+    for mpi in ["mpich", "openmpi"] {
+        for name in ["%post", "%environment", "%runscript", "%test"] {
+            let body = section(name).replace("{{ MPI }}", mpi).replace("{{ SRC }}", "/src");
+            let check = Command::new("sh").args(["-n", "-c", &body]).output().unwrap();
+            assert!(check.status.success(), "{name} with MPI={mpi}: {}", String::from_utf8_lossy(&check.stderr));
+        }
+    }
+    let post = section("%post").replace("\\\n", " ");
+    let build = post.lines().find(|l| l.contains("cargo build")).unwrap();
+    let words: Vec<&str> = build.split_whitespace().collect();
+    for pair in words.windows(2) {
+        match pair {
+            ["-p", package] => {
+                let dir = package.strip_prefix("stagehand-").unwrap();
+                assert!(root.join(dir).join("Cargo.toml").is_file(), "no package {package}");
+            }
+            ["--bin", program] => {
+                e2e::workspace_binary(program);
+                assert!(section("%test").contains(&format!("{program} --version")), "%test skips {program}");
+            }
+            _ => {}
+        }
+    }
+}
