@@ -151,7 +151,9 @@ fn normalise_hwc_to_chw(hwc: &[u8], minval: &[f32], range: &[f32], x: &mut [f32]
     }
 }
 
-/// The same for values already decoded (the library path).
+/// The same for values already decoded. Only the library path (chunked or
+/// compressed files) takes it, where libhdf5's read and decompression cost
+/// far more than this copy back to bytes; the mapped path reads bytes.
 fn normalise_values_to_chw(hwc: &[f32], minval: &[f32], range: &[f32], x: &mut [f32]) {
     let bytes: Vec<u8> = hwc.iter().flat_map(|v| v.to_le_bytes()).collect();
     normalise_hwc_to_chw(&bytes, minval, range, x);

@@ -1,11 +1,47 @@
 //! The demo's closing summary: what was generated, staged and trained,
 //! read from the JSON reports the programs wrote, in a few lines a person
-//! reads in ten seconds. Pure: the caller reads the files.
+//! reads in ten seconds. [`Reports::read`] reads them; the rest is pure.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+
+/// The reports a demo run leaves in its directory.
+pub struct Reports {
+    /// `simgen.json`.
+    pub simgen: Value,
+    /// `stage.json`, absent where the pipeline stages nothing.
+    pub stage: Option<Value>,
+    /// `train.json`.
+    pub train: Value,
+}
+
+impl Reports {
+    /// Read `simgen.json`, `train.json` and, where present, `stage.json` from `dir`.
+    pub fn read(dir: &Path) -> anyhow::Result<Self> {
+        use anyhow::Context as _;
+        let read = |name: &str| -> anyhow::Result<Value> {
+            let path = dir.join(name);
+            let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))
+        };
+        let stage = if dir.join("stage.json").exists() { Some(read("stage.json")?) } else { None };
+        Ok(Reports { simgen: read("simgen.json")?, stage, train: read("train.json")? })
+    }
+
+    /// [`summary`] of these reports.
+    pub fn summary(&self, run: &Run<'_>, pictures: &[PathBuf]) -> Result<String, FieldError> {
+        let stage = self.stage.as_ref().map(|json| Report { name: "stage.json", json });
+        summary(
+            run,
+            &Report { name: "simgen.json", json: &self.simgen },
+            stage.as_ref(),
+            &Report { name: "train.json", json: &self.train },
+            pictures,
+        )
+    }
+}
 
 /// A report field that is missing or not what the summary needs.
 #[derive(Debug, thiserror::Error)]

@@ -61,12 +61,8 @@ fn demo_fails_every_rank_with_one_clear_line_on_bad_arguments() {
 /// there, with the figures of that run, and the verdict says it learned.
 #[test]
 fn the_demo_summary_reads_every_pipelines_reports() {
-    use e2e::demo::{Report, Run, summary};
+    use e2e::demo::{Reports, Run};
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
-    let read = |model: &str, name: &str| -> Option<serde_json::Value> {
-        let text = std::fs::read(fixtures.join(model).join(name)).ok()?;
-        Some(serde_json::from_slice(&text).unwrap())
-    };
     let expected = [
         ("cosmoflow", true, "validation error 64 % of predicting the mean (Ωm 43 %, σ8 21 %"),
         ("deepcam", true, "minority mean 0.525 against 0 for all-background"),
@@ -74,21 +70,12 @@ fn the_demo_summary_reads_every_pipelines_reports() {
         ("inverse", false, "against 0.5053 for the mean image"),
     ];
     for (model, staged, result) in expected {
-        let (simgen, train) = (read(model, "simgen.json").unwrap(), read(model, "train.json").unwrap());
-        let stage = read(model, "stage.json");
-        assert_eq!(stage.is_some(), staged, "{model}: stage.json");
+        let reports = Reports::read(&fixtures.join(model)).unwrap();
+        assert_eq!(reports.stage.is_some(), staged, "{model}: stage.json");
         let dir = std::path::Path::new("/tmp/stagehand-demo");
         let pictures = [dir.join("loss.png"), dir.join("node0/cbed/preview_target.png")];
         let run = Run { model, ranks: 4, nodes: 2, seconds: 83, dir };
-        let stage = stage.as_ref().map(|json| Report { name: "stage.json", json });
-        let text = summary(
-            &run,
-            &Report { name: "simgen.json", json: &simgen },
-            stage.as_ref(),
-            &Report { name: "train.json", json: &train },
-            &pictures,
-        )
-        .unwrap();
+        let text = reports.summary(&run, &pictures).unwrap();
         println!("{text}");
         assert!(
             text.contains(&format!("Stagehand demo ({model}): 4 ranks as 2 pretend nodes, 1m23s in all")),

@@ -3,10 +3,11 @@
 //! where the pictures are.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use e2e::demo::{Report, Run, summary};
+use e2e::demo::{Reports, Run};
 
 /// Summarise a demo run from its reports.
 #[derive(Parser, Debug)]
@@ -27,12 +28,6 @@ struct Args {
     /// Wall time of the whole demo, seconds.
     #[arg(long)]
     seconds: u64,
-}
-
-fn read(dir: &Path, name: &str) -> anyhow::Result<serde_json::Value> {
-    let path = dir.join(name);
-    let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))
 }
 
 /// The PNG files under `dir`, shallowest first, each name once (staging
@@ -56,20 +51,20 @@ fn pictures(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(found)
 }
 
-fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
-    let simgen = read(&args.dir, "simgen.json")?;
-    let train = read(&args.dir, "train.json")?;
-    let stage = if args.dir.join("stage.json").exists() { Some(read(&args.dir, "stage.json")?) } else { None };
+fn main() -> ExitCode {
+    match run(&Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line: the error and its causes (`{:#}`).
+            eprintln!("demo-summary: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> anyhow::Result<()> {
+    let reports = Reports::read(&args.dir)?;
     let run = Run { model: &args.model, ranks: args.ranks, nodes: args.nodes, seconds: args.seconds, dir: &args.dir };
-    let stage = stage.as_ref().map(|json| Report { name: "stage.json", json });
-    let text = summary(
-        &run,
-        &Report { name: "simgen.json", json: &simgen },
-        stage.as_ref(),
-        &Report { name: "train.json", json: &train },
-        &pictures(&args.dir)?,
-    )?;
-    print!("{text}");
+    print!("{}", reports.summary(&run, &pictures(&args.dir)?)?);
     Ok(())
 }
