@@ -51,11 +51,12 @@ test: setup
 
 ## test-python: build the Python package as a user would (pip install ./python,
 # into python/.venv with torch and tensorflow-cpu) and run its tests against
-# data the debug binaries of the test build write, and the documented examples.
+# data the debug binaries of the test build write, the documented examples and
+# the docs' runnable snippets (python/tests/test_docs_snippets.py).
 test-python:
 	bash python/setup-venv.sh
 	$(CLIPPY_BUILD) $(CARGO) build -p stagehand-simgen --bin simgen -p stagehand-stager --bin stager \
-		-p stagehand-loader --example dump_batches
+		-p stagehand-trainer --bin trainer -p stagehand-loader --example dump_batches
 	python/.venv/bin/pytest -q python/tests
 
 ## lint: formatting and clippy alone (what `make test` also checks)

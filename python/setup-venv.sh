@@ -11,7 +11,7 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "python/setup-venv: creating $venv"
     python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import maturin, numpy, pytest, h5py, torch, tensorflow" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import maturin, numpy, pytest, h5py, lmdb, torch, tensorflow" 2>/dev/null; then
     echo "python/setup-venv: installing python/requirements-test.txt (torch and tensorflow-cpu: about 2 minutes)"
     "$venv/bin/pip" install -q --upgrade pip
     "$venv/bin/pip" install -q -r "$here/requirements-test.txt"

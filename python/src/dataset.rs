@@ -320,6 +320,13 @@ impl Dataset {
         self.placement.as_ref().map(|p| p.node_samples.clone())
     }
 
+    /// Staged datasets: the (rank, world size) the placement was computed
+    /// for, which a `Loader` over it takes by default.
+    #[getter]
+    fn staged_for(&self) -> Option<(usize, usize)> {
+        self.placement.as_ref().map(|p| p.rank_world())
+    }
+
     /// Values per controlled choice in a trace's target: layout position,
     /// value, the prior's two parameters, log prior density.
     #[classattr]

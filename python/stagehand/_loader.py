@@ -47,8 +47,9 @@ class Loader:
             short batch; otherwise shares are padded from the start of the
             epoch and the last batch may be short.
         rank, world_size: this rank and the number of ranks; by default
-            from ``stagehand.topology()``. A staged dataset must be read
-            with the rank it was opened for.
+            those a staged dataset was opened for, otherwise from
+            ``stagehand.topology()``. A staged dataset must be read with
+            the rank it was opened for.
         skip_corrupt: skip (and count in ``metrics()["skipped"]``) samples
             that fail to decode instead of raising ``DataError``.
     """
@@ -66,6 +67,10 @@ class Loader:
         world_size: Optional[int] = None,
         skip_corrupt: bool = False,
     ) -> None:
+        if (rank is None or world_size is None) and dataset.staged_for is not None:
+            staged_rank, staged_world = dataset.staged_for
+            rank = staged_rank if rank is None else rank
+            world_size = staged_world if world_size is None else world_size
         if rank is None or world_size is None:
             found = topology()
             rank = found.rank if rank is None else rank

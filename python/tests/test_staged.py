@@ -81,6 +81,17 @@ def test_the_topology_defaults_come_from_the_environment(cosmo, staged, monkeypa
         stagehand.Loader(data, batch_size=2, rank=0, world_size=RANKS)
 
 
+def test_a_loader_over_a_staged_dataset_takes_the_rank_it_was_opened_for(cosmo, staged):
+    template, _ = staged
+    data = open_rank(cosmo, template, 2)
+    assert data.staged_for == (2, RANKS)
+    assert stagehand.Dataset.from_manifest(cosmo).staged_for is None
+    loader = stagehand.Loader(data, batch_size=2, seed=3)
+    assert (loader.rank, loader.world_size) == (2, RANKS)
+    explicit = stagehand.Loader(data, batch_size=2, seed=3, rank=2, world_size=RANKS)
+    assert [b.indices for b in loader.batches()] == [b.indices for b in explicit.batches()]
+
+
 def test_a_node_missing_its_files_or_the_wrong_seed_is_a_data_error(cosmo, staged, tmp_path):
     template, _ = staged
     with pytest.raises(stagehand.DataError, match="missing on disk|No such file"):

@@ -4,6 +4,7 @@
 //! launch them with [`mpirun`] (Open MPI), so multi-rank behaviour is checked
 //! for real, never mocked.
 
+pub mod cli_docs;
 pub mod demo;
 
 use std::path::Path;
