@@ -73,6 +73,19 @@ pub fn command_page(name: &str) -> PathBuf {
     repository.join("docs").join("commands").join(format!("{name}.md"))
 }
 
+/// [`check_help_block`] for each of `commands` of `binary`, each on its page
+/// `docs/commands/<command with hyphens>.md`; all failures in one message.
+pub fn check_command_pages(binary: &Path, commands: &[&str]) -> anyhow::Result<()> {
+    let failures: Vec<String> = commands
+        .iter()
+        .filter_map(|command| {
+            let page = command_page(&command.replace(' ', "-"));
+            check_help_block(binary, command, &page).err().map(|error| format!("{error:#}"))
+        })
+        .collect();
+    if failures.is_empty() { Ok(()) } else { bail!("{}", failures.join("\n\n")) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::help_block;
