@@ -35,7 +35,7 @@ fn help_block(page: &str, command: &str) -> Option<std::ops::Range<usize>> {
 /// then the subcommand) in `page` with what `binary <subcommand> --help`
 /// prints; under `STAGEHAND_UPDATE_DOCS=1`, write the binary's text into
 /// the page instead.
-pub fn check_help_block(binary: &Path, command: &str, page: &Path) -> anyhow::Result<()> {
+fn check_help_block(binary: &Path, command: &str, page: &Path) -> anyhow::Result<()> {
     let subcommand: Vec<&str> = command.split_whitespace().skip(1).collect();
     let output = Command::new(binary)
         .args(&subcommand)
@@ -54,7 +54,7 @@ pub fn check_help_block(binary: &Path, command: &str, page: &Path) -> anyhow::Re
         return Ok(());
     }
     if std::env::var_os("STAGEHAND_UPDATE_DOCS").is_some_and(|v| v == "1") {
-        let mut updated = text.clone();
+        let mut updated = text;
         updated.replace_range(range, &printed);
         return std::fs::write(page, updated).with_context(|| format!("writing {}", page.display()));
     }
@@ -67,7 +67,7 @@ pub fn check_help_block(binary: &Path, command: &str, page: &Path) -> anyhow::Re
 }
 
 /// `docs/commands/NAME.md` of this repository.
-pub fn command_page(name: &str) -> PathBuf {
+fn command_page(name: &str) -> PathBuf {
     let tests_crate = Path::new(env!("CARGO_MANIFEST_DIR"));
     let repository = tests_crate.parent().unwrap_or(tests_crate);
     repository.join("docs").join("commands").join(format!("{name}.md"))
