@@ -5,6 +5,9 @@
 //!   (mmap, and read into memory) against the `tfrecord` crate's reader.
 //! - Manifest scan (read + xxh3 of every file) against raw xxh3 over the
 //!   same bytes already in memory.
+//!
+//! Its rows of docs/benchmarks.md are criterion's medians, recorded through
+//! `bench_rows` at the end of the run.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -12,7 +15,8 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Duration;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use bench_rows::{Row, criterion_dir, criterion_median_seconds};
+use criterion::{Criterion, Throughput};
 use formats::manifest::{self, ScanOptions, Schema};
 use formats::tfrecord::{Access, TfRecordFile, TfRecordFileWriter};
 
@@ -42,7 +46,7 @@ fn tfrecord_read_verify(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bench.tfrecord");
     let bytes = write_file(&path);
-    let mut group = c.benchmark_group("tfrecord_read_verify_16MiB_records");
+    let mut group = c.benchmark_group(TFRECORD_GROUP);
     group.throughput(Throughput::Bytes(bytes)).sample_size(20).measurement_time(Duration::from_secs(8));
     for (name, access) in [("stagehand_mmap", Access::Map), ("stagehand_read", Access::Read)] {
         group.bench_function(name, |b| {
@@ -79,7 +83,7 @@ fn manifest_scan(c: &mut Criterion) {
         in_memory.push(data);
     }
     let total: u64 = in_memory.iter().map(|d| d.len() as u64).sum();
-    let mut group = c.benchmark_group("manifest_scan_256MiB");
+    let mut group = c.benchmark_group(SCAN_GROUP);
     group.throughput(Throughput::Bytes(total)).sample_size(20).measurement_time(Duration::from_secs(8));
     group.bench_function("peer_raw_xxh3_in_memory", |b| {
         b.iter(|| {
@@ -115,5 +119,53 @@ fn manifest_scan(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, tfrecord_read_verify, manifest_scan);
-criterion_main!(benches);
+const TFRECORD_GROUP: &str = "tfrecord_read_verify_16MiB_records";
+const SCAN_GROUP: &str = "manifest_scan_256MiB";
+
+/// GiB/s of one iteration over `bytes`, from criterion's median.
+fn gib_per_s(group: &str, function: &str, bytes: u64) -> f64 {
+    let seconds = criterion_median_seconds(&criterion_dir(), group, function).unwrap_or_else(|e| panic!("{e}"));
+    bytes as f64 / seconds / (1u64 << 30) as f64
+}
+
+fn record_rows() {
+    let bytes = (RECORDS * RECORD_BYTES) as u64;
+    let mmap = gib_per_s(TFRECORD_GROUP, "stagehand_mmap", bytes);
+    let read = gib_per_s(TFRECORD_GROUP, "stagehand_read", bytes);
+    let peer = gib_per_s(TFRECORD_GROUP, "peer_tfrecord_crate", bytes);
+    let raw = gib_per_s(SCAN_GROUP, "peer_raw_xxh3_in_memory_2_threads", bytes);
+    let scan_map = gib_per_s(SCAN_GROUP, "stagehand_scan_mmap_2_threads", bytes);
+    let scan_read = gib_per_s(SCAN_GROUP, "stagehand_scan_read_2_threads", bytes);
+    let gb_per_s = mmap * (1u64 << 30) as f64 / 1e9;
+    let rows = [
+        Row::new("tfrecord-mmap", format!("TFRecord read + both CRCs, memory map, 1 core: {mmap:.1} GiB/s"))
+            .peer(format!("`tfrecord` 0.15 crate with `check_integrity`: {peer:.2} GiB/s"))
+            .ratio(format!("{:.0}×", mmap / peer))
+            .target("≥ 4 GB/s", Some(gb_per_s >= 4.0)),
+        Row::new("tfrecord-read", format!("TFRecord read + both CRCs, `Access::Read`, 1 core: {read:.2} GiB/s"))
+            .peer("the same peer")
+            .ratio(format!("{:.1}×", read / peer)),
+        Row::new("scan-map", format!("manifest scan (xxh3-64), `Access::Map`, 2 threads: {scan_map:.1} GiB/s"))
+            .peer(format!("raw xxh3 over the same bytes in memory, 2 threads: {raw:.1} GiB/s"))
+            .ratio(format!("{:.0} %", 100.0 * scan_map / raw))
+            .target("≥ 80 %", Some(scan_map / raw >= 0.8)),
+        Row::new("scan-read", format!("manifest scan, `Access::Read` (the default), 2 threads: {scan_read:.1} GiB/s"))
+            .peer("the same peer")
+            .ratio(format!("{:.0} %", 100.0 * scan_read / raw)),
+    ];
+    bench_rows::record("formats", "cargo bench -p stagehand-formats --bench formats", &rows)
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+// criterion_main! without the macro: the rows are recorded after the
+// groups ran, from the estimates they wrote into a known directory.
+fn main() {
+    let mut criterion = Criterion::default().output_directory(&criterion_dir()).configure_from_args();
+    tfrecord_read_verify(&mut criterion);
+    manifest_scan(&mut criterion);
+    criterion.final_summary();
+    // `cargo bench -- <filter>` or `--list` runs a part or nothing: no rows then.
+    if std::env::args().skip(1).all(|arg| arg == "--bench") {
+        record_rows();
+    }
+}

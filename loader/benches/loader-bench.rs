@@ -15,6 +15,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bench_rows::Row;
 use formats::climate::ClimateShape;
 use formats::cosmoflow::{CosmoSampleView, CosmoShape};
 use formats::tfrecord::TfRecordFile;
@@ -129,4 +130,34 @@ fn main() {
         100.0 * wait.all_epochs,
         100.0 * wait.after_first
     );
+    let (Some(tf), Some(h5)) = (tf, h5) else {
+        panic!("a peer failed (above): no rows recorded");
+    };
+    let rows = [
+        Row::new("cosmoflow-vs-tfdata", format!("CosmoFlow 128³×4 TFRecords, `log(x+1)`: {ours_cosmo:.1} samples/s"))
+            .peer(format!(
+                "`tf.data` (`TFRecordDataset` + `parse_single_example` + `decode_raw`, {WORKERS} parallel calls, prefetch): {tf:.1}"
+            ))
+            .ratio(format!("{:.1}×", ours_cosmo / tf))
+            .target("≥ 2×", Some(ours_cosmo / tf >= 2.0)),
+        Row::new("cosmoflow-vs-plain-pass", "CosmoFlow against a plain int16 → f32 pass over the same bytes")
+            .peer(format!("the plain pass: {bound:.1} samples/s"))
+            .ratio(format!("{:.0} %", 100.0 * ours_cosmo / bound))
+            .target("≥ 70 %", Some(ours_cosmo / bound >= 0.7)),
+        Row::new("deepcam-vs-h5py", format!("DeepCAM 768×1152×16 HDF5, min-max + HWC→CHW: {ours_deepcam:.1} samples/s"))
+            .peer(format!("h5py in a `multiprocessing` pool of {WORKERS}: {h5:.1}"))
+            .ratio(format!("{:.1}×", ours_deepcam / h5))
+            .target("≥ 3×", Some(ours_deepcam / h5 >= 3.0)),
+        Row::new(
+            "consumer-wait",
+            format!(
+                "consumer wait, consumer twice as slow as decoding, epochs after the first: {:.2} % ({:.2} % with the first)",
+                100.0 * wait.after_first,
+                100.0 * wait.all_epochs
+            ),
+        )
+        .target("< 2 %", Some(wait.after_first < 0.02)),
+    ];
+    bench_rows::record("loader-bench", "cargo bench -p stagehand-loader --bench loader-bench", &rows)
+        .unwrap_or_else(|e| panic!("{e}"));
 }

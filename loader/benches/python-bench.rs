@@ -22,6 +22,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bench_rows::Row;
 use common::{cosmo_files, deepcam_files, epochs, median};
 use formats::climate::ClimateShape;
 use formats::cosmoflow::CosmoShape;
@@ -144,4 +145,31 @@ fn main() {
         1000.0 * col(6),
         100.0 * col(5)
     );
+    let table = [
+        Row::new(
+            "cosmoflow-vs-rust",
+            format!("CosmoFlow 128³×4, `stagehand.Loader` iterated from Python: {:.1} samples/s", col(1)),
+        )
+        .peer(format!("the Rust loader, same files and settings: {:.1}", col(0)))
+        .ratio(format!("{:.2}", ratio(1, 0)))
+        .target("≥ 0.9", Some(ratio(1, 0) >= 0.9)),
+        Row::new("cosmoflow-vs-tfdata", "the same")
+            .peer(format!("`tf.data` (MLPerf HPC's reader), {WORKERS} threads: {:.1}", col(2)))
+            .ratio(format!("{:.1}×", ratio(1, 2)))
+            .target("≥ 5×", Some(ratio(1, 2) >= 5.0)),
+        Row::new("deepcam-vs-torch", format!("DeepCAM 768×1152×16 from Python: {:.1} samples/s", col(3)))
+            .peer(format!("`torch.utils.data.DataLoader` + h5py, {WORKERS} workers: {:.1}", col(4)))
+            .ratio(format!("{:.1}×", ratio(3, 4)))
+            .target("≥ 5×", Some(ratio(3, 4) >= 5.0)),
+        Row::new(
+            "consumer-wait",
+            format!(
+                "consumer wait, Python consumer twice as slow as decoding, epochs after the first: {:.2} %",
+                100.0 * col(5)
+            ),
+        )
+        .target("< 2 %", Some(col(5) < 0.02)),
+    ];
+    bench_rows::record("python-bench", "cargo bench -p stagehand-loader --bench python-bench", &table)
+        .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -24,8 +24,8 @@ MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "sel
 def binary(name: str) -> Path:
     path = BIN_DIR / name
     if not path.is_file():
-        pytest.fail(f"{path} is missing: build it with `cargo build -p stagehand-simgen -p stagehand-stager "
-                    f"&& cargo build -p stagehand-loader --example dump_batches` (or set STAGEHAND_BIN_DIR)")
+        pytest.fail(f"{path} is missing: build it with `cargo test --workspace --all-targets --no-run` "
+                    f"(what `make test-python` runs), or set STAGEHAND_BIN_DIR")
     return path
 
 

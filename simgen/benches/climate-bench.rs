@@ -16,6 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
+use bench_rows::Row;
 use serde_json::Value;
 
 const SIMGEN: &str = env!("CARGO_BIN_EXE_simgen");
@@ -104,16 +105,29 @@ fn main() {
     );
     let one = median(one_sample.clone());
     println!("\none rank: simgen {one:.3} s per sample (whole run)");
-    if !peer_sample.is_empty() {
-        let p = median(peer_sample.clone());
-        println!(
-            "NumPy + h5py peer: {p:.3} s per sample (synthesis {:.3}, writing {:.3}); simgen is {:.2}x faster",
-            median(peer_synth.clone()),
-            median(peer_write.clone()),
-            p / one
-        );
-    } else {
-        println!("NumPy + h5py peer: not run (see the message above)");
-    }
     println!("raw: 2-rank samples/s {two_rate:?}, 1-rank s/sample {one_sample:?}, peer s/sample {peer_sample:?}");
+    if peer_sample.is_empty() {
+        panic!("the NumPy + h5py peer did not run (see the message above): no rows recorded");
+    }
+    let p = median(peer_sample.clone());
+    println!(
+        "NumPy + h5py peer: {p:.3} s per sample (synthesis {:.3}, writing {:.3}); simgen is {:.2}x faster",
+        median(peer_synth.clone()),
+        median(peer_write.clone()),
+        p / one
+    );
+    let rate = median(two_rate.clone());
+    let rows = [
+        Row::new("two-ranks", format!("full-size samples (768 × 1152 × 16) on 2 ranks: {rate:.2} samples/s"))
+            .target("≥ 4 samples/s", Some(rate >= 4.0)),
+        Row::new("one-rank-vs-numpy", format!("one rank: {one:.3} s per sample"))
+            .peer(format!("the same steps in NumPy and h5py: {p:.3} s"))
+            .ratio(format!("{:.2}×", p / one)),
+    ];
+    bench_rows::record(
+        "climate-bench",
+        &format!("STAGEHAND_BENCH_REPS={reps} cargo bench -p stagehand-simgen --bench climate-bench"),
+        &rows,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use bench_rows::Row;
 use serde_json::Value;
 
 const SIMGEN: &str = env!("CARGO_BIN_EXE_simgen");
@@ -69,13 +70,30 @@ fn main() {
     println!("\n| one box: 256³ particles, 256³ grid, 2LPT, 4 redshifts, 8 sub-volumes | s per box | s in FFTs |");
     println!("|---|---|---|");
     println!("| simgen (1 rank) | {box_s:.2} | {fft_s:.2} |");
-    if let Some(p) = &peer {
-        let (pb, pf) = (p["seconds_per_box"].as_f64().unwrap(), p["fft_seconds_per_box"].as_f64().unwrap());
-        println!("| NumPy peer | {pb:.2} | {pf:.2} |");
-        println!("\nsimgen is {:.2}x faster than NumPy per box ({:.2}x in FFTs)", pb / box_s, pf / fft_s);
-    }
+    let Some(p) = &peer else {
+        panic!("the NumPy peer failed (above): no rows recorded");
+    };
+    let (pb, pf) = (p["seconds_per_box"].as_f64().unwrap(), p["fft_seconds_per_box"].as_f64().unwrap());
+    println!("| NumPy peer | {pb:.2} | {pf:.2} |");
+    println!("\nsimgen is {:.2}x faster than NumPy per box ({:.2}x in FFTs)", pb / box_s, pf / fft_s);
     let (s1, s2) = (median(one_rank.clone()), median(two_ranks.clone()));
     println!("2 boxes, whole run: 1 rank {s1:.2} s, 2 ranks {s2:.2} s: speed-up {:.2}x", s1 / s2);
     println!("peak RSS of a rank: {:.0} MiB", rss as f64 / 1048576.0);
     println!("raw: per box {per_box:?}, fft {fft:?}, 1 rank {one_rank:?}, 2 ranks {two_ranks:?}");
+    let rows = [
+        Row::new("box-vs-numpy", format!("one 256³ box, 2LPT, 4 redshifts, 8 samples written: {box_s:.2} s"))
+            .peer(format!("NumPy, the same steps (nothing written): {pb:.2} s"))
+            .ratio(format!("{:.2}×", pb / box_s))
+            .target("≥ 2×", Some(pb / box_s >= 2.0)),
+        Row::new("two-ranks", format!("2 boxes on 2 ranks: {s2:.2} s"))
+            .peer(format!("the same on 1 rank: {s1:.2} s"))
+            .ratio(format!("{:.2}×", s1 / s2))
+            .target("≥ 1.7×", Some(s1 / s2 >= 1.7)),
+    ];
+    bench_rows::record(
+        "cosmo-bench",
+        &format!("STAGEHAND_BENCH_REPS={reps} cargo bench -p stagehand-simgen --bench cosmo-bench"),
+        &rows,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 }

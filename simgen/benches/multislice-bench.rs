@@ -23,6 +23,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use bench_rows::Row;
 use formats::scattering::{self, Compression, Precision, ScatteringShape};
 use serde_json::{Value, json};
 use simgen::multislice::crystal::Crystal;
@@ -200,7 +201,7 @@ fn main() {
             "median": median(l2.clone()), "max": l2.iter().copied().fold(0.0, f64::max),
         });
     } else {
-        eprintln!("SKIPPED the abTEM comparison: the peer did not run (see above)");
+        eprintln!("SKIPPED the abTEM comparison: the peer did not run (see above); no rows recorded");
     }
     if std::env::var_os("STAGEHAND_BENCH_PAPER").is_some() {
         let paper = config(32).plan().unwrap();
@@ -214,4 +215,34 @@ fn main() {
     let text = serde_json::to_string_pretty(&report).unwrap();
     println!("{text}");
     std::fs::write(dir.join("report.json"), text).unwrap();
+    if !peer.is_empty() {
+        record_rows(&report, reps);
+    }
+}
+
+/// The rows of docs/benchmarks.md, from the report printed above.
+fn record_rows(report: &serde_json::Value, reps: usize) {
+    let number = |pointer: &str| report.pointer(pointer).and_then(serde_json::Value::as_f64).unwrap();
+    let (ours, theirs) = (number("/ours/seconds_per_sample_median"), number("/abtem/seconds_per_sample_median"));
+    let speedup = number("/ratio_positions_per_second");
+    let l2 = number("/pattern_relative_l2/median");
+    let version = report["abtem"]["version"].as_str().unwrap();
+    let threads = &report["threads"];
+    let mut rows = vec![
+        Row::new("sample-vs-abtem", format!("one 64-position sample, 512², {} slices: {ours:.2} s", report["slices"]))
+            .peer(format!("abTEM {version} (FFTW, dask, {threads} workers): {theirs:.2} s"))
+            .ratio(format!("{speedup:.2}×"))
+            .target("≥ 2×", Some(speedup >= 2.0)),
+        Row::new("patterns-vs-abtem", format!("patterns against abTEM's, relative L2 (median): {:.2} %", 100.0 * l2))
+            .target("≤ 2 %", Some(l2 <= 0.02)),
+    ];
+    if let Some(seconds) = report.pointer("/paper_sample/seconds").and_then(serde_json::Value::as_f64) {
+        rows.push(Row::new("paper-sample", format!("a paper-size sample (32 × 32 positions): {seconds:.0} s")));
+    }
+    bench_rows::record(
+        "multislice-bench",
+        &format!("STAGEHAND_BENCH_REPS={reps} cargo bench -p stagehand-simgen --bench multislice-bench"),
+        &rows,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 }

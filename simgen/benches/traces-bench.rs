@@ -20,6 +20,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use bench_rows::Row;
 use loader::dataset::Dataset;
 use loader::lmdb::TraceDataset;
 use loader::sampler::{BucketedSampler, DistributedSampler, Remainder};
@@ -156,4 +157,30 @@ fn main() {
     }
     println!("random / sorted: {:.2}x the read time", r / s);
     println!("raw: sorted {sorted:?}, random {random:?}");
+    let traces_per_s = median(rate.clone());
+    let gigabytes = n as f64 * bytes / 1e9;
+    let cache = if cold { "page cache dropped" } else { "warm page cache: could not drop it" };
+    let rows = [
+        Row::new(
+            "two-ranks",
+            format!("{traces} traces on 2 ranks, sorted by type and written to LMDB: {traces_per_s:.0} traces/s"),
+        )
+        .peer("— (no tool makes these traces outside pyprob + Sherpa)")
+        .target("≥ 2,000/s", Some(traces_per_s >= 2000.0)),
+        Row::new("bytes-per-trace", format!("stored bytes per trace: {:.1} KB", bytes / 1e3))
+            .peer("the paper's traces: 113 KB")
+            .ratio(format!("{:.2}", bytes / 113e3)),
+        Row::new(
+            "bucketed-read",
+            format!("one epoch of a type-sorted store in bucketed order, {cache}: {:.2} s per GB", s / gigabytes),
+        )
+        .peer(format!("random order: {:.2} s per GB", r / gigabytes))
+        .ratio(format!("{:.2}", s / r)),
+    ];
+    bench_rows::record(
+        "traces-bench",
+        &format!("STAGEHAND_BENCH_REPS={reps} cargo bench -p stagehand-simgen --bench traces-bench"),
+        &rows,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use bench_rows::Row;
 use formats::manifest::{self, MANIFEST_FILE, Manifest, ScanOptions, Schema};
 use formats::placement::{Policy, files_per_node};
 use serde_json::Value;
@@ -129,6 +130,9 @@ fn warm(src: &Path, m: &Manifest) {
     }
 }
 
+/// A contender's runs: (name, wall seconds, stager-internal seconds, reports).
+type Contender<'a> = (&'a str, Vec<f64>, Vec<f64>, Vec<Value>);
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -165,9 +169,7 @@ fn main() {
     }
     warm(&src, &m);
 
-    // (contender, wall seconds, stager-internal seconds, reports)
-    type Row<'a> = (&'a str, Vec<f64>, Vec<f64>, Vec<Value>);
-    let mut rows: Vec<Row> = Vec::new();
+    let mut rows: Vec<Contender> = Vec::new();
     let pfs_arg = ["--source-bandwidth", pfs.as_str()];
     let naive_pfs = ["--naive", "--source-bandwidth", pfs.as_str()];
     let cases: [(&str, &[&str]); 4] = [
@@ -227,4 +229,43 @@ fn main() {
     let out = src.parent().unwrap().join("results.json");
     std::fs::write(&out, serde_json::to_string_pretty(&results).unwrap()).unwrap();
     println!("raw results: {}", out.display());
+    record_rows(&rows, cp, reps, &pfs, &needs, &m);
+}
+
+/// The rows of docs/benchmarks.md: medians of the repetitions.
+fn record_rows(rows: &[Contender], cp: f64, reps: usize, pfs: &str, needs: &[Vec<usize>], m: &Manifest) {
+    let wall = |i: usize| median(rows[i].1.clone());
+    let amplification = |i: usize| rows[i].3[0]["read_amplification"].as_f64().unwrap();
+    // `cp` reads every file once per node that needs it.
+    let cp_read: u64 = needs.iter().flatten().map(|&f| m.files[f].bytes).sum();
+    let cp_amplification = cp_read as f64 / m.total_bytes() as f64;
+    let rss_mib =
+        rows[0].3.iter().map(|r| r["peak_rss_bytes_max_rank"].as_u64().unwrap()).max().unwrap() as f64 / 1048576.0;
+    // The stager's default --max-inflight.
+    let rss_target_mib = 128.0 + 256.0;
+    let gib = m.total_bytes() as f64 / (1u64 << 30) as f64;
+    let table = [
+        Row::new(
+            "wall-vs-cp",
+            format!("{gib:.2} GiB to {NODES} pretend nodes, wall: {:.2} s (median of {reps})", wall(0)),
+        )
+        .peer(format!("`cp`, one process per node: {cp:.2} s"))
+        .ratio(format!("{:.2}×", wall(0) / cp))
+        .target("≤ 1.5×", Some(wall(0) / cp <= 1.5)),
+        Row::new("emulated-pfs", format!("the same from an emulated {pfs} shared file system: {:.2} s", wall(2)))
+            .peer(format!("the naive copy (every node reads what it needs): {:.2} s", wall(3)))
+            .ratio(format!("{:.2}", wall(2) / wall(3)))
+            .target("faster than naive", Some(wall(2) < wall(3))),
+        Row::new("read-amplification", format!("read amplification {:.2}", amplification(0)))
+            .peer(format!("naive {:.2}, `cp` {cp_amplification:.2}", amplification(1)))
+            .target("1.00", Some(amplification(0) <= 1.0 + 1e-9)),
+        Row::new("peak-rss", format!("peak RSS of the largest rank: {rss_mib:.0} MiB"))
+            .target("≤ max-inflight + 256 MiB", Some(rss_mib <= rss_target_mib)),
+    ];
+    bench_rows::record(
+        "stage",
+        &format!("STAGEHAND_BENCH_REPS={reps} cargo bench -p stagehand-stager --bench stage"),
+        &table,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -111,13 +111,15 @@ pub fn env_usize(key: &str, default: usize) -> usize {
 /// ratios when the peer ran. `ours` returns (step seconds, forward seconds,
 /// parameters); `peer` the peer's JSON line with `step_seconds` and
 /// `forward_seconds`, or `None` when it could not run (the output says so).
+/// Returns the medians, or `None` when the peer never ran.
 pub fn alternate_with_peer(
     label: &str,
     reps: usize,
     mut ours: impl FnMut() -> (f64, f64, usize),
     mut peer: impl FnMut() -> Option<serde_json::Value>,
-) {
+) -> Option<PeerComparison> {
     let (mut ours_step, mut ours_fwd, mut peer_step, mut peer_fwd) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut last_peer = None;
     for rep in 0..reps {
         let (o, p) = if rep % 2 == 0 {
             let o = ours();
@@ -133,17 +135,40 @@ pub fn alternate_with_peer(
         if let (Some(step), Some(forward)) = (seconds("step_seconds"), seconds("forward_seconds")) {
             peer_step.push(step);
             peer_fwd.push(forward);
+            last_peer = p;
         }
     }
     let (os, of) = (median(ours_step), median(ours_fwd));
     println!("{label} ours: step {os:.4} s, forward {of:.4} s");
-    if peer_step.is_empty() {
+    let Some(peer) = last_peer else {
         println!("{label}: the peer did not run (bash bench/setup-peers.sh); no ratio");
-        return;
-    }
+        return None;
+    };
     let (ps, pf) = (median(peer_step), median(peer_fwd));
     println!("{label} peer: step {ps:.4} s, forward {pf:.4} s");
     println!("{label} ratio ours/peer: step {:.2}x, forward {:.2}x", os / ps, of / pf);
+    Some(PeerComparison { ours_step: os, ours_forward: of, peer_step: ps, peer_forward: pf, peer })
+}
+
+/// Medians of [`alternate_with_peer`].
+pub struct PeerComparison {
+    /// Our training step, seconds.
+    pub ours_step: f64,
+    /// Our forward pass alone, seconds.
+    pub ours_forward: f64,
+    /// The peer's training step, seconds.
+    pub peer_step: f64,
+    /// The peer's forward pass, seconds.
+    pub peer_forward: f64,
+    /// The peer's last JSON line (its version, parameter count).
+    pub peer: serde_json::Value,
+}
+
+impl PeerComparison {
+    /// Our step time over the peer's.
+    pub fn step_ratio(&self) -> f64 {
+        self.ours_step / self.peer_step
+    }
 }
 
 /// Another workspace package's binary (`simgen` for the trainer's tests),

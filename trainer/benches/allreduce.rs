@@ -12,6 +12,7 @@
 
 use std::time::Instant;
 
+use bench_rows::Row;
 use cluster::World;
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
@@ -114,7 +115,7 @@ fn main() {
     }
     let ranks: usize = std::env::var("STAGEHAND_BENCH_RANKS").ok().and_then(|r| r.parse().ok()).unwrap_or(2);
     let me = std::env::current_exe().unwrap();
-    let mut efficiencies = Vec::new();
+    let (mut efficiencies, mut fused_gbps, mut bare_gbps, mut megabytes) = (Vec::new(), Vec::new(), Vec::new(), 0.0);
     for rep in 0..3 {
         let out = e2e::mpirun(ranks, &[(CHILD, "1")], &me, &["--bench"]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -122,9 +123,25 @@ fn main() {
         println!("rep {rep}: {}", line.trim());
         let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
         efficiencies.push(v["efficiency"].as_f64().unwrap());
+        fused_gbps.push(v["fused_gbps"].as_f64().unwrap());
+        bare_gbps.push(v["bare_gbps"].as_f64().unwrap());
+        megabytes = v["parameters"].as_f64().unwrap() * 4.0 / 1e6;
     }
+    let efficiency = median(efficiencies);
     println!(
         "\nfused exchange (gradients written into the fusion slots) / bare allreduce bandwidth, median of 3 runs (each the median of 30 steps): {:.1} %",
-        100.0 * median(efficiencies)
+        100.0 * efficiency
     );
+    let rows = [Row::new(
+        "fused-vs-bare",
+        format!(
+            "fused gradient exchange, full CosmoFlow gradients ({megabytes:.1} MB), {ranks} ranks: {:.2} GB/s",
+            median(fused_gbps)
+        ),
+    )
+    .peer(format!("a bare `MPI_Allreduce` of the same floats: {:.2} GB/s", median(bare_gbps)))
+    .ratio(format!("{:.1} % of its bandwidth", 100.0 * efficiency))
+    .target("≥ 90 %", Some(efficiency >= 0.9))];
+    bench_rows::record("allreduce", "cargo bench -p stagehand-trainer --bench allreduce", &rows)
+        .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -28,6 +28,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use bench_rows::Row;
 use burn::tensor::Device;
 use e2e::{env_usize, median};
 use formats::manifest::{MANIFEST_FILE, Manifest};
@@ -204,5 +205,41 @@ fn main() {
     std::fs::create_dir_all(&exported).unwrap();
     export(&model, &batches, &exported);
     println!("# etalumis small step, one rank, {STEP_BATCHES} bucketed batches of {batch}, {threads} threads");
-    e2e::alternate_with_peer("etalumis", reps, || ours(&model, &batches, steps), || peer(&exported, steps, threads));
+    let comparison = e2e::alternate_with_peer(
+        "etalumis",
+        reps,
+        || ours(&model, &batches, steps),
+        || peer(&exported, steps, threads),
+    )
+    .unwrap_or_else(|| panic!("the PyTorch peer did not run (above): no rows recorded"));
+    let ratio = comparison.step_ratio();
+    let rows = [
+        Row::new(
+            "etalumis-step",
+            format!("Etalumis `small` step, 1 rank, bucketed batches of {batch} traces: {:.3} s", comparison.ours_step),
+        )
+        .peer(format!(
+            "PyTorch {}, same network and algorithm: {:.3} s",
+            comparison.peer["torch"].as_str().unwrap(),
+            comparison.peer_step
+        ))
+        .ratio(format!("{ratio:.2}×"))
+        .target("≤ 1.5×", Some(ratio <= 1.5)),
+        Row::new("sorted-vs-random", format!("2 ranks, type-sorted bucketed minibatches: {sorted:.1} traces/s"))
+            .peer(format!("random minibatches: {random:.1}"))
+            .ratio(format!("{:.2}×", sorted / random))
+            .target("(the paper: up to 50×, mostly I/O)", None),
+        Row::new(
+            "bitvector-exchange",
+            format!("bitvector gradient exchange: {:.2} MB per step", share * parameters * 4.0 / 1e6),
+        )
+        .peer(format!("dense allreduce of every tensor: {:.2} MB", parameters * 4.0 / 1e6))
+        .ratio(format!("{:.0} %", 100.0 * share)),
+    ];
+    bench_rows::record(
+        "etalumis",
+        &format!("STAGEHAND_BENCH_REPS={reps} cargo bench -p stagehand-trainer --bench etalumis"),
+        &rows,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -28,6 +28,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use bench_rows::Row;
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
 use e2e::{env_usize, median};
@@ -98,8 +99,9 @@ fn peer(batch: usize, steps: usize, threads: usize) -> Option<Value> {
     serde_json::from_slice(out.stdout.split(|&b| b == b'\n').rfind(|l| !l.is_empty())?).ok()
 }
 
-fn compare(batch: usize, steps: usize, reps: usize, threads: usize) {
-    e2e::alternate_with_peer("inverse", reps, || ours(batch, steps), || peer(batch, steps, threads));
+fn compare(batch: usize, steps: usize, reps: usize, threads: usize) -> e2e::PeerComparison {
+    e2e::alternate_with_peer("inverse", reps, || ours(batch, steps), || peer(batch, steps, threads))
+        .unwrap_or_else(|| panic!("the PyTorch peer did not run (above): no rows recorded"))
 }
 
 /// `simgen multislice` on 2 ranks into `out`; its JSON report.
@@ -136,7 +138,7 @@ fn main() {
     let reps = env_usize("STAGEHAND_BENCH_REPS", 3);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("# inverse step time, small configuration, {PATTERNS}x{FIELD}x{FIELD}, batch {batch}, {threads} threads");
-    compare(batch, steps, reps, threads);
+    let comparison = compare(batch, steps, reps, threads);
 
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("node{node}/cbed");
@@ -161,6 +163,7 @@ fn main() {
     let out = e2e::mpirun(2, &[], Path::new(env!("CARGO_BIN_EXE_trainer")), &args);
     let report = e2e::trainer_report(&out);
     let f = &report["fractions"];
+    let (train_rate, wait) = (report["samples_per_sec"].as_f64().unwrap(), f[0].as_f64().unwrap());
     println!(
         "inverse, generate then train on 2 ranks: simgen {:.3} s/sample; trainer batch {batch}, {} steps per epoch: \
          {:.2} samples/s; data wait {:.2}% compute {:.1}% comm {:.1}% optimizer {:.1}%",
@@ -185,4 +188,37 @@ fn main() {
         bytes / 1e6,
         bytes / (pfs * 1e9)
     );
+    let ratio = comparison.step_ratio();
+    let read = bytes / (pfs * 1e9);
+    let rows = [
+        Row::new("inverse-step", format!("inverse `small` step, batch {batch}: {:.3} s", comparison.ours_step))
+            .peer(format!("PyTorch {}: {:.3} s", comparison.peer["torch"].as_str().unwrap(), comparison.peer_step))
+            .ratio(format!("{ratio:.2}×"))
+            .target("≤ 1.5×", Some(ratio <= 1.5)),
+        Row::new(
+            "generate-then-train",
+            format!(
+                "generate then train on 2 ranks: {train_rate:.1} samples/s, data wait {:.2} % of step time",
+                100.0 * wait
+            ),
+        )
+        .target("< 2 %", Some(wait < 0.02)),
+        Row::new(
+            "generate-or-read",
+            format!("a sample generated on the node (8 × 8 × 64², {:.2} MB): {per_sample:.3} s", bytes / 1e6),
+        )
+        .peer(format!("read at a node's share of Summit's GPFS ({pfs} GB/s): {read:.4} s, computed"))
+        .ratio(if read < per_sample {
+            format!("reading {:.0}× faster per sample", per_sample / read)
+        } else {
+            format!("generating {:.1}× faster per sample", read / per_sample)
+        })
+        .target("(the paper's comparison)", None),
+    ];
+    bench_rows::record(
+        "inverse",
+        &format!("STAGEHAND_BENCH_REPS={reps} cargo bench -p stagehand-trainer --bench inverse"),
+        &rows,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 }

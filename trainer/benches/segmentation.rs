@@ -22,6 +22,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use bench_rows::Row;
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
 use serde_json::Value;
@@ -95,9 +96,19 @@ fn peer(model: &str, batch: usize, steps: usize, threads: usize) -> Option<Value
     serde_json::from_slice(out.stdout.split(|&b| b == b'\n').rfind(|l| !l.is_empty())?).ok()
 }
 
-fn compare<N: Network>(config: &N, batch: usize, steps: usize, reps: usize, threads: usize) {
+fn compare<N: Network>(config: &N, batch: usize, steps: usize, reps: usize, threads: usize) -> e2e::PeerComparison {
     let model = N::MODEL;
-    e2e::alternate_with_peer(model, reps, || ours(config, batch, steps), || peer(model, batch, steps, threads));
+    e2e::alternate_with_peer(model, reps, || ours(config, batch, steps), || peer(model, batch, steps, threads))
+        .unwrap_or_else(|| panic!("the PyTorch peer of {model} did not run (above): no rows recorded"))
+}
+
+/// A step-time row against PyTorch, held to the 1.5×.
+fn step_row(id: &str, what: &str, comparison: &e2e::PeerComparison) -> Row {
+    let ratio = comparison.step_ratio();
+    Row::new(id, format!("{what}: {:.3} s", comparison.ours_step))
+        .peer(format!("PyTorch {}: {:.3} s", comparison.peer["torch"].as_str().unwrap(), comparison.peer_step))
+        .ratio(format!("{ratio:.2}×"))
+        .target("≤ 1.5×", Some(ratio <= 1.5))
 }
 
 fn trainer_run(model: &str, data: &Path, batch: usize) -> Value {
@@ -120,13 +131,15 @@ fn main() {
     println!(
         "# segmentation step time, small configurations, {h}x{w}x16, batch {batch}, {threads} threads, {reps} reps of {steps} steps"
     );
-    compare(&TiramisuConfig::small(), batch, steps, reps, threads);
-    compare(&DeeplabConfig::small(), batch, steps, reps, threads);
+    let tiramisu = compare(&TiramisuConfig::small(), batch, steps, reps, threads);
+    let deeplab = compare(&DeeplabConfig::small(), batch, steps, reps, threads);
 
     let dir = tempfile::tempdir().unwrap();
     let data = e2e::simulated_climate(dir.path(), 40, 16, 5);
+    let mut waits = Vec::new();
     for model in ["tiramisu", "deeplabv3plus"] {
         let report = trainer_run(model, &data, batch);
+        waits.push(report["fractions"][0].as_f64().unwrap());
         let f = &report["fractions"];
         println!(
             "{model} trainer, 2 ranks x batch {batch}, 2 epochs of {} steps: {:.2} samples/s; data wait {:.2}% compute {:.1}% comm {:.1}% optimizer {:.1}%",
@@ -138,4 +151,25 @@ fn main() {
             100.0 * f[3].as_f64().unwrap(),
         );
     }
+    let rows = [
+        step_row("tiramisu-step", &format!("Tiramisu `small` step, batch {batch}, {h} × {w} × 16"), &tiramisu),
+        step_row("deeplab-step", &format!("DeepLabv3+ `small` step, batch {batch}, {h} × {w} × 16"), &deeplab),
+        Row::new(
+            "data-wait",
+            format!(
+                "2 ranks × batch {batch}, data wait: {:.2} % of step time (Tiramisu), {:.2} % (DeepLabv3+)",
+                100.0 * waits[0],
+                100.0 * waits[1]
+            ),
+        )
+        .target("< 2 %", Some(waits.iter().all(|&w| w < 0.02))),
+    ];
+    bench_rows::record(
+        "segmentation",
+        &format!(
+            "STAGEHAND_BENCH_REPS={reps} STAGEHAND_BENCH_STEPS={steps} cargo bench -p stagehand-trainer --bench segmentation"
+        ),
+        &rows,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 }

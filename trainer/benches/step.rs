@@ -23,6 +23,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use bench_rows::Row;
 use burn::tensor::{Device, Tensor, TensorData};
 use serde_json::Value;
 use trainer::models::cosmoflow::{CosmoflowConfig, DropoutMasks, mse};
@@ -38,8 +39,8 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// (median step seconds, median forward seconds) of our trainer's step.
-fn ours(batch: usize, steps: usize) -> (f64, f64) {
+/// (median step seconds, median forward seconds, parameters) of our trainer's step.
+fn ours(batch: usize, steps: usize) -> (f64, f64, usize) {
     let config = CosmoflowConfig::mlperf_small();
     let device = Device::flex().autodiff();
     let model = config.init(&device).unwrap();
@@ -79,7 +80,7 @@ fn ours(batch: usize, steps: usize) -> (f64, f64) {
             forward_times.push(t.elapsed().as_secs_f64());
         }
     }
-    (median(step_times), median(forward_times))
+    (median(step_times), median(forward_times), lengths.iter().sum())
 }
 
 fn peer(batch: usize, steps: usize, threads: usize) -> Option<Value> {
@@ -120,34 +121,8 @@ fn main() {
     let reps = env_usize("STAGEHAND_BENCH_REPS", 3);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("# step time, mlperf-small, batch {batch}, {threads} threads, {reps} reps of {steps} steps");
-    let (mut ours_step, mut ours_fwd, mut tf_step, mut tf_fwd) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for rep in 0..reps {
-        let run_ours = || ours(batch, steps);
-        let run_peer = || peer(batch, steps, threads);
-        let (o, p) = if rep % 2 == 0 {
-            let o = run_ours();
-            (o, run_peer())
-        } else {
-            let p = run_peer();
-            (run_ours(), p)
-        };
-        println!("rep {rep}: ours step {:.3} s fwd {:.3} s; tensorflow {p:?}", o.0, o.1);
-        ours_step.push(o.0);
-        ours_fwd.push(o.1);
-        if let Some(p) = p {
-            tf_step.push(p["step_seconds"].as_f64().unwrap());
-            tf_fwd.push(p["forward_seconds"].as_f64().unwrap());
-        }
-    }
-    let (os, of) = (median(ours_step), median(ours_fwd));
-    println!("ours:       step {os:.3} s, forward {of:.3} s, backward+update {:.3} s", os - of);
-    if !tf_step.is_empty() {
-        let (ts, tfw) = (median(tf_step), median(tf_fwd));
-        println!("tensorflow: step {ts:.3} s, forward {tfw:.3} s, backward+update {:.3} s", ts - tfw);
-        println!("ratio ours/tensorflow: step {:.2}x, forward {:.2}x", os / ts, of / tfw);
-    } else {
-        println!("tensorflow peer unavailable (run bash bench/setup-peers.sh)");
-    }
+    let comparison =
+        e2e::alternate_with_peer("cosmoflow mlperf-small", reps, || ours(batch, steps), || peer(batch, steps, threads));
 
     let dir = tempfile::tempdir().unwrap();
     let data = e2e::simulated_cosmo(dir.path(), 16, 5);
@@ -170,4 +145,33 @@ fn main() {
         100.0 * one["fractions"][0].as_f64().unwrap(),
         100.0 * s2 / (2.0 * s1)
     );
+    let Some(comparison) = comparison else {
+        panic!("the TensorFlow peer did not run (above): no rows recorded");
+    };
+    let ratio = comparison.step_ratio();
+    let wait = f[0].as_f64().unwrap();
+    let rows = [
+        Row::new(
+            "cosmoflow-step",
+            format!("CosmoFlow `mlperf-small` step, batch {batch}, 1 rank: {:.3} s", comparison.ours_step),
+        )
+        .peer(format!(
+            "TensorFlow {} (oneDNN): {:.3} s",
+            comparison.peer["tensorflow"].as_str().unwrap(),
+            comparison.peer_step
+        ))
+        .ratio(format!("{ratio:.2}×"))
+        .target("≤ 0.9×", Some(ratio <= 0.9)),
+        Row::new(
+            "data-wait",
+            format!("CosmoFlow, 2 ranks × batch 4: data wait {:.2} % of step time, {s2:.1} samples/s", 100.0 * wait),
+        )
+        .target("< 2 %", Some(wait < 0.02)),
+    ];
+    bench_rows::record(
+        "step",
+        &format!("STAGEHAND_BENCH_REPS={reps} cargo bench -p stagehand-trainer --bench step"),
+        &rows,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 }
