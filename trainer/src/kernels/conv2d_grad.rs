@@ -31,7 +31,7 @@ use super::flex::{flex, values};
 /// GEMM has thousands of output positions to sum over, small enough that
 /// the paper-size fields (768×1152) do not need a copy of the input per
 /// kernel tap in memory at once.
-const TILE_FLOATS: usize = 4 << 20;
+pub(crate) const TILE_FLOATS: usize = 4 << 20;
 
 /// Where a convolution's kernel taps land on its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,6 +17,7 @@ use burn::backend::{Autodiff, Backend, Flex, TensorMetadata, backend_extension};
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{DType, Shape};
 
+use super::conv2d_forward;
 use super::conv2d_grad::{self, Window};
 use super::direct_conv::{self, ConvShape};
 use super::direct_pool;
@@ -138,6 +139,24 @@ fn conv2d_window(
     })
 }
 
+/// conv2d without bias on the CPU: ours ([`conv2d_forward`]) where the
+/// window is larger than one pixel, burn-flex's otherwise (its 1 × 1 path
+/// multiplies the NCHW input in place, without columns) and for groups or
+/// other dtypes.
+fn conv2d_flex(x: FlexTensor, weight: FlexTensor, options: ConvOptions<2>) -> FlexTensor {
+    let geometry = [options.stride, options.padding_begin(), options.dilation];
+    let window = conv2d_window([&x, &x], &weight, geometry, options.groups).filter(|w| w.kernel != [1, 1]);
+    let Some(window) = window else {
+        return Flex::conv2d(x, weight, None, options);
+    };
+    let (size, end) = (x.shape(), options.padding_end());
+    let out = |axis: usize| {
+        let reach = window.dilation[axis] * (window.kernel[axis] - 1) + 1;
+        (size[2 + axis] + window.padding[axis] + end[axis]).saturating_sub(reach) / window.stride[axis] + 1
+    };
+    conv2d_forward::forward(&x, &weight, &window, [out(0), out(1)])
+}
+
 fn conv_forward(shape: &ConvShape, x: &FlexTensor, weight: &FlexTensor, bias: &FlexTensor) -> FlexTensor {
     let [d, h, w] = shape.volume;
     let y = direct_conv::forward(shape, &values(x), &values(weight), Some(&values(bias)));
@@ -173,6 +192,10 @@ impl KernelOps for Flex {
             Some(volume) => flex(direct_pool::avg_forward(volume, &values(&x)), pooled_shape(&x)),
             None => composed::pool3d_2::<Self>(x, true),
         }
+    }
+
+    fn conv2d_unbiased(x: FlexTensor, weight: FlexTensor, options: ConvOptions<2>) -> FlexTensor {
+        conv2d_flex(x, weight, options)
     }
 }
 
@@ -227,7 +250,7 @@ fn conv2d_input_grad(x: FlexTensor, weight: FlexTensor, out_grad: FlexTensor, op
     }
     let flipped = Flex::float_flip(Flex::float_swap_dims(weight, 0, 1), &[2, 3]);
     let padding = [(reach(0) - begin[0], reach(0) - end[0]), (reach(1) - begin[1], reach(1) - end[1])];
-    Flex::conv2d(out_grad, flipped, None, ConvOptions::new_with_padding([1, 1], padding, options.dilation, 1))
+    conv2d_flex(out_grad, flipped, ConvOptions::new_with_padding([1, 1], padding, options.dilation, 1))
 }
 
 #[derive(Debug)]
@@ -365,8 +388,7 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
     }
 
     fn conv2d_unbiased(x: AutodiffFloat<C>, weight: AutodiffFloat<C>, options: ConvOptions<2>) -> AutodiffFloat<C> {
-        let forward =
-            |x: &FlexTensor, weight: &FlexTensor| Flex::conv2d(x.clone(), weight.clone(), None, options.clone());
+        let forward = |x: &FlexTensor, weight: &FlexTensor| conv2d_flex(x.clone(), weight.clone(), options.clone());
         match Conv2dBackward.prepare::<C>([x.node(), weight.node()]).compute_bound().stateful() {
             OpsKind::Tracked(mut prep) => {
                 let (x_state, weight_state) = (prep.checkpoint(&x), prep.checkpoint(&weight));

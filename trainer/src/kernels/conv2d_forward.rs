@@ -1,0 +1,121 @@
+//! The forward 2-D convolution (and, through it, the input gradient of a
+//! stride-1 one) as the weight matrix times columns, on burn-flex's GEMM,
+//! in NCHW throughout.
+//!
+//! burn-flex 0.22 runs `conv2d` as a 3-D convolution: it converts the
+//! input to channels-last, builds columns for tiles of 512 output
+//! positions, multiplies, and converts the output back. Here the columns
+//! are built straight from NCHW by [`fill_columns`] (the same builder as
+//! the weight gradient), a tile spans whole output rows of every sample,
+//! and the product `[C_out, taps] × [taps, positions]` is already the NCHW
+//! output: no layout conversion on either side.
+//!
+//! y[n, co, oh, ow] = Σ_(ci, i, j) w[co, ci, i, j] · x[n, ci, oh·s₀ − p₀ +
+//! i·d₀, ow·s₁ − p₁ + j·d₁] (zero outside x).
+
+use burn::backend::Flex;
+use burn::backend::TensorMetadata;
+use burn::backend::flex::FlexTensor;
+use burn::backend::ops::FloatTensorOps;
+use burn::tensor::Shape;
+
+use super::conv2d_grad::{TILE_FLOATS, Window, fill_columns};
+use super::flex::{flex, values};
+
+/// conv2d(x, weight) without bias: x [N, C_in, H, W], weight [C_out, C_in,
+/// kh, kw] (f32, one group), output [N, C_out, out_h, out_w].
+pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, [out_h, out_w]: [usize; 2]) -> FlexTensor {
+    let (xs, ws) = (input.shape(), weight.shape());
+    let [n, c_in, h, w] = [xs[0], xs[1], xs[2], xs[3]];
+    let c_out = ws[0];
+    let [kh, kw] = window.kernel;
+    let taps = c_in * kh * kw;
+    let x = values(input);
+    let matrix = Flex::float_reshape(weight.clone(), Shape::new([1, c_out, taps]));
+    let rows_per_tile = (TILE_FLOATS / (n * taps * out_w).max(1)).clamp(1, out_h.max(1));
+    let product = |rows: std::ops::Range<usize>| {
+        let width = rows.len() * out_w;
+        let mut cols = vec![0.0f32; n * taps * width];
+        for (s, sample_cols) in cols.chunks_mut(taps * width).enumerate() {
+            fill_columns(
+                &x[s * c_in * h * w..(s + 1) * c_in * h * w],
+                [h, w],
+                out_w,
+                window,
+                rows.clone(),
+                sample_cols,
+            );
+        }
+        Flex::float_matmul(matrix.clone(), flex(cols, Shape::new([n, taps, width])))
+    };
+    if rows_per_tile >= out_h {
+        return Flex::float_reshape(product(0..out_h), Shape::new([n, c_out, out_h, out_w]));
+    }
+    let plane = out_h * out_w;
+    let mut y = vec![0.0f32; n * c_out * plane];
+    for first in (0..out_h).step_by(rows_per_tile) {
+        let rows = first..(first + rows_per_tile).min(out_h);
+        let width = rows.len() * out_w;
+        let tile = product(rows.clone());
+        let tile = values(&tile);
+        for (k, part) in tile.chunks(width).enumerate() {
+            let at = k * plane + rows.start * out_w;
+            y[at..at + width].copy_from_slice(part);
+        }
+    }
+    flex(y, Shape::new([n, c_out, out_h, out_w]))
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::ops::ModuleOps;
+    use burn::tensor::ops::ConvOptions;
+
+    use super::*;
+
+    fn wave(len: usize, k: usize) -> Vec<f32> {
+        (0..len).map(|i| ((i * k % 29) as f32 - 14.0) / 9.0).collect()
+    }
+
+    #[test]
+    fn the_forward_convolution_equals_burns_for_strides_dilations_and_padding() {
+        let cases = [
+            ([2, 3, 7, 9], 4, [3, 3], [1, 1], [1, 1], [1, 1]),
+            ([1, 2, 8, 10], 3, [3, 3], [2, 2], [1, 1], [1, 1]),
+            ([2, 2, 9, 9], 2, [3, 3], [1, 1], [2, 2], [2, 2]),
+            ([1, 3, 6, 7], 5, [5, 5], [1, 1], [2, 2], [1, 1]),
+            ([1, 1, 6, 8], 2, [7, 7], [2, 2], [3, 3], [1, 1]),
+            ([1, 2, 5, 5], 1, [3, 3], [1, 1], [6, 6], [6, 6]),
+            ([2, 2, 4, 6], 3, [3, 1], [1, 2], [1, 0], [1, 1]),
+        ];
+        for (dims, c_out, kernel, stride, padding, dilation) in cases {
+            let [n, c_in, h, w] = dims;
+            let x = flex(wave(n * c_in * h * w, 7), Shape::new(dims));
+            let weight =
+                flex(wave(c_out * c_in * kernel[0] * kernel[1], 5), Shape::new([c_out, c_in, kernel[0], kernel[1]]));
+            let theirs = Flex::conv2d(x.clone(), weight.clone(), None, ConvOptions::new(stride, padding, dilation, 1));
+            let out = theirs.shape();
+            let window = Window { kernel, stride, padding, dilation };
+            let ours = forward(&x, &weight, &window, [out[2], out[3]]);
+            assert_eq!(ours.shape(), out);
+            for (k, (a, b)) in values(&ours).iter().zip(values(&theirs).iter()).enumerate() {
+                assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{dims:?} {window:?}: y[{k}] = {a}, burn {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn tiles_of_output_rows_give_the_whole_output() {
+        // Enough taps × width that a tile holds fewer rows than the output.
+        let dims = [1, 64, 70, 300];
+        let x = flex(wave(dims.iter().product(), 3), Shape::new(dims));
+        let weight = flex(wave(2 * 64 * 9, 11), Shape::new([2, 64, 3, 3]));
+        let window = Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] };
+        const { assert!(TILE_FLOATS / (64 * 9 * 300) < 70) };
+        let ours = forward(&x, &weight, &window, [70, 300]);
+        let theirs = Flex::conv2d(x, weight, None, ConvOptions::new([1, 1], [1, 1], [1, 1], 1));
+        for (a, b) in values(&ours).iter().zip(values(&theirs).iter()) {
+            assert!((a - b).abs() <= 1e-3 * (1.0 + b.abs()));
+        }
+    }
+}
