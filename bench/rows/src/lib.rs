@@ -63,7 +63,7 @@ pub fn record(bench: &str, command: &str, rows: &[Row]) -> Result<(), Error> {
 }
 
 /// [`record`] with explicit places and rows already stamped.
-pub fn record_in(results_dir: &Path, page: &Path, bench: &str, command: &str, rows: &[Row]) -> Result<(), Error> {
+fn record_in(results_dir: &Path, page: &Path, bench: &str, command: &str, rows: &[Row]) -> Result<(), Error> {
     let path = results_dir.join(format!("{bench}.json"));
     let mut results = if path.exists() { BenchResults::read(&path)? } else { BenchResults::new(bench) };
     results.command = command.to_owned();
@@ -106,5 +106,45 @@ impl Stamp {
         row.machine = self.machine.clone();
         row.date = self.date.clone();
         row
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamped(id: &str, figure: &str) -> Row {
+        let mut row = Row::new(id, figure);
+        row.machine = "m".into();
+        row.date = "d".into();
+        row
+    }
+
+    #[test]
+    fn recording_updates_the_results_file_and_the_table_and_keeps_unmeasured_rows()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let page = dir.path().join("benchmarks.md");
+        std::fs::write(&page, "prose\n<!-- bench: step -->\n<!-- /bench: step -->\nmore\n")?;
+        record_in(dir.path(), &page, "step", "cmd 1", &[stamped("a", "1 s"), stamped("b", "2 s")])?;
+        record_in(dir.path(), &page, "step", "cmd 2", &[stamped("a", "0.5 s")])?;
+        let results = BenchResults::read(&dir.path().join("step.json"))?;
+        let figures: Vec<&str> = results.rows.iter().map(|r| r.figure.as_str()).collect();
+        assert_eq!((results.command.as_str(), figures), ("cmd 2", vec!["0.5 s", "2 s"]));
+        let text = std::fs::read_to_string(&page)?;
+        assert_eq!(text, format!("prose\n{}\nmore\n", render_table(&results)));
+        Ok(())
+    }
+
+    #[test]
+    fn a_page_without_the_benchs_table_leaves_both_files_as_they_were() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let page = dir.path().join("benchmarks.md");
+        std::fs::write(&page, "no tables\n")?;
+        let result = record_in(dir.path(), &page, "step", "cmd", &[stamped("a", "1 s")]);
+        assert!(matches!(result, Err(Error::MissingTable { .. })), "{result:?}");
+        assert!(!dir.path().join("step.json").exists());
+        assert_eq!(std::fs::read_to_string(&page)?, "no tables\n");
+        Ok(())
     }
 }

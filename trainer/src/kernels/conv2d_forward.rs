@@ -5,7 +5,7 @@
 //! burn-flex 0.22 runs `conv2d` as a 3-D convolution: it converts the
 //! input to channels-last, builds columns for tiles of 512 output
 //! positions, multiplies, and converts the output back. Here the columns
-//! are built straight from NCHW by [`fill_columns`] (the same builder as
+//! are built straight from NCHW by [`fill_columns`](super::conv2d_grad::fill_columns) (the same builder as
 //! the weight gradient), a tile spans whole output rows of every sample,
 //! and the product `[C_out, taps] × [taps, positions]` is already the NCHW
 //! output: no layout conversion on either side.
@@ -19,7 +19,7 @@ use burn::backend::flex::FlexTensor;
 use burn::backend::ops::FloatTensorOps;
 use burn::tensor::Shape;
 
-use super::conv2d_grad::{TILE_FLOATS, Window, fill_columns};
+use super::conv2d_grad::{Window, batch_columns, rows_per_tile};
 use super::flex::{flex, values};
 
 /// conv2d(x, weight) without bias: x [N, C_in, H, W], weight [C_out, C_in,
@@ -32,29 +32,19 @@ pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, [out_h,
     let taps = c_in * kh * kw;
     let x = values(input);
     let matrix = Flex::float_reshape(weight.clone(), Shape::new([1, c_out, taps]));
-    let rows_per_tile = (TILE_FLOATS / (n * taps * out_w).max(1)).clamp(1, out_h.max(1));
+    let tile_rows = rows_per_tile(n * taps * out_w, out_h);
     let product = |rows: std::ops::Range<usize>| {
         let width = rows.len() * out_w;
-        let mut cols = vec![0.0f32; n * taps * width];
-        for (s, sample_cols) in cols.chunks_mut(taps * width).enumerate() {
-            fill_columns(
-                &x[s * c_in * h * w..(s + 1) * c_in * h * w],
-                [h, w],
-                out_w,
-                window,
-                rows.clone(),
-                sample_cols,
-            );
-        }
+        let cols = batch_columns(&x, [n, c_in, h, w], out_w, window, rows);
         Flex::float_matmul(matrix.clone(), flex(cols, Shape::new([n, taps, width])))
     };
-    if rows_per_tile >= out_h {
+    if tile_rows >= out_h {
         return Flex::float_reshape(product(0..out_h), Shape::new([n, c_out, out_h, out_w]));
     }
     let plane = out_h * out_w;
     let mut y = vec![0.0f32; n * c_out * plane];
-    for first in (0..out_h).step_by(rows_per_tile) {
-        let rows = first..(first + rows_per_tile).min(out_h);
+    for first in (0..out_h).step_by(tile_rows) {
+        let rows = first..(first + tile_rows).min(out_h);
         let width = rows.len() * out_w;
         let tile = product(rows.clone());
         let tile = values(&tile);
@@ -111,7 +101,7 @@ mod tests {
         let x = flex(wave(dims.iter().product(), 3), Shape::new(dims));
         let weight = flex(wave(2 * 64 * 9, 11), Shape::new([2, 64, 3, 3]));
         let window = Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] };
-        const { assert!(TILE_FLOATS / (64 * 9 * 300) < 70) };
+        assert!(rows_per_tile(64 * 9 * 300, 70) < 70);
         let ours = forward(&x, &weight, &window, [70, 300]);
         let theirs = Flex::conv2d(x, weight, None, ConvOptions::new([1, 1], [1, 1], [1, 1], 1));
         for (a, b) in values(&ours).iter().zip(values(&theirs).iter()) {

@@ -31,7 +31,7 @@ use super::flex::{flex, values};
 /// GEMM has thousands of output positions to sum over, small enough that
 /// the paper-size fields (768×1152) do not need a copy of the input per
 /// kernel tap in memory at once.
-pub(crate) const TILE_FLOATS: usize = 4 << 20;
+const TILE_FLOATS: usize = 4 << 20;
 
 /// Where a convolution's kernel taps land on its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +104,32 @@ pub fn fill_columns(
     });
 }
 
+/// Output rows per tile when one output row of every sample needs
+/// `floats_per_row` floats of columns: as many as [`TILE_FLOATS`] holds, at
+/// least one.
+pub(crate) fn rows_per_tile(floats_per_row: usize, out_h: usize) -> usize {
+    (TILE_FLOATS / floats_per_row.max(1)).clamp(1, out_h.max(1))
+}
+
+/// The columns of output rows `rows` for every sample of `x` [N, C_in, H,
+/// W]: [N, taps, rows · out_w], each sample's as [`fill_columns`] builds them.
+pub(crate) fn batch_columns(
+    x: &[f32],
+    [n, c_in, h, w]: [usize; 4],
+    out_w: usize,
+    window: &Window,
+    rows: Range<usize>,
+) -> Vec<f32> {
+    let [kh, kw] = window.kernel;
+    let sample_len = c_in * kh * kw * rows.len() * out_w;
+    let mut cols = vec![0.0f32; n * sample_len];
+    for (s, sample_cols) in cols.chunks_mut(sample_len.max(1)).enumerate() {
+        let sample = &x[s * c_in * h * w..(s + 1) * c_in * h * w];
+        fill_columns(sample, [h, w], out_w, window, rows.clone(), sample_cols);
+    }
+    cols
+}
+
 /// dW of shape [C_out, C_in, kh, kw] for input [N, C_in, H, W] and output
 /// gradient [N, C_out, OH, OW] (f32, one group).
 pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -> FlexTensor {
@@ -113,22 +139,14 @@ pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -
     let [kh, kw] = window.kernel;
     let taps = c_in * kh * kw;
     let (x, g) = (values(input), values(out_grad));
-    let rows_per_tile = (TILE_FLOATS / (n * taps * out_w).max(1)).clamp(1, out_h.max(1));
+    let tile_rows = rows_per_tile(n * taps * out_w, out_h);
     let mut total: Option<FlexTensor> = None;
-    for first in (0..out_h).step_by(rows_per_tile) {
-        let rows = first..(first + rows_per_tile).min(out_h);
+    for first in (0..out_h).step_by(tile_rows) {
+        let rows = first..(first + tile_rows).min(out_h);
         let width = rows.len() * out_w;
-        let mut cols = vec![0.0f32; n * taps * width];
+        let cols = batch_columns(&x, [n, c_in, h, w], out_w, window, rows.clone());
         let mut grad = Vec::with_capacity(n * c_out * width);
-        for (s, sample_cols) in cols.chunks_mut(taps * width).enumerate() {
-            fill_columns(
-                &x[s * c_in * h * w..(s + 1) * c_in * h * w],
-                [h, w],
-                out_w,
-                window,
-                rows.clone(),
-                sample_cols,
-            );
+        for s in 0..n {
             for co in 0..c_out {
                 let plane = (s * c_out + co) * out_h * out_w;
                 grad.extend_from_slice(&g[plane + rows.start * out_w..plane + rows.end * out_w]);

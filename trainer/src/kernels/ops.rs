@@ -145,16 +145,21 @@ fn conv2d_window(
 /// other dtypes.
 fn conv2d_flex(x: FlexTensor, weight: FlexTensor, options: ConvOptions<2>) -> FlexTensor {
     let geometry = [options.stride, options.padding_begin(), options.dilation];
-    let window = conv2d_window([&x, &x], &weight, geometry, options.groups).filter(|w| w.kernel != [1, 1]);
+    let window = conv2d_window([&x, &weight], &weight, geometry, options.groups).filter(|w| w.kernel != [1, 1]);
+    let (size, end) = (x.shape(), options.padding_end());
+    // An input smaller than the window has no output: burn's says so.
+    let out = |window: &Window, axis: usize| {
+        let reach = window.dilation[axis] * (window.kernel[axis] - 1) + 1;
+        let span = (size[2 + axis] + window.padding[axis] + end[axis]).checked_sub(reach)?;
+        Some(span / window.stride[axis] + 1)
+    };
     let Some(window) = window else {
         return Flex::conv2d(x, weight, None, options);
     };
-    let (size, end) = (x.shape(), options.padding_end());
-    let out = |axis: usize| {
-        let reach = window.dilation[axis] * (window.kernel[axis] - 1) + 1;
-        (size[2 + axis] + window.padding[axis] + end[axis]).saturating_sub(reach) / window.stride[axis] + 1
-    };
-    conv2d_forward::forward(&x, &weight, &window, [out(0), out(1)])
+    match (out(&window, 0), out(&window, 1)) {
+        (Some(out_h), Some(out_w)) => conv2d_forward::forward(&x, &weight, &window, [out_h, out_w]),
+        _ => Flex::conv2d(x, weight, None, options),
+    }
 }
 
 fn conv_forward(shape: &ConvShape, x: &FlexTensor, weight: &FlexTensor, bias: &FlexTensor) -> FlexTensor {
