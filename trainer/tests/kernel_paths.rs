@@ -5,6 +5,10 @@
 
 use std::io::Write as _;
 
+use burn::backend::flex::FlexTensor;
+use burn::tensor::{Shape, TensorData};
+use trainer::kernels::columns::Window;
+use trainer::kernels::conv2d_forward;
 use trainer::kernels::cpu::{self, KernelPath};
 use trainer::kernels::direct_conv::{self, ConvShape};
 
@@ -34,6 +38,32 @@ fn all_four(shape: &ConvShape) -> [Vec<f32>; 4] {
     ]
 }
 
+/// The 2-D forward convolutions the direct kernel takes (8 or 16 output
+/// channels, rows of at least 16): rows of 61 end on a 16-wide tile
+/// overlapping the one before, the 7 × 7 stride-2 stem reads regrouped
+/// columns.
+fn two_dimensional() -> Vec<Vec<f32>> {
+    let cases = [
+        ([2, 3, 5, 61], 8, Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] }, [5, 61]),
+        ([1, 2, 9, 45], 16, Window { kernel: [7, 7], stride: [2, 2], padding: [3, 3], dilation: [1, 1] }, [5, 23]),
+        ([1, 2, 6, 40], 8, Window { kernel: [3, 3], stride: [1, 1], padding: [2, 2], dilation: [2, 2] }, [6, 40]),
+    ];
+    cases
+        .iter()
+        .map(|&(dims, c_out, window, out)| {
+            let [n, c_in, h, w] = dims;
+            let [kh, kw] = window.kernel;
+            let x = FlexTensor::from_data(TensorData::new(values(n * c_in * h * w, 5), Shape::new(dims)));
+            let weight = FlexTensor::from_data(TensorData::new(
+                values(c_out * c_in * kh * kw, 6),
+                Shape::new([c_out, c_in, kh, kw]),
+            ));
+            let y = conv2d_forward::forward(&x, &weight, &window, out);
+            y.into_data().try_to_vec::<f32>().unwrap_or_else(|e| panic!("{e:?}"))
+        })
+        .collect()
+}
+
 #[test]
 fn every_kernel_path_this_cpu_runs_gives_the_portable_paths_bits() {
     // Widths that leave 32-, 16-, 8- and 1-voxel tiles; 4 and 8 output
@@ -46,6 +76,7 @@ fn every_kernel_path_this_cpu_runs_gives_the_portable_paths_bits() {
     ];
     cpu::force(KernelPath::Portable).unwrap_or_else(|e| panic!("{e}"));
     let portable: Vec<[Vec<f32>; 4]> = shapes.iter().map(all_four).collect();
+    let portable_2d = two_dimensional();
     let mut compared = vec!["portable"];
     for path in [KernelPath::Avx2, KernelPath::Avx512] {
         if cpu::force(path).is_err() {
@@ -68,6 +99,11 @@ fn every_kernel_path_this_cpu_runs_gives_the_portable_paths_bits() {
                     path.name()
                 );
             }
+        }
+        for (k, (a, b)) in two_dimensional().iter().zip(&portable_2d).enumerate() {
+            assert!(!a.is_empty() && a.len() == b.len());
+            let same = a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "{}: 2-D forward case {k} differs from the portable path", path.name());
         }
         compared.push(path.name());
     }

@@ -1,12 +1,13 @@
 //! The forward 2-D convolution (and, through it, the input gradient of a
 //! stride-1 one) as the weight matrix times columns, on burn-flex's GEMM,
-//! in NCHW throughout.
+//! in NCHW throughout; or, for few output channels along wide rows, as
+//! the direct sums in registers of `direct_conv2d`.
 //!
 //! burn-flex 0.22 runs `conv2d` as a 3-D convolution: it converts the
 //! input to channels-last, builds columns for tiles of 512 output
 //! positions, multiplies, and converts the output back. Here the columns
-//! are built straight from NCHW by [`fill_columns`](super::conv2d_grad::fill_columns) (the same builder as
-//! the weight gradient), a tile spans whole output rows of every sample,
+//! are built straight from NCHW by [`columns`](super::columns) (as for the
+//! weight gradient), a tile spans whole output rows of every sample,
 //! and the product `[C_out, taps] × [taps, positions]` is already the NCHW
 //! output: no layout conversion on either side.
 //!
@@ -19,7 +20,8 @@ use burn::backend::flex::FlexTensor;
 use burn::backend::ops::FloatTensorOps;
 use burn::tensor::Shape;
 
-use super::conv2d_grad::{Window, batch_columns, rows_per_tile};
+use super::columns::{ColumnSource, Window, batch_columns, rows_per_tile};
+use super::direct_conv2d;
 use super::flex::{flex, values};
 
 /// conv2d(x, weight) without bias: x [N, C_in, H, W], weight [C_out, C_in,
@@ -31,11 +33,16 @@ pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, [out_h,
     let [kh, kw] = window.kernel;
     let taps = c_in * kh * kw;
     let x = values(input);
+    if direct_conv2d::applies(c_out, out_w) {
+        let y = direct_conv2d::forward(&x, [n, c_in, h, w], &values(weight), c_out, window, [out_h, out_w]);
+        return flex(y, Shape::new([n, c_out, out_h, out_w]));
+    }
+    let source = ColumnSource::new(&x, [n, c_in, h, w], window);
     let matrix = Flex::float_reshape(weight.clone(), Shape::new([1, c_out, taps]));
     let tile_rows = rows_per_tile(n * taps * out_w, out_h);
     let product = |rows: std::ops::Range<usize>| {
         let width = rows.len() * out_w;
-        let cols = batch_columns(&x, [n, c_in, h, w], out_w, window, rows);
+        let cols = batch_columns(&source, out_w, window, rows);
         Flex::float_matmul(matrix.clone(), flex(cols, Shape::new([n, taps, width])))
     };
     if tile_rows >= out_h {
@@ -77,6 +84,10 @@ mod tests {
             ([1, 1, 6, 8], 2, [7, 7], [2, 2], [3, 3], [1, 1]),
             ([1, 2, 5, 5], 1, [3, 3], [1, 1], [6, 6], [6, 6]),
             ([2, 2, 4, 6], 3, [3, 1], [1, 2], [1, 0], [1, 1]),
+            // Direct sums (whole blocks of 8 channels, rows of 16 and more).
+            ([2, 3, 6, 40], 8, [3, 3], [1, 1], [1, 1], [1, 1]),
+            ([1, 2, 9, 45], 16, [7, 7], [2, 2], [3, 3], [1, 1]),
+            ([1, 2, 6, 37], 8, [3, 3], [1, 1], [2, 2], [2, 2]),
         ];
         for (dims, c_out, kernel, stride, padding, dilation) in cases {
             let [n, c_in, h, w] = dims;

@@ -16,119 +16,14 @@
 //! dW[co, ci, i, j] = Σ_n Σ_(oh, ow) g[n, co, oh, ow] ·
 //! x[n, ci, oh·s₀ − p₀ + i·d₀, ow·s₁ − p₁ + j·d₁] (zero outside x).
 
-use std::ops::Range;
-
 use burn::backend::Flex;
 use burn::backend::TensorMetadata;
 use burn::backend::flex::FlexTensor;
 use burn::backend::ops::FloatTensorOps;
 use burn::tensor::Shape;
-use rayon::prelude::*;
 
+use super::columns::{ColumnSource, Window, batch_columns, rows_per_tile};
 use super::flex::{flex, values};
-
-/// Floats one tile of columns may hold (16 MiB): large enough that each
-/// GEMM has thousands of output positions to sum over, small enough that
-/// the paper-size fields (768×1152) do not need a copy of the input per
-/// kernel tap in memory at once.
-const TILE_FLOATS: usize = 4 << 20;
-
-/// Where a convolution's kernel taps land on its input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Window {
-    /// Kernel height and width.
-    pub kernel: [usize; 2],
-    /// Step between output positions, in input pixels.
-    pub stride: [usize; 2],
-    /// Zeros before the first input row and column.
-    pub padding: [usize; 2],
-    /// Step between kernel taps, in input pixels.
-    pub dilation: [usize; 2],
-}
-
-impl Window {
-    /// The output positions `o` in `0..out` whose tap `k` lands inside an
-    /// input of `size` along axis `axis`: `0 <= o·s + k·d − p < size`.
-    fn valid(&self, axis: usize, k: usize, size: usize, out: usize) -> Range<usize> {
-        let (s, d, p) = (self.stride[axis], self.dilation[axis], self.padding[axis]);
-        let offset = k * d;
-        let start = if offset >= p { 0 } else { (p - offset).div_ceil(s) };
-        let end = if offset >= size + p { 0 } else { (size + p - offset).div_ceil(s) };
-        let end = end.min(out);
-        start.min(end)..end
-    }
-}
-
-/// Fill `cols` (rows (ci, i, j) of `rows.len() · out_w` values each) with
-/// the input values that tap (i, j) of channel `ci` meets at output rows
-/// `rows`, for one sample `x` of shape [C_in, H, W]; zeros where the tap
-/// falls into the padding.
-pub fn fill_columns(
-    x: &[f32],
-    [h, w]: [usize; 2],
-    out_w: usize,
-    window: &Window,
-    rows: Range<usize>,
-    cols: &mut [f32],
-) {
-    let [kh, kw] = window.kernel;
-    let width = rows.len() * out_w;
-    if width == 0 {
-        return;
-    }
-    cols.par_chunks_mut(width).enumerate().for_each(|(r, dst)| {
-        let (ci, i, j) = (r / (kh * kw), (r / kw) % kh, r % kw);
-        let plane = &x[ci * h * w..(ci + 1) * h * w];
-        let valid_rows = window.valid(0, i, h, rows.end);
-        let valid_cols = window.valid(1, j, w, out_w);
-        for (t, oh) in rows.clone().enumerate() {
-            let line = &mut dst[t * out_w..(t + 1) * out_w];
-            if !valid_rows.contains(&oh) || valid_cols.is_empty() {
-                line.fill(0.0);
-                continue;
-            }
-            let ih = oh * window.stride[0] + i * window.dilation[0] - window.padding[0];
-            let src = &plane[ih * w..(ih + 1) * w];
-            line[..valid_cols.start].fill(0.0);
-            line[valid_cols.end..].fill(0.0);
-            let first = valid_cols.start * window.stride[1] + j * window.dilation[1] - window.padding[1];
-            let step = window.stride[1];
-            if step == 1 {
-                line[valid_cols.clone()].copy_from_slice(&src[first..first + valid_cols.len()]);
-            } else {
-                for (k, v) in line[valid_cols.clone()].iter_mut().enumerate() {
-                    *v = src[first + k * step];
-                }
-            }
-        }
-    });
-}
-
-/// Output rows per tile when one output row of every sample needs
-/// `floats_per_row` floats of columns: as many as [`TILE_FLOATS`] holds, at
-/// least one.
-pub(crate) fn rows_per_tile(floats_per_row: usize, out_h: usize) -> usize {
-    (TILE_FLOATS / floats_per_row.max(1)).clamp(1, out_h.max(1))
-}
-
-/// The columns of output rows `rows` for every sample of `x` [N, C_in, H,
-/// W]: [N, taps, rows · out_w], each sample's as [`fill_columns`] builds them.
-pub(crate) fn batch_columns(
-    x: &[f32],
-    [n, c_in, h, w]: [usize; 4],
-    out_w: usize,
-    window: &Window,
-    rows: Range<usize>,
-) -> Vec<f32> {
-    let [kh, kw] = window.kernel;
-    let sample_len = c_in * kh * kw * rows.len() * out_w;
-    let mut cols = vec![0.0f32; n * sample_len];
-    for (s, sample_cols) in cols.chunks_mut(sample_len.max(1)).enumerate() {
-        let sample = &x[s * c_in * h * w..(s + 1) * c_in * h * w];
-        fill_columns(sample, [h, w], out_w, window, rows.clone(), sample_cols);
-    }
-    cols
-}
 
 /// dW of shape [C_out, C_in, kh, kw] for input [N, C_in, H, W] and output
 /// gradient [N, C_out, OH, OW] (f32, one group).
@@ -139,12 +34,13 @@ pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -
     let [kh, kw] = window.kernel;
     let taps = c_in * kh * kw;
     let (x, g) = (values(input), values(out_grad));
+    let source = ColumnSource::new(&x, [n, c_in, h, w], window);
     let tile_rows = rows_per_tile(n * taps * out_w, out_h);
     let mut total: Option<FlexTensor> = None;
     for first in (0..out_h).step_by(tile_rows) {
         let rows = first..(first + tile_rows).min(out_h);
         let width = rows.len() * out_w;
-        let cols = batch_columns(&x, [n, c_in, h, w], out_w, window, rows.clone());
+        let cols = batch_columns(&source, out_w, window, rows.clone());
         let mut grad = Vec::with_capacity(n * c_out * width);
         for s in 0..n {
             for co in 0..c_out {
@@ -247,27 +143,19 @@ mod tests {
         }
     }
 
-    /// Tiles of a few rows sum to the same gradient as one tile.
+    /// Enough taps × width that a tile holds fewer output rows than the
+    /// output: the tiles' products sum to the whole gradient.
     #[test]
-    fn tiles_of_rows_cover_every_output_row_once() {
+    fn tiles_of_output_rows_sum_to_the_whole_gradient() {
         let window = Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] };
-        let (x, g) = (wave(2 * 2 * 5 * 4, 3), wave(2 * 3 * 5 * 4, 11));
-        let want = naive(&x, &g, [2, 2, 5, 4], [3, 5, 4], &window);
-        let mut cols = vec![f32::NAN; 2 * 9 * 5 * 4];
-        let mut parts = vec![0.0f32; 2 * 9 * 5 * 4];
-        for rows in [0..2, 2..3, 3..5] {
-            let width = rows.len() * 4;
-            fill_columns(&x[..2 * 20], [5, 4], 4, &window, rows.clone(), &mut cols[..18 * width]);
-            for r in 0..18 {
-                parts[r * 20 + rows.start * 4..r * 20 + rows.end * 4]
-                    .copy_from_slice(&cols[r * width..(r + 1) * width]);
-            }
-        }
-        let mut whole = vec![0.0f32; 18 * 20];
-        fill_columns(&x[..2 * 20], [5, 4], 4, &window, 0..5, &mut whole);
-        assert_eq!(parts[..18 * 20], whole[..]);
-        let got = values(&weight_grad(&flex(x, Shape::new([2, 2, 5, 4])), &flex(g, Shape::new([2, 3, 5, 4])), &window))
+        let dims = [1, 64, 70, 300];
+        assert!(rows_per_tile(64 * 9 * 300, 70) < 70);
+        let (x, g) = (wave(dims.iter().product(), 3), wave(2 * 70 * 300, 11));
+        let want = naive(&x, &g, dims, [2, 70, 300], &window);
+        let got = values(&weight_grad(&flex(x, Shape::new(dims)), &flex(g, Shape::new([1, 2, 70, 300])), &window))
             .into_owned();
-        assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-4));
+        for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+            assert!((a - b).abs() <= 1e-3 * (1.0 + b.abs()), "dW[{k}] = {a}, want {b}");
+        }
     }
 }

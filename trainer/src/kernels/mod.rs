@@ -18,10 +18,12 @@
 //! assert_eq!(pool3d(x, Pooling::Avg).dims(), [1, 2, 2, 2, 2]);
 //! ```
 
+pub mod columns;
 pub mod conv2d_forward;
 pub mod conv2d_grad;
 pub mod cpu;
 pub mod direct_conv;
+mod direct_conv2d;
 pub mod direct_pool;
 mod flex;
 pub mod ops;

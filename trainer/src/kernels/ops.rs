@@ -17,8 +17,9 @@ use burn::backend::{Autodiff, Backend, Flex, TensorMetadata, backend_extension};
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{DType, Shape};
 
+use super::columns::Window;
 use super::conv2d_forward;
-use super::conv2d_grad::{self, Window};
+use super::conv2d_grad;
 use super::direct_conv::{self, ConvShape};
 use super::direct_pool;
 use super::flex::{flex, values};

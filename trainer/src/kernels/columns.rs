@@ -1,0 +1,244 @@
+//! Columns (im2col) of a 2-D convolution, built straight from NCHW: for
+//! every input channel `ci` and kernel tap (i, j), the input value that tap
+//! meets at each output position, zero where it falls into the padding.
+//! The forward convolution ([`conv2d_forward`](super::conv2d_forward)) and
+//! the weight gradient ([`conv2d_grad`](super::conv2d_grad)) are matrix
+//! products with these columns.
+//!
+//! cols[ci, i, j][oh, ow] = x[ci, oh·s₀ − p₀ + i·d₀, ow·s₁ − p₁ + j·d₁].
+//!
+//! Building columns is memory-bound: at the small networks' 16 channels
+//! it took as long as the products themselves. Two things keep it to
+//! plain copies:
+//! - the buffer is written once, never zeroed first (`batch_columns`);
+//! - with a stride along the width, a tap reads every s-th input value.
+//!   The input is first regrouped by column remainder modulo s
+//!   (`ColumnSource`), so that each tap's values for a run of outputs are
+//!   contiguous and copied as a slice rather than gathered one by one.
+
+use std::borrow::Cow;
+use std::mem::MaybeUninit;
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+/// Floats one tile of columns may hold (16 MiB): large enough that each
+/// GEMM has thousands of output positions to sum over, small enough that
+/// the paper-size fields (768×1152) do not need a copy of the input per
+/// kernel tap in memory at once.
+const TILE_FLOATS: usize = 4 << 20;
+
+/// Where a convolution's kernel taps land on its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// Kernel height and width.
+    pub kernel: [usize; 2],
+    /// Step between output positions, in input pixels.
+    pub stride: [usize; 2],
+    /// Zeros before the first input row and column.
+    pub padding: [usize; 2],
+    /// Step between kernel taps, in input pixels.
+    pub dilation: [usize; 2],
+}
+
+impl Window {
+    /// The output positions `o` in `0..out` whose tap `k` lands inside an
+    /// input of `size` along axis `axis`: `0 <= o·s + k·d − p < size`.
+    fn valid(&self, axis: usize, k: usize, size: usize, out: usize) -> Range<usize> {
+        let (s, d, p) = (self.stride[axis], self.dilation[axis], self.padding[axis]);
+        let offset = k * d;
+        let start = if offset >= p { 0 } else { (p - offset).div_ceil(s) };
+        let end = if offset >= size + p { 0 } else { (size + p - offset).div_ceil(s) };
+        let end = end.min(out);
+        start.min(end)..end
+    }
+}
+
+/// Output rows per tile when one output row of every sample needs
+/// `floats_per_row` floats of columns: as many as [`TILE_FLOATS`] holds, at
+/// least one.
+pub(crate) fn rows_per_tile(floats_per_row: usize, out_h: usize) -> usize {
+    (TILE_FLOATS / floats_per_row.max(1)).clamp(1, out_h.max(1))
+}
+
+/// The input [N, C_in, H, W] of a convolution, ready to build columns
+/// from: every row's values regrouped by column remainder modulo the width
+/// stride `s`. Row (n, ci, ih) holds `s` segments of `segment` values,
+/// segment `r` being x[n, ci, ih, r], x[n, ci, ih, r + s], ... A tap that
+/// reads columns `first, first + s, ...` then reads consecutive values of
+/// segment `first % s` from `first / s`. With `s = 1` this is the input
+/// itself, borrowed. Built once per convolution, shared by its tiles.
+pub(crate) struct ColumnSource<'a> {
+    rows: Cow<'a, [f32]>,
+    dims: [usize; 4],
+    stride: usize,
+    segment: usize,
+}
+
+impl<'a> ColumnSource<'a> {
+    pub(crate) fn new(x: &'a [f32], dims: [usize; 4], window: &Window) -> Self {
+        let (w, stride) = (dims[3], window.stride[1]);
+        if stride == 1 {
+            return ColumnSource { rows: Cow::Borrowed(x), dims, stride, segment: w };
+        }
+        let segment = w.div_ceil(stride);
+        // Positions past the end of a short segment are never read.
+        let mut rows = vec![0.0f32; dims[0] * dims[1] * dims[2] * stride * segment];
+        rows.par_chunks_mut(stride * segment).zip(x.par_chunks(w)).for_each(|(dst, src)| {
+            for (r, part) in dst.chunks_mut(segment).enumerate() {
+                for (d, &v) in part.iter_mut().zip(src.iter().skip(r).step_by(stride)) {
+                    *d = v;
+                }
+            }
+        });
+        ColumnSource { rows: rows.into(), dims, stride, segment }
+    }
+
+    /// The `len` values x[row, first], x[row, first + s], ... (`row`
+    /// counts rows of every sample and channel: (n · C_in + ci) · H + ih).
+    fn strided(&self, row: usize, first: usize, len: usize) -> &[f32] {
+        let at = row * self.stride * self.segment + (first % self.stride) * self.segment + first / self.stride;
+        &self.rows[at..at + len]
+    }
+}
+
+/// Write `value` to every element.
+fn fill(dst: &mut [MaybeUninit<f32>], value: f32) {
+    for d in dst {
+        d.write(value);
+    }
+}
+
+/// Write the columns of output rows `rows` of sample `sample` into `cols`:
+/// rows (ci, i, j) of `rows.len() · out_w` values each, every element
+/// written.
+fn fill_columns(
+    x: &ColumnSource<'_>,
+    sample: usize,
+    out_w: usize,
+    window: &Window,
+    rows: Range<usize>,
+    cols: &mut [MaybeUninit<f32>],
+) {
+    let [kh, kw] = window.kernel;
+    let [_, c_in, h, w] = x.dims;
+    let width = rows.len() * out_w;
+    if width == 0 {
+        return;
+    }
+    cols.par_chunks_mut(width).enumerate().for_each(|(r, dst)| {
+        let (ci, i, j) = (r / (kh * kw), (r / kw) % kh, r % kw);
+        let valid_rows = window.valid(0, i, h, rows.end);
+        let valid_cols = window.valid(1, j, w, out_w);
+        for (t, oh) in rows.clone().enumerate() {
+            let line = &mut dst[t * out_w..(t + 1) * out_w];
+            if !valid_rows.contains(&oh) || valid_cols.is_empty() {
+                fill(line, 0.0);
+                continue;
+            }
+            let ih = oh * window.stride[0] + i * window.dilation[0] - window.padding[0];
+            let first = valid_cols.start * window.stride[1] + j * window.dilation[1] - window.padding[1];
+            let src = x.strided((sample * c_in + ci) * h + ih, first, valid_cols.len());
+            fill(&mut line[..valid_cols.start], 0.0);
+            line[valid_cols.clone()].write_copy_of_slice(src);
+            fill(&mut line[valid_cols.end..], 0.0);
+        }
+    });
+}
+
+/// The columns of output rows `rows` for every sample of `x`: [N, taps,
+/// rows · out_w], taps ordered (ci, i, j).
+pub(crate) fn batch_columns(x: &ColumnSource<'_>, out_w: usize, window: &Window, rows: Range<usize>) -> Vec<f32> {
+    let [kh, kw] = window.kernel;
+    let [n, c_in, ..] = x.dims;
+    let sample_len = c_in * kh * kw * rows.len() * out_w;
+    let len = n * sample_len;
+    // Not zeroed first: at 16 channels zeroing cost as much as the copy.
+    let mut cols: Vec<f32> = Vec::with_capacity(len);
+    for (s, sample_cols) in cols.spare_capacity_mut()[..len].chunks_mut(sample_len.max(1)).enumerate() {
+        fill_columns(x, s, out_w, window, rows.clone(), sample_cols);
+    }
+    // SAFETY: the first `len` elements are initialised: `fill_columns`
+    // writes every element of each sample's `sample_len` (every line of
+    // every row is written whole, by `fill` or by the copy between the
+    // two `fill`s, which together cover `0..out_w`), and the samples' parts
+    // tile `0..len`.
+    #[allow(unsafe_code)]
+    unsafe {
+        cols.set_len(len);
+    }
+    cols
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Columns by their definition, one value at a time.
+    fn naive(x: &[f32], [n, c_in, h, w]: [usize; 4], out_w: usize, window: &Window, rows: Range<usize>) -> Vec<f32> {
+        let [kh, kw] = window.kernel;
+        let mut cols = Vec::new();
+        for s in 0..n {
+            for ci in 0..c_in {
+                for i in 0..kh {
+                    for j in 0..kw {
+                        for oh in rows.clone() {
+                            for ow in 0..out_w {
+                                let ih = (oh * window.stride[0] + i * window.dilation[0]) as isize
+                                    - window.padding[0] as isize;
+                                let iw = (ow * window.stride[1] + j * window.dilation[1]) as isize
+                                    - window.padding[1] as isize;
+                                let inside = (0..h as isize).contains(&ih) && (0..w as isize).contains(&iw);
+                                cols.push(if inside {
+                                    x[((s * c_in + ci) * h + ih as usize) * w + iw as usize]
+                                } else {
+                                    0.0
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        cols
+    }
+
+    fn out_size(size: usize, axis: usize, window: &Window) -> usize {
+        (size + 2 * window.padding[axis] - window.dilation[axis] * (window.kernel[axis] - 1) - 1) / window.stride[axis]
+            + 1
+    }
+
+    #[test]
+    fn columns_equal_the_definition_for_strides_dilations_padding_and_row_ranges() {
+        let windows = [
+            Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] },
+            Window { kernel: [3, 3], stride: [2, 2], padding: [1, 1], dilation: [1, 1] },
+            Window { kernel: [7, 7], stride: [2, 2], padding: [3, 3], dilation: [1, 1] },
+            Window { kernel: [3, 3], stride: [3, 3], padding: [0, 2], dilation: [1, 1] },
+            Window { kernel: [3, 3], stride: [1, 1], padding: [2, 2], dilation: [2, 2] },
+            Window { kernel: [3, 3], stride: [1, 2], padding: [6, 6], dilation: [6, 3] },
+            Window { kernel: [1, 1], stride: [2, 2], padding: [0, 0], dilation: [1, 1] },
+            Window { kernel: [3, 1], stride: [1, 2], padding: [1, 0], dilation: [1, 1] },
+        ];
+        // Odd and even widths: a stride-2 regrouping has segments of unequal length.
+        for dims in [[2, 3, 7, 9], [1, 2, 8, 10], [1, 1, 5, 4]] {
+            let [_, _, h, w] = dims;
+            let x: Vec<f32> = (0..dims.iter().product()).map(|i| i as f32 + 1.0).collect();
+            for window in &windows {
+                let (out_h, out_w) = (out_size(h, 0, window), out_size(w, 1, window));
+                for rows in [0..out_h, 0..1, out_h / 2..out_h] {
+                    let got = batch_columns(&ColumnSource::new(&x, dims, window), out_w, window, rows.clone());
+                    assert_eq!(got, naive(&x, dims, out_w, window, rows.clone()), "{dims:?} {window:?} rows {rows:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_per_tile_holds_at_least_one_row_and_at_most_the_output() {
+        assert_eq!(rows_per_tile(TILE_FLOATS * 2, 10), 1);
+        assert_eq!(rows_per_tile(1, 10), 10);
+        assert_eq!(rows_per_tile(0, 0), 1);
+        assert_eq!(rows_per_tile(TILE_FLOATS / 4, 10), 4);
+    }
+}
