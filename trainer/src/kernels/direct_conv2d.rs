@@ -59,9 +59,17 @@ impl Padded {
         values.par_chunks_mut(rows * stride * segment).zip(x.par_chunks(h * w)).for_each(|(dst, plane)| {
             for (y, src) in plane.chunks(w).enumerate() {
                 let row = &mut dst[(y + p0) * stride * segment..][..stride * segment];
-                for (k, &v) in src.iter().enumerate() {
-                    let c = k + p1;
-                    row[(c % stride) * segment + c / stride] = v;
+                if stride == 1 {
+                    row[p1..p1 + w].copy_from_slice(src);
+                    continue;
+                }
+                // Padded column c = p1 + k goes to segment c % stride at c / stride.
+                for (r, part) in row.chunks_mut(segment).enumerate() {
+                    let first = (r + stride - p1 % stride) % stride;
+                    let at = (p1 + first) / stride;
+                    for (d, &v) in part[at..].iter_mut().zip(src.iter().skip(first).step_by(stride)) {
+                        *d = v;
+                    }
                 }
             }
         });
