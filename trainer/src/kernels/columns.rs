@@ -52,6 +52,19 @@ impl Window {
         let end = end.min(out);
         start.min(end)..end
     }
+
+    /// Outputs along `axis` of an input of `size` padded by `padding` on
+    /// both sides.
+    #[cfg(test)]
+    pub(crate) fn output_size(&self, axis: usize, size: usize) -> usize {
+        (size + 2 * self.padding[axis] - self.dilation[axis] * (self.kernel[axis] - 1) - 1) / self.stride[axis] + 1
+    }
+}
+
+/// Test values: a short repeating wave in [−1.6, 1.6].
+#[cfg(test)]
+pub(crate) fn wave(len: usize, k: usize) -> Vec<f32> {
+    (0..len).map(|i| ((i * k % 29) as f32 - 14.0) / 9.0).collect()
 }
 
 /// Output rows per tile when one output row of every sample needs
@@ -203,11 +216,6 @@ mod tests {
         cols
     }
 
-    fn out_size(size: usize, axis: usize, window: &Window) -> usize {
-        (size + 2 * window.padding[axis] - window.dilation[axis] * (window.kernel[axis] - 1) - 1) / window.stride[axis]
-            + 1
-    }
-
     #[test]
     fn columns_equal_the_definition_for_strides_dilations_padding_and_row_ranges() {
         let windows = [
@@ -225,7 +233,7 @@ mod tests {
             let [_, _, h, w] = dims;
             let x: Vec<f32> = (0..dims.iter().product()).map(|i| i as f32 + 1.0).collect();
             for window in &windows {
-                let (out_h, out_w) = (out_size(h, 0, window), out_size(w, 1, window));
+                let (out_h, out_w) = (window.output_size(0, h), window.output_size(1, w));
                 for rows in [0..out_h, 0..1, out_h / 2..out_h] {
                     let got = batch_columns(&ColumnSource::new(&x, dims, window), out_w, window, rows.clone());
                     assert_eq!(got, naive(&x, dims, out_w, window, rows.clone()), "{dims:?} {window:?} rows {rows:?}");

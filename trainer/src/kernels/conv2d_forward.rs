@@ -69,10 +69,7 @@ mod tests {
     use burn::tensor::ops::ConvOptions;
 
     use super::*;
-
-    fn wave(len: usize, k: usize) -> Vec<f32> {
-        (0..len).map(|i| ((i * k % 29) as f32 - 14.0) / 9.0).collect()
-    }
+    use crate::kernels::columns::wave;
 
     #[test]
     fn the_forward_convolution_equals_burns_for_strides_dilations_and_padding() {

@@ -69,6 +69,7 @@ pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::columns::wave;
 
     /// dW by its definition, one product at a time.
     fn naive(
@@ -107,10 +108,6 @@ mod tests {
         dw.into_iter().map(|v| v as f32).collect()
     }
 
-    fn wave(len: usize, k: usize) -> Vec<f32> {
-        (0..len).map(|i| ((i * k % 29) as f32 - 14.0) / 9.0).collect()
-    }
-
     #[test]
     fn weight_gradient_equals_the_definition_for_strides_dilations_and_padding() {
         let cases = [
@@ -125,12 +122,7 @@ mod tests {
         ];
         for (dims, c_out, window) in cases {
             let [n, c_in, h, w] = dims;
-            let out = |axis: usize, size: usize| {
-                (size + 2 * window.padding[axis] - window.dilation[axis] * (window.kernel[axis] - 1) - 1)
-                    / window.stride[axis]
-                    + 1
-            };
-            let (out_h, out_w) = (out(0, h), out(1, w));
+            let (out_h, out_w) = (window.output_size(0, h), window.output_size(1, w));
             let x = wave(n * c_in * h * w, 7);
             let g = wave(n * c_out * out_h * out_w, 5);
             let want = naive(&x, &g, dims, [c_out, out_h, out_w], &window);

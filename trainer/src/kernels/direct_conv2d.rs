@@ -250,6 +250,7 @@ fn tile<const V: usize, const L: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::columns::wave;
 
     /// y by its definition, in f64.
     fn naive(
@@ -289,10 +290,6 @@ mod tests {
         y
     }
 
-    fn wave(len: usize, k: usize) -> Vec<f32> {
-        (0..len).map(|i| ((i * k % 29) as f32 - 14.0) / 9.0).collect()
-    }
-
     #[test]
     fn direct_sums_equal_the_definition_for_strides_dilations_padding_and_row_ends() {
         // Output widths that end rows on whole 32-wide tiles, on a 16-wide
@@ -308,12 +305,7 @@ mod tests {
         ];
         for (dims, c_out, window) in cases {
             let [n, c_in, h, w] = dims;
-            let out = |axis: usize, size: usize| {
-                (size + 2 * window.padding[axis] - window.dilation[axis] * (window.kernel[axis] - 1) - 1)
-                    / window.stride[axis]
-                    + 1
-            };
-            let out = [out(0, h), out(1, w)];
+            let out = [window.output_size(0, h), window.output_size(1, w)];
             let x = wave(n * c_in * h * w, 7);
             let weight = wave(c_out * c_in * window.kernel[0] * window.kernel[1], 5);
             let got = forward(&x, dims, &weight, c_out, &window, out);
