@@ -9,6 +9,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 if ! "$venv/bin/python" -c "import tensorflow, h5py, numpy, abtem, pyfftw, torch" 2>/dev/null; then
     echo "setup-peers: installing $(grep -v '^#' "$here/peers/requirements.txt" | xargs)"
-    "$venv/bin/pip" install -q -r "$here/peers/requirements.txt"
+    "$venv/bin/pip" install -q --no-cache-dir -r "$here/peers/requirements.txt"
+    bash "$here/../deploy/pip-install-torch.sh" "$venv"
 fi
 echo "setup-peers: ready ($("$venv/bin/python" --version))"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates python/.venv with what building and testing the `stagehand`
-# package needs (requirements-test.txt), then installs the package from this
+# package needs (requirements-test.txt, then torch through
+# deploy/pip-install-torch.sh), then installs the package from this
 # checkout with `pip install ./python`, as a user would. Idempotent: the
 # requirements are installed once; the package is rebuilt every time (cargo
 # rebuilds only what changed).
@@ -13,11 +14,13 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 if ! "$venv/bin/python" -c "import maturin, numpy, pytest, h5py, lmdb, torch, tensorflow" 2>/dev/null; then
     echo "python/setup-venv: installing python/requirements-test.txt (torch and tensorflow-cpu: about 2 minutes)"
-    "$venv/bin/pip" install -q --upgrade pip
-    "$venv/bin/pip" install -q -r "$here/requirements-test.txt"
+    # No pip cache: it would keep a second copy of every wheel on disk.
+    "$venv/bin/pip" install -q --no-cache-dir --upgrade pip
+    "$venv/bin/pip" install -q --no-cache-dir -r "$here/requirements-test.txt"
+    bash "$here/../deploy/pip-install-torch.sh" "$venv"
 fi
 echo "python/setup-venv: building and installing the stagehand package (pip install ./python)"
 # Without build isolation: maturin comes from the venv instead of a fresh
 # download into a throwaway environment on every run.
-PATH="$venv/bin:$PATH" "$venv/bin/pip" install -q --no-build-isolation --force-reinstall --no-deps "$here"
+PATH="$venv/bin:$PATH" "$venv/bin/pip" install -q --no-cache-dir --no-build-isolation --force-reinstall --no-deps "$here"
 "$venv/bin/python" -c "import stagehand; print('python/setup-venv: stagehand', stagehand.__version__, 'ready')"
