@@ -67,13 +67,17 @@ fn two_dimensional() -> Vec<Vec<f32>> {
 #[test]
 fn every_kernel_path_this_cpu_runs_gives_the_portable_paths_bits() {
     // Widths that leave 32-, 16-, 8- and 1-voxel tiles; 4 and 8 output
-    // channels (blocked), 3 (per plane); a 5³ kernel (the generic loops).
+    // channels (blocked), 3 (per plane); a 5³ kernel (the generic loops);
+    // narrow volumes with output channels in the vector lanes (all three
+    // passes; 8-voxel tiles and single voxels).
     let shapes = [
         ConvShape { batch: 2, c_in: 3, c_out: 8, volume: [3, 4, 61], kernel: 3 },
         ConvShape { batch: 1, c_in: 4, c_out: 4, volume: [4, 3, 21], kernel: 3 },
         ConvShape { batch: 2, c_in: 2, c_out: 3, volume: [2, 3, 17], kernel: 3 },
         ConvShape { batch: 1, c_in: 2, c_out: 4, volume: [5, 5, 9], kernel: 5 },
+        ConvShape { batch: 2, c_in: 16, c_out: 32, volume: [3, 2, 5], kernel: 3 },
     ];
+    assert!(direct_conv::channels_in_lanes(&shapes[4]));
     cpu::force(KernelPath::Portable).unwrap_or_else(|e| panic!("{e}"));
     let portable: Vec<[Vec<f32>; 4]> = shapes.iter().map(all_four).collect();
     let portable_2d = two_dimensional();

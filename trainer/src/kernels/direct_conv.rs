@@ -16,6 +16,7 @@
 
 use rayon::prelude::*;
 
+use super::channel_conv;
 use super::cpu::{self, KernelPath};
 
 /// Lanes of the weight-gradient accumulators (fixed, for reproducibility).
@@ -41,7 +42,7 @@ impl ConvShape {
         self.volume.iter().product()
     }
 
-    fn padded(&self) -> [usize; 3] {
+    pub(super) fn padded(&self) -> [usize; 3] {
         self.volume.map(|e| e + self.kernel - 1)
     }
 
@@ -66,6 +67,13 @@ impl ConvShape {
     }
 }
 
+/// Whether all three passes of a convolution of `shape` (forward, input
+/// and weight gradients) run on the kernels with output channels in the
+/// vector lanes, made for volumes too narrow for rows.
+pub fn channels_in_lanes(shape: &ConvShape) -> bool {
+    channel_conv::applies(shape) && channel_conv::applies(&shape.transposed())
+}
+
 /// `x` [batch, channels, D, H, W] with `k / 2` zeros around every volume.
 fn pad(shape: &ConvShape, channels: usize, x: &[f32]) -> Vec<f32> {
     let [d, h, w] = shape.volume;
@@ -87,13 +95,33 @@ fn pad(shape: &ConvShape, channels: usize, x: &[f32]) -> Vec<f32> {
 pub fn forward(shape: &ConvShape, x: &[f32], weight: &[f32], bias: Option<&[f32]>) -> Vec<f32> {
     let padded = pad(shape, shape.c_in, x);
     let mut y = vec![0.0; shape.output_len()];
-    forward_padded(shape, &padded, weight, bias, &mut y);
+    if channel_conv::applies(shape) {
+        let weights = channel_conv::channels_last_weights(shape, weight);
+        channel_conv::forward_padded(shape, &padded, &weights, bias, &mut y);
+    } else {
+        forward_padded(shape, &padded, weight, bias, &mut y);
+    }
     y
 }
 
 /// Gradient of the input: a convolution of the padded output gradient with
 /// the kernel flipped in space and its channels swapped.
 pub fn input_grad(shape: &ConvShape, weight: &[f32], out_grad: &[f32]) -> Vec<f32> {
+    let t = shape.transposed();
+    let padded = pad(&t, t.c_in, out_grad);
+    let mut x_grad = vec![0.0; shape.input_len()];
+    if channel_conv::applies(&t) {
+        let weights = channel_conv::channels_last_flipped_weights(shape, weight);
+        channel_conv::forward_padded(&t, &padded, &weights, None, &mut x_grad);
+    } else {
+        forward_padded(&t, &padded, &flipped(shape, weight), None, &mut x_grad);
+    }
+    x_grad
+}
+
+/// The kernel of the input gradient: `weight` flipped in space, input and
+/// output channels swapped ([c_in, c_out, k, k, k]).
+fn flipped(shape: &ConvShape, weight: &[f32]) -> Vec<f32> {
     let k3 = shape.kernel.pow(3);
     let mut flipped = vec![0.0; weight.len()];
     for co in 0..shape.c_out {
@@ -105,11 +133,7 @@ pub fn input_grad(shape: &ConvShape, weight: &[f32], out_grad: &[f32]) -> Vec<f3
             }
         }
     }
-    let t = shape.transposed();
-    let padded = pad(&t, t.c_in, out_grad);
-    let mut x_grad = vec![0.0; shape.input_len()];
-    forward_padded(&t, &padded, &flipped, None, &mut x_grad);
-    x_grad
+    flipped
 }
 
 /// Output channels computed together by the 3³ forward kernel: each input
@@ -444,6 +468,9 @@ fn add_planes(total: &mut [[[f32; LANES]; 3]; CO_BLOCK], plane: &[[[f32; LANES];
 /// the chains short and make the sum over samples an explicit outer one.
 pub fn weight_grad(shape: &ConvShape, x: &[f32], out_grad: &[f32]) -> Vec<f32> {
     let padded = pad(shape, shape.c_in, x);
+    if channel_conv::applies(shape) {
+        return channel_conv::weight_grad(shape, &padded, out_grad);
+    }
     let mut grad = vec![0.0; shape.weight_len()];
     if shape.kernel == 3 && shape.c_out.is_multiple_of(CO_BLOCK) {
         let (c_in, blocks) = (shape.c_in, shape.c_out / CO_BLOCK);
@@ -856,21 +883,16 @@ fn dot_taps_into_lanes(lanes: &mut [[f32; LANES]], a: &[f32], row: &[f32]) {
     }
 }
 
-/// Gradient of the bias, [c_out].
+/// Gradient of the bias, [c_out], one output channel per task.
 pub fn bias_grad(shape: &ConvShape, out_grad: &[f32]) -> Vec<f32> {
     let voxels = shape.voxels();
     (0..shape.c_out)
+        .into_par_iter()
         .map(|co| {
             // Per-sample partial sums, as in `weight_grad`.
             let mut total = [0.0f32; LANES];
             for n in 0..shape.batch {
-                let plane = &out_grad[(n * shape.c_out + co) * voxels..][..voxels];
-                let mut lanes = [0.0f32; LANES];
-                for chunk in plane.chunks(LANES) {
-                    for (lane, v) in lanes.iter_mut().zip(chunk) {
-                        *lane += v;
-                    }
-                }
+                let lanes = lane_sums(&out_grad[(n * shape.c_out + co) * voxels..][..voxels]);
                 for (t, l) in total.iter_mut().zip(lanes) {
                     *t += l;
                 }
@@ -878,6 +900,23 @@ pub fn bias_grad(shape: &ConvShape, out_grad: &[f32]) -> Vec<f32> {
             total.iter().sum()
         })
         .collect()
+}
+
+/// Lane `l` of the result is the sum of `plane[l]`, `plane[l + LANES]`, …
+/// in order: a fixed order whatever the vector width the CPU has.
+fn lane_sums(plane: &[f32]) -> [f32; LANES] {
+    let mut lanes = [0.0f32; LANES];
+    let chunks = plane.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (lane, v) in lanes.iter_mut().zip(chunk) {
+            *lane += v;
+        }
+    }
+    for (lane, v) in lanes.iter_mut().zip(rest) {
+        *lane += v;
+    }
+    lanes
 }
 
 #[cfg(test)]
@@ -944,8 +983,12 @@ mod tests {
         }
     }
 
-    const SHAPES: [ConvShape; 6] = [
+    const SHAPES: [ConvShape; 8] = [
         ConvShape { batch: 2, c_in: 3, c_out: 4, volume: [5, 6, 11], kernel: 3 },
+        // Output channels in vector lanes: all three passes, then the
+        // forward and weight gradient only (3 input channels).
+        ConvShape { batch: 2, c_in: 16, c_out: 16, volume: [2, 2, 3], kernel: 3 },
+        ConvShape { batch: 1, c_in: 3, c_out: 16, volume: [3, 2, 5], kernel: 3 },
         ConvShape { batch: 1, c_in: 2, c_out: 8, volume: [3, 2, 31], kernel: 3 },
         ConvShape { batch: 2, c_in: 2, c_out: 6, volume: [2, 3, 16], kernel: 3 },
         ConvShape { batch: 1, c_in: 2, c_out: 3, volume: [4, 4, 4], kernel: 1 },
@@ -976,6 +1019,40 @@ mod tests {
             weight_grad_pair(&shape, &padded, &g, pair, out);
         }
         assert_eq!(weight_grad(&shape, &x, &g), plain);
+    }
+
+    /// The kernels with output channels in the vector lanes add each output
+    /// in the row kernels' order, so their forward pass and input gradient
+    /// agree with the row kernels to the bit, across a tile of 8 voxels that
+    /// spans rows and the single voxels after it.
+    #[test]
+    fn channel_lane_kernels_give_the_row_kernels_bits() {
+        let shape = ConvShape { batch: 2, c_in: 16, c_out: 32, volume: [3, 2, 5], kernel: 3 };
+        assert!(channels_in_lanes(&shape));
+        let (x, weight, bias, g) = (
+            values(shape.input_len(), 11),
+            values(shape.weight_len(), 12),
+            values(shape.c_out, 13),
+            values(shape.output_len(), 14),
+        );
+        let mut rows = vec![0.0; shape.output_len()];
+        forward_padded(&shape, &pad(&shape, shape.c_in, &x), &weight, Some(&bias), &mut rows);
+        assert_eq!(forward(&shape, &x, &weight, Some(&bias)), rows);
+        let t = shape.transposed();
+        let mut rows = vec![0.0; shape.input_len()];
+        forward_padded(&t, &pad(&t, t.c_in, &g), &flipped(&shape, &weight), None, &mut rows);
+        assert_eq!(input_grad(&shape, &weight, &g), rows);
+    }
+
+    #[test]
+    fn only_whole_groups_of_16_channels_along_narrow_rows_go_to_the_lanes() {
+        let shape = |c_in, c_out, w| ConvShape { batch: 1, c_in, c_out, volume: [4, 4, w], kernel: 3 };
+        assert!(channels_in_lanes(&shape(16, 32, 8)));
+        assert!(channels_in_lanes(&shape(64, 128, 2)));
+        assert!(!channels_in_lanes(&shape(8, 16, 8)), "8 input channels: the input gradient has 8 outputs");
+        assert!(!channels_in_lanes(&shape(16, 24, 8)));
+        assert!(!channels_in_lanes(&shape(16, 32, 16)), "rows of 16 fill the row kernels' lanes");
+        assert!(!channels_in_lanes(&ConvShape { kernel: 5, ..shape(16, 32, 8) }));
     }
 
     #[test]

@@ -18,6 +18,7 @@
 //! assert_eq!(pool3d(x, Pooling::Avg).dims(), [1, 2, 2, 2, 2]);
 //! ```
 
+mod channel_conv;
 pub mod columns;
 pub mod conv2d_forward;
 pub mod conv2d_grad;

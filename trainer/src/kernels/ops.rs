@@ -112,7 +112,8 @@ fn direct_conv_shape(x: &FlexTensor, weight: &FlexTensor, bias: &FlexTensor) -> 
         return None;
     };
     let fits = k % 2 == 1 && k_h == k && k_w == k && weight_c_in == c_in && bias_len == c_out;
-    (fits && w >= MIN_DIRECT_WIDTH).then_some(ConvShape { batch, c_in, c_out, volume: [d, h, w], kernel: k })
+    let shape = ConvShape { batch, c_in, c_out, volume: [d, h, w], kernel: k };
+    (fits && (w >= MIN_DIRECT_WIDTH || direct_conv::channels_in_lanes(&shape))).then_some(shape)
 }
 
 /// The volume of a pool the direct kernels take (f32, even edges).
@@ -460,22 +461,29 @@ mod tests {
     #[test]
     fn direct_convolution_matches_burn_conv3d_in_values_and_gradients() {
         let device = Device::flex().autodiff();
-        let x = filled([2, 3, 4, 5, MIN_DIRECT_WIDTH], 1, &device).require_grad();
-        let weight = filled([4, 3, 3, 3, 3], 2, &device).require_grad();
-        let bias = filled([4], 3, &device).require_grad();
-        let up = filled([2, 4, 4, 5, MIN_DIRECT_WIDTH], 4, &device);
-        let ours = conv3d_same(x.clone(), weight.clone(), Some(bias.clone()));
-        let theirs = burn_conv(x.clone(), weight.clone(), bias.clone());
-        assert!(max_diff(ours.clone(), theirs.clone()) < 1e-4);
-        let g_ours = (ours * up.clone()).sum().backward();
-        let g_theirs = (theirs * up).sum().backward();
-        for (what, a, b) in
-            [("x", x.grad(&g_ours), x.grad(&g_theirs)), ("weight", weight.grad(&g_ours), weight.grad(&g_theirs))]
-        {
-            let diff = max_diff(a.unwrap(), b.unwrap());
-            assert!(diff < 1e-3, "{what} gradient differs by {diff}");
+        // Rows wide enough for the row kernels; then a narrow volume with
+        // 16 and 32 channels, which goes to the kernels with channels in
+        // the vector lanes.
+        for (x_shape, c_out) in [([2, 3, 4, 5, MIN_DIRECT_WIDTH], 4), ([2, 16, 2, 3, 4], 32)] {
+            let c_in = x_shape[1];
+            let x = filled(x_shape, 1, &device).require_grad();
+            let weight = filled([c_out, c_in, 3, 3, 3], 2, &device).require_grad();
+            let bias = filled([c_out], 3, &device).require_grad();
+            let [n, _, d, h, w] = x_shape;
+            let up = filled([n, c_out, d, h, w], 4, &device);
+            let ours = conv3d_same(x.clone(), weight.clone(), Some(bias.clone()));
+            let theirs = burn_conv(x.clone(), weight.clone(), bias.clone());
+            assert!(max_diff(ours.clone(), theirs.clone()) < 1e-4);
+            let g_ours = (ours * up.clone()).sum().backward();
+            let g_theirs = (theirs * up).sum().backward();
+            for (what, a, b) in
+                [("x", x.grad(&g_ours), x.grad(&g_theirs)), ("weight", weight.grad(&g_ours), weight.grad(&g_theirs))]
+            {
+                let diff = max_diff(a.unwrap(), b.unwrap());
+                assert!(diff < 1e-3, "{x_shape:?}: {what} gradient differs by {diff}");
+            }
+            assert!(max_diff(bias.grad(&g_ours).unwrap(), bias.grad(&g_theirs).unwrap()) < 1e-3);
         }
-        assert!(max_diff(bias.grad(&g_ours).unwrap(), bias.grad(&g_theirs).unwrap()) < 1e-3);
     }
 
     /// The direct kernel really ran: its result differs from burn's GEMM in
@@ -500,7 +508,14 @@ mod tests {
         assert!(max_diff(direct, burn_conv(x, weight.clone(), bias.clone())) < 1e-4);
         let narrow = filled([1, 3, 6, 6, MIN_DIRECT_WIDTH - 1], 5, &device).try_into_primitive::<Flex>().unwrap();
         let (w, b) = (weight.try_into_primitive::<Flex>().unwrap(), bias.try_into_primitive::<Flex>().unwrap());
-        assert!(direct_conv_shape(&narrow, &w, &b).is_none(), "narrow volumes go to burn");
+        assert!(direct_conv_shape(&narrow, &w, &b).is_none(), "narrow volumes of few channels go to burn");
+        let deep = filled([1, 16, 2, 2, 2], 5, &device).try_into_primitive::<Flex>().unwrap();
+        let deep_weight = filled([32, 16, 3, 3, 3], 6, &device).try_into_primitive::<Flex>().unwrap();
+        let deep_bias = filled([32], 7, &device).try_into_primitive::<Flex>().unwrap();
+        assert!(
+            direct_conv_shape(&deep, &deep_weight, &deep_bias).is_some(),
+            "narrow volumes with channels in groups of 16 go to the channel-lane kernels"
+        );
         let even = filled([5, 3, 2, 2, 2], 6, &device).try_into_primitive::<Flex>().unwrap();
         let x9 = filled([1, 3, 6, 6, 9], 5, &device).try_into_primitive::<Flex>().unwrap();
         assert!(direct_conv_shape(&x9, &even, &b).is_none(), "even kernels go to burn");
