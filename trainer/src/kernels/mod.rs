@@ -5,7 +5,8 @@
 //!
 //! Model code calls these functions on plain `Tensor`s and never names a
 //! backend. They go through burn's backend-extension route ([`ops`]): on
-//! burn's Flex CPU backend the direct kernels ([`direct_conv`],
+//! burn's Flex CPU backend the direct kernels ([`direct_conv`], which
+//! hands volumes narrower than a vector to the private `channel_conv`, and
 //! [`direct_pool`]) run, with their own backward passes under autodiff;
 //! every other backend (a GPU) runs the same operation composed of burn's
 //! own ops.
