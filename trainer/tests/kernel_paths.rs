@@ -1,4 +1,4 @@
-//! Every compiled path of the convolution kernels (portable, AVX2, AVX-512)
+//! Every compiled path of the convolution and pooling kernels (portable, AVX2, AVX-512)
 //! gives the same bits, forced one after the other on this machine. One
 //! test in its own binary: the path is process-wide, so no other test may
 //! switch it meanwhile.
@@ -11,6 +11,7 @@ use trainer::kernels::columns::Window;
 use trainer::kernels::conv2d_forward;
 use trainer::kernels::cpu::{self, KernelPath};
 use trainer::kernels::direct_conv::{self, ConvShape};
+use trainer::kernels::direct_pool;
 
 fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -36,6 +37,16 @@ fn all_four(shape: &ConvShape) -> [Vec<f32>; 4] {
         direct_conv::weight_grad(shape, &x, &g),
         direct_conv::bias_grad(shape, &g),
     ]
+}
+
+/// Max pooling forward (maxima and which voxel held them) and backward on
+/// 3 planes of 4 × 6 × 10, values on a coarse grid so that windows hold
+/// ties (the first voxel wins on every path).
+fn max_pool() -> (Vec<f32>, Vec<u8>, Vec<f32>) {
+    let x: Vec<f32> = values(3 * 240, 7).iter().map(|v| (v * 4.0).round()).collect();
+    let (y, arg) = direct_pool::max_forward([4, 6, 10], &x);
+    let x_grad = direct_pool::max_backward([4, 6, 10], &arg, &y);
+    (y, arg, x_grad)
 }
 
 /// The 2-D forward convolutions the direct kernel takes (8 or 16 output
@@ -81,6 +92,7 @@ fn every_kernel_path_this_cpu_runs_gives_the_portable_paths_bits() {
     cpu::force(KernelPath::Portable).unwrap_or_else(|e| panic!("{e}"));
     let portable: Vec<[Vec<f32>; 4]> = shapes.iter().map(all_four).collect();
     let portable_2d = two_dimensional();
+    let portable_pool = max_pool();
     let mut compared = vec!["portable"];
     for path in [KernelPath::Avx2, KernelPath::Avx512] {
         if cpu::force(path).is_err() {
@@ -109,6 +121,11 @@ fn every_kernel_path_this_cpu_runs_gives_the_portable_paths_bits() {
             let same = a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
             assert!(same, "{}: 2-D forward case {k} differs from the portable path", path.name());
         }
+        let (y, arg, x_grad) = max_pool();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&y), bits(&portable_pool.0), "{}: max pool maxima", path.name());
+        assert_eq!(arg, portable_pool.1, "{}: max pool argmax", path.name());
+        assert_eq!(bits(&x_grad), bits(&portable_pool.2), "{}: max pool gradient", path.name());
         compared.push(path.name());
     }
     let _ = writeln!(std::io::stderr(), "kernel_paths: compared bit for bit: {}", compared.join(", "));

@@ -116,7 +116,7 @@ impl<'a> ColumnSource<'a> {
 }
 
 /// Write `value` to every element.
-fn fill(dst: &mut [MaybeUninit<f32>], value: f32) {
+pub(super) fn fill(dst: &mut [MaybeUninit<f32>], value: f32) {
     for d in dst {
         d.write(value);
     }

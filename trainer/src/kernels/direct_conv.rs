@@ -17,6 +17,7 @@
 use rayon::prelude::*;
 
 use super::channel_conv;
+use super::columns::fill;
 use super::cpu::{self, KernelPath};
 
 /// Lanes of the weight-gradient accumulators (fixed, for reproducibility).
@@ -75,31 +76,79 @@ pub fn channels_in_lanes(shape: &ConvShape) -> bool {
 }
 
 /// `x` [batch, channels, D, H, W] with `k / 2` zeros around every volume.
+/// Every element is written once (no zeroing first: this copy is a
+/// noticeable part of a CosmoFlow step).
 fn pad(shape: &ConvShape, channels: usize, x: &[f32]) -> Vec<f32> {
     let [d, h, w] = shape.volume;
     let [pd, ph, pw] = shape.padded();
     let p = shape.kernel / 2;
-    let mut out = vec![0.0; shape.batch * channels * pd * ph * pw];
-    out.par_chunks_mut(pd * ph * pw).zip(x.par_chunks(d * h * w)).for_each(|(dst, src)| {
-        for (z, plane) in src.chunks(h * w).enumerate() {
-            for (y, row) in plane.chunks(w).enumerate() {
-                let at = ((z + p) * ph + y + p) * pw + p;
-                dst[at..at + w].copy_from_slice(row);
+    assert_eq!(x.len(), shape.batch * channels * d * h * w, "input of {shape:?} with {channels} channels");
+    let len = shape.batch * channels * pd * ph * pw;
+    let mut out = Vec::with_capacity(len);
+    out.spare_capacity_mut()[..len].par_chunks_mut(pd * ph * pw).zip(x.par_chunks(d * h * w)).for_each(|(dst, src)| {
+        for (pz, plane) in dst.chunks_mut(ph * pw).enumerate() {
+            let z = pz.wrapping_sub(p);
+            if z >= d {
+                fill(plane, 0.0);
+                continue;
+            }
+            for (py, row) in plane.chunks_mut(pw).enumerate() {
+                let y = py.wrapping_sub(p);
+                if y >= h {
+                    fill(row, 0.0);
+                    continue;
+                }
+                fill(&mut row[..p], 0.0);
+                row[p..p + w].write_copy_of_slice(&src[(z * h + y) * w..][..w]);
+                fill(&mut row[p + w..], 0.0);
             }
         }
     });
+    // SAFETY: the first `len` elements are initialised: `x` holds exactly
+    // `len / (pd·ph·pw)` volumes (asserted above), so every padded volume
+    // has its source, and each is written whole, plane by plane and row by
+    // row (zeros outside the volume; zeros, the row, zeros inside it).
+    #[allow(unsafe_code)]
+    unsafe {
+        out.set_len(len);
+    }
     out
+}
+
+/// The input of a convolution padded as its kernels read it: made once by
+/// the forward pass and kept for the weight gradient.
+pub struct PaddedInput {
+    shape: ConvShape,
+    values: Vec<f32>,
+}
+
+impl PaddedInput {
+    /// `x` [batch, c_in, D, H, W] of a convolution of `shape`, padded.
+    pub fn new(shape: &ConvShape, x: &[f32]) -> Self {
+        PaddedInput { shape: *shape, values: pad(shape, shape.c_in, x) }
+    }
+}
+
+impl std::fmt::Debug for PaddedInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PaddedInput").field("shape", &self.shape).field("len", &self.values.len()).finish()
+    }
 }
 
 /// Forward: `y = conv(x, weight) + bias`, [batch, c_out, D, H, W].
 pub fn forward(shape: &ConvShape, x: &[f32], weight: &[f32], bias: Option<&[f32]>) -> Vec<f32> {
-    let padded = pad(shape, shape.c_in, x);
+    forward_from_padded(&PaddedInput::new(shape, x), weight, bias)
+}
+
+/// [`forward`] of an input padded already.
+pub fn forward_from_padded(input: &PaddedInput, weight: &[f32], bias: Option<&[f32]>) -> Vec<f32> {
+    let (shape, padded) = (&input.shape, &input.values);
     let mut y = vec![0.0; shape.output_len()];
     if channel_conv::applies(shape) {
         let weights = channel_conv::channels_last_weights(shape, weight);
-        channel_conv::forward_padded(shape, &padded, &weights, bias, &mut y);
+        channel_conv::forward_padded(shape, padded, &weights, bias, &mut y);
     } else {
-        forward_padded(shape, &padded, weight, bias, &mut y);
+        forward_padded(shape, padded, weight, bias, &mut y);
     }
     y
 }
@@ -467,9 +516,14 @@ fn add_planes(total: &mut [[[f32; LANES]; 3]; CO_BLOCK], plane: &[[[f32; LANES];
 /// ranks trained measurably apart under Adam; per-plane partial sums keep
 /// the chains short and make the sum over samples an explicit outer one.
 pub fn weight_grad(shape: &ConvShape, x: &[f32], out_grad: &[f32]) -> Vec<f32> {
-    let padded = pad(shape, shape.c_in, x);
+    weight_grad_from_padded(&PaddedInput::new(shape, x), out_grad)
+}
+
+/// [`weight_grad`] from the input its forward pass padded.
+pub fn weight_grad_from_padded(input: &PaddedInput, out_grad: &[f32]) -> Vec<f32> {
+    let (shape, padded) = (&input.shape, &input.values);
     if channel_conv::applies(shape) {
-        return channel_conv::weight_grad(shape, &padded, out_grad);
+        return channel_conv::weight_grad(shape, padded, out_grad);
     }
     let mut grad = vec![0.0; shape.weight_len()];
     if shape.kernel == 3 && shape.c_out.is_multiple_of(CO_BLOCK) {
@@ -478,7 +532,7 @@ pub fn weight_grad(shape: &ConvShape, x: &[f32], out_grad: &[f32]) -> Vec<f32> {
             .into_par_iter()
             .map(|t| {
                 let mut tile = [[0.0; 27]; CO_BLOCK];
-                weight_grad_block_3_wide(shape, &padded, out_grad, t / c_in * CO_BLOCK, t % c_in, &mut tile);
+                weight_grad_block_3_wide(shape, padded, out_grad, t / c_in * CO_BLOCK, t % c_in, &mut tile);
                 tile
             })
             .collect();
@@ -491,7 +545,7 @@ pub fn weight_grad(shape: &ConvShape, x: &[f32], out_grad: &[f32]) -> Vec<f32> {
         return grad;
     }
     grad.par_chunks_mut(shape.kernel.pow(3)).enumerate().for_each(|(pair, out)| {
-        weight_grad_pair_wide(shape, &padded, out_grad, pair, out);
+        weight_grad_pair_wide(shape, padded, out_grad, pair, out);
     });
     grad
 }

@@ -5,7 +5,11 @@
 //! CosmoFlow's first layer (8 channels of 32³, batch 8); these stream
 //! through the volume once.
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
+
+use super::cpu::{self, KernelPath};
 
 /// Maximum of every window and which of its 8 voxels held it (index
 /// `dz·4 + dy·2 + dx`, the first one on ties). `x` holds whole planes of
@@ -15,55 +19,121 @@ pub fn max_forward(volume: [usize; 3], x: &[f32]) -> (Vec<f32>, Vec<u8>) {
     let out_len = x.len() / 8;
     let (mut y, mut arg) = (vec![0.0; out_len], vec![0u8; out_len]);
     let out_plane = (d / 2) * (h / 2) * (w / 2);
-    y.par_chunks_mut(out_plane.max(1)).zip(arg.par_chunks_mut(out_plane.max(1))).zip(x.par_chunks(d * h * w)).for_each(
-        |((y, arg), x)| {
-            for oz in 0..d / 2 {
-                for oy in 0..h / 2 {
-                    let rows: [&[f32]; 4] =
-                        std::array::from_fn(|r| &x[((2 * oz + r / 2) * h + 2 * oy + r % 2) * w..][..w]);
-                    let at = (oz * (h / 2) + oy) * (w / 2);
-                    for ox in 0..w / 2 {
-                        let (mut best, mut which) = (rows[0][2 * ox], 0u8);
-                        for k in 1..8u8 {
-                            let v = rows[usize::from(k / 2)][2 * ox + usize::from(k % 2)];
-                            if v > best {
-                                (best, which) = (v, k);
-                            }
-                        }
-                        y[at + ox] = best;
-                        arg[at + ox] = which;
-                    }
-                }
-            }
-        },
-    );
+    y.par_chunks_mut(out_plane.max(1))
+        .zip(arg.par_chunks_mut(out_plane.max(1)))
+        .zip(x.par_chunks(d * h * w))
+        .for_each(|((y, arg), x)| max_forward_plane_wide(volume, x, y, arg));
     (y, arg)
+}
+
+/// One plane of [`max_forward`].
+#[inline(always)]
+fn max_forward_plane(volume: [usize; 3], x: &[f32], y: &mut [f32], arg: &mut [u8]) {
+    let [d, h, w] = volume;
+    for oz in 0..d / 2 {
+        for oy in 0..h / 2 {
+            let row = |dz: usize, dy: usize| x[((2 * oz + dz) * h + 2 * oy + dy) * w..][..w].chunks_exact(2);
+            let at = (oz * (h / 2) + oy) * (w / 2);
+            let windows = row(0, 0).zip(row(0, 1)).zip(row(1, 0).zip(row(1, 1)));
+            let outputs = y[at..at + w / 2].iter_mut().zip(&mut arg[at..at + w / 2]);
+            // Branch-free (a select per candidate, in the order of the
+            // window index), so that the loop vectorises.
+            for ((best_out, which_out), ((r0, r1), (r2, r3))) in outputs.zip(windows) {
+                let candidates = [r0[0], r0[1], r1[0], r1[1], r2[0], r2[1], r3[0], r3[1]];
+                let (mut best, mut which) = (candidates[0], 0u8);
+                for (k, &v) in (1u8..).zip(&candidates[1..]) {
+                    let larger = v > best;
+                    best = if larger { v } else { best };
+                    which = if larger { k } else { which };
+                }
+                *best_out = best;
+                *which_out = which;
+            }
+        }
+    }
 }
 
 /// Gradient of the input of [`max_forward`]: each window's gradient goes to
 /// the voxel that held its maximum.
 pub fn max_backward(volume: [usize; 3], arg: &[u8], grad: &[f32]) -> Vec<f32> {
     let [d, h, w] = volume;
-    let mut x_grad = vec![0.0; grad.len() * 8];
     let out_plane = (d / 2) * (h / 2) * (w / 2);
-    x_grad
+    assert_eq!(arg.len(), grad.len(), "one argmax per pooled gradient");
+    let len = grad.len() * 8;
+    let mut x_grad = Vec::with_capacity(len);
+    x_grad.spare_capacity_mut()[..len]
         .par_chunks_mut(d * h * w)
         .zip(arg.par_chunks(out_plane.max(1)))
         .zip(grad.par_chunks(out_plane.max(1)))
-        .for_each(|((x_grad, arg), grad)| {
-            for oz in 0..d / 2 {
-                for oy in 0..h / 2 {
-                    let at = (oz * (h / 2) + oy) * (w / 2);
-                    for ox in 0..w / 2 {
-                        let k = usize::from(arg[at + ox]);
-                        let (dz, dy, dx) = (k / 4, (k / 2) % 2, k % 2);
-                        x_grad[((2 * oz + dz) * h + 2 * oy + dy) * w + 2 * ox + dx] = grad[at + ox];
-                    }
-                }
-            }
-        });
+        .for_each(|((x_grad, arg), grad)| max_backward_plane_wide(volume, arg, grad, x_grad));
+    // SAFETY: the first `len` elements are initialised: there are
+    // `grad.len() / out_plane` planes of `d·h·w` (8 per pooled voxel), each
+    // with its `arg` and `grad` chunk, and `max_backward_plane` writes every
+    // row of its plane whole, two voxels per window (`w` is even).
+    #[allow(unsafe_code)]
+    unsafe {
+        x_grad.set_len(len);
+    }
     x_grad
 }
+
+/// One plane of [`max_backward`]: every input row written once, whole,
+/// each voxel getting its window's gradient if it held the maximum, else 0
+/// (no zeroing pass first).
+#[inline(always)]
+fn max_backward_plane(volume: [usize; 3], arg: &[u8], grad: &[f32], x_grad: &mut [MaybeUninit<f32>]) {
+    let [_, h, w] = volume;
+    for (i, row) in x_grad.chunks_mut(w).enumerate() {
+        let (z, y) = (i / h, i % h);
+        let at = ((z / 2) * (h / 2) + y / 2) * (w / 2);
+        // Window index of this row's first voxel in each window.
+        let corner = (z % 2) * 4 + (y % 2) * 2;
+        let (arg, grad) = (&arg[at..at + w / 2], &grad[at..at + w / 2]);
+        for (pair, (&k, &g)) in row.chunks_exact_mut(2).zip(arg.iter().zip(grad)) {
+            let k = usize::from(k);
+            pair[0].write(if k == corner { g } else { 0.0 });
+            pair[1].write(if k == corner + 1 { g } else { 0.0 });
+        }
+    }
+}
+
+/// `$name(args)` runs `$body(args)` built for the [`KernelPath`] that
+/// [`cpu::path`] chooses (the portable build targets SSE2). Comparisons and
+/// selects only: every path gives the same result.
+macro_rules! dispatched {
+    ($name:ident, $body:ident, ($($arg:ident: $ty:ty),*)) => {
+        fn $name($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2,fma")]
+                fn avx2($($arg: $ty),*) {
+                    $body($($arg),*)
+                }
+                #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+                fn avx512($($arg: $ty),*) {
+                    $body($($arg),*)
+                }
+                match cpu::path() {
+                    // SAFETY: `cpu::path` only chooses a path the CPU supports.
+                    #[allow(unsafe_code)]
+                    KernelPath::Avx512 => return unsafe { avx512($($arg),*) },
+                    // SAFETY: as above.
+                    #[allow(unsafe_code)]
+                    KernelPath::Avx2 => return unsafe { avx2($($arg),*) },
+                    KernelPath::Portable => {}
+                }
+            }
+            $body($($arg),*)
+        }
+    };
+}
+
+dispatched!(max_forward_plane_wide, max_forward_plane, (volume: [usize; 3], x: &[f32], y: &mut [f32], arg: &mut [u8]));
+dispatched!(
+    max_backward_plane_wide,
+    max_backward_plane,
+    (volume: [usize; 3], arg: &[u8], grad: &[f32], x_grad: &mut [MaybeUninit<f32>])
+);
 
 /// Mean of every window.
 pub fn avg_forward(volume: [usize; 3], x: &[f32]) -> Vec<f32> {

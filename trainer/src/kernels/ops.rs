@@ -6,6 +6,8 @@
 //! backward passes. The generated `Dispatch` implementation routes each
 //! call by the backend its tensors live on.
 
+use std::sync::Arc;
+
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
@@ -20,7 +22,7 @@ use burn::tensor::{DType, Shape};
 use super::columns::Window;
 use super::conv2d_forward;
 use super::conv2d_grad;
-use super::direct_conv::{self, ConvShape};
+use super::direct_conv::{self, ConvShape, PaddedInput};
 use super::direct_pool;
 use super::flex::{flex, values};
 
@@ -293,22 +295,25 @@ impl Backward<Flex, 2> for ConvTranspose2dBackward {
 #[derive(Debug)]
 struct ConvBackward;
 
+/// The backward pass keeps the input as the forward pass padded it (the
+/// weight gradient reads it padded), not the input itself: one copy of
+/// every convolution input fewer per step.
 impl Backward<Flex, 3> for ConvBackward {
-    type State = (NodeId, NodeId, ConvShape);
+    type State = (Arc<PaddedInput>, NodeId, ConvShape);
 
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
         let [node_x, node_weight, node_bias] = ops.parents;
         let out_grad = grads.consume::<Flex>(&ops.node);
         let out_grad = values(&out_grad);
-        let (x_state, weight_state, shape) = ops.state;
-        let x: FlexTensor = checkpointer.retrieve_node_output(x_state);
+        let (padded, weight_state, shape) = ops.state;
         let weight: FlexTensor = checkpointer.retrieve_node_output(weight_state);
         if let Some(node) = node_x {
             let grad = direct_conv::input_grad(&shape, &values(&weight), &out_grad);
-            grads.register::<Flex>(node.id, flex(grad, x.shape()));
+            let [d, h, w] = shape.volume;
+            grads.register::<Flex>(node.id, flex(grad, Shape::new([shape.batch, shape.c_in, d, h, w])));
         }
         if let Some(node) = node_weight {
-            let grad = direct_conv::weight_grad(&shape, &values(&x), &out_grad);
+            let grad = direct_conv::weight_grad_from_padded(&padded, &out_grad);
             grads.register::<Flex>(node.id, flex(grad, weight.shape()));
         }
         if let Some(node) = node_bias {
@@ -359,10 +364,15 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
         };
         match ConvBackward.prepare::<C>([x.node(), weight.node(), bias.node()]).compute_bound().stateful() {
             OpsKind::Tracked(mut prep) => {
-                let x_state = prep.checkpoint(&x);
                 let weight_state = prep.checkpoint(&weight);
-                let y = conv_forward(&shape, x.primitive(), weight.primitive(), bias.primitive());
-                prep.finish((x_state, weight_state, shape), y)
+                let padded = Arc::new(PaddedInput::new(&shape, &values(x.primitive())));
+                let y = direct_conv::forward_from_padded(
+                    &padded,
+                    &values(weight.primitive()),
+                    Some(&values(bias.primitive())),
+                );
+                let [d, h, w] = shape.volume;
+                prep.finish((padded, weight_state, shape), flex(y, Shape::new([shape.batch, shape.c_out, d, h, w])))
             }
             OpsKind::UnTracked(prep) => {
                 prep.finish(conv_forward(&shape, x.primitive(), weight.primitive(), bias.primitive()))
