@@ -111,3 +111,42 @@ pub fn force(path: KernelPath) -> Result<(), Unsupported> {
     CHOSEN.store(1 + path as u8, Ordering::Relaxed);
     Ok(())
 }
+
+/// `wide!(name, body, (args))` defines `name(args)`, which runs `body(args)`
+/// (an `#[inline(always)]` function, so
+/// compiled into each version) built for the [`KernelPath`] that
+/// [`path`] chooses: a portable build targets SSE2, half the AVX2
+/// vector width, and computes `mul_add` in software (slowly, but with the
+/// same result). Every multiply-add is fused on every path, so results do
+/// not depend on the CPU.
+macro_rules! wide {
+    ($name:ident, $body:ident, ($($arg:ident: $ty:ty),*)) => {
+        #[allow(clippy::too_many_arguments)]
+        fn $name($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2,fma")]
+                #[allow(clippy::too_many_arguments)]
+                fn avx2($($arg: $ty),*) {
+                    $body($($arg),*)
+                }
+                #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+                #[allow(clippy::too_many_arguments)]
+                fn avx512($($arg: $ty),*) {
+                    $body($($arg),*)
+                }
+                match $crate::kernels::cpu::path() {
+                    // SAFETY: `cpu::path` only chooses a path the CPU supports.
+                    #[allow(unsafe_code)]
+                    $crate::kernels::cpu::KernelPath::Avx512 => return unsafe { avx512($($arg),*) },
+                    // SAFETY: as above.
+                    #[allow(unsafe_code)]
+                    $crate::kernels::cpu::KernelPath::Avx2 => return unsafe { avx2($($arg),*) },
+                    $crate::kernels::cpu::KernelPath::Portable => {}
+                }
+            }
+            $body($($arg),*)
+        }
+    };
+}
+pub(crate) use wide;

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 
 use super::channel_conv;
 use super::columns::fill;
-use super::cpu::{self, KernelPath};
+use super::cpu::{self, KernelPath, wide};
 
 /// Lanes of the weight-gradient accumulators (fixed, for reproducibility).
 const LANES: usize = 8;
@@ -359,43 +359,6 @@ fn forward_plane(
             }
         }
     }
-}
-
-/// `$name(args)` runs `$body(args)` (an `#[inline(always)]` function, so
-/// compiled into each version) built for the [`KernelPath`] that
-/// [`cpu::path`] chooses: a portable build targets SSE2, half the AVX2
-/// vector width, and computes `mul_add` in software (slowly, but with the
-/// same result). Every multiply-add is fused on every path, so results do
-/// not depend on the CPU.
-macro_rules! wide {
-    ($name:ident, $body:ident, ($($arg:ident: $ty:ty),*)) => {
-        #[allow(clippy::too_many_arguments)]
-        fn $name($($arg: $ty),*) {
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx2,fma")]
-                #[allow(clippy::too_many_arguments)]
-                fn avx2($($arg: $ty),*) {
-                    $body($($arg),*)
-                }
-                #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
-                #[allow(clippy::too_many_arguments)]
-                fn avx512($($arg: $ty),*) {
-                    $body($($arg),*)
-                }
-                match cpu::path() {
-                    // SAFETY: `cpu::path` only chooses a path the CPU supports.
-                    #[allow(unsafe_code)]
-                    KernelPath::Avx512 => return unsafe { avx512($($arg),*) },
-                    // SAFETY: as above.
-                    #[allow(unsafe_code)]
-                    KernelPath::Avx2 => return unsafe { avx2($($arg),*) },
-                    KernelPath::Portable => {}
-                }
-            }
-            $body($($arg),*)
-        }
-    };
 }
 
 /// [`forward_block`] built for the chosen [`KernelPath`], in tiles of 8

@@ -9,7 +9,7 @@ use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
-use super::cpu::{self, KernelPath};
+use super::cpu::wide;
 
 /// Maximum of every window and which of its 8 voxels held it (index
 /// `dz·4 + dy·2 + dx`, the first one on ties). `x` holds whole planes of
@@ -97,39 +97,8 @@ fn max_backward_plane(volume: [usize; 3], arg: &[u8], grad: &[f32], x_grad: &mut
     }
 }
 
-/// `$name(args)` runs `$body(args)` built for the [`KernelPath`] that
-/// [`cpu::path`] chooses (the portable build targets SSE2). Comparisons and
-/// selects only: every path gives the same result.
-macro_rules! dispatched {
-    ($name:ident, $body:ident, ($($arg:ident: $ty:ty),*)) => {
-        fn $name($($arg: $ty),*) {
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx2,fma")]
-                fn avx2($($arg: $ty),*) {
-                    $body($($arg),*)
-                }
-                #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
-                fn avx512($($arg: $ty),*) {
-                    $body($($arg),*)
-                }
-                match cpu::path() {
-                    // SAFETY: `cpu::path` only chooses a path the CPU supports.
-                    #[allow(unsafe_code)]
-                    KernelPath::Avx512 => return unsafe { avx512($($arg),*) },
-                    // SAFETY: as above.
-                    #[allow(unsafe_code)]
-                    KernelPath::Avx2 => return unsafe { avx2($($arg),*) },
-                    KernelPath::Portable => {}
-                }
-            }
-            $body($($arg),*)
-        }
-    };
-}
-
-dispatched!(max_forward_plane_wide, max_forward_plane, (volume: [usize; 3], x: &[f32], y: &mut [f32], arg: &mut [u8]));
-dispatched!(
+wide!(max_forward_plane_wide, max_forward_plane, (volume: [usize; 3], x: &[f32], y: &mut [f32], arg: &mut [u8]));
+wide!(
     max_backward_plane_wide,
     max_backward_plane,
     (volume: [usize; 3], arg: &[u8], grad: &[f32], x_grad: &mut [MaybeUninit<f32>])
