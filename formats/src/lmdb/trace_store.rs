@@ -58,8 +58,8 @@ fn encode_type(t: &TraceType) -> Vec<u8> {
 }
 
 fn decode_type(bytes: &[u8]) -> Option<TraceType> {
-    let u64_at = |i: usize| bytes.get(i..i + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
-    let u32_at = |i: usize| bytes.get(i..i + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
+    let u64_at = |i: usize| bytes.get(i..).and_then(<[u8]>::first_chunk).map(|b| u64::from_le_bytes(*b));
+    let u32_at = |i: usize| bytes.get(i..).and_then(<[u8]>::first_chunk).map(|b| u32::from_le_bytes(*b));
     let n = u32_at(16)? as usize;
     if bytes.len() != 20 + 4 * n {
         return None;
@@ -416,5 +416,25 @@ impl TraceStore {
             at: e.at,
             reason: e.reason,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{TraceType, decode_type, encode_type};
+
+    /// A type record decodes to what was encoded; a record cut short or
+    /// with bytes to spare anywhere is refused, never read as zeros.
+    #[test]
+    fn type_records_round_trip_and_truncated_ones_are_refused() {
+        let t = TraceType { addresses: vec![3, 1, 4], first: 7, count: 2 };
+        let bytes = encode_type(&t);
+        assert_eq!(decode_type(&bytes), Some(t));
+        for len in 0..bytes.len() {
+            assert!(decode_type(&bytes[..len]).is_none(), "a record cut to {len} bytes");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode_type(&longer).is_none(), "a record with a byte to spare");
     }
 }
