@@ -8,6 +8,7 @@
 //! multiply-adds, so results are bit-identical whichever runs; the wider
 //! ones only do more of them per instruction.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// A compiled version of the kernels.
@@ -101,6 +102,31 @@ fn from_env() -> KernelPath {
             best()
         }
     }
+}
+
+/// Whether this CPU runs 512-bit vector operations as two 256-bit halves
+/// and also has AVX2 with FMA: AMD family 19h (Zen 4, the only family of
+/// it with AVX-512; Zen 5 is 1Ah, with full-width units). A kernel whose
+/// AVX-512 version spends shuffles to fill 16 lanes gains nothing from
+/// them there, and runs its AVX2 version instead (the same bits).
+pub fn splits_512_bit_vectors() -> bool {
+    static SPLITS: OnceLock<bool> = OnceLock::new();
+    *SPLITS.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::__cpuid;
+            let vendor = __cpuid(0);
+            let amd = [vendor.ebx, vendor.edx, vendor.ecx] == [0x6874_7541, 0x6974_6e65, 0x444d_4163];
+            let signature = __cpuid(1).eax;
+            let base = (signature >> 8) & 0xf;
+            let family = if base == 0xf { base + ((signature >> 20) & 0xff) } else { base };
+            amd && family == 0x19 && KernelPath::Avx2.supported()
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
 }
 
 /// Run the kernels on `path` from now on, in every thread of the process.

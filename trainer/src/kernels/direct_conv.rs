@@ -426,10 +426,18 @@ fn weight_grad_block_3_wide(
     match cpu::path() {
         // SAFETY: `cpu::path` only chooses a path the CPU supports.
         #[allow(unsafe_code)]
-        KernelPath::Avx512 => return unsafe { weight_grad_avx512::block_3(shape, padded, out_grad, co, ci, out) },
-        // SAFETY: as above.
+        KernelPath::Avx512 if !cpu::splits_512_bit_vectors() => {
+            return unsafe { weight_grad_avx512::block_3(shape, padded, out_grad, co, ci, out) };
+        }
+        // SAFETY: the AVX2 path, or an AVX-512 CPU that `splits_512_bit_vectors`
+        // found to have AVX2 and FMA. There (Zen 4) the AVX2 kernel is the
+        // faster: the AVX-512 one pairs two channels' 8 lanes per register
+        // with broadcasts and inserts, and 512-bit multiply-adds there are
+        // two 256-bit ones (a CosmoFlow step 5 % quicker; docs/benchmarks.md).
         #[allow(unsafe_code)]
-        KernelPath::Avx2 => return unsafe { weight_grad_avx2::block_3(shape, padded, out_grad, co, ci, out) },
+        KernelPath::Avx512 | KernelPath::Avx2 => {
+            return unsafe { weight_grad_avx2::block_3(shape, padded, out_grad, co, ci, out) };
+        }
         KernelPath::Portable => {}
     }
     weight_grad_block_3(shape, padded, out_grad, co, ci, out);
@@ -1070,6 +1078,37 @@ mod tests {
         assert!(!channels_in_lanes(&shape(16, 24, 8)));
         assert!(!channels_in_lanes(&shape(16, 32, 16)), "rows of 16 fill the row kernels' lanes");
         assert!(!channels_in_lanes(&ConvShape { kernel: 5, ..shape(16, 32, 8) }));
+    }
+
+    /// The AVX-512 weight-gradient kernel, which CPUs that split 512-bit
+    /// vectors (Zen 4) pass over for the AVX2 one even on the AVX-512 path,
+    /// still gives the portable kernel's bits wherever it can run.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx512_weight_gradient_kernel_gives_the_portable_bits() {
+        use std::arch::is_x86_feature_detected as has;
+        use std::io::Write as _;
+        if !(has!("avx512f") && has!("avx512dq") && has!("fma")) {
+            // Past the harness's capture, so the skip shows in every run.
+            let _ = writeln!(std::io::stderr(), "direct_conv: SKIPPED the AVX-512 weight gradient (no AVX-512 here)");
+            return;
+        }
+        let shape = ConvShape { batch: 2, c_in: 2, c_out: 8, volume: [3, 4, 21], kernel: 3 };
+        let (x, g) = (values(shape.input_len(), 15), values(shape.output_len(), 16));
+        let padded = pad(&shape, shape.c_in, &x);
+        for co in (0..shape.c_out).step_by(CO_BLOCK) {
+            for ci in 0..shape.c_in {
+                let (mut want, mut got) = ([[0.0f32; 27]; CO_BLOCK], [[0.0f32; 27]; CO_BLOCK]);
+                weight_grad_block_3(&shape, &padded, &g, co, ci, &mut want);
+                // SAFETY: the CPU's AVX-512 F and DQ and FMA are checked above.
+                #[allow(unsafe_code)]
+                unsafe {
+                    weight_grad_avx512::block_3(&shape, &padded, &g, co, ci, &mut got);
+                }
+                let bits = |t: &[[f32; 27]; CO_BLOCK]| t.as_flattened().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "channels {co}.., input channel {ci}");
+            }
+        }
     }
 
     #[test]
