@@ -22,7 +22,7 @@
 use rayon::prelude::*;
 
 use super::cpu::{self, KernelPath};
-use super::direct_conv::ConvShape;
+use super::direct_conv::{ConvShape, load};
 
 /// Output channels per task: one AVX-512 register, two AVX2 ones.
 const GROUP: usize = 16;
@@ -74,7 +74,7 @@ pub(super) fn channels_last_flipped_weights(shape: &ConvShape, weight: &[f32]) -
 /// (`direct_conv`'s layout) and [`channels_last_weights`]. Parallel over
 /// samples and groups of output channels.
 pub(super) fn forward_padded(shape: &ConvShape, padded: &[f32], weights: &[f32], bias: Option<&[f32]>, y: &mut [f32]) {
-    let voxels = shape.volume.iter().product::<usize>();
+    let voxels = shape.voxels();
     let groups = shape.c_out / GROUP;
     y.par_chunks_mut(GROUP * voxels).enumerate().for_each(|(task, out)| {
         let (n, co) = (task / groups, task % groups * GROUP);
@@ -98,14 +98,6 @@ fn voxel_base(shape: &ConvShape, v: usize) -> usize {
     (z * ph + yy) * pw + x
 }
 
-/// `L` values from the start of `s`.
-#[inline(always)]
-fn load<const L: usize>(s: &[f32]) -> [f32; L] {
-    let mut v = [0.0; L];
-    v.copy_from_slice(&s[..L]);
-    v
-}
-
 /// Output channels `co..co + GROUP` of sample `n` into `out` (those
 /// channels' planes), in vectors of `L` lanes, `V = GROUP / L` of them.
 #[inline(always)]
@@ -119,7 +111,7 @@ fn forward_group<const L: usize, const V: usize>(
     co: usize,
     out: &mut [f32],
 ) {
-    let voxels = shape.volume.iter().product::<usize>();
+    let voxels = shape.voxels();
     let mut v0 = 0;
     while v0 < voxels {
         if voxels - v0 >= TILE {
@@ -150,7 +142,7 @@ fn forward_tile<const L: usize, const V: usize, const R: usize>(
     let [pd, ph, pw] = shape.padded();
     let (c_in, c_out) = (shape.c_in, shape.c_out);
     let volume = pd * ph * pw;
-    let voxels = shape.volume.iter().product::<usize>();
+    let voxels = shape.voxels();
     let rows = row_offsets(shape);
     let base: [usize; R] = std::array::from_fn(|r| voxel_base(shape, v0 + r));
     let start: [[f32; L]; V] = match bias {
@@ -213,7 +205,7 @@ fn forward_group_wide(
 /// and group of output channels.
 pub(super) fn weight_grad(shape: &ConvShape, padded: &[f32], out_grad: &[f32]) -> Vec<f32> {
     let (c_in, c_out) = (shape.c_in, shape.c_out);
-    let voxels = shape.volume.iter().product::<usize>();
+    let voxels = shape.voxels();
     // The output gradient with channels last, [batch, voxels, c_out]: a
     // voxel's group of channels is one vector.
     let mut g = vec![0.0; out_grad.len()];
@@ -258,7 +250,7 @@ fn weight_grad_group<const L: usize, const V: usize>(
     let [pd, ph, pw] = shape.padded();
     let (c_in, c_out) = (shape.c_in, shape.c_out);
     let volume = pd * ph * pw;
-    let voxels = shape.volume.iter().product::<usize>();
+    let voxels = shape.voxels();
     let rows = row_offsets(shape);
     let mut total = [[[0.0f32; L]; V]; TAPS];
     for n in 0..shape.batch {
@@ -377,7 +369,7 @@ macro_rules! vector_kernels {
                 co: usize,
                 out: &mut [f32],
             ) {
-                let voxels = shape.volume.iter().product::<usize>();
+                let voxels = shape.voxels();
                 let mut v0 = 0;
                 while v0 < voxels {
                     if voxels - v0 >= TILE {
@@ -405,7 +397,7 @@ macro_rules! vector_kernels {
                 let [pd, ph, pw] = shape.padded();
                 let (c_in, c_out) = (shape.c_in, shape.c_out);
                 let volume = pd * ph * pw;
-                let voxels = shape.volume.iter().product::<usize>();
+                let voxels = shape.voxels();
                 let rows = row_offsets(shape);
                 // Plain loops, not `array::from_fn`, inside these
                 // functions: its closures were not inlined here (they do
@@ -461,7 +453,7 @@ macro_rules! vector_kernels {
                 let [pd, ph, pw] = shape.padded();
                 let (c_in, c_out) = (shape.c_in, shape.c_out);
                 let volume = pd * ph * pw;
-                let voxels = shape.volume.iter().product::<usize>();
+                let voxels = shape.voxels();
                 let rows = row_offsets(shape);
                 let mut total = [[$zero(); V]; TAPS];
                 for n in 0..shape.batch {

@@ -97,13 +97,9 @@ impl<'a> ColumnSource<'a> {
         let segment = w.div_ceil(stride);
         // Positions past the end of a short segment are never read.
         let mut rows = vec![0.0f32; dims[0] * dims[1] * dims[2] * stride * segment];
-        rows.par_chunks_mut(stride * segment).zip(x.par_chunks(w)).for_each(|(dst, src)| {
-            for (r, part) in dst.chunks_mut(segment).enumerate() {
-                for (d, &v) in part.iter_mut().zip(src.iter().skip(r).step_by(stride)) {
-                    *d = v;
-                }
-            }
-        });
+        rows.par_chunks_mut(stride * segment)
+            .zip(x.par_chunks(w))
+            .for_each(|(dst, src)| regroup_row(dst, src, 0, stride, segment));
         ColumnSource { rows: rows.into(), dims, stride, segment }
     }
 
@@ -112,6 +108,23 @@ impl<'a> ColumnSource<'a> {
     fn strided(&self, row: usize, first: usize, len: usize) -> &[f32] {
         let at = row * self.stride * self.segment + (first % self.stride) * self.segment + first / self.stride;
         &self.rows[at..at + len]
+    }
+}
+
+/// Writes the row `src`, placed from column `offset` of a longer (padded)
+/// row, into `dst` regrouped by column remainder: column `c` goes to
+/// segment `c % stride` at position `c / stride`, segments of `segment`
+/// values one after the other. A strided window's taps along a row then
+/// read consecutive values. Positions no column reaches are left as they
+/// are.
+pub(super) fn regroup_row(dst: &mut [f32], src: &[f32], offset: usize, stride: usize, segment: usize) {
+    for (r, part) in dst.chunks_mut(segment).enumerate().take(stride) {
+        // The first source column whose padded column falls in segment r.
+        let first = (r + stride - offset % stride) % stride;
+        let at = (offset + first) / stride;
+        for (d, &v) in part[at..].iter_mut().zip(src.iter().skip(first).step_by(stride)) {
+            *d = v;
+        }
     }
 }
 

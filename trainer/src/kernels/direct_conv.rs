@@ -39,7 +39,7 @@ pub struct ConvShape {
 }
 
 impl ConvShape {
-    fn voxels(&self) -> usize {
+    pub(super) fn voxels(&self) -> usize {
         self.volume.iter().product()
     }
 
@@ -265,7 +265,7 @@ fn forward_block_3<const L: usize>(
 
 /// `L` values from the start of `s`, as one vector register's worth.
 #[inline(always)]
-fn load<const L: usize>(s: &[f32]) -> [f32; L] {
+pub(super) fn load<const L: usize>(s: &[f32]) -> [f32; L] {
     let mut v = [0.0; L];
     v.copy_from_slice(&s[..L]);
     v

@@ -26,8 +26,9 @@
 
 use rayon::prelude::*;
 
-use super::columns::Window;
+use super::columns::{Window, regroup_row};
 use super::cpu::{self, KernelPath};
+use super::direct_conv::load;
 
 /// Output channels summed together: the accumulators of [`CO_BLOCK`] ×
 /// 2 vectors fill half of AVX-512's 32 registers.
@@ -63,14 +64,7 @@ impl Padded {
                     row[p1..p1 + w].copy_from_slice(src);
                     continue;
                 }
-                // Padded column c = p1 + k goes to segment c % stride at c / stride.
-                for (r, part) in row.chunks_mut(segment).enumerate() {
-                    let first = (r + stride - p1 % stride) % stride;
-                    let at = (p1 + first) / stride;
-                    for (d, &v) in part[at..].iter_mut().zip(src.iter().skip(first).step_by(stride)) {
-                        *d = v;
-                    }
-                }
+                regroup_row(row, src, p1, stride, segment);
             }
         });
         Padded { values, rows, stride, segment }
@@ -189,14 +183,6 @@ fn block<const V: usize, const L: usize>(job: &Job<'_>, sample: usize, weights: 
             }
         }
     }
-}
-
-/// `L` values from the start of `s`.
-#[inline(always)]
-fn load<const L: usize>(s: &[f32]) -> [f32; L] {
-    let mut v = [0.0; L];
-    v.copy_from_slice(&s[..L]);
-    v
 }
 
 /// Outputs `ow..ow + V·L` of row `oh` of the block's planes.
