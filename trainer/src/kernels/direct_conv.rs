@@ -433,7 +433,7 @@ fn weight_grad_block_3_wide(
         // found to have AVX2 and FMA. There (Zen 4) the AVX2 kernel is the
         // faster: the AVX-512 one pairs two channels' 8 lanes per register
         // with broadcasts and inserts, and 512-bit multiply-adds there are
-        // two 256-bit ones (a CosmoFlow step 5 % quicker; docs/benchmarks.md).
+        // two 256-bit ones (the step figure is in docs/benchmarks.md).
         #[allow(unsafe_code)]
         KernelPath::Avx512 | KernelPath::Avx2 => {
             return unsafe { weight_grad_avx2::block_3(shape, padded, out_grad, co, ci, out) };
