@@ -75,6 +75,45 @@ pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     line
 }
 
+/// This process's rank as its launcher announced it in the environment,
+/// before MPI starts (Open MPI, PMI/PMIx, Slurm's `srun`); `None` when no
+/// launcher said (a plain run).
+pub fn launcher_rank() -> Option<u64> {
+    launcher_rank_in(|name| std::env::var(name).ok())
+}
+
+fn launcher_rank_in(var: impl Fn(&str) -> Option<String>) -> Option<u64> {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"]
+        .iter()
+        .find_map(|name| var(name).and_then(|v| v.trim().parse().ok()))
+}
+
+/// Whether this process prints a message that every rank of a job would
+/// print alike (a usage error found before MPI starts): rank 0 does, or a
+/// process no launcher started. Under `mpirun -np 64` a typo then prints
+/// one line, not 64 interleaved with the launcher's own.
+pub fn speaks_for_all_ranks() -> bool {
+    launcher_rank().is_none_or(|rank| rank == 0)
+}
+
+/// Print `error: {message}` when [`speaks_for_all_ranks`]: for errors
+/// every rank meets alike before MPI starts.
+pub fn print_error_once(message: impl std::fmt::Display) {
+    if speaks_for_all_ranks() {
+        print_error(message);
+    }
+}
+
+/// Exit with `code` after `print` (a command-line parser's usage error or
+/// help text) ran on [`speaks_for_all_ranks`] only: every rank parses the
+/// same arguments, so one prints.
+pub fn exit_after_usage(print: impl FnOnce(), code: i32) -> ! {
+    if speaks_for_all_ranks() {
+        print();
+    }
+    std::process::exit(code)
+}
+
 /// Print `error: {message}` to stderr in a single write. Ranks that fail
 /// together share `mpirun`'s stderr, and `eprintln!` writes each formatted
 /// piece separately, so their lines came out interleaved mid-word.
@@ -82,6 +121,20 @@ pub fn print_error(message: impl std::fmt::Display) {
     use std::io::Write;
     let line = format!("error: {message}\n");
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+#[cfg(test)]
+mod launcher_tests {
+    #[test]
+    fn the_launchers_rank_variables_are_read_in_order() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+        };
+        assert_eq!(super::launcher_rank_in(env(&[])), None);
+        assert_eq!(super::launcher_rank_in(env(&[("SLURM_PROCID", "5")])), Some(5));
+        assert_eq!(super::launcher_rank_in(env(&[("OMPI_COMM_WORLD_RANK", "3"), ("SLURM_PROCID", "0")])), Some(3));
+        assert_eq!(super::launcher_rank_in(env(&[("PMI_RANK", "x"), ("SLURM_PROCID", "2")])), Some(2));
+    }
 }
 
 #[cfg(test)]

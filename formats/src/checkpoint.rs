@@ -57,11 +57,34 @@ pub struct TrainState {
     /// null for models without.
     #[serde(default)]
     pub layout: serde_json::Value,
+    /// How the saving run sampled and stepped (absent in checkpoints of
+    /// older versions).
+    #[serde(default)]
+    pub run: Option<RunShape>,
+}
+
+/// What decides a run's sample order and the meaning of its optimiser
+/// state: a run that resumes mid-epoch must share all of it, or the saved
+/// position would be applied to another order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunShape {
+    /// Samples per rank per step.
+    pub batch: u64,
+    /// Ranks.
+    pub ranks: u64,
+    /// Steps per epoch.
+    pub steps_per_epoch: u64,
+    /// The optimiser (`sgd`, `adam`).
+    pub optimizer: String,
 }
 
 /// Testing aid: `STAGEHAND_TRAINER_ABORT_WHILE_WRITING=epoch-2` kills the
 /// process while it writes checkpoint `epoch-2`, after its arrays.
 pub const ABORT_WHILE_WRITING: &str = "STAGEHAND_TRAINER_ABORT_WHILE_WRITING";
+
+/// The lock file a training job holds in its checkpoint directory
+/// ([`crate::lock::DirLock`]); [`save`] leaves it alone.
+pub const LOCK_FILE: &str = ".lock";
 
 /// The format [`save`] writes: 2 added the model state and per-file checksums.
 pub const FORMAT: u32 = 2;
@@ -317,6 +340,7 @@ mod tests {
                 checksum: values_checksum(&all),
                 files: BTreeMap::new(),
                 layout: serde_json::json!([{ "address": "tau__px__Uniform__1", "kind": "uniform" }]),
+                run: Some(RunShape { batch: 4, ranks: 2, steps_per_epoch: 5, optimizer: "adam".into() }),
             },
             params,
             model_state,

@@ -117,7 +117,7 @@ pub fn hash_reader(mut reader: impl Read, buffer: &mut Vec<u8>) -> io::Result<(u
 
 /// Hash a file with streaming reads; returns (bytes, digest).
 pub fn hash_file(path: &Path, buffer: &mut Vec<u8>) -> io::Result<(u64, Checksum)> {
-    hash_reader(File::open(path)?, buffer)
+    hash_reader(crate::regular::open_regular(path)?, buffer)
 }
 
 /// Hash a file through a populated memory map: no copy out of the page

@@ -17,6 +17,12 @@
 //! - [`cif`]: crystal structures in CIF text (cell, sites, symmetry operations).
 //! - [`placement`]: which files each node needs (`replicate`, `shard`,
 //!   `per-node=N`), shared by the stager and the loader.
+//! - [`lock`]: one job at a time in a directory (a destination, a checkpoint
+//!   directory), with the holder named.
+//! - [`mapped`]: reading maps of files that may shrink underneath (a check
+//!   before each read, and a SIGBUS handler that names the file).
+//! - [`regular`]: opening a dataset's file without blocking on a FIFO put in
+//!   its place, refusing anything but a regular file.
 //!
 //! ```
 //! use formats::cosmoflow::{CosmoSample, CosmoShape};
@@ -40,7 +46,10 @@ pub mod climate;
 pub mod cosmoflow;
 pub mod example;
 pub mod lmdb;
+pub mod lock;
 pub mod manifest;
+pub mod mapped;
 pub mod placement;
+pub mod regular;
 pub mod scattering;
 pub mod tfrecord;

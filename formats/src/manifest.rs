@@ -21,6 +21,11 @@ use crate::tfrecord::{Access, TfRecordFile, scan_headers};
 
 /// File name of the manifest at a dataset's root.
 pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// The directory at a destination's root where the stager keeps its
+/// journal, lock and temporary files. No manifest entry may lie inside it,
+/// and a scan never descends into it (nor into any hidden directory).
+pub const STATE_DIR: &str = ".stagehand";
 /// Value of the `format` field.
 pub const FORMAT: &str = "stagehand-manifest";
 /// Highest manifest version this build reads and the one it writes.
@@ -213,6 +218,14 @@ pub enum ManifestError {
     /// The same path twice.
     #[error("manifest entry {0:?} appears more than once")]
     Duplicate(String),
+    /// The entries' sizes or sample counts add up past what 64 bits hold.
+    #[error("the manifest's file {what} add up to more than 2^64 (at entry {entry:?}); no dataset is that large")]
+    TooLarge {
+        /// `sizes` or `sample counts`.
+        what: &'static str,
+        /// The entry at which the sum overflowed.
+        entry: String,
+    },
     /// An entry resolves (through a symlink) outside the dataset root.
     #[error("manifest entry {entry:?} resolves to {} outside the dataset root {}", resolved.display(), root.display())]
     OutsideRoot {
@@ -252,6 +265,9 @@ pub fn check_relative_path(entry: &str) -> Result<(), ManifestError> {
     }
     if entry.starts_with('/') {
         return bad("is absolute");
+    }
+    if entry.split('/').next() == Some(STATE_DIR) {
+        return bad("is inside `.stagehand/`, the directory a destination keeps its journal and lock in");
     }
     // Split by hand: `Path::components` silently drops interior `.` and `//`.
     for segment in entry.split('/') {
@@ -295,12 +311,14 @@ impl Manifest {
 
     /// Sum of file sizes.
     pub fn total_bytes(&self) -> u64 {
-        self.files.iter().map(|f| f.bytes).sum()
+        // Saturating: a manifest that was validated cannot overflow, and
+        // one built in memory must not wrap to a small plausible number.
+        self.files.iter().fold(0u64, |sum, f| sum.saturating_add(f.bytes))
     }
 
     /// Sum of samples.
     pub fn total_samples(&self) -> u64 {
-        self.files.iter().map(|f| f.samples).sum()
+        self.files.iter().fold(0u64, |sum, f| sum.saturating_add(f.samples))
     }
 
     /// The entry for `path`.
@@ -311,11 +329,15 @@ impl Manifest {
     /// Check every entry's path and that no path repeats. Pure: touches no file.
     pub fn validate(&self) -> Result<(), ManifestError> {
         let mut seen = BTreeSet::new();
+        let (mut bytes, mut samples) = (0u64, 0u64);
         for entry in &self.files {
             check_relative_path(&entry.path)?;
             if !seen.insert(entry.path.as_str()) {
                 return Err(ManifestError::Duplicate(entry.path.clone()));
             }
+            let too_large = |what| ManifestError::TooLarge { what, entry: entry.path.clone() };
+            bytes = bytes.checked_add(entry.bytes).ok_or_else(|| too_large("sizes"))?;
+            samples = samples.checked_add(entry.samples).ok_or_else(|| too_large("sample counts"))?;
         }
         Ok(())
     }
@@ -457,16 +479,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// (relative path, size) of every file to include.
 fn list_files(root: &Path) -> Result<Vec<(String, u64)>, ManifestError> {
     let mut out = Vec::new();
-    for item in walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name() {
+    // Hidden entries are pruned, not just skipped: a hidden directory (a
+    // former destination's `.stagehand/` above all) is never descended into.
+    let walk = walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name();
+    for item in walk.into_iter().filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.')) {
         let item = item.map_err(|e| {
             let path = e.path().map(Path::to_owned).unwrap_or_else(|| root.to_owned());
             ManifestError::Io { path, source: e.into() }
         })?;
         if item.depth() == 0 {
-            continue;
-        }
-        let hidden = item.file_name().to_string_lossy().starts_with('.');
-        if hidden {
             continue;
         }
         let rel_path = item.path().strip_prefix(root).unwrap_or(item.path());

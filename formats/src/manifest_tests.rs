@@ -12,10 +12,28 @@ fn relative_paths_are_accepted_and_escapes_refused() {
     for ok in ["a", "a/b.tfrecord", "deep/er/file.h5", "..a", "a..b"] {
         check_relative_path(ok).unwrap();
     }
-    for bad in ["", "/etc/passwd", "../x", "a/../../x", "a/./b", "./a", "a//b", "a/", "a\\b"] {
+    check_relative_path("a/.stagehand/x").unwrap();
+    for bad in
+        ["", "/etc/passwd", "../x", "a/../../x", "a/./b", "./a", "a//b", "a/", "a\\b", ".stagehand/journal.jsonl"]
+    {
         let err = check_relative_path(bad).unwrap_err();
         assert!(err.to_string().contains(&format!("{bad:?}")), "{err}");
     }
+}
+
+/// A hostile manifest whose sizes add up past 2^64 made `stager plan`
+/// print "0.00 B" and exit 0: it is refused on load, naming the entry.
+#[test]
+fn sizes_that_add_up_past_64_bits_are_refused() {
+    let big = |path: &str| FileEntry { path: path.into(), bytes: u64::MAX / 2 + 1, samples: 1, xxh3: Checksum(1) };
+    let m = Manifest::new(Schema::opaque(), vec![big("a"), big("b")]);
+    let e = Manifest::from_json(&m.to_json(), Path::new("m.json")).unwrap_err();
+    assert!(e.to_string().contains("add up to more than 2^64 (at entry \"b\")"), "{e}");
+    assert_eq!(m.total_bytes(), u64::MAX, "saturates rather than wraps");
+    let mut many = entry("c");
+    many.samples = u64::MAX;
+    let e = Manifest::new(Schema::opaque(), vec![entry("a"), many]).validate().unwrap_err();
+    assert!(e.to_string().contains("sample counts"), "{e}");
 }
 
 #[test]
@@ -63,6 +81,12 @@ fn scan_hashes_counts_and_skips_hidden_files() {
     std::fs::create_dir(root.join("sub")).unwrap();
     std::fs::write(root.join("sub/plain.bin"), b"hello").unwrap();
     std::fs::write(root.join(".hidden.tmp.1"), b"partial").unwrap();
+    // A former destination's bookkeeping (and any hidden directory) is not
+    // descended into: its journal and lock are not data.
+    for hidden in [".stagehand/tmp", "sub/.cache"] {
+        std::fs::create_dir_all(root.join(hidden)).unwrap();
+        std::fs::write(root.join(hidden).join("journal.jsonl"), b"{}").unwrap();
+    }
     let mut w = TfRecordFileWriter::create(&root.join("a.tfrecord"), false, true).unwrap();
     for i in 0..3u8 {
         w.write_record(&[i; 10]).unwrap();

@@ -31,7 +31,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         shuffle: true,
         remainder: Remainder::Pad,
     };
-    let config = LoaderConfig { batch: batch.parse()?, workers: workers.parse()?, prefetch: 2, skip_corrupt: false };
+    let config = LoaderConfig {
+        batch: batch.parse()?,
+        workers: workers.parse()?,
+        prefetch: 2,
+        skip_corrupt: false,
+        check_finite: false,
+    };
     let order = sampler.indices(epoch.parse()?);
     let loader = Loader::resume_with_buffers(opened.dataset, order, config, 0, Default::default());
     let mut values = std::io::BufWriter::new(std::fs::File::create(format!("{out}.bin"))?);

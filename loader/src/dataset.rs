@@ -78,6 +78,19 @@ pub enum DatasetError {
         /// The panic's message.
         message: String,
     },
+    /// A sample holds NaN or infinity (found with
+    /// [`LoaderConfig::check_finite`](crate::pipeline::LoaderConfig::check_finite)).
+    #[error("{sample}: {part} value {position} is {value}, not a finite number")]
+    NonFinite {
+        /// Where the sample is ([`Dataset::locate`]).
+        sample: String,
+        /// `input` or `target`.
+        part: &'static str,
+        /// Index of the value within that part.
+        position: usize,
+        /// The value (NaN, inf or -inf).
+        value: f32,
+    },
     /// An index past the end.
     #[error("sample {index} out of range (dataset has {len})")]
     OutOfRange {
@@ -134,6 +147,12 @@ pub trait Dataset: Send + Sync {
             y.truncate(start);
         }
         read
+    }
+
+    /// Where sample `index` is, for messages: its file and position in it
+    /// where the dataset knows them (`sample 12 (data/f3.tfrecord, record 4)`).
+    fn locate(&self, index: usize) -> String {
+        format!("sample {index}")
     }
 }
 
@@ -216,6 +235,15 @@ impl CosmoflowDataset {
 impl Dataset for CosmoflowDataset {
     fn len(&self) -> usize {
         self.records.len()
+    }
+
+    fn locate(&self, index: usize) -> String {
+        match self.records.get(index) {
+            Some(&(file, offset)) => {
+                format!("sample {index} ({}, record at byte offset {offset})", self.files[file].path().display())
+            }
+            None => format!("sample {index}"),
+        }
     }
 
     fn x_len(&self) -> usize {

@@ -19,7 +19,7 @@ use crate::dataset::{Dataset, DatasetError};
 
 enum Access {
     /// Contiguous datasets: mapped file, byte extents of data and labels.
-    Mapped { map: Mmap, data: Extent, labels: Extent },
+    Mapped { map: Mmap, file: File, data: Extent, labels: Extent },
     /// Anything else: through libhdf5.
     Library,
 }
@@ -67,6 +67,7 @@ impl DeepcamDataset {
                     // SAFETY: read-only map of a staged sample file; staged
                     // files are written by temp file + rename and never
                     // modified in place.
+                    formats::mapped::report_sigbus();
                     let map = unsafe { Mmap::map(&file) }
                         .map_err(|source| DatasetError::Io { path: path.to_owned(), source })?;
                     let end = data.offset.max(labels.offset) + data.len.max(labels.len);
@@ -78,7 +79,7 @@ impl DeepcamDataset {
                             )),
                         });
                     }
-                    Access::Mapped { map, data, labels }
+                    Access::Mapped { map, file, data, labels }
                 }
                 (Err(ClimateError::NotContiguous { .. }), _) | (_, Err(ClimateError::NotContiguous { .. })) => {
                     Access::Library
@@ -164,6 +165,13 @@ impl Dataset for DeepcamDataset {
         self.files.len()
     }
 
+    fn locate(&self, index: usize) -> String {
+        match self.files.get(index) {
+            Some(file) => format!("sample {index} ({})", file.path.display()),
+            None => format!("sample {index}"),
+        }
+    }
+
     fn x_len(&self) -> usize {
         self.shape.values()
     }
@@ -175,7 +183,11 @@ impl Dataset for DeepcamDataset {
     fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
         let file = self.files.get(index).ok_or(DatasetError::OutOfRange { index, len: self.files.len() })?;
         match &file.access {
-            Access::Mapped { map, data, labels } => {
+            Access::Mapped { map, file: opened, data, labels } => {
+                // A staged file truncated during an epoch: an error naming it
+                // (skipped with skip_corrupt) instead of SIGBUS on the read.
+                formats::mapped::check_still_covers(opened, map.len() as u64)
+                    .map_err(|source| DatasetError::Io { path: file.path.clone(), source })?;
                 let bytes = &map[data.offset as usize..(data.offset + data.len) as usize];
                 normalise_hwc_to_chw(bytes, &self.minval, &self.range, x);
                 let bytes = &map[labels.offset as usize..(labels.offset + labels.len) as usize];

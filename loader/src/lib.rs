@@ -21,7 +21,8 @@
 //!   takes batches back from a consumer that hands them on.
 //!
 //! Corrupt samples are errors naming file and offset, or skipped and counted
-//! with `skip_corrupt`. `cargo bench --bench loader-bench` compares the
+//! with `skip_corrupt`; with `check_finite` a sample holding NaN or infinity
+//! is one too ([`finite`]). `cargo bench --bench loader-bench` compares the
 //! loader with tf.data and h5py.
 //!
 //! ```
@@ -35,6 +36,7 @@
 pub mod catalog;
 pub mod dataset;
 pub mod deepcam;
+pub mod finite;
 pub mod lmdb;
 pub mod pipeline;
 pub mod sampler;

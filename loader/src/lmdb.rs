@@ -67,6 +67,13 @@ impl Dataset for ScatteringDataset {
         self.keys.len()
     }
 
+    fn locate(&self, index: usize) -> String {
+        match self.key(index) {
+            Some(key) => format!("sample {index} ({}, key {key})", self.path.display()),
+            None => format!("sample {index}"),
+        }
+    }
+
     fn x_len(&self) -> usize {
         self.shape.cbed_len()
     }
@@ -182,7 +189,7 @@ impl ScatteringStores {
     }
 
     /// The store holding sample `index`, and the index within it.
-    fn locate(&self, index: usize) -> Result<(&ScatteringDataset, usize), DatasetError> {
+    fn store_of(&self, index: usize) -> Result<(&ScatteringDataset, usize), DatasetError> {
         if index >= self.len {
             return Err(DatasetError::OutOfRange { index, len: self.len });
         }
@@ -196,6 +203,10 @@ impl Dataset for ScatteringStores {
         self.len
     }
 
+    fn locate(&self, index: usize) -> String {
+        self.store_of(index).map_or_else(|_| format!("sample {index}"), |(store, within)| store.locate(within))
+    }
+
     fn x_len(&self) -> usize {
         self.shape().cbed_len()
     }
@@ -205,7 +216,7 @@ impl Dataset for ScatteringStores {
     }
 
     fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
-        let (store, within) = self.locate(index)?;
+        let (store, within) = self.store_of(index)?;
         store.read_into(within, x, y)
     }
 }
@@ -248,6 +259,10 @@ impl TraceDataset {
 impl Dataset for TraceDataset {
     fn len(&self) -> usize {
         self.store.len() as usize
+    }
+
+    fn locate(&self, index: usize) -> String {
+        format!("trace {index} ({})", self.path.display())
     }
 
     fn x_len(&self) -> usize {

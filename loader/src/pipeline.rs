@@ -23,6 +23,12 @@ pub struct LoaderConfig {
     /// Skip (and count, and log) corrupt samples instead of delivering the
     /// error; a batch with a skipped sample is shorter.
     pub skip_corrupt: bool,
+    /// Check every decoded sample's input and target for NaN and infinity;
+    /// one that holds any is an error naming its file and position
+    /// ([`DatasetError::NonFinite`]), or is skipped with `skip_corrupt`.
+    /// Costs one pass over each sample's values, a few per cent of
+    /// decoding it (`docs/loader.md`).
+    pub check_finite: bool,
 }
 
 /// One batch: `x` is `len * x_len` values; sample `k`'s target is
@@ -261,8 +267,8 @@ impl Loader {
         let workers = (0..config.workers.max(1))
             .map(|_| {
                 let (shared, dataset, order) = (shared.clone(), dataset.clone(), order.clone());
-                let skip = config.skip_corrupt;
-                std::thread::spawn(move || work(&shared, &*dataset, &order, (batch, batches, prefetch), skip))
+                let checks = Checks { skip_corrupt: config.skip_corrupt, check_finite: config.check_finite };
+                std::thread::spawn(move || work(&shared, &*dataset, &order, (batch, batches, prefetch), checks))
             })
             .collect();
         Loader {
@@ -392,12 +398,40 @@ fn read_catching_panics(
     })
 }
 
+/// What a worker checks, and what it does with a sample that fails.
+#[derive(Clone, Copy)]
+struct Checks {
+    skip_corrupt: bool,
+    check_finite: bool,
+}
+
+/// Read sample `index` into `x` and append its target to `y`, then (if
+/// asked) check both for values that are not finite.
+fn read_checked(
+    dataset: &dyn Dataset,
+    index: usize,
+    x: &mut [f32],
+    y: &mut Vec<f32>,
+    check_finite: bool,
+) -> Result<u64, DatasetError> {
+    let target_start = y.len();
+    let bytes = read_catching_panics(dataset, index, x, y)?;
+    if check_finite {
+        for (part, values) in [("input", &x[..]), ("target", &y[target_start..])] {
+            if let Some((position, value)) = crate::finite::first_non_finite(values) {
+                return Err(DatasetError::NonFinite { sample: dataset.locate(index), part, position, value });
+            }
+        }
+    }
+    Ok(bytes)
+}
+
 fn work(
     shared: &Shared,
     dataset: &dyn Dataset,
     order: &[usize],
     (batch, batches, prefetch): (usize, usize, usize),
-    skip_corrupt: bool,
+    Checks { skip_corrupt, check_finite }: Checks,
 ) {
     let x_len = dataset.x_len();
     loop {
@@ -439,7 +473,7 @@ fn work(
         for &index in &indices {
             let k = kept.len();
             let x = &mut out.x[k * x_len..(k + 1) * x_len];
-            match read_catching_panics(dataset, index, x, &mut out.y) {
+            match read_checked(dataset, index, x, &mut out.y, check_finite) {
                 Ok(bytes) => {
                     shared.bytes.fetch_add(bytes, Ordering::Relaxed);
                     kept.push(index);
@@ -449,7 +483,7 @@ fn work(
                     // Whatever a failed read appended is not a target.
                     out.y.truncate(out.y_offsets.last().copied().unwrap_or(0));
                     shared.skipped.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!("skipping corrupt sample {index}: {e}");
+                    tracing::warn!("skipping sample {index}: {e}");
                 }
                 Err(e) => {
                     result = Err(e);

@@ -116,7 +116,7 @@ impl TraceStores {
     }
 
     /// The store holding trace `index`, and the index within it.
-    fn locate(&self, index: usize) -> Result<(usize, u64), DatasetError> {
+    fn store_of(&self, index: usize) -> Result<(usize, u64), DatasetError> {
         if index >= self.len {
             return Err(DatasetError::OutOfRange { index, len: self.len });
         }
@@ -128,6 +128,13 @@ impl TraceStores {
 impl Dataset for TraceStores {
     fn len(&self) -> usize {
         self.len
+    }
+
+    fn locate(&self, index: usize) -> String {
+        match self.store_of(index) {
+            Ok((store, key)) => format!("trace {index} ({}, key {key})", self.stores[store].0.display()),
+            Err(_) => format!("trace {index}"),
+        }
     }
 
     fn x_len(&self) -> usize {
@@ -145,7 +152,7 @@ impl Dataset for TraceStores {
     }
 
     fn read_ragged(&self, index: usize, x: &mut [f32], y: &mut Vec<f32>) -> Result<u64, DatasetError> {
-        let (store, key) = self.locate(index)?;
+        let (store, key) = self.store_of(index)?;
         let (path, traces) = &self.stores[store];
         let trace = traces.get(key)?.ok_or_else(|| DatasetError::Shape {
             path: path.clone(),

@@ -94,8 +94,11 @@ fn loader_delivers_batches_in_sampler_order_within_the_prefetch_window() {
     let ds = Arc::new(CosmoflowDataset::open(&write(dir.path()), SHAPE, CosmoTransform::Log1p).unwrap());
     let sampler = DistributedSampler { len: 7, world: 1, rank: 0, seed: 3, shuffle: true, remainder: Remainder::Pad };
     let order = sampler.indices(2);
-    let mut loader =
-        Loader::new(ds.clone(), order.clone(), LoaderConfig { batch: 2, workers: 3, prefetch: 2, skip_corrupt: false });
+    let mut loader = Loader::new(
+        ds.clone(),
+        order.clone(),
+        LoaderConfig { batch: 2, workers: 3, prefetch: 2, skip_corrupt: false, check_finite: false },
+    );
     assert_eq!(loader.batches(), 4);
     let mut seen = Vec::new();
     while let Some(batch) = loader.next() {
@@ -121,8 +124,11 @@ fn corrupt_record_reaches_the_consumer_with_file_and_offset() {
     let paths = write(dir.path());
     flip_middle_byte(&paths[2]);
     let ds = Arc::new(CosmoflowDataset::open(&paths, SHAPE, CosmoTransform::Log1p).unwrap());
-    let loader =
-        Loader::new(ds, (0..7).collect(), LoaderConfig { batch: 1, workers: 2, prefetch: 3, skip_corrupt: false });
+    let loader = Loader::new(
+        ds,
+        (0..7).collect(),
+        LoaderConfig { batch: 1, workers: 2, prefetch: 3, skip_corrupt: false, check_finite: false },
+    );
     let errors: Vec<String> = loader.filter_map(Result::err).map(|e| e.to_string()).collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].contains("f2.tfrecord") && errors[0].contains("byte offset"), "{}", errors[0]);
@@ -133,7 +139,11 @@ fn dropping_a_loader_mid_epoch_stops_its_workers() {
     let dir = tempfile::tempdir().unwrap();
     let ds = Arc::new(CosmoflowDataset::open(&write(dir.path()), SHAPE, CosmoTransform::Log1p).unwrap());
     let order: Vec<usize> = (0..7).cycle().take(700).collect();
-    let mut loader = Loader::new(ds, order, LoaderConfig { batch: 1, workers: 4, prefetch: 2, skip_corrupt: false });
+    let mut loader = Loader::new(
+        ds,
+        order,
+        LoaderConfig { batch: 1, workers: 4, prefetch: 2, skip_corrupt: false, check_finite: false },
+    );
     loader.next().unwrap().unwrap();
     drop(loader); // joins every worker; a hang here fails the test by timeout
 }
@@ -143,7 +153,7 @@ fn a_resumed_loader_continues_mid_epoch_in_the_same_order() {
     let dir = tempfile::tempdir().unwrap();
     let ds = Arc::new(CosmoflowDataset::open(&write(dir.path()), SHAPE, CosmoTransform::Log1p).unwrap());
     let sampler = DistributedSampler { len: 7, world: 2, rank: 1, seed: 9, shuffle: true, remainder: Remainder::Pad };
-    let config = LoaderConfig { batch: 1, workers: 2, prefetch: 2, skip_corrupt: false };
+    let config = LoaderConfig { batch: 1, workers: 2, prefetch: 2, skip_corrupt: false, check_finite: false };
     let full: Vec<Vec<usize>> =
         Loader::new(ds.clone(), sampler.indices(5), config).map(|b| b.unwrap().indices).collect();
     let mut first = Loader::new(ds.clone(), sampler.indices(5), config);
@@ -161,8 +171,11 @@ fn skip_corrupt_counts_and_skips_instead_of_failing() {
     let paths = write(dir.path());
     flip_middle_byte(&paths[2]);
     let ds = Arc::new(CosmoflowDataset::open(&paths, SHAPE, CosmoTransform::Log1p).unwrap());
-    let mut loader =
-        Loader::new(ds, (0..7).collect(), LoaderConfig { batch: 7, workers: 1, prefetch: 1, skip_corrupt: true });
+    let mut loader = Loader::new(
+        ds,
+        (0..7).collect(),
+        LoaderConfig { batch: 7, workers: 1, prefetch: 1, skip_corrupt: true, check_finite: false },
+    );
     let batch = loader.next().unwrap().unwrap();
     assert_eq!(batch.indices.len(), 6);
     assert_eq!(batch.x.len(), 6 * SHAPE.voxels());
@@ -193,7 +206,7 @@ fn from_manifest_opens_the_listed_files_and_names_a_missing_one() {
 fn next_epoch_delivers_the_new_order_in_the_old_buffers() {
     let dir = tempfile::tempdir().unwrap();
     let ds = Arc::new(CosmoflowDataset::open(&write(dir.path()), SHAPE, CosmoTransform::Log1p).unwrap());
-    let config = LoaderConfig { batch: 2, workers: 2, prefetch: 2, skip_corrupt: false };
+    let config = LoaderConfig { batch: 2, workers: 2, prefetch: 2, skip_corrupt: false, check_finite: false };
     let mut loader = Loader::new(ds.clone(), (0..7).collect(), config);
     let mut buffers = std::collections::HashSet::new();
     while let Some(batch) = loader.next() {
@@ -233,8 +246,11 @@ fn a_directory_deleted_under_a_running_loader_finishes_the_epoch_right_and_reope
     let paths = write(&staged);
     let ds = Arc::new(CosmoflowDataset::open(&paths, SHAPE, CosmoTransform::Log1p).unwrap());
     let order: Vec<usize> = (0..7).collect();
-    let mut loader =
-        Loader::new(ds.clone(), order.clone(), LoaderConfig { batch: 2, workers: 2, prefetch: 1, skip_corrupt: false });
+    let mut loader = Loader::new(
+        ds.clone(),
+        order.clone(),
+        LoaderConfig { batch: 2, workers: 2, prefetch: 1, skip_corrupt: false, check_finite: false },
+    );
     let mut seen = Vec::new();
     while let Some(batch) = loader.next() {
         let batch = batch.unwrap();

@@ -58,7 +58,7 @@ impl EpochLoader {
     /// from the start of the epoch and the last batch may be short. Every
     /// rank gets the same number of batches either way.
     #[new]
-    #[pyo3(signature = (dataset, *, batch_size, workers, prefetch, shuffle, seed, drop_last, rank, world_size, skip_corrupt))]
+    #[pyo3(signature = (dataset, *, batch_size, workers, prefetch, shuffle, seed, drop_last, rank, world_size, skip_corrupt, check_finite=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         dataset: Bound<'_, Dataset>,
@@ -71,6 +71,7 @@ impl EpochLoader {
         rank: usize,
         world_size: usize,
         skip_corrupt: bool,
+        check_finite: bool,
     ) -> PyResult<Self> {
         if batch_size == 0 || workers == 0 || prefetch == 0 {
             return Err(PyValueError::new_err(format!(
@@ -111,7 +112,7 @@ impl EpochLoader {
             order,
             batch: batch_size,
             drop_last,
-            config: LoaderConfig { batch: batch_size, workers, prefetch, skip_corrupt },
+            config: LoaderConfig { batch: batch_size, workers, prefetch, skip_corrupt, check_finite },
             current: None,
             epoch: 0,
             ahead: None,

@@ -52,6 +52,10 @@ class Loader:
             the rank it was opened for.
         skip_corrupt: skip (and count in ``metrics()["skipped"]``) samples
             that fail to decode instead of raising ``DataError``.
+        check_finite: check every sample's input and target for NaN and
+            infinity; one that holds any raises ``DataError`` naming its
+            file and position (or is skipped with ``skip_corrupt``). Costs
+            one pass over each sample's values.
     """
 
     def __init__(
@@ -66,6 +70,7 @@ class Loader:
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
         skip_corrupt: bool = False,
+        check_finite: bool = False,
     ) -> None:
         if (rank is None or world_size is None) and dataset.staged_for is not None:
             staged_rank, staged_world = dataset.staged_for
@@ -92,6 +97,7 @@ class Loader:
             rank=rank,
             world_size=world_size,
             skip_corrupt=skip_corrupt,
+            check_finite=check_finite,
         )
         #: The epoch the next iteration runs (or the one running).
         self.epoch = 0

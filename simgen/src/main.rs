@@ -151,7 +151,8 @@ struct PkArgs {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli =
+        Cli::try_parse().unwrap_or_else(|e| cluster::logging::exit_after_usage(|| drop(e.print()), e.exit_code()));
     let result = match cli.command {
         Command::Cosmo(args) => cosmo(&args),
         Command::Pk(args) => pk(&args),
@@ -160,9 +161,16 @@ fn main() {
         Command::Traces(args) => cli::traces::run(&args),
     };
     if let Err(e) = result {
-        cluster::logging::print_error(format_args!("{}", cluster::logging::chain(e.as_ref())));
-        // Bad arguments exit 2, as clap's own usage errors do.
-        std::process::exit(if e.downcast_ref::<cli::multislice::Usage>().is_some() { 2 } else { 1 });
+        // Bad arguments exit 2, as clap's own usage errors do, and are
+        // printed once: every rank found the same.
+        let usage = e.downcast_ref::<cli::multislice::Usage>().is_some();
+        let line = cluster::logging::chain(e.as_ref());
+        if usage {
+            cluster::logging::print_error_once(line);
+        } else {
+            cluster::logging::print_error(line);
+        }
+        std::process::exit(if usage { 2 } else { 1 });
     }
 }
 

@@ -3,9 +3,18 @@
 //! `DEST/.stagehand/` with the temporary files of writes in progress, which
 //! a new run removes before it starts.
 //!
-//! Each line is `{"path": ..., "xxh3": ...}`, appended and fsynced only after
-//! the file was checked and renamed into place. Several writers (the naive
-//! copy has one per rank) each append to their own `journal*.jsonl`.
+//! Each line is `{"path", "xxh3", "bytes", "ino", "ctime_ns"}`, appended and
+//! fsynced only after the file was checked and renamed into place. Several
+//! writers (the naive copy has one per rank) each append to their own
+//! `journal*.jsonl`, so the journals of several runs hold several records of
+//! one path, in no order a reader could trust (directory order, clocks).
+//! A record therefore names the file it describes: the inode and change
+//! time the placed file had right after its rename. A file is staged only
+//! if some record matches the file the path holds now; a record of bytes
+//! that were since replaced (by another run, or by hand) matches no file
+//! and is ignored, whichever journal it sits in. Records without these
+//! fields (journals of older versions) match nothing, so their files are
+//! checked by staging them again.
 //!
 //! The journal is a cache of work done, never the only record of it: a line
 //! that does not parse (a torn append, random bytes, a name cut inside a
@@ -23,7 +32,7 @@ use std::path::{Path, PathBuf};
 use formats::checksum::Checksum;
 
 /// Directory of Stagehand's bookkeeping inside a destination.
-pub const STATE_DIR: &str = ".stagehand";
+pub use formats::manifest::STATE_DIR;
 
 /// One completed file.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -32,6 +41,72 @@ pub struct Entry {
     pub path: String,
     /// Its xxh3-64, as in the manifest.
     pub xxh3: Checksum,
+    /// Which file on disk holds those bytes; absent in journals written
+    /// before records named their file.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<FileIdentity>,
+}
+
+/// What tells one placed file from any later one at the same path: its
+/// size, inode and change time (a rename into place makes a new inode, and
+/// a write, truncation, `chmod` or `touch` moves the change time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FileIdentity {
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Change time (`st_ctime`) in nanoseconds since the epoch.
+    pub ctime_ns: i64,
+}
+
+impl FileIdentity {
+    /// The identity of `path` itself (a symbolic link is described, not
+    /// followed: a link never counts as a staged file).
+    pub fn of(path: &Path) -> io::Result<FileIdentity> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = fs::symlink_metadata(path)?;
+        if !meta.is_file() {
+            return Err(io::Error::other(format!("{} is not a regular file", path.display())));
+        }
+        let ctime_ns = meta.ctime().saturating_mul(1_000_000_000).saturating_add(meta.ctime_nsec());
+        Ok(FileIdentity { bytes: meta.len(), ino: meta.ino(), ctime_ns })
+    }
+}
+
+/// What the journals of a destination say is staged: every record of every
+/// path, read from all journals.
+#[derive(Debug, Default)]
+pub struct Staged {
+    records: HashMap<String, Vec<(Checksum, FileIdentity)>>,
+}
+
+impl Staged {
+    /// Add `entry` (records without a file identity are dropped: they
+    /// cannot say which bytes they describe).
+    fn add(&mut self, entry: Entry) {
+        if let Some(file) = entry.file {
+            self.records.entry(entry.path).or_default().push((entry.xxh3, file));
+        }
+    }
+
+    /// Whether `rel` under `dest` holds the bytes of checksum `xxh3`
+    /// (`bytes` long) according to a record of the file it holds now.
+    pub fn holds(&self, dest: &Path, rel: &str, xxh3: Checksum, bytes: u64) -> bool {
+        let Some(records) = self.records.get(rel) else { return false };
+        let Ok(now) = FileIdentity::of(&dest.join(rel)) else { return false };
+        now.bytes == bytes && records.iter().rev().find(|(_, file)| *file == now).is_some_and(|(sum, _)| *sum == xxh3)
+    }
+
+    /// Number of paths with at least one usable record.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// True if no path has a usable record.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
 }
 
 /// The state directory of `dest`.
@@ -103,11 +178,11 @@ pub fn parse(bytes: &[u8]) -> (Vec<Entry>, usize) {
     (entries, skipped)
 }
 
-/// Every journaled file of `dest` (all journals merged): path -> checksum.
-/// Lines that do not parse are skipped with a warning naming the journal
-/// (the files they describe are staged again).
-pub fn load(dest: &Path) -> io::Result<HashMap<String, Checksum>> {
-    let mut done = HashMap::new();
+/// Every record of every journal of `dest`. Lines that do not parse are
+/// skipped with a warning naming the journal (the files they describe are
+/// staged again).
+pub fn load(dest: &Path) -> io::Result<Staged> {
+    let mut done = Staged::default();
     let dir = state_dir(dest);
     refuse_link(&dir)?;
     let entries = match fs::read_dir(&dir) {
@@ -136,7 +211,7 @@ pub fn load(dest: &Path) -> io::Result<HashMap<String, Checksum>> {
             );
         }
         for entry in entries {
-            done.insert(entry.path, entry.xxh3);
+            done.add(entry);
         }
     }
     Ok(done)
@@ -221,18 +296,87 @@ mod tests {
 
     use super::*;
 
+    /// A record of a file that exists under `dest`: its identity as it is now.
+    fn record(dest: &Path, path: &str, sum: u64) -> Entry {
+        Entry { path: path.into(), xxh3: Checksum(sum), file: Some(FileIdentity::of(&dest.join(path)).unwrap()) }
+    }
+
+    /// Write `bytes` to `rel` under `dest` the way a run places a file: a
+    /// new file renamed over the old one.
+    fn place(dest: &Path, rel: &str, bytes: &[u8]) {
+        let temp = dest.join(format!("{rel}.part"));
+        std::fs::write(&temp, bytes).unwrap();
+        std::fs::rename(&temp, dest.join(rel)).unwrap();
+    }
+
     #[test]
     fn journal_round_trips_and_ignores_a_torn_line() {
         let dir = tempfile::tempdir().unwrap();
+        place(dir.path(), "c", b"cc");
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        place(dir.path(), "a/b", b"ab");
         let mut j = Journal::open(dir.path(), "journal.jsonl").unwrap();
-        j.append(&Entry { path: "a/b".into(), xxh3: Checksum(7) }).unwrap();
+        j.append(&record(dir.path(), "a/b", 7)).unwrap();
         let mut other = Journal::open(dir.path(), "journal.r1.jsonl").unwrap();
-        other.append(&Entry { path: "c".into(), xxh3: Checksum(9) }).unwrap();
+        other.append(&record(dir.path(), "c", 9)).unwrap();
         std::fs::OpenOptions::new().append(true).open(j.path()).unwrap().write_all(b"{\"path\": \"torn").unwrap();
         let done = load(dir.path()).unwrap();
         assert_eq!(done.len(), 2);
-        assert_eq!(done["a/b"], Checksum(7));
-        assert_eq!(done["c"], Checksum(9));
+        assert!(done.holds(dir.path(), "a/b", Checksum(7), 2));
+        assert!(done.holds(dir.path(), "c", Checksum(9), 2));
+        assert!(!done.holds(dir.path(), "c", Checksum(8), 2), "another checksum");
+        assert!(!done.holds(dir.path(), "c", Checksum(9), 3), "another size");
+    }
+
+    /// The regression of a hostile test: dataset A staged, then B (same
+    /// name and size, other bytes) by a writer with another journal, then A
+    /// again. Whatever order the journals are read in, the record that
+    /// describes the file the path holds now (B's) decides, so A is staged
+    /// again instead of being skipped over B's bytes.
+    #[test]
+    fn the_record_of_the_file_on_disk_wins_whatever_journal_holds_it() {
+        for (first, second) in [("journal.r0.jsonl", "journal.r1.jsonl"), ("journal.r1.jsonl", "journal.r0.jsonl")] {
+            let dir = tempfile::tempdir().unwrap();
+            place(dir.path(), "x", b"AAAA");
+            Journal::open(dir.path(), first).unwrap().append(&record(dir.path(), "x", 0xA)).unwrap();
+            place(dir.path(), "x", b"BBBB");
+            Journal::open(dir.path(), second).unwrap().append(&record(dir.path(), "x", 0xB)).unwrap();
+            let done = load(dir.path()).unwrap();
+            assert!(!done.holds(dir.path(), "x", Checksum(0xA), 4), "{first} then {second}: A's record won");
+            assert!(done.holds(dir.path(), "x", Checksum(0xB), 4), "{first} then {second}");
+        }
+    }
+
+    /// A file changed after it was journaled (rewritten in place, or
+    /// replaced without a record, as a run killed between its rename and
+    /// its append leaves it) matches no record.
+    #[test]
+    fn a_file_changed_after_its_record_is_not_staged() {
+        let dir = tempfile::tempdir().unwrap();
+        place(dir.path(), "x", b"AAAA");
+        Journal::open(dir.path(), "journal.jsonl").unwrap().append(&record(dir.path(), "x", 0xA)).unwrap();
+        place(dir.path(), "x", b"BBBB");
+        assert!(!load(dir.path()).unwrap().holds(dir.path(), "x", Checksum(0xA), 4), "replaced");
+
+        let dir = tempfile::tempdir().unwrap();
+        place(dir.path(), "x", b"AAAA");
+        Journal::open(dir.path(), "journal.jsonl").unwrap().append(&record(dir.path(), "x", 0xA)).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::OpenOptions::new().write(true).open(dir.path().join("x")).unwrap().write_all(b"B").unwrap();
+        assert!(!load(dir.path()).unwrap().holds(dir.path(), "x", Checksum(0xA), 4), "rewritten in place");
+    }
+
+    /// Records of older journals (no file identity) vouch for nothing.
+    #[test]
+    fn records_without_a_file_identity_are_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        place(dir.path(), "x", b"AAAA");
+        std::fs::create_dir(state_dir(dir.path())).unwrap();
+        std::fs::write(state_dir(dir.path()).join("journal.jsonl"), "{\"path\":\"x\",\"xxh3\":\"000000000000000a\"}\n")
+            .unwrap();
+        let done = load(dir.path()).unwrap();
+        assert!(!done.holds(dir.path(), "x", Checksum(0xA), 4));
+        assert_eq!(parse(&std::fs::read(state_dir(dir.path()).join("journal.jsonl")).unwrap()).1, 0);
     }
 
     /// A line of random bytes, or one cut inside a multi-byte UTF-8 name,
@@ -240,18 +384,20 @@ mod tests {
     #[test]
     fn unreadable_lines_are_skipped_and_the_rest_is_kept() {
         let dir = tempfile::tempdir().unwrap();
+        place(dir.path(), "first", b"1");
+        place(dir.path(), "second", b"2");
         let mut j = Journal::open(dir.path(), "journal.jsonl").unwrap();
-        j.append(&Entry { path: "first".into(), xxh3: Checksum(1) }).unwrap();
+        j.append(&record(dir.path(), "first", 1)).unwrap();
         let cut = "{\"path\": \"caf\u{e9}-\u{1f600}".as_bytes();
         let mut file = std::fs::OpenOptions::new().append(true).open(j.path()).unwrap();
         file.write_all(&cut[..cut.len() - 2]).unwrap();
         file.write_all(b"\n\xff\xfe\x00garbage\x80\n").unwrap();
         drop(file);
         let mut j = Journal::open(dir.path(), "journal.jsonl").unwrap();
-        j.append(&Entry { path: "second".into(), xxh3: Checksum(2) }).unwrap();
+        j.append(&record(dir.path(), "second", 2)).unwrap();
         let done = load(dir.path()).unwrap();
         assert_eq!(done.len(), 2, "{done:?}");
-        assert_eq!((done["first"], done["second"]), (Checksum(1), Checksum(2)));
+        assert!(done.holds(dir.path(), "first", Checksum(1), 1) && done.holds(dir.path(), "second", Checksum(2), 1));
         assert_eq!(parse(&std::fs::read(j.path()).unwrap()).1, 2);
     }
 
@@ -260,13 +406,14 @@ mod tests {
     #[test]
     fn an_append_after_a_torn_line_is_not_lost() {
         let dir = tempfile::tempdir().unwrap();
+        place(dir.path(), "after", b"5");
         let j = Journal::open(dir.path(), "journal.jsonl").unwrap();
         std::fs::OpenOptions::new().append(true).open(j.path()).unwrap().write_all(b"{\"path\": \"tor").unwrap();
         drop(j);
         let mut j = Journal::open(dir.path(), "journal.jsonl").unwrap();
-        j.append(&Entry { path: "after".into(), xxh3: Checksum(5) }).unwrap();
+        j.append(&record(dir.path(), "after", 5)).unwrap();
         let done = load(dir.path()).unwrap();
-        assert_eq!(done.get("after"), Some(&Checksum(5)), "{done:?}");
+        assert!(done.holds(dir.path(), "after", Checksum(5), 1), "{done:?}");
     }
 
     /// A state directory, temporary directory or journal that is a link

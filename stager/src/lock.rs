@@ -4,16 +4,14 @@
 //!
 //! Two jobs staging into one destination at once would remove each other's
 //! temporary files and write the same temporary names, so a file could reach
-//! its final name with another job's bytes in it. The lock is `flock(2)`
-//! (through [`File::try_lock`]): the kernel releases it when the holder dies,
-//! even by `kill -9`, so a crashed job never leaves a stale lock behind. The
-//! file's text names the holder (host and pid) for the message the next job
-//! prints.
+//! its final name with another job's bytes in it. The lock is
+//! [`formats::lock::DirLock`] (`flock(2)`, released by the kernel when its
+//! holder dies; its text names the holder for the next job's message).
 
-use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{self, Read, Seek, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io;
 use std::path::{Path, PathBuf};
+
+use formats::lock::DirLock;
 
 use crate::journal;
 
@@ -45,7 +43,7 @@ pub enum LockError {
 /// A held destination lock; released when dropped (or when the process ends).
 #[derive(Debug)]
 pub struct DestLock {
-    _file: File,
+    _lock: DirLock,
 }
 
 impl DestLock {
@@ -53,34 +51,12 @@ impl DestLock {
     /// if needed (never through a symbolic link).
     pub fn acquire(dest: &Path) -> Result<DestLock, LockError> {
         let dir = journal::create_state_dir(dest).map_err(|source| LockError::Io { path: dest.into(), source })?;
-        let path = dir.join(LOCK_FILE);
-        let io_error = |source: io::Error| LockError::Io { path: path.clone(), source };
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-            .map_err(|e| io_error(journal::explain_link(&path, e)))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                let mut text = String::new();
-                let holder = match file.read_to_string(&mut text) {
-                    Ok(_) if !text.trim().is_empty() => text.trim().to_owned(),
-                    _ => "holder not known yet".to_owned(),
-                };
-                return Err(LockError::Held { dest: dest.into(), holder });
-            }
-            Err(TryLockError::Error(e)) => return Err(io_error(e)),
+        match DirLock::acquire(&dir.join(LOCK_FILE)) {
+            Ok(lock) => Ok(DestLock { _lock: lock }),
+            Err(formats::lock::LockError::Held { holder, .. }) => Err(LockError::Held { dest: dest.into(), holder }),
+            Err(formats::lock::LockError::Io { path, source }) => Err(LockError::Io { path, source }),
+            Err(e) => Err(LockError::Io { path: dir.join(LOCK_FILE), source: io::Error::other(e.to_string()) }),
         }
-        let host = rustix::system::uname().nodename().to_string_lossy().into_owned();
-        let holder = format!("host {host} pid {}\n", std::process::id());
-        file.set_len(0).map_err(io_error)?;
-        file.rewind().map_err(io_error)?;
-        file.write_all(holder.as_bytes()).map_err(io_error)?;
-        Ok(DestLock { _file: file })
     }
 }
 

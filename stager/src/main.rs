@@ -172,7 +172,8 @@ struct SimulateArgs {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli =
+        Cli::try_parse().unwrap_or_else(|e| cluster::logging::exit_after_usage(|| drop(e.print()), e.exit_code()));
     // Long loops of chunk buffers must not leave memory in the heap.
     cluster::allocator::map_large_blocks();
     let result = match cli.command {

@@ -88,14 +88,41 @@ pub enum SimulateError {
     #[error(transparent)]
     Plan(#[from] PlanError),
     /// The model would not fit in memory.
-    #[error("{0} (node, file) pairs is too many to model; reduce --nodes or --files")]
-    TooLarge(u128),
+    #[error(
+        "modelling {nodes} nodes x {ranks_per_node} ranks and {files} files ({pairs} (node, file) pairs) would take about {gib:.1} GiB of memory, more than the {limit} GiB this command allows itself; reduce --nodes or --files"
+    )]
+    TooLarge {
+        /// Nodes asked for.
+        nodes: usize,
+        /// Ranks per node asked for.
+        ranks_per_node: usize,
+        /// Files asked for.
+        files: usize,
+        /// (node, file) pairs the policy places.
+        pairs: u128,
+        /// The estimate.
+        gib: f64,
+        /// The limit in GiB.
+        limit: u64,
+    },
     /// A bandwidth or count that is not positive.
     #[error("{0} must be positive")]
     NotPositive(&'static str),
 }
 
-const MAX_PAIRS: u128 = 200_000_000;
+/// The memory `predict` allows itself, checked before it allocates: the
+/// planner's tables grow with files, ranks and (node, file) pairs, and
+/// `--nodes 100000000` once took 14 GB within a minute.
+const MEMORY_LIMIT_GIB: u64 = 4;
+
+/// Bytes the planner's tables take for `files` files, `nodes` nodes of
+/// `ranks` ranks in all, and `pairs` (node, file) placements: per file its
+/// size, reader and destination list (about 64 bytes); per pair an entry in
+/// both the node's needs and the file's destinations (24 with growth); per
+/// rank its node, load and lists (40); per node its lists (72).
+fn planner_bytes(files: u128, nodes: u128, ranks: u128, pairs: u128) -> u128 {
+    files * 64 + pairs * 24 + ranks * 40 + nodes * 72
+}
 
 impl Estimate {
     /// The estimate of a strategy whose time is set by the slowest of
@@ -135,9 +162,18 @@ pub fn predict(machine: &Machine, dataset: &Dataset) -> Result<Prediction, Simul
         Policy::Shard => dataset.files.div_ceil(machine.nodes),
         Policy::PerNode(n) => n,
     };
-    let pairs = machine.nodes as u128 * per_node as u128;
-    if pairs > MAX_PAIRS {
-        return Err(SimulateError::TooLarge(pairs));
+    let pairs = machine.nodes as u128 * per_node.min(dataset.files) as u128;
+    let ranks = machine.nodes as u128 * machine.ranks_per_node as u128;
+    let bytes = planner_bytes(dataset.files as u128, machine.nodes as u128, ranks, pairs);
+    if bytes > u128::from(MEMORY_LIMIT_GIB) << 30 {
+        return Err(SimulateError::TooLarge {
+            nodes: machine.nodes,
+            ranks_per_node: machine.ranks_per_node,
+            files: dataset.files,
+            pairs,
+            gib: bytes as f64 / (1u64 << 30) as f64,
+            limit: MEMORY_LIMIT_GIB,
+        });
     }
     let sizes = vec![dataset.file_size; dataset.files];
     let needs = files_per_node(&sizes, machine.nodes, dataset.policy, dataset.seed)?;
@@ -247,5 +283,22 @@ mod tests {
         m.nic_bw = 0.0;
         let d = Dataset { files: 8, file_size: 1, policy: Policy::Shard, seed: 0 };
         assert!(matches!(predict(&m, &d), Err(SimulateError::NotPositive("--nic-bw"))));
+    }
+
+    /// A hostile test's case: `--nodes 100000000` (or `--files 100000000`)
+    /// allocated 14 GB within a minute. Refused before anything is
+    /// allocated, with the estimate.
+    #[test]
+    fn a_model_too_large_for_memory_is_refused_before_allocating() {
+        let d = Dataset { files: 8, file_size: 1, policy: Policy::Shard, seed: 0 };
+        let started = std::time::Instant::now();
+        let e = predict(&summit(100_000_000), &d).unwrap_err().to_string();
+        assert!(e.contains("100000000 nodes x 6 ranks") && e.contains("GiB of memory"), "{e}");
+        let many = Dataset { files: 100_000_000, ..d };
+        let e = predict(&summit(4), &many).unwrap_err().to_string();
+        assert!(e.contains("100000000 files"), "{e}");
+        let replicated = Dataset { files: 1_000_000, policy: Policy::Replicate, ..d };
+        assert!(predict(&summit(4608), &replicated).is_err(), "4.6 billion pairs");
+        assert!(started.elapsed().as_secs() < 1, "refusing took {:?}", started.elapsed());
     }
 }

@@ -5,6 +5,15 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     if significant_digits(text.trim()) > MAX_DIGITS {
         return Err(format!("{text:?} has more than {MAX_DIGITS} digits: no size needs that many"));
     }
+    // parse_size rounds `0.5` to 1 byte, which a report then shows as if
+    // it had been asked for; a fraction of a byte is a mistake.
+    let number: String =
+        text.trim().chars().take_while(|c| c.is_ascii_digit() || matches!(c, '.' | '_' | ' ')).collect();
+    let unit = text.trim()[number.len()..].trim();
+    let fractional = number.split_once('.').is_some_and(|(_, f)| f.chars().any(|c| c.is_ascii_digit() && c != '0'));
+    if fractional && (unit.is_empty() || unit.eq_ignore_ascii_case("b")) {
+        return Err(format!("{text:?} is not a whole number of bytes"));
+    }
     parse_size::parse_size(text.trim()).map_err(|e| format!("{text:?} is not a size like 64MiB or 1GB: {e}"))
 }
 
@@ -61,6 +70,17 @@ mod tests {
         }
         assert_eq!(parse_bytes("0000000000000000000000064MiB"), Ok(64 << 20));
         assert_eq!(parse_bytes("1_000_000"), Ok(1_000_000));
+    }
+
+    /// A hostile test's case: `--chunk-size 0.5` was reported as 1.
+    #[test]
+    fn a_fraction_of_a_byte_is_refused() {
+        for text in ["0.5", "1.25B", " 3.7 b"] {
+            let Err(e) = parse_bytes(text) else { panic!("{text} was accepted") };
+            assert!(e.contains("whole number of bytes"), "{text}: {e}");
+        }
+        assert_eq!(parse_bytes("2.0"), Ok(2));
+        assert_eq!(parse_bytes("1.5KiB"), Ok(1536));
     }
 
     #[test]

@@ -5,90 +5,15 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use formats::manifest::{self, MANIFEST_FILE, Manifest, ScanOptions, Schema};
+use formats::manifest::{MANIFEST_FILE, Manifest};
 use formats::placement::Policy;
-use serde_json::Value;
 
-const STAGER: &str = env!("CARGO_BIN_EXE_stager");
-
-/// A source dataset of `files` files of varied sizes, with its manifest.
-fn dataset(root: &Path, files: usize, max_kib: usize) -> Manifest {
-    let src = root.join("src");
-    std::fs::create_dir_all(src.join("sub")).unwrap();
-    let mut rng = e2e::SplitMix64::new(files as u64);
-    for i in 0..files {
-        let len = (rng.next() as usize % (max_kib * 1024)) + usize::from(i % 5 != 0);
-        let data: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
-        let name = if i % 4 == 0 { format!("sub/f{i:03}.bin") } else { format!("f{i:03}.bin") };
-        std::fs::write(src.join(name), data).unwrap();
-    }
-    let m = manifest::scan(&src, &ScanOptions::new(Schema::opaque())).unwrap();
-    m.save(&src.join(MANIFEST_FILE)).unwrap();
-    m
-}
-
-fn stage(ranks_per_node: &str, root: &Path, extra: &[&str]) -> Output {
-    let src = root.join("src");
-    let dest = root.join("node{node}");
-    let mut args = vec!["stage", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    e2e::mpirun(4, &[("STAGEHAND_RANKS_PER_NODE", ranks_per_node)], STAGER.as_ref(), &args)
-}
-
-/// Start `stager stage` of `root/src` into `root/node{node}` in the
-/// background on `ranks` ranks, `per_node` to a pretend node, with `extra`
-/// options (a slow `--source-bandwidth` keeps it running while a test
-/// injects a fault). Stderr is piped.
-fn spawn_stage(root: &Path, ranks: usize, per_node: &str, extra: &[&str]) -> std::process::Child {
-    let (src, dest) = (root.join("src"), root.join("node{node}"));
-    Command::new("mpirun")
-        .args(e2e::MPIRUN_ARGS)
-        .args(["-np", &ranks.to_string(), "-x", "STAGEHAND_RANKS_PER_NODE"])
-        .env("STAGEHAND_RANKS_PER_NODE", per_node)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .arg(STAGER)
-        .args(["stage", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap()])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-fn report(output: &Output) -> Value {
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "stage failed\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("no JSON report ({e}):\n{stdout}"))
-}
-
-/// Regular files under `dir` (hidden state excluded) and their bytes.
-fn contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    if !dir.exists() {
-        return out;
-    }
-    for item in walk(dir) {
-        let rel = item.strip_prefix(dir).unwrap().to_str().unwrap().to_owned();
-        if !rel.starts_with(".stagehand") {
-            out.insert(rel, std::fs::read(&item).unwrap());
-        }
-    }
-    out
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
-    }
-    out
-}
+mod common;
+use common::{STAGER, contents, dataset, is_root, report, spawn_stage, stage, walk};
 
 fn expected(root: &Path, m: &Manifest, nodes: usize, policy: Policy, seed: u64) -> Vec<BTreeMap<String, Vec<u8>>> {
     m.files_per_node(nodes, policy, seed)
@@ -281,12 +206,11 @@ fn destination_too_small_is_refused_before_any_data_moves() {
     let leftovers = contents(&small);
     let _ = Command::new("umount").arg(&small).status();
     assert!(!out.status.success());
-    assert!(stderr.contains("bytes free but node 0 needs") && stderr.contains("nothing was copied"), "{stderr}");
+    assert!(
+        stderr.contains("on node 0 has") && stderr.contains("free but needs") && stderr.contains("nothing was copied"),
+        "{stderr}"
+    );
     assert!(leftovers.is_empty(), "data written despite the refusal: {:?}", leftovers.keys());
-}
-
-fn is_root() -> bool {
-    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
 #[test]
@@ -470,9 +394,11 @@ fn verify(root: &Path, extra: &[&str]) -> Output {
     e2e::mpirun(4, &[("STAGEHAND_RANKS_PER_NODE", "2")], STAGER.as_ref(), &args)
 }
 
-/// A staged file corrupted in place at its size: the journal still vouches
-/// for it, so a plain rerun keeps it; `verify` finds it, says once how to
-/// repair, and `stage --recheck` re-stages exactly that file.
+/// A staged file corrupted in place at its size: `verify` finds it and
+/// says once how to repair. Its journal record names the file as it was
+/// placed (inode and change time), and the write moved the change time, so
+/// even a plain rerun re-stages exactly that file; `--recheck` then finds
+/// nothing to repair.
 #[test]
 fn verify_finds_a_same_size_corruption_and_stage_recheck_repairs_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -494,10 +420,10 @@ fn verify_finds_a_same_size_corruption_and_stage_recheck_repairs_it() {
     assert!(summary[0].contains("1 corrupt") && summary[0].contains("--recheck"), "{stderr}");
 
     let r = report(&stage("2", dir.path(), &["--policy", "replicate"]));
-    assert_eq!(r["bytes_read_from_source"], 0, "a plain rerun trusts the journal");
-    let r = report(&stage("2", dir.path(), &["--policy", "replicate", "--recheck"]));
-    assert_eq!(r["bytes_read_from_source"], victim.bytes);
+    assert_eq!(r["bytes_read_from_source"], victim.bytes, "the journal vouched for a file changed since");
     assert!(verify(dir.path(), &["--policy", "replicate"]).status.success());
+    let r = report(&stage("2", dir.path(), &["--policy", "replicate", "--recheck"]));
+    assert_eq!(r["bytes_read_from_source"], 0);
     assert_eq!(contents(&dir.path().join("node0")), expected(dir.path(), &m, 2, Policy::Replicate, 0)[0]);
 }
 
@@ -525,7 +451,7 @@ fn a_destination_filling_up_mid_run_fails_cleanly_and_a_rerun_completes() {
     }
     // Fill the disk but for a few KiB.
     let filler = node1.join("other-job.bin");
-    let free = stager::files::free_bytes(&node1).unwrap();
+    let free = stager::files::free_space(&node1).unwrap().bytes;
     std::fs::write(&filler, vec![1u8; free.saturating_sub(8 << 10) as usize]).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(!out.status.success(), "the job reported success on a full disk");

@@ -276,6 +276,12 @@ struct TrainArgs {
     /// Loader worker threads per rank.
     #[arg(long, default_value_t = 2)]
     workers: usize,
+    /// Check every sample for NaN and infinity as it is decoded and stop
+    /// at the first bad one, naming its file (one pass over each sample,
+    /// a few per cent of decoding it). Losses and gradients are checked
+    /// at every step either way.
+    #[arg(long)]
+    check_finite: bool,
     /// Batches decoded ahead per rank.
     #[arg(long, default_value_t = 4)]
     prefetch: usize,
@@ -341,16 +347,17 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<(Box<dyn Trainable>, TrainCon
         (None, None, Some(template)) => DataSource::NodeLocal { template: template.clone() },
         (None, None, None) => anyhow::bail!("give --data DIR, --staged TEMPLATE or --node-local TEMPLATE"),
     };
-    anyhow::ensure!((0.0..1.0).contains(&args.val_fraction), "--val-fraction must be in [0, 1)");
-    anyhow::ensure!(
-        args.weight_decay.is_finite() && args.weight_decay >= 0.0,
-        "--weight-decay must be a number >= 0, got {}",
-        args.weight_decay
-    );
-    if let Some(start) = args.warmup_start {
-        anyhow::ensure!(start.is_finite() && start > 0.0, "--warmup-start must be a rate > 0, got {start}");
+    if let Some(dropout) = args.dropout {
+        anyhow::ensure!(
+            dropout.is_finite() && (0.0..1.0).contains(&dropout),
+            "--dropout must be a probability in [0, 1), got {dropout}"
+        );
     }
-    anyhow::ensure!(args.fusion_mb >= 0.0, "--fusion-mb must not be negative");
+    anyhow::ensure!(
+        args.fusion_mb.is_finite() && args.fusion_mb >= 0.0 && args.fusion_mb <= (1u64 << 20) as f64,
+        "--fusion-mb must be a size in MiB from 0 to 1048576, got {}",
+        args.fusion_mb
+    );
     let rule = match args.optimizer {
         OptimizerKind::Sgd => Rule::Sgd { momentum: args.momentum },
         OptimizerKind::Adam => Rule::ADAM,
@@ -394,7 +401,9 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<(Box<dyn Trainable>, TrainCon
         checkpoint_every: args.checkpoint_every,
         max_steps: args.max_steps,
         predictions: args.plot.as_ref().map(|p| p.with_file_name(predictions_name(p))),
+        check_finite: args.check_finite,
     };
+    config.validate().map_err(anyhow::Error::msg)?;
     Ok((model, config))
 }
 
@@ -489,7 +498,8 @@ fn list_models() -> anyhow::Result<()> {
 
 fn main() {
     cluster::allocator::keep_freed_memory();
-    let cli = Cli::parse();
+    let cli =
+        Cli::try_parse().unwrap_or_else(|e| cluster::logging::exit_after_usage(|| drop(e.print()), e.exit_code()));
     let args = match cli.command {
         Command::Train(args) => args,
         Command::Models => {
@@ -515,7 +525,7 @@ fn main() {
     let (model, config, baseline) = match prepare(&args) {
         Ok(prepared) => prepared,
         Err(e) => {
-            cluster::logging::print_error(format_args!("{}", cluster::logging::chain(e.as_ref())));
+            cluster::logging::print_error_once(format_args!("{}", cluster::logging::chain(e.as_ref())));
             std::process::exit(2);
         }
     };
@@ -528,8 +538,24 @@ fn main() {
     };
     cluster::logging::init(world.topology(), Some("warn"));
     if let Err(e) = train(&world, model, &config, baseline, &args) {
-        // A failure on one rank is not seen by the others, which would wait
-        // in the next allreduce: end the whole job.
-        world.fail(cluster::logging::chain(e.as_ref()));
+        match e.downcast_ref::<trainer::engine::TrainError>() {
+            // Every rank stopped at the same step and knows it: one prints,
+            // all finalise MPI and exit non-zero.
+            Some(agreed @ trainer::engine::TrainError::NonFinite(_)) => {
+                if agreed.reported_here() {
+                    cluster::logging::print_error(format_args!(
+                        "rank {} (node {}): {}",
+                        world.rank(),
+                        world.topology().node,
+                        cluster::logging::chain(e.as_ref())
+                    ));
+                }
+                drop(world);
+                std::process::exit(1);
+            }
+            // A failure on one rank is not seen by the others, which would
+            // wait in the next allreduce: end the whole job.
+            _ => world.fail(cluster::logging::chain(e.as_ref())),
+        }
     }
 }

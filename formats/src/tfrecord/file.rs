@@ -17,7 +17,8 @@ use super::{
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 enum Bytes {
-    Mapped(Mmap),
+    /// The map and the file it maps, kept open to check its length.
+    Mapped(Mmap, File),
     Owned(Vec<u8>),
 }
 
@@ -65,10 +66,13 @@ impl TfRecordFile {
                 Bytes::Owned(out)
             } else {
                 // SAFETY: the map is read-only. Stagehand writes dataset files
-                // by temp file + rename and never modifies them in place, so
-                // the mapped file does not change under us; a file truncated
-                // by someone else would fault, as with any mmap reader.
-                Bytes::Mapped(unsafe { Mmap::map(&file) }.map_err(io)?)
+                // by temp file + rename and never modifies them in place; a
+                // file truncated by someone else is caught before each record
+                // is read (`check_mapped`), and in the window after that the
+                // SIGBUS handler names it.
+                crate::mapped::report_sigbus();
+                let map = unsafe { Mmap::map(&file) }.map_err(io)?;
+                Bytes::Mapped(map, file)
             }
         };
         Ok(TfRecordFile { path: path.to_owned(), bytes, gzip })
@@ -87,7 +91,7 @@ impl TfRecordFile {
     /// The (decompressed) record stream.
     pub fn as_bytes(&self) -> &[u8] {
         match &self.bytes {
-            Bytes::Mapped(m) => m,
+            Bytes::Mapped(m, _) => m,
             Bytes::Owned(v) => v,
         }
     }
@@ -99,13 +103,25 @@ impl TfRecordFile {
 
     /// The verified record starting at `offset` (from a [`RecordIndex`]).
     pub fn record_at(&self, offset: u64) -> Result<Record<'_>, TfRecordError> {
+        self.check_mapped()?;
         read_record_at(self.as_bytes(), offset, &self.path)
     }
 
     /// The record at `offset` with its data CRC left to the caller
     /// ([`PendingRecord::verify`]).
     pub fn pending_record_at(&self, offset: u64) -> Result<PendingRecord<'_>, TfRecordError> {
+        self.check_mapped()?;
         read_pending_record_at(self.as_bytes(), offset, &self.path)
+    }
+
+    /// An error naming the file if it is mapped and has shrunk since: a
+    /// read of the lost pages would raise SIGBUS.
+    fn check_mapped(&self) -> Result<(), TfRecordError> {
+        match &self.bytes {
+            Bytes::Mapped(map, file) => crate::mapped::check_still_covers(file, map.len() as u64)
+                .map_err(|source| TfRecordError::Io { path: self.path.clone(), source }),
+            Bytes::Owned(_) => Ok(()),
+        }
     }
 
     /// Build this file's index by walking its headers.

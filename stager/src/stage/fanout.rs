@@ -151,7 +151,7 @@ impl Context<'_> {
         let differs = |what: String| -> ! {
             self.fail(format!("source file {} differs from the manifest ({what})", path.display()))
         };
-        let mut file = File::open(&path).unwrap_or_else(|e| fail(e));
+        let mut file = formats::regular::open_regular(&path).unwrap_or_else(|e| fail(e));
         let mapped = self.config.read_method.maps(&file);
         if mapped {
             // A map must not reach past the end of the file.

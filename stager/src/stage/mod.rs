@@ -34,10 +34,10 @@ use formats::placement::Policy;
 use mpi::traits::*;
 
 use crate::files::{
-    AlignedBuffer, CACHE_PIECE, RateLimiter, ReadMethod, free_bytes, is_complete, prepare_destination, read_chunks,
+    AlignedBuffer, CACHE_PIECE, RateLimiter, ReadMethod, free_space, is_complete, prepare_destination, read_chunks,
     read_hashing,
 };
-use crate::journal::{self, Entry, Journal};
+use crate::journal::{self, Entry, FileIdentity, Journal};
 use crate::lock::DestLock;
 use crate::plan::Plan;
 
@@ -183,6 +183,7 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
             crate::files::check_map_budget(config.read_method, config.chunk_size, config.max_inflight, max_maps)?;
         }
         let dest = cluster::paths::expand(&config.dest, &t.path_vars()).map_err(|e| e.to_string())?;
+        crate::files::check_dest_outside_source(&config.source, &dest)?;
         let needs = manifest.files_per_node(t.nodes, config.policy, config.seed).map_err(|e| e.to_string())?;
         Ok((dest, needs))
     })();
@@ -190,6 +191,30 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
 
     // Writers (and every rank in the naive copy) look at the journal.
     let is_writer = t.local_rank == 0;
+    let created = (|| -> Result<[u64; 3], String> {
+        if !is_writer {
+            return Ok([0; 3]);
+        }
+        fs::create_dir_all(&dest).map_err(|e| format!("creating {}: {e}", dest.display()))?;
+        crate::files::directory_identity(&dest).map_err(|e| format!("{}: {e}", dest.display()))
+    })();
+    let identity = agree(world, created)?;
+    let mut gathered = vec![0u64; 3 * t.size];
+    world.comm().all_gather_into(&identity[..], &mut gathered[..]);
+    let identities: Vec<[u64; 3]> = gathered.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
+    let shared = crate::files::nodes_sharing_a_directory(&identities, world.node_of_rank());
+    agree(
+        world,
+        match shared {
+            Some((a, b)) => Err(format!(
+                "nodes {a} and {b} resolve --dest {} to the same directory {}; each node needs its own \
+                 (put {{node}} in the template, e.g. /tmp/bb/node{{node}}, when nodes share a file system)",
+                config.dest,
+                dest.display()
+            )),
+            None => Ok(()),
+        },
+    )?;
     let mut remaining_mask = vec![0u8; sizes.len()];
     let local = (|| -> Result<Option<DestLock>, String> {
         let mut lock = None;
@@ -205,28 +230,21 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
                 .copied()
                 .filter(|&f| {
                     let entry = &manifest.files[f];
-                    done.get(&entry.path) == Some(&entry.xxh3) && is_complete(&dest.join(&entry.path), entry.bytes)
+                    done.holds(&dest, &entry.path, entry.xxh3, entry.bytes)
                 })
                 .collect();
             let trusted = if config.recheck { recheck(&dest, manifest, &journaled, config.threads) } else { journaled };
-            let mut needed_bytes = 0u64;
+            let mut needed = Vec::new();
             for &f in &needs[t.node] {
                 if trusted.binary_search(&f).is_err() {
                     remaining_mask[f] = 1;
-                    needed_bytes += manifest.files[f].bytes;
+                    needed.push(manifest.files[f].bytes);
                 }
             }
-            let free = free_bytes(&dest).map_err(|e| format!("checking free space of {}: {e}", dest.display()))?;
-            // Temporary files and final files never coexist for one file,
-            // but leave 1 % for the journal and the file system's own needs.
-            if needed_bytes > free.saturating_sub(free / 100) {
-                return Err(format!(
-                    "{} has {free} bytes free but node {} needs {needed_bytes} more bytes for {} files; nothing was copied",
-                    dest.display(),
-                    t.node,
-                    remaining_mask.iter().filter(|&&m| m == 1).count()
-                ));
-            }
+            let space = free_space(&dest).map_err(|e| format!("checking free space of {}: {e}", dest.display()))?;
+            space
+                .check_fits(&needed)
+                .map_err(|e| format!("{} on node {} {e}; nothing was copied", dest.display(), t.node))?;
         }
         Ok(lock)
     })();
@@ -492,10 +510,13 @@ impl Context<'_> {
         drop(file);
         let target = prepare_destination(self.dest, &entry.path).map_err(|e| format!("placing {}: {e}", entry.path))?;
         fs::rename(temp, &target).map_err(|e| format!("renaming into {}: {e}", target.display()))?;
+        // After the rename: it may move the change time, and the record must
+        // name the file as the next run will find it.
+        let placed = FileIdentity::of(&target).map_err(|e| format!("after placing {}: {e}", target.display()))?;
         journal
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .append(&Entry { path: entry.path.clone(), xxh3: entry.xxh3 })
+            .append(&Entry { path: entry.path.clone(), xxh3: entry.xxh3, file: Some(placed) })
             .map_err(|e| format!("journaling {}: {e}", entry.path))
     }
 }

@@ -83,6 +83,76 @@ pub struct TrainConfig {
     /// validation samples, for models that draw them
     /// ([`TrainModel::picture`](super::TrainModel::picture)).
     pub predictions: Option<PathBuf>,
+    /// Check every training and validation sample for NaN and infinity as
+    /// it is decoded, naming the first bad one by file (the loaders'
+    /// `check_finite`). Losses and gradients are checked every step anyway.
+    pub check_finite: bool,
+}
+
+/// The largest base learning rate a run accepts. The seeds' rates are at
+/// most about 10 (LARS at large batches); one past this overflows the
+/// parameters in a step and only shows later as NaN.
+pub const MAX_LR: f32 = 1e3;
+
+/// An error unless `value` is a finite number in `range`, naming `option`.
+fn in_range<T: PartialOrd + Copy + std::fmt::Display + Into<f64>>(
+    option: &str,
+    value: T,
+    range: impl std::ops::RangeBounds<T>,
+    what: &str,
+) -> Result<(), String> {
+    if value.into().is_finite() && range.contains(&value) {
+        Ok(())
+    } else {
+        Err(format!("{option} must be {what}, got {value}"))
+    }
+}
+
+impl TrainConfig {
+    /// An error naming the first option whose value no run can use: not a
+    /// finite number (`nan`, `inf`), or outside what the option means (a
+    /// negative rate, a momentum of 1 or more). Checked before MPI starts,
+    /// so a typo fails with one line instead of training to NaN.
+    pub fn validate(&self) -> Result<(), String> {
+        in_range("--lr", self.lr, f32::MIN_POSITIVE..=MAX_LR, &format!("a rate > 0 and at most {MAX_LR}"))?;
+        match self.rule {
+            Rule::Sgd { momentum } => in_range("--momentum", momentum, 0.0..1.0, "in [0, 1)")?,
+            Rule::Adam { beta1, beta2, epsilon } => {
+                in_range("Adam's beta1", beta1, 0.0..1.0, "in [0, 1)")?;
+                in_range("Adam's beta2", beta2, 0.0..1.0, "in [0, 1)")?;
+                in_range("Adam's epsilon", epsilon, f32::MIN_POSITIVE.., "> 0")?;
+            }
+        }
+        if let Some(trust) = self.trust {
+            in_range("--trust", trust.trust, f32::MIN_POSITIVE.., "a coefficient > 0")?;
+        }
+        in_range("--warmup-epochs", self.warmup_epochs, 0.0.., "a number of epochs >= 0")?;
+        if let Some(start) = self.warmup_start {
+            in_range("--warmup-start", start, f32::MIN_POSITIVE..=MAX_LR, "a rate > 0")?;
+        }
+        in_range("--weight-decay", self.weight_decay, 0.0.., "a number >= 0")?;
+        in_range("--val-fraction", self.val_fraction, 0.0..1.0, "in [0, 1)")?;
+        match &self.schedule {
+            ScheduleSpec::Constant => {}
+            ScheduleSpec::Poly { end_factor, epochs, power } => {
+                in_range("--poly-end", *end_factor, 0.0..=1.0, "a fraction of --lr in [0, 1]")?;
+                in_range("--poly-epochs", *epochs, f64::MIN_POSITIVE.., "a number of epochs > 0")?;
+                in_range("--poly-power", *power, f32::MIN_POSITIVE.., "an exponent > 0")?;
+            }
+            ScheduleSpec::Step { boundaries, factors } => {
+                for &b in boundaries {
+                    in_range("--decay-epochs", b, 0.0.., "epochs >= 0")?;
+                }
+                if boundaries.windows(2).any(|w| w[1] <= w[0]) {
+                    return Err(format!("--decay-epochs must rise, got {boundaries:?}"));
+                }
+                for &f in factors {
+                    in_range("--decay-factors", f, f32::MIN_POSITIVE.., "factors > 0")?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl TrainConfig {

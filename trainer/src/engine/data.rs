@@ -63,6 +63,9 @@ impl Dataset for Shared {
     fn read_ragged(&self, index: usize, x: &mut [f32], y: &mut Vec<f32>) -> Result<u64, DatasetError> {
         self.0.read_ragged(index, x, y)
     }
+    fn locate(&self, index: usize) -> String {
+        self.0.locate(index)
+    }
 }
 
 /// A dataset whose indices are remapped: the node-local sampler speaks in
@@ -96,6 +99,9 @@ impl Dataset for Remapped {
     fn read_ragged(&self, index: usize, x: &mut [f32], y: &mut Vec<f32>) -> Result<u64, DatasetError> {
         self.inner.read_ragged(self.local(index)?, x, y)
     }
+    fn locate(&self, index: usize) -> String {
+        self.local(index).map_or_else(|_| format!("sample {index}"), |local| self.inner.locate(local))
+    }
 }
 
 /// Samples `start..start + len` of a dataset, numbered from 0: the part
@@ -127,6 +133,9 @@ impl Dataset for Slice {
     }
     fn read_ragged(&self, index: usize, x: &mut [f32], y: &mut Vec<f32>) -> Result<u64, DatasetError> {
         self.inner.read_ragged(self.index(index)?, x, y)
+    }
+    fn locate(&self, index: usize) -> String {
+        self.index(index).map_or_else(|_| format!("sample {index}"), |inner| self.inner.locate(inner))
     }
 }
 
@@ -176,6 +185,9 @@ impl Dataset for TrainSet {
     }
     fn read_ragged(&self, index: usize, x: &mut [f32], y: &mut Vec<f32>) -> Result<u64, DatasetError> {
         self.inner().read_ragged(index, x, y)
+    }
+    fn locate(&self, index: usize) -> String {
+        self.inner().locate(index)
     }
 }
 

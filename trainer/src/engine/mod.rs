@@ -11,8 +11,10 @@ pub mod collective;
 pub mod config;
 pub mod data;
 pub mod device;
+pub mod guard;
 pub mod model;
 pub mod report;
+pub mod resume;
 
 use std::time::Instant;
 
@@ -21,7 +23,7 @@ use cluster::World;
 use loader::pipeline::{Batch, Loader, LoaderConfig};
 use mpi::traits::*;
 
-use crate::checkpoint::{self, Checkpoint, TrainState};
+use crate::checkpoint::{self, Checkpoint, RunShape, TrainState};
 use crate::exchange::{GradientExchange, LaggedExchange};
 use crate::optim::Optimizer;
 use crate::params::{self, TensorInfo};
@@ -61,6 +63,22 @@ pub enum TrainError {
     /// Anything else about the arguments.
     #[error("{0}")]
     Invalid(String),
+    /// A loss, gradient or parameter is not a finite number.
+    #[error("{0}")]
+    NonFinite(guard::NonFinite),
+}
+
+impl TrainError {
+    /// Whether this rank prints the error. Errors every rank meets alike
+    /// at the same point are printed by one rank only (see
+    /// [`guard::NonFinite::reports`]); every other error by the rank that
+    /// met it.
+    pub fn reported_here(&self) -> bool {
+        match self {
+            TrainError::NonFinite(e) => e.reports,
+            _ => true,
+        }
+    }
 }
 
 impl From<params::UnknownTensor> for TrainError {
@@ -96,6 +114,28 @@ fn fault_at(world: &World) -> Option<(Fault, u64)> {
             (rank.parse::<usize>().ok()? == world.rank()).then(|| step.parse().ok().map(|s| (fault, s))).flatten()
         },
     )
+}
+
+/// The lock of a checkpoint directory: a second job training into it
+/// would read the first's checkpoints mid-write and remove them as stale.
+fn lock_checkpoints(dir: &std::path::Path) -> Result<formats::lock::DirLock, TrainError> {
+    let failed = |e: &dyn std::fmt::Display| TrainError::Invalid(format!("--checkpoint {}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(|e| failed(&e))?;
+    formats::lock::DirLock::acquire(&dir.join(checkpoint::LOCK_FILE)).map_err(|e| match e {
+        formats::lock::LockError::Held { holder, .. } => TrainError::Invalid(format!(
+            "--checkpoint {} is in use by another training job ({holder}); wait for it to end, or use another directory",
+            dir.display()
+        )),
+        other => failed(&other),
+    })
+}
+
+/// The optimiser's name as a checkpoint records it.
+fn optimizer_name(config: &TrainConfig) -> &'static str {
+    match config.rule {
+        crate::optim::Rule::Sgd { .. } => "sgd",
+        crate::optim::Rule::Adam { .. } => "adam",
+    }
 }
 
 /// One optimiser step of every parameter tensor with `grads`.
@@ -158,6 +198,11 @@ pub fn run<M: TrainModel>(
     if config.batch == 0 {
         return Err(TrainError::Invalid("--batch must be at least 1".into()));
     }
+    // Rank 0 writes the checkpoints and holds their directory for the run.
+    let _checkpoints_held = match (&config.checkpoint, world.is_root()) {
+        (Some(dir), true) => Some(lock_checkpoints(dir)?),
+        _ => None,
+    };
     let device = config.device.device()?;
     if config.grad_lag && model.sparse_gradients() {
         return Err(TrainError::Invalid(format!(
@@ -186,10 +231,16 @@ pub fn run<M: TrainModel>(
     let lengths: Vec<usize> = tensors.iter().filter(|t| t.role.trainable()).map(TensorInfo::len).collect();
     let state_lengths: Vec<usize> = tensors.iter().filter(|t| !t.role.trainable()).map(TensorInfo::len).collect();
     let mut optimizer = Optimizer::new(config.rule, config.trust, &lengths).with_weight_decay(config.weight_decay);
-    let mut start = start(config, &model, &summary, &tensors, (&lengths, &state_lengths), &mut optimizer)?;
+    let shape = RunShape {
+        batch: config.batch as u64,
+        ranks: world.size() as u64,
+        steps_per_epoch,
+        optimizer: optimizer_name(config).into(),
+    };
+    let mut start = start(config, &model, &summary, &tensors, (&lengths, &state_lengths), (&mut optimizer, &shape))?;
     if start.skip >= steps_per_epoch {
         return Err(TrainError::Invalid(format!(
-            "the checkpoint is {} steps into an epoch, but this run has {steps_per_epoch} steps per epoch",
+            "the checkpoint was saved {} steps into an epoch; this run's epochs have only {steps_per_epoch} steps",
             start.skip
         )));
     }
@@ -228,6 +279,7 @@ pub fn run<M: TrainModel>(
             workers: config.workers,
             prefetch: config.prefetch,
             skip_corrupt: false,
+            check_finite: config.check_finite,
         },
         fault: fault_at(world),
         sparse: model.sparse_gradients(),
@@ -242,7 +294,7 @@ fn start<M: TrainModel>(
     summary: &ModelSummary,
     tensors: &[TensorInfo],
     (lengths, state_lengths): (&[usize], &[usize]),
-    optimizer: &mut Optimizer,
+    (optimizer, shape): (&mut Optimizer, &RunShape),
 ) -> Result<Start, TrainError> {
     let resumed = match &config.checkpoint {
         Some(dir) => checkpoint::load_latest(dir)?,
@@ -253,6 +305,7 @@ fn start<M: TrainModel>(
         return Ok(Start { values, state, epoch: 0, skip: 0, losses: Vec::new() });
     };
     same_layout(&cp.state.layout, &model.layout())?;
+    resume::check_resumable(&cp.state, shape, config.seed).map_err(TrainError::Invalid)?;
     if cp.state.lengths != lengths || cp.state.model != summary.config || cp.state.state_lengths != state_lengths {
         return Err(TrainError::Invalid(format!(
             "the checkpoint holds model '{}' with {} tensors and {} state tensors; this run is '{}' with {} and {}",
@@ -314,7 +367,14 @@ impl<M: TrainModel> Run<'_, M> {
                 let Some(batch) = batches.next() else { break };
                 let batch = batch.map_err(|e| TrainError::Data(e.to_string()))?;
                 times.data_wait += t.elapsed().as_secs_f64();
-                let (next, loss) = self.step(net, &batch, epoch, &mut times)?;
+                let (next, loss) = match self.step(net, &batch, epoch, &mut times) {
+                    Ok(stepped) => stepped,
+                    Err(TrainError::NonFinite(mut e)) if e.reports => {
+                        e.detail = guard::diagnose(&batch, &*train.dataset, e.loss);
+                        return Err(TrainError::NonFinite(e));
+                    }
+                    Err(e) => return Err(e),
+                };
                 net = next;
                 batches.recycle(batch);
                 epoch_losses.push(loss);
@@ -382,6 +442,7 @@ impl<M: TrainModel> Run<'_, M> {
         let loss = self.model.loss(&net, batch, &context, &self.device)?;
         let grads = loss.backward();
         let loss = scalar(loss)?;
+        let mut finite = loss.is_finite();
         match self.fault {
             Some((Fault::Abort, at)) if at == self.optimizer.steps => {
                 eprintln!("rank {}: aborting at step {at} (STAGEHAND_TRAINER_ABORT_AT)", self.world.rank());
@@ -393,10 +454,15 @@ impl<M: TrainModel> Run<'_, M> {
             _ => {}
         }
         let lr = self.schedule.at(self.optimizer.steps);
+        let (world, step) = (self.world, self.optimizer.steps);
         match &mut self.exchange {
             Exchange::Blocking(ex) => {
-                let present = params::gradients(&net, &grads, |i, g| ex.put(i, g));
+                let present = params::gradients(&net, &grads, |i, g| {
+                    finite &= loader::finite::all_finite(g);
+                    ex.put(i, g);
+                });
                 times.compute += t.elapsed().as_secs_f64();
+                guard::stop_unless_finite(world, step, (finite, loss), epoch).map_err(TrainError::NonFinite)?;
                 let t = Instant::now();
                 let averaged = if self.sparse {
                     ex.average_present(&present)
@@ -412,8 +478,12 @@ impl<M: TrainModel> Run<'_, M> {
                 times.optimizer += t.elapsed().as_secs_f64();
             }
             Exchange::Lagged { exchange: ex, local, pending } => {
-                params::gradients(&net, &grads, |i, g| local[i].copy_from_slice(g));
+                params::gradients(&net, &grads, |i, g| {
+                    finite &= loader::finite::all_finite(g);
+                    local[i].copy_from_slice(g);
+                });
                 times.compute += t.elapsed().as_secs_f64();
+                guard::stop_unless_finite(world, step, (finite, loss), epoch).map_err(TrainError::NonFinite)?;
                 let t = Instant::now();
                 let had = ex.take(&mut pending.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>());
                 ex.submit(&local.iter().map(Vec::as_slice).collect::<Vec<_>>());
@@ -461,6 +531,8 @@ impl<M: TrainModel> Run<'_, M> {
             params::with_state(net, &self.state, &self.device)
         };
         let sum = collective::agreed_checksum(self.world, &self.values, &self.state, epoch)?;
+        guard::check_values(self.world, &self.values, &self.state, (self.optimizer.steps, epoch + 1))
+            .map_err(TrainError::NonFinite)?;
         Ok((net, sum))
     }
 
@@ -556,7 +628,13 @@ impl<M: TrainModel> Run<'_, M> {
         let len = loader::dataset::Dataset::len(&*val.dataset);
         let (reader, readers) = val.share;
         let mine: Vec<usize> = (reader..len).step_by(readers.max(1)).take(PICTURED_SAMPLES).collect();
-        let config = LoaderConfig { batch: mine.len().max(1), workers: 1, prefetch: 1, skip_corrupt: false };
+        let config = LoaderConfig {
+            batch: mine.len().max(1),
+            workers: 1,
+            prefetch: 1,
+            skip_corrupt: false,
+            check_finite: false,
+        };
         let Some(batch) = Loader::new(val.dataset.clone(), mine, config).next() else { return Ok(()) };
         let batch = batch.map_err(|e| TrainError::Data(e.to_string()))?;
         self.model.picture(&net.valid(), &batch, &self.device, path)?;
@@ -578,6 +656,12 @@ impl<M: TrainModel> Run<'_, M> {
             checksum,
             files: Default::default(),
             layout: self.model.layout(),
+            run: Some(RunShape {
+                batch: self.config.batch as u64,
+                ranks: self.world.size() as u64,
+                steps_per_epoch: self.steps_per_epoch,
+                optimizer: optimizer_name(self.config).into(),
+            }),
         };
         Checkpoint {
             state,
