@@ -267,3 +267,50 @@ fn a_directory_deleted_under_a_running_loader_finishes_the_epoch_right_and_reope
     let message = CosmoflowDataset::open(&paths, SHAPE, CosmoTransform::Log1p).err().expect("reopened").to_string();
     assert!(message.contains("f0.tfrecord"), "{message}");
 }
+
+/// A staged file truncated after the dataset mapped it (during an epoch)
+/// killed the reader with SIGBUS. Its samples are now an error naming the
+/// file, or skipped with `skip_corrupt`; the other files' samples arrive.
+#[test]
+fn a_file_truncated_after_it_was_mapped_is_an_error_naming_it_or_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = write(dir.path());
+    let ds = Arc::new(CosmoflowDataset::open(&paths, SHAPE, CosmoTransform::Log1p).unwrap());
+    std::fs::OpenOptions::new().write(true).open(&paths[2]).unwrap().set_len(10).unwrap();
+    let config = LoaderConfig { batch: 7, workers: 1, prefetch: 1, skip_corrupt: true, check_finite: false };
+    let mut loader = Loader::new(ds.clone(), (0..7).collect(), config);
+    let batch = loader.next().unwrap().unwrap();
+    assert_eq!(batch.indices, [0, 1, 2, 3], "f2.tfrecord's three samples are skipped");
+    assert_eq!(loader.metrics().skipped, 3);
+    let strict = LoaderConfig { skip_corrupt: false, ..config };
+    let e = Loader::new(ds, (0..7).collect(), strict).next().unwrap().unwrap_err().to_string();
+    assert!(e.contains("f2.tfrecord") && e.contains("shrank from"), "{e}");
+}
+
+/// With `check_finite` a sample holding NaN or infinity is an error naming
+/// its file and record, or skipped with `skip_corrupt`; without it the
+/// values pass through as they are.
+#[test]
+fn check_finite_names_a_sample_with_nan_or_skips_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nan.tfrecord");
+    let mut w = TfRecordFileWriter::create(&path, false, true).unwrap();
+    let good = sample(0);
+    w.write_record(&good.to_example_bytes()).unwrap();
+    let bad = CosmoSample::new(SHAPE, good.x().to_vec(), [0.1, f32::INFINITY, 0.0, 1.0]).unwrap();
+    let offset = w.write_record(&bad.to_example_bytes()).unwrap();
+    w.finish().unwrap();
+    let ds = Arc::new(CosmoflowDataset::open(&[&path], SHAPE, CosmoTransform::Log1p).unwrap());
+    let checked = LoaderConfig { batch: 2, workers: 1, prefetch: 1, skip_corrupt: false, check_finite: true };
+    let e = Loader::new(ds.clone(), vec![0, 1], checked).next().unwrap().unwrap_err();
+    assert!(matches!(e, DatasetError::NonFinite { part: "target", position: 1, .. }), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("sample 1 (") && text.contains("nan.tfrecord") && text.contains(&format!("byte offset {offset}"))
+    );
+    assert!(text.contains("target value 1 is inf"), "{text}");
+    let skipping = LoaderConfig { skip_corrupt: true, ..checked };
+    assert_eq!(Loader::new(ds.clone(), vec![0, 1], skipping).next().unwrap().unwrap().indices, [0]);
+    let unchecked = LoaderConfig { check_finite: false, ..checked };
+    assert_eq!(Loader::new(ds, vec![0, 1], unchecked).next().unwrap().unwrap().y[5], f32::INFINITY);
+}

@@ -138,6 +138,26 @@ def test_a_corrupt_record_is_an_error_naming_file_and_offset_or_skipped_and_coun
     assert loader.metrics()["skipped"] == 1 and delivered == 23
 
 
+def test_a_file_truncated_while_the_dataset_has_it_mapped_is_an_error_or_skipped_not_a_bus_error(cosmo, tmp_path):
+    """A staged file cut short during an epoch used to kill Python with
+    "Bus error" (exit 135), even with skip_corrupt=True."""
+    import os
+
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for f in cosmo.iterdir():
+        (copy / f.name).write_bytes(f.read_bytes())
+    data = stagehand.Dataset.from_manifest(copy)
+    os.truncate(copy / "cosmo_000001.tfrecord", 10)
+    with pytest.raises(stagehand.DataError, match=r"cosmo_000001\.tfrecord.*shrank from"):
+        for _ in stagehand.Loader(data, batch_size=4, rank=0, world_size=1, check_finite=True):
+            pass
+    loader = stagehand.Loader(data, batch_size=4, rank=0, world_size=1, skip_corrupt=True)
+    delivered = sum(len(b.indices) for b in loader.batches())
+    skipped = loader.metrics()["skipped"]
+    assert skipped > 0 and delivered + skipped == 24
+
+
 def test_bad_arguments_are_value_errors(cosmo):
     data = stagehand.Dataset.from_manifest(cosmo)
     with pytest.raises(ValueError, match="at least 1"):

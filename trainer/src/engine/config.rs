@@ -114,7 +114,9 @@ impl TrainConfig {
     /// negative rate, a momentum of 1 or more). Checked before MPI starts,
     /// so a typo fails with one line instead of training to NaN.
     pub fn validate(&self) -> Result<(), String> {
-        in_range("--lr", self.lr, f32::MIN_POSITIVE..=MAX_LR, &format!("a rate > 0 and at most {MAX_LR}"))?;
+        // 0 is allowed: a run that must not move the parameters (its
+        // checkpoint holds the initial ones).
+        in_range("--lr", self.lr, 0.0..=MAX_LR, &format!("a rate from 0 to {MAX_LR}"))?;
         match self.rule {
             Rule::Sgd { momentum } => in_range("--momentum", momentum, 0.0..1.0, "in [0, 1)")?,
             Rule::Adam { beta1, beta2, epsilon } => {
@@ -136,7 +138,7 @@ impl TrainConfig {
             ScheduleSpec::Constant => {}
             ScheduleSpec::Poly { end_factor, epochs, power } => {
                 in_range("--poly-end", *end_factor, 0.0..=1.0, "a fraction of --lr in [0, 1]")?;
-                in_range("--poly-epochs", *epochs, f64::MIN_POSITIVE.., "a number of epochs > 0")?;
+                in_range("--poly-epochs", *epochs, 0.0.., "a number of epochs >= 0")?;
                 in_range("--poly-power", *power, f32::MIN_POSITIVE.., "an exponent > 0")?;
             }
             ScheduleSpec::Step { boundaries, factors } => {
@@ -174,5 +176,91 @@ impl TrainConfig {
             0 => decay,
             warmup => Schedule::Warmup { steps: warmup, start: self.warmup_start, then: Box::new(decay) },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::engine::DeviceChoice;
+
+    fn config() -> TrainConfig {
+        TrainConfig {
+            device: DeviceChoice::Cpu,
+            source: DataSource::Dir("data".into()),
+            val: None,
+            val_fraction: 0.2,
+            epochs: 4,
+            batch: 8,
+            lr: 0.001,
+            rule: Rule::Sgd { momentum: 0.9 },
+            trust: None,
+            schedule: ScheduleSpec::Constant,
+            warmup_epochs: 0.0,
+            warmup_start: None,
+            weight_decay: 0.0,
+            grad_lag: false,
+            fusion_bytes: 64 << 20,
+            seed: 0,
+            workers: 2,
+            prefetch: 4,
+            checkpoint: None,
+            checkpoint_every: None,
+            max_steps: None,
+            predictions: None,
+            check_finite: false,
+        }
+    }
+
+    /// The hostile tester's values, each refused naming its option; what
+    /// the seeds use is accepted.
+    #[test]
+    fn options_that_are_not_finite_or_out_of_range_are_refused_by_name() {
+        config().validate().unwrap();
+        type Spoil = Box<dyn Fn(&mut TrainConfig)>;
+        let bad: Vec<(&str, Spoil)> = vec![
+            ("--lr", Box::new(|c| c.lr = f32::NAN)),
+            ("--lr", Box::new(|c| c.lr = f32::INFINITY)),
+            ("--lr", Box::new(|c| c.lr = 1e30)),
+            ("--lr", Box::new(|c| c.lr = -1.0)),
+            ("--momentum", Box::new(|c| c.rule = Rule::Sgd { momentum: f32::NAN })),
+            ("--momentum", Box::new(|c| c.rule = Rule::Sgd { momentum: 1.0 })),
+            ("--trust", Box::new(|c| c.trust = Some(TrustRatio { trust: f32::NAN, clip: true }))),
+            ("--warmup-epochs", Box::new(|c| c.warmup_epochs = -5.0)),
+            ("--warmup-epochs", Box::new(|c| c.warmup_epochs = f64::NAN)),
+            ("--weight-decay", Box::new(|c| c.weight_decay = f32::INFINITY)),
+            (
+                "--poly-end",
+                Box::new(|c| c.schedule = ScheduleSpec::Poly { end_factor: f32::NAN, epochs: 4.0, power: 1.0 }),
+            ),
+            (
+                "--poly-power",
+                Box::new(|c| c.schedule = ScheduleSpec::Poly { end_factor: 0.1, epochs: 4.0, power: f32::NAN }),
+            ),
+            (
+                "--decay-factors",
+                Box::new(|c| c.schedule = ScheduleSpec::Step { boundaries: vec![1.0], factors: vec![f32::NAN] }),
+            ),
+            (
+                "--decay-epochs",
+                Box::new(|c| c.schedule = ScheduleSpec::Step { boundaries: vec![2.0, 1.0], factors: vec![0.5, 0.1] }),
+            ),
+            ("--val-fraction", Box::new(|c| c.val_fraction = f64::NAN)),
+        ];
+        for (option, spoil) in bad {
+            let mut c = config();
+            spoil(&mut c);
+            let e = c.validate().unwrap_err();
+            assert!(e.starts_with(option), "{option}: {e}");
+        }
+        let mut seeds = config();
+        seeds.lr = 0.0;
+        seeds.rule = Rule::ADAM;
+        seeds.trust = Some(TrustRatio { trust: 0.002, clip: true });
+        seeds.warmup_epochs = 4.0;
+        seeds.schedule = ScheduleSpec::Step { boundaries: vec![32.0, 64.0], factors: vec![0.25, 0.125] };
+        seeds.validate().unwrap();
     }
 }
