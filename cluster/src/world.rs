@@ -139,6 +139,19 @@ impl World {
         self.fail_with_code(1, error)
     }
 
+    /// End this rank after an error every rank met at the same point (and
+    /// so is ending too): print it as one line naming this rank and node if
+    /// `speaks` (one rank speaks, so the job prints one line), finalise MPI
+    /// with the other ranks (none is killed mid-message), exit with status 1.
+    pub fn exit_agreed(self, speaks: bool, error: impl std::fmt::Display) -> ! {
+        if speaks {
+            let t = &self.topology;
+            crate::logging::print_error(format_args!("rank {} (node {}): {error}", t.rank, t.node));
+        }
+        drop(self);
+        std::process::exit(1)
+    }
+
     /// [`fail`](World::fail) with exit code `code`: 2 when the user asked
     /// for something that cannot be done (the code clap gives usage errors).
     pub fn fail_with_code(&self, code: i32, error: impl std::fmt::Display) -> ! {

@@ -146,15 +146,21 @@ pub fn files_per_node_with(
 
 /// Disjoint sets balanced by bytes: largest file first, to the node with the
 /// fewest bytes so far (ties to the lower node). Within `max(sizes)` of even.
+/// The node is taken from a heap ordered as that rule orders them (a scan of
+/// every node per file took seconds at 1,000,000 files on 4,608 nodes); the
+/// sets are the same either way, which staged data and loaders of
+/// different builds rely on.
 fn shard(sizes: &[u64], nodes: usize) -> Vec<Vec<usize>> {
+    use std::cmp::Reverse;
     let mut order: Vec<usize> = (0..sizes.len()).collect();
     order.sort_by(|&a, &b| sizes[b].cmp(&sizes[a]).then(a.cmp(&b)));
-    let mut load = vec![0u64; nodes];
+    let mut lightest: std::collections::BinaryHeap<Reverse<(u64, usize)>> =
+        (0..nodes).map(|k| Reverse((0, k))).collect();
     let mut out = vec![Vec::new(); nodes];
     for i in order {
-        let k = (0..nodes).min_by_key(|&k| (load[k], k)).unwrap_or(0);
-        load[k] += sizes[i];
+        let Some(Reverse((load, k))) = lightest.pop() else { break };
         out[k].push(i);
+        lightest.push(Reverse((load.saturating_add(sizes[i]), k)));
     }
     out
 }
@@ -233,7 +239,30 @@ mod tests {
         assert!(files_per_node(&[1; 10], 0, Policy::Shard, 0).is_err());
     }
 
+    /// The rule as first written: a scan of every node per file.
+    fn shard_by_scanning(sizes: &[u64], nodes: usize) -> Vec<Vec<usize>> {
+        let mut order: Vec<usize> = (0..sizes.len()).collect();
+        order.sort_by(|&a, &b| sizes[b].cmp(&sizes[a]).then(a.cmp(&b)));
+        let mut load = vec![0u64; nodes];
+        let mut out = vec![Vec::new(); nodes];
+        for i in order {
+            let k = (0..nodes).min_by_key(|&k| (load[k], k)).unwrap();
+            load[k] += sizes[i];
+            out[k].push(i);
+        }
+        out
+    }
+
     proptest! {
+        /// The heap places every file where the scan did: data staged by
+        /// one build is found by the loader of another.
+        #[test]
+        fn shard_through_a_heap_places_files_as_the_scan_did(
+            sizes in prop::collection::vec(0u64..1000, 0..300), nodes in 1usize..40,
+        ) {
+            prop_assert_eq!(shard(&sizes, nodes), shard_by_scanning(&sizes, nodes));
+        }
+
         #[test]
         fn permutation_is_a_permutation(n in 0usize..200, seed in any::<u64>()) {
             let mut p = permutation(n, seed);

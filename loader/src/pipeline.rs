@@ -26,8 +26,7 @@ pub struct LoaderConfig {
     /// Check every decoded sample's input and target for NaN and infinity;
     /// one that holds any is an error naming its file and position
     /// ([`DatasetError::NonFinite`]), or is skipped with `skip_corrupt`.
-    /// Costs one pass over each sample's values, a few per cent of
-    /// decoding it (`docs/loader.md`).
+    /// Costs one more pass over each decoded sample's values.
     pub check_finite: bool,
 }
 

@@ -284,20 +284,10 @@ fn with_world(f: impl FnOnce(&World) -> anyhow::Result<()>) -> anyhow::Result<()
     let world = World::init()?;
     cluster::logging::init(world.topology(), None);
     if let Err(e) = f(&world) {
-        // Another rank printed why a remote failure happened; stay quiet.
-        if !matches!(e.downcast_ref::<StageError>(), Some(StageError::Remote(_))) {
-            cluster::logging::print_error(format_args!(
-                "rank {} (node {}): {}",
-                world.rank(),
-                world.topology().node,
-                cluster::logging::chain(e.as_ref())
-            ));
-        }
         // Errors returned here were agreed on by every rank, so all of them
-        // get here: finalise MPI cleanly (no rank is killed mid-message),
-        // then exit non-zero.
-        drop(world);
-        std::process::exit(1);
+        // get here. Another rank printed why a remote failure happened.
+        let speaks = !matches!(e.downcast_ref::<StageError>(), Some(StageError::Remote(_)));
+        world.exit_agreed(speaks, cluster::logging::chain(e.as_ref()));
     }
     Ok(())
 }

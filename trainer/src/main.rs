@@ -277,8 +277,8 @@ struct TrainArgs {
     #[arg(long, default_value_t = 2)]
     workers: usize,
     /// Check every sample for NaN and infinity as it is decoded and stop
-    /// at the first bad one, naming its file (one pass over each sample,
-    /// a few per cent of decoding it). Losses and gradients are checked
+    /// at the first bad one, naming its file (one more pass over each
+    /// decoded sample). Losses and gradients are checked
     /// at every step either way.
     #[arg(long)]
     check_finite: bool,
@@ -542,16 +542,7 @@ fn main() {
             // Every rank stopped at the same step and knows it: one prints,
             // all finalise MPI and exit non-zero.
             Some(agreed @ trainer::engine::TrainError::NonFinite(_)) => {
-                if agreed.reported_here() {
-                    cluster::logging::print_error(format_args!(
-                        "rank {} (node {}): {}",
-                        world.rank(),
-                        world.topology().node,
-                        cluster::logging::chain(e.as_ref())
-                    ));
-                }
-                drop(world);
-                std::process::exit(1);
+                world.exit_agreed(agreed.reported_here(), cluster::logging::chain(e.as_ref()))
             }
             // A failure on one rank is not seen by the others, which would
             // wait in the next allreduce: end the whole job.
