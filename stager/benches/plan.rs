@@ -34,30 +34,10 @@ const CASES: [(&str, usize, usize, usize, &str, f64, f64); 5] = [
     ("plan-1m-4608x6-per-node", 1_000_000, 4608, 6, "per-node=1500", 2.0 * 1048576.0, 0.25),
 ];
 
-/// Sizes around `typical`, log-normal with `spread`, from a fixed seed.
-fn sizes(files: usize, typical: f64, spread: f64) -> Vec<u64> {
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut uniform = move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    };
-    (0..files)
-        .map(|_| {
-            // Box-Muller
-            let (u, v) = (uniform().max(1e-300), uniform());
-            let normal = (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos();
-            (typical * (spread * normal).exp()) as u64
-        })
-        .collect()
-}
-
 /// One case in this process: plan it, print seconds and peak RSS as JSON.
 fn run_case(id: &str) {
     let &(_, files, nodes, per_node, policy, typical, spread) = CASES.iter().find(|c| c.0 == id).unwrap();
-    let sizes = sizes(files, typical, spread);
+    let sizes = stager::simulate::file_sizes(files, typical as u64, spread, 0);
     let policy: Policy = policy.parse().unwrap();
     let node_of_rank: Vec<usize> = (0..nodes * per_node).map(|r| r / per_node).collect();
     let started = Instant::now();

@@ -142,9 +142,14 @@ struct SimulateArgs {
     /// Files in the dataset.
     #[arg(long)]
     files: usize,
-    /// Size of each file (e.g. 64MiB).
+    /// Size of each file (e.g. 64MiB); with --size-spread, the median size.
     #[arg(long, value_parser = parse_bytes)]
     file_size: u64,
+    /// Spread of the file sizes: the standard deviation of their logarithm
+    /// (0: equal files; 0.25: most within -22 % .. +28 % of the median).
+    /// Sizes are drawn from --seed.
+    #[arg(long, default_value_t = 0.0)]
+    size_spread: f64,
     /// replicate | shard | per-node=N
     #[arg(long)]
     policy: Policy,
@@ -259,7 +264,13 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
         read_threads: args.read_threads,
         thread_bw: args.thread_bw,
     };
-    let dataset = Dataset { files: args.files, file_size: args.file_size, policy: args.policy, seed: args.seed };
+    let dataset = Dataset {
+        files: args.files,
+        file_size: args.file_size,
+        size_spread: args.size_spread,
+        policy: args.policy,
+        seed: args.seed,
+    };
     let p = predict(&machine, &dataset)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&p)?);

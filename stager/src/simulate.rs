@@ -34,13 +34,17 @@ pub struct Machine {
     pub thread_bw: f64,
 }
 
-/// The dataset being modelled: `files` files of `file_size` bytes.
+/// The dataset being modelled: `files` files of about `file_size` bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Dataset {
     /// Number of files.
     pub files: usize,
-    /// Bytes per file.
+    /// Bytes per file (the median where sizes spread).
     pub file_size: u64,
+    /// Spread of the sizes: the standard deviation of their logarithm
+    /// ([`file_sizes`]); 0 for equal files. Real datasets' sizes differ,
+    /// and equal sizes hide what balancing the readers costs.
+    pub size_spread: f64,
     /// Placement policy.
     pub policy: Policy,
     /// Placement seed.
@@ -108,6 +112,9 @@ pub enum SimulateError {
     /// A bandwidth or count that is not positive.
     #[error("{0} must be positive")]
     NotPositive(&'static str),
+    /// A size spread that is not a number from 0 to 3.
+    #[error("--size-spread must be from 0 (equal files) to 3, got {0}")]
+    Spread(f64),
 }
 
 /// The memory `predict` allows itself, checked before it allocates: the
@@ -142,6 +149,31 @@ impl Estimate {
     }
 }
 
+/// `files` sizes around `median`, log-normal with standard deviation
+/// `spread` of the logarithm, the same for the same `seed` (SplitMix64 and
+/// Box-Muller written out, so a prediction never changes with a
+/// dependency). `spread` 0 gives equal sizes.
+pub fn file_sizes(files: usize, median: u64, spread: f64, seed: u64) -> Vec<u64> {
+    if spread == 0.0 {
+        return vec![median; files];
+    }
+    let mut state = seed ^ 0x5851_F42D_4C95_7F2D;
+    let mut uniform = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    (0..files)
+        .map(|_| {
+            let (u, v) = (uniform().max(f64::MIN_POSITIVE), uniform());
+            let normal = (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos();
+            (median as f64 * (spread * normal).exp()).round() as u64
+        })
+        .collect()
+}
+
 /// Predict both strategies on `machine` for `dataset`.
 pub fn predict(machine: &Machine, dataset: &Dataset) -> Result<Prediction, SimulateError> {
     for (name, v) in [
@@ -156,6 +188,9 @@ pub fn predict(machine: &Machine, dataset: &Dataset) -> Result<Prediction, Simul
         if v.is_nan() || v <= 0.0 {
             return Err(SimulateError::NotPositive(name));
         }
+    }
+    if !(0.0..=3.0).contains(&dataset.size_spread) {
+        return Err(SimulateError::Spread(dataset.size_spread));
     }
     let per_node = match dataset.policy {
         Policy::Replicate => dataset.files,
@@ -175,13 +210,13 @@ pub fn predict(machine: &Machine, dataset: &Dataset) -> Result<Prediction, Simul
             limit: MEMORY_LIMIT_GIB,
         });
     }
-    let sizes = vec![dataset.file_size; dataset.files];
+    let sizes = file_sizes(dataset.files, dataset.file_size, dataset.size_spread, dataset.seed);
     let needs = files_per_node(&sizes, machine.nodes, dataset.policy, dataset.seed)?;
     let node_of_rank: Vec<usize> =
         (0..machine.nodes * machine.ranks_per_node).map(|r| r / machine.ranks_per_node).collect();
     let plan = Plan::build(&sizes, &needs, &node_of_rank)?;
 
-    let node_needed: Vec<u64> = needs.iter().map(|l| l.len() as u64 * dataset.file_size).collect();
+    let node_needed: Vec<u64> = needs.iter().map(|l| l.iter().map(|&f| sizes[f]).sum()).collect();
     let max_needed = node_needed.iter().copied().max().unwrap_or(0) as f64;
     let unique = plan.unique_bytes().max(1) as f64;
     let node_threads_bw = (machine.ranks_per_node * machine.read_threads) as f64 * machine.thread_bw;
@@ -259,7 +294,7 @@ mod tests {
             read_threads: 8,
             thread_bw: 1e9,
         };
-        let d = Dataset { files: 32, file_size: 64 << 20, policy: Policy::PerNode(16), seed: 1 };
+        let d = Dataset { files: 32, file_size: 64 << 20, size_spread: 0.0, policy: Policy::PerNode(16), seed: 1 };
         let p = predict(&m, &d).unwrap();
         assert!((p.staged.read_amplification - 1.0).abs() < 1e-12);
         assert!((p.naive.read_amplification - 2.0).abs() < 1e-12);
@@ -270,7 +305,8 @@ mod tests {
     #[test]
     fn summit_scale_runs_and_names_a_bottleneck() {
         // 4608 nodes, 1500 files of 64 MiB per node out of 100k files.
-        let d = Dataset { files: 100_000, file_size: 64 << 20, policy: Policy::PerNode(1500), seed: 3 };
+        let d =
+            Dataset { files: 100_000, file_size: 64 << 20, size_spread: 0.0, policy: Policy::PerNode(1500), seed: 3 };
         let p = predict(&summit(4608), &d).unwrap();
         assert!(p.naive.read_amplification > 60.0, "{}", p.naive.read_amplification);
         assert!(p.staged.seconds < p.naive.seconds);
@@ -281,8 +317,26 @@ mod tests {
     fn nonsense_inputs_are_refused() {
         let mut m = summit(4);
         m.nic_bw = 0.0;
-        let d = Dataset { files: 8, file_size: 1, policy: Policy::Shard, seed: 0 };
+        let d = Dataset { files: 8, file_size: 1, size_spread: 0.0, policy: Policy::Shard, seed: 0 };
         assert!(matches!(predict(&m, &d), Err(SimulateError::NotPositive("--nic-bw"))));
+    }
+
+    /// Spread sizes keep their median and are the same for a seed; the
+    /// plan still reads each byte once.
+    #[test]
+    fn spread_sizes_are_reproducible_around_the_median() {
+        let mut sizes = file_sizes(10_001, 1000, 0.5, 7);
+        assert_eq!(sizes, file_sizes(10_001, 1000, 0.5, 7));
+        assert_ne!(sizes, file_sizes(10_001, 1000, 0.5, 8));
+        sizes.sort_unstable();
+        assert!((950..1050).contains(&sizes[5000]), "median {}", sizes[5000]);
+        assert!(sizes[0] < 500 && sizes[10_000] > 2000);
+        assert_eq!(file_sizes(3, 9, 0.0, 1), [9, 9, 9]);
+        let d = Dataset { files: 5000, file_size: 1 << 20, size_spread: 0.5, policy: Policy::PerNode(2000), seed: 1 };
+        let p = predict(&summit(8), &d).unwrap();
+        assert!((p.staged.read_amplification - 1.0).abs() < 1e-12);
+        let e = predict(&summit(8), &Dataset { size_spread: f64::NAN, ..d }).unwrap_err();
+        assert!(e.to_string().contains("--size-spread"), "{e}");
     }
 
     /// A hostile test's case: `--nodes 100000000` (or `--files 100000000`)
@@ -290,7 +344,7 @@ mod tests {
     /// allocated, with the estimate.
     #[test]
     fn a_model_too_large_for_memory_is_refused_before_allocating() {
-        let d = Dataset { files: 8, file_size: 1, policy: Policy::Shard, seed: 0 };
+        let d = Dataset { files: 8, file_size: 1, size_spread: 0.0, policy: Policy::Shard, seed: 0 };
         let started = std::time::Instant::now();
         let e = predict(&summit(100_000_000), &d).unwrap_err().to_string();
         assert!(e.contains("100000000 nodes x 6 ranks") && e.contains("GiB of memory"), "{e}");
