@@ -192,12 +192,12 @@ pub fn predict(machine: &Machine, dataset: &Dataset) -> Result<Prediction, Simul
     if !(0.0..=3.0).contains(&dataset.size_spread) {
         return Err(SimulateError::Spread(dataset.size_spread));
     }
-    let per_node = match dataset.policy {
-        Policy::Replicate => dataset.files,
-        Policy::Shard => dataset.files.div_ceil(machine.nodes),
-        Policy::PerNode(n) => n,
+    let (files, nodes) = (dataset.files as u128, machine.nodes as u128);
+    let pairs = match dataset.policy {
+        Policy::Replicate => nodes * files,
+        Policy::Shard => files,
+        Policy::PerNode(n) => nodes * (n as u128).min(files),
     };
-    let pairs = machine.nodes as u128 * per_node.min(dataset.files) as u128;
     let ranks = machine.nodes as u128 * machine.ranks_per_node as u128;
     let bytes = planner_bytes(dataset.files as u128, machine.nodes as u128, ranks, pairs);
     if bytes > u128::from(MEMORY_LIMIT_GIB) << 30 {
