@@ -67,7 +67,8 @@ impl FileIdentity {
         use std::os::unix::fs::MetadataExt;
         let meta = fs::symlink_metadata(path)?;
         if !meta.is_file() {
-            return Err(io::Error::other(format!("{} is not a regular file", path.display())));
+            // The caller names the path.
+            return Err(io::Error::other("not a regular file"));
         }
         let ctime_ns = meta.ctime().saturating_mul(1_000_000_000).saturating_add(meta.ctime_nsec());
         Ok(FileIdentity { bytes: meta.len(), ino: meta.ino(), ctime_ns })

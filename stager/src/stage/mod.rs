@@ -183,7 +183,12 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
             crate::files::check_map_budget(config.read_method, config.chunk_size, config.max_inflight, max_maps)?;
         }
         let dest = cluster::paths::expand(&config.dest, &t.path_vars()).map_err(|e| e.to_string())?;
-        crate::files::check_dest_outside_source(&config.source, &dest)?;
+        // On each node's writer only: every other rank leaves the source's
+        // metadata alone (thousands of ranks resolving it would load the
+        // parallel file system's metadata servers for nothing).
+        if t.local_rank == 0 {
+            crate::files::check_dest_outside_source(&config.source, &dest)?;
+        }
         let needs = manifest.files_per_node(t.nodes, config.policy, config.seed).map_err(|e| e.to_string())?;
         Ok((dest, needs))
     })();
