@@ -247,6 +247,17 @@ fn pid_of_rank(pattern: &str, rank: usize) -> Option<String> {
     })
 }
 
+/// Lines in the journals of destination `node` (each rank that writes
+/// there keeps one).
+fn journaled(node: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(node.join(".stagehand")) else { return 0 };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("journal"))
+        .map(|e| std::fs::read_to_string(e.path()).map_or(0, |t| t.lines().count()))
+        .sum()
+}
+
 /// Stage 24 files on 2 pretend nodes through a slow source, `kill -9`
 /// world rank `victim` once some files are journaled, check the job ends
 /// non-zero, then rerun and check every node holds exactly its files.
@@ -262,9 +273,8 @@ fn kill_rank_mid_stage_then_resume(victim: usize) {
         &["--policy", "replicate", "--chunk-size", "16KiB", "--source-bandwidth", "1MB/s"],
     );
     // Wait until some files are journaled, then kill -9 the victim.
-    let journal = dir.path().join("node1/.stagehand/journal.jsonl");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 2 && Instant::now() < deadline {
+    while journaled(&dir.path().join("node1")) < 2 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
     let pattern = format!("{STAGER} stage --source {}", src.display());
@@ -281,12 +291,7 @@ fn kill_rank_mid_stage_then_resume(victim: usize) {
     assert!(!status.success(), "the job survived a killed rank");
     assert!(pid_of_rank(&pattern, 0).is_none() && pid_of_rank(&pattern, 3).is_none(), "ranks left behind");
 
-    let done_before: usize = (0..2)
-        .map(|n| {
-            std::fs::read_to_string(dir.path().join(format!("node{n}/.stagehand/journal.jsonl")))
-                .map_or(0, |t| t.lines().count())
-        })
-        .sum();
+    let done_before: usize = (0..2).map(|n| journaled(&dir.path().join(format!("node{n}")))).sum();
     assert!(done_before > 0 && done_before < 48, "{done_before} files journaled before the kill");
     let r = report(&stage("2", dir.path(), &["--policy", "replicate", "--chunk-size", "16KiB"]));
     assert_eq!(r["files_skipped_from_journal"], done_before);

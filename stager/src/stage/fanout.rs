@@ -39,12 +39,12 @@ impl Body {
     }
 }
 
-/// Where a writer rank's readers write the files they read that its own
-/// node needs. Each piece goes to the temporary file right after it is read
+/// Where a rank's readers write the files they read that its own node
+/// needs (every rank of a node writes into the node's destination). Each piece goes to the temporary file right after it is read
 /// and hashed, while it is in cache, as `cp` does; a hand-over to the
 /// receiver thread would read the chunk again from memory.
 struct Direct<'j> {
-    journal: &'j Mutex<Journal>,
+    journal: &'j Journal,
     temp_dir: &'j Path,
 }
 
@@ -69,9 +69,12 @@ impl Context<'_> {
         let next = AtomicUsize::new(0);
         let totals = Mutex::new(ReadTotals::default());
         let mut stats = RankStats::default();
-        let writes = is_writer && !node_files.is_empty();
-        let journal = writes.then(|| match Journal::open(self.dest, "journal.jsonl") {
-            Ok(j) => Mutex::new(j),
+        // Every rank writes its node's copy of what it reads, each into a
+        // journal of its own; the writer also receives what other nodes read.
+        let writes = !node_files.is_empty();
+        let name = if is_writer { "journal.jsonl".to_owned() } else { format!("journal.r{rank}.jsonl") };
+        let journal = writes.then(|| match Journal::open(self.dest, &name) {
+            Ok(j) => j,
             Err(e) => self.fail(format!("opening the journal in {}: {e}", self.dest.display())),
         });
         let temp_dir = journal::temp_dir(self.dest);
@@ -79,18 +82,25 @@ impl Context<'_> {
             self.fail(format!("creating {}: {e}", temp_dir.display()));
         }
         let direct = journal.as_ref().map(|journal| Direct { journal, temp_dir: &temp_dir });
-        // What this node needs from other ranks' reads (the rest its own
-        // readers write).
-        let remote: Vec<usize> = match &direct {
-            Some(_) => node_files.iter().copied().filter(|&f| self.plan.reader(f) != Some(rank)).collect(),
-            None => Vec::new(),
+        // What this node needs from other nodes' reads (its own ranks write
+        // the rest).
+        let remote: Vec<usize> = if is_writer {
+            let read_here = |f: usize| self.plan.reader(f).is_some_and(|r| self.plan.node_of(r) == self.node);
+            node_files.iter().copied().filter(|&f| !read_here(f)).collect()
+        } else {
+            Vec::new()
         };
         let reading = AtomicBool::new(true);
+        let sending = AtomicBool::new(true);
         std::thread::scope(|s| {
             let (rx_ref, budget_ref, reading_ref, remote, temp_dir) = (&rx, &budget, &reading, &remote, &temp_dir);
-            let receiver = journal.as_ref().map(|journal| {
+            let sending_ref = &sending;
+            let receiver = journal.as_ref().filter(|_| is_writer).map(|journal| {
                 self.spawn(s, "stager-receive", move || self.receive(comm, remote, journal, temp_dir, reading_ref))
             });
+            // The other ranks that write listen for failure notices alone.
+            let listener = (writes && !is_writer)
+                .then(|| self.spawn(s, "stager-listen", move || self.listen_for_failure(comm, sending_ref)));
             let sender = self.spawn(s, "stager-send", move || self.send(comm, rx_ref, budget_ref));
             let (next, budget, totals, reads, direct) = (&next, &budget, &totals, &reads, direct.as_ref());
             let readers: Vec<_> = (0..self.config.threads.max(1))
@@ -118,6 +128,10 @@ impl Context<'_> {
             }
             reading.store(false, Ordering::SeqCst);
             stats.moved_bytes = sender.join().unwrap_or_else(|_| joined("stager-send"));
+            sending.store(false, Ordering::SeqCst);
+            if let Some(listener) = listener {
+                listener.join().unwrap_or_else(|_| joined("stager-listen"));
+            }
             if let Some(receiver) = receiver {
                 let (written, first_write, files) = receiver.join().unwrap_or_else(|_| joined("stager-receive"));
                 stats.written_bytes = written;
@@ -127,6 +141,9 @@ impl Context<'_> {
                 stats.write_secs = first.map_or(0.0, |t| t.elapsed().as_secs_f64());
             }
         });
+        if let Some(Err(e)) = journal.as_ref().map(Journal::commit) {
+            self.fail(format!("journaling in {}: {e}", self.dest.display()));
+        }
         let t = totals.into_inner().unwrap_or_else(|p| p.into_inner());
         stats.read_bytes = t.read;
         stats.read_secs = t.read_secs;
@@ -165,7 +182,7 @@ impl Context<'_> {
             totals.lock().unwrap_or_else(|p| p.into_inner()).first_write.get_or_insert_with(Instant::now);
         }
         let mut hash = StreamingChecksum::new();
-        let sends = self.plan.destinations(f).iter().any(|&node| self.plan.writer(node) != Some(self.rank));
+        let sends = self.plan.destinations(f).iter().any(|&node| node != self.node);
         loop {
             let offset = hash.bytes();
             let want = (entry.bytes.saturating_sub(offset) as usize).min(self.config.chunk_size);
@@ -245,25 +262,25 @@ impl Context<'_> {
         let temp = journal::part_path(temp_dir, f);
         match File::create(&temp) {
             Ok(file) => (file, temp),
-            Err(e) => self.fail(format!("creating {}: {e}", temp.display())),
+            Err(e) => {
+                drop(_guard);
+                self.fail_unless_stopped(temp_dir, format!("creating {}: {e}", temp.display()))
+            }
         }
     }
 
-    /// Sync, rename into place and journal a file this rank wrote itself.
+    /// Rename into place and journal a file this rank wrote itself.
     fn finish_direct(&self, file: File, temp: &Path, f: usize, direct: &Direct, totals: &Mutex<ReadTotals>) {
         let entry = &self.manifest.files[f];
-        if let Err(e) = file.sync_all() {
-            self.fail(format!("syncing {}: {e}", entry.path));
-        }
         let finished = {
             let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
             if self.failing.load(Ordering::SeqCst) {
                 return;
             }
-            self.finish_file(file, temp, f, direct.journal)
+            self.place_file(file, temp, f)
         };
-        if let Err(message) = finished {
-            self.fail(message);
+        if let Err(message) = finished.and_then(|placed| self.journal_file(direct.journal, placed)) {
+            self.fail_unless_stopped(direct.temp_dir, message);
         }
         self.counters.add_item();
         let mut t = totals.lock().unwrap_or_else(|p| p.into_inner());
@@ -271,8 +288,8 @@ impl Context<'_> {
         t.files_written += 1;
     }
 
-    /// Send each chunk to the writer rank of every node that needs it, except
-    /// this rank itself (its readers wrote that copy). Returns bytes sent
+    /// Send each chunk to the writer rank of every other node that needs it
+    /// (this rank's readers wrote its own node's copy). Returns bytes sent
     /// off-node. Up to [`SEND_BATCH`] chunks that are ready go out together,
     /// so a fan-out to several nodes proceeds at once.
     fn send(&self, comm: &ThreadComm, rx: &crossbeam_channel::Receiver<Chunk>, pool: &Pool) -> u64 {
@@ -290,16 +307,11 @@ impl Context<'_> {
                 let mut requests = Vec::new();
                 for (chunk, head) in batch.iter().zip(&heads) {
                     for &node in self.plan.destinations(chunk.head.file) {
-                        let Some(writer) = self.plan.writer(node) else { continue };
-                        if writer == self.rank {
-                            continue;
-                        }
+                        let Some(writer) = self.plan.writer(node).filter(|_| node != self.node) else { continue };
                         let target = comm.comm().process_at_rank(writer as i32);
                         requests.push(target.immediate_send_with_tag(scope, &head[..], TAG_HEAD));
                         requests.push(target.immediate_send_with_tag(scope, chunk.body.bytes(), TAG_BODY));
-                        if node != self.node {
-                            moved += chunk.body.bytes().len() as u64;
-                        }
+                        moved += chunk.body.bytes().len() as u64;
                     }
                 }
                 for request in requests {
@@ -313,14 +325,26 @@ impl Context<'_> {
         moved
     }
 
-    /// Receive this node's files that other ranks read (`remote`), and
+    /// Wait for another rank's failure notice while this rank reads, writes
+    /// and sends; on one, stop as the receiver would ([`Context::stop_for`]).
+    fn listen_for_failure(&self, comm: &ThreadComm, sending: &AtomicBool) {
+        while sending.load(Ordering::SeqCst) {
+            if let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_ABORT) {
+                message.matched_receive_into(&mut [0u8; 0][..]);
+                self.stop_for(status.source_rank());
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Receive this node's files that other nodes read (`remote`), and
     /// listen for failure notices until they are all written and this rank's
     /// readers are done; returns (bytes written, first write, files).
     fn receive(
         &self,
         comm: &ThreadComm,
         remote: &[usize],
-        journal: &Mutex<Journal>,
+        journal: &Journal,
         temp_dir: &Path,
         reading: &AtomicBool,
     ) -> (u64, Option<Instant>, u64) {

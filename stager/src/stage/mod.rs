@@ -4,16 +4,20 @@
 //! or read into pool buffers: [`ReadMethod`]), hashing each 256 KiB piece as
 //! it lands, at most `max_inflight` bytes of chunks at a time, and one
 //! sender thread sends each chunk point-to-point (a head, then the bytes) to
-//! the writer rank (the lowest rank) of every node that needs the file. A
-//! writer rank's readers write its own node's copy of what they read straight
-//! from each piece while it is in cache. On writer ranks a receiver thread
-//! writes arriving chunks at their offsets into temporary files, checks each
-//! file's xxh3 on arrival, renames it into place and journals it. Reading,
-//! sending, receiving and writing overlap.
+//! the writer rank (the lowest rank) of every other node that needs the
+//! file. Every rank's readers write their own node's copy of what they read
+//! straight from each piece while it is in cache (all ranks of a node share
+//! its destination; a rank-local hop to the writer would copy every byte
+//! once more and funnel all of a node's files through one thread). On writer
+//! ranks a receiver thread writes arriving chunks at their offsets into
+//! temporary files, checks each file's xxh3 on arrival, renames it into
+//! place and journals it. Reading, sending, receiving and writing overlap.
+//! Each rank that writes keeps a journal of its own, committed in batches
+//! ([`Journal`]).
 //!
 //! A failure on any rank (missing or corrupt source file, failed write)
-//! prints one line naming the file and the rank, tells every writer to
-//! remove its temporary files, waits until each says it has (at most
+//! prints one line naming the file and the rank, tells every rank that
+//! writes to remove its node's temporary files, waits until each says it has (at most
 //! 10 s), and ends the job with `MPI_Abort`. A re-run
 //! skips journaled files, so it re-reads only what was not finished.
 
@@ -182,7 +186,10 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
         {
             crate::files::check_map_budget(config.read_method, config.chunk_size, config.max_inflight, max_maps)?;
         }
-        let dest = cluster::paths::expand(&config.dest, &t.path_vars()).map_err(|e| e.to_string())?;
+        // Every rank of a node writes into the node's one destination: the
+        // template as its writer (lowest rank) expands it.
+        let writer_vars = cluster::paths::PathVars { node: t.node, rank: world.ranks_of_node(t.node)[0], local_rank: 0 };
+        let dest = cluster::paths::expand(&config.dest, &writer_vars).map_err(|e| e.to_string())?;
         // On each node's writer only: every other rank leaves the source's
         // metadata alone (thousands of ranks resolving it would load the
         // parallel file system's metadata servers for nothing).
@@ -208,6 +215,27 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
     world.comm().all_gather_into(&identity[..], &mut gathered[..]);
     let identities: Vec<[u64; 3]> = gathered.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
     let shared = crate::files::nodes_sharing_a_directory(&identities, world.node_of_rank());
+    // The other ranks of a node write into its directory too: it must be
+    // the one the writer created (an environment variable in the template
+    // could differ between a node's ranks).
+    let writer_identity = identities[world.ranks_of_node(t.node)[0]];
+    let same_directory = if is_writer {
+        Ok(())
+    } else {
+        match crate::files::directory_identity(&dest) {
+            Ok(mine) if mine == writer_identity => Ok(()),
+            Ok(_) => Err(format!(
+                "rank {} resolves --dest {} to {}, another directory than the lowest rank of its node (node {}); \
+                 the ranks of a node share one destination",
+                t.rank,
+                config.dest,
+                dest.display(),
+                t.node
+            )),
+            Err(e) => Err(format!("rank {} cannot use its node's destination {}: {e}", t.rank, dest.display())),
+        }
+    };
+    agree(world, same_directory)?;
     agree(
         world,
         match shared {
@@ -275,6 +303,7 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
     if !config.naive && comm.is_none() {
         return Err(StageError::Local("MPI did not grant MPI_THREAD_MULTIPLE; rerun with --naive".into()));
     }
+    let writing_ranks: Vec<usize> = (0..t.size).filter(|&r| !remaining[world.node_of_rank()[r]].is_empty()).collect();
     let limiter = config.source_bandwidth.map(|rate| RateLimiter::new(rate / t.size as f64));
     let progress =
         Progress::start(world, if config.naive { "naive copy" } else { "staging" }, to_write, files_to_write);
@@ -290,13 +319,18 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
         limiter: limiter.as_ref(),
         counters: progress.counters(),
         comm: comm.as_ref(),
+        writing_ranks: &writing_ranks,
         failing: AtomicBool::new(false),
+        notices: Mutex::new(Vec::new()),
         temp_lock: Mutex::new(()),
     };
     let mut stats = match &comm {
         Some(comm) if !config.naive => ctx.staged(comm, &remaining[t.node]),
         _ => ctx.naive(&remaining[t.node]),
     };
+    // The writer looks at files other ranks of its node renamed into
+    // place: every rank must be done before it looks.
+    ctx.wait_for_all(world);
     progress.finish();
     // Never report success unless what was written is the plan: the files
     // counted by every rank add up to the files to write, and each of this
@@ -412,8 +446,14 @@ struct Context<'a> {
     limiter: Option<&'a RateLimiter>,
     counters: &'a Arc<Counters>,
     comm: Option<&'a ThreadComm>,
+    /// The ranks that write into their node's destination in this run (all
+    /// ranks of the nodes that still need files): a failing rank tells each.
+    writing_ranks: &'a [usize],
     /// Set when this rank is failing: its receiver stops creating files.
     failing: AtomicBool,
+    /// Failure notices of other ranks heard by this rank's listening thread
+    /// after this rank began failing itself.
+    notices: Mutex<Vec<usize>>,
     /// Held while a chunk is written, and by a failing rank from clearing its
     /// temporary files until the end.
     temp_lock: Mutex<()>,
@@ -421,8 +461,9 @@ struct Context<'a> {
 
 impl Context<'_> {
     /// Report a failure of this rank: print it first (the job may be torn
-    /// down at any moment after), tell every writer to drop its temporary
-    /// files, wait until they say they have (or [`CLEAR_WAIT`]), then end
+    /// down at any moment after), tell every rank that writes to drop its
+    /// node's temporary files, wait until they say they have (or
+    /// [`CLEAR_WAIT`]), then end
     /// the job. Only the failing rank ends it: a writer that ended it on
     /// hearing the notice could kill the others before they cleaned up.
     fn fail(&self, message: String) -> ! {
@@ -434,37 +475,90 @@ impl Context<'_> {
         let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
         let _ = journal::clear_temp(self.dest);
         if let Some(comm) = self.comm {
-            let mut told = 0;
-            for node in 0..self.plan.nodes() {
-                match self.plan.writer(node) {
-                    Some(writer) if writer != self.rank => {
-                        comm.comm().process_at_rank(writer as i32).send_with_tag(&[0u8; 0][..], TAG_ABORT);
-                        told += 1;
-                    }
-                    _ => {}
-                }
+            let told: Vec<usize> = self.writing_ranks.iter().copied().filter(|&r| r != self.rank).collect();
+            for &rank in &told {
+                comm.comm().process_at_rank(rank as i32).send_with_tag(&[0u8; 0][..], TAG_ABORT);
             }
-            // The naive copy has no receivers to answer.
-            let told = if self.config.naive { 0 } else { told };
+            // The naive copy has no listeners to answer. A rank that is
+            // failing too cleared its files before its own notice, which
+            // therefore counts as its answer (it does not listen any more).
+            let mut waiting: std::collections::BTreeSet<usize> =
+                if self.config.naive { Default::default() } else { told.into_iter().collect() };
             let deadline = Instant::now() + CLEAR_WAIT;
-            let mut cleared = 0;
-            while cleared < told && Instant::now() < deadline {
-                match comm.comm().any_process().immediate_matched_probe_with_tag(TAG_CLEARED) {
-                    Some((message, _)) => {
+            while !waiting.is_empty() && Instant::now() < deadline {
+                let mut heard = false;
+                for tag in [TAG_CLEARED, TAG_ABORT] {
+                    if let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(tag) {
                         message.matched_receive_into(&mut [0u8; 0][..]);
-                        cleared += 1;
+                        waiting.remove(&(status.source_rank() as usize));
+                        heard = true;
                     }
-                    None => std::thread::sleep(Duration::from_millis(5)),
+                }
+                for rank in self.notices.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+                    waiting.remove(&rank);
+                }
+                if !heard {
+                    std::thread::sleep(Duration::from_millis(5));
                 }
             }
         }
         self.abort()
     }
 
+    /// Fail with `message`, unless the node's temporary directory is gone
+    /// because another rank of the node is failing and cleared it: then its
+    /// notice is on the way, and this rank stops for it instead of
+    /// reporting a missing file as a failure of its own.
+    fn fail_unless_stopped(&self, temp_dir: &Path, message: String) -> ! {
+        if !temp_dir.exists() {
+            let deadline = Instant::now() + CLEAR_WAIT;
+            while Instant::now() < deadline {
+                if self.failing.load(Ordering::SeqCst) {
+                    loop {
+                        std::thread::park();
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        self.fail(message)
+    }
+
+    /// Wait until every rank is done with its share, answering failure
+    /// notices meanwhile: this rank has placed all it wrote, so it has no
+    /// temporary files to clear and says so at once, instead of leaving
+    /// the failing rank to wait [`CLEAR_WAIT`] for it. Sleeps between
+    /// polls, leaving the cores to ranks still working.
+    fn wait_for_all(&self, world: &World) {
+        let mut request = world.comm().immediate_barrier();
+        let mut sleep_us = 10;
+        loop {
+            match request.test() {
+                Ok(_) => return,
+                Err(pending) => request = pending,
+            }
+            if let Some(comm) = self.comm
+                && let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_ABORT)
+            {
+                message.matched_receive_into(&mut [0u8; 0][..]);
+                comm.comm().process_at_rank(status.source_rank()).send_with_tag(&[0u8; 0][..], TAG_CLEARED);
+            }
+            std::thread::sleep(Duration::from_micros(sleep_us));
+            sleep_us = (sleep_us * 2).min(1000);
+        }
+    }
+
     /// Another rank failed: remove this node's temporary files, tell the
     /// failing rank, and wait for it to end the job.
     fn stop_for(&self, failed_rank: i32) -> ! {
-        self.failing.store(true, Ordering::SeqCst);
+        if self.failing.swap(true, Ordering::SeqCst) {
+            // This rank is failing itself: its failing thread counts the
+            // notice as that rank's answer, and ends the job.
+            self.notices.lock().unwrap_or_else(|p| p.into_inner()).push(failed_rank as usize);
+            loop {
+                std::thread::park();
+            }
+        }
         let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
         let _ = journal::clear_temp(self.dest);
         eprintln!(
@@ -504,12 +598,13 @@ impl Context<'_> {
             .unwrap_or_else(|e| self.fail(format!("starting thread {name}: {e}")))
     }
 
-    /// Rename a checked temporary file into place and journal it. `file` is
+    /// Rename a checked temporary file into place; returns the record that
+    /// [`Journal::record`] takes (outside any lock: it may commit). `file` is
     /// the open temporary file whose bytes were hashed as they were written:
     /// it must still be the file under the temporary name and hold exactly
     /// the manifest's bytes, so nothing but the checked bytes can reach the
     /// final name.
-    fn finish_file(&self, file: File, temp: &Path, f: usize, journal: &Mutex<Journal>) -> Result<(), String> {
+    fn place_file(&self, file: File, temp: &Path, f: usize) -> Result<Entry, String> {
         let entry = &self.manifest.files[f];
         check_temp(&file, temp, entry.bytes).map_err(|e| format!("before placing {}: {e}", entry.path))?;
         drop(file);
@@ -518,11 +613,13 @@ impl Context<'_> {
         // After the rename: it may move the change time, and the record must
         // name the file as the next run will find it.
         let placed = FileIdentity::of(&target).map_err(|e| format!("after placing {}: {e}", target.display()))?;
-        journal
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .append(&Entry { path: entry.path.clone(), xxh3: entry.xxh3, file: Some(placed) })
-            .map_err(|e| format!("journaling {}: {e}", entry.path))
+        Ok(Entry { path: entry.path.clone(), xxh3: entry.xxh3, file: Some(placed) })
+    }
+
+    /// Record a placed file in `journal`.
+    fn journal_file(&self, journal: &Journal, entry: Entry) -> Result<(), String> {
+        let path = entry.path.clone();
+        journal.record(entry).map_err(|e| format!("journaling {path} in {}: {e}", journal.path().display()))
     }
 }
 

@@ -12,7 +12,7 @@ impl Context<'_> {
         let stats = Mutex::new(RankStats::default());
         let name = format!("journal.r{}.jsonl", self.rank);
         let journal = match Journal::open(self.dest, &name) {
-            Ok(j) => Mutex::new(j),
+            Ok(j) => j,
             Err(e) => self.fail(format!("opening the journal in {}: {e}", self.dest.display())),
         };
         let begin = Instant::now();
@@ -32,13 +32,16 @@ impl Context<'_> {
                 });
             }
         });
+        if let Err(e) = journal.commit() {
+            self.fail(format!("journaling in {}: {e}", self.dest.display()));
+        }
         let mut st = stats.into_inner().unwrap_or_else(|p| p.into_inner());
         st.read_secs = begin.elapsed().as_secs_f64();
         st.write_secs = st.read_secs;
         st
     }
 
-    fn copy_directly(&self, f: usize, journal: &Mutex<Journal>, buffer: &mut Vec<u8>) -> Result<(), String> {
+    fn copy_directly(&self, f: usize, journal: &Journal, buffer: &mut Vec<u8>) -> Result<(), String> {
         let entry = &self.manifest.files[f];
         let source = self.config.source.join(&entry.path);
         let temp = journal::temp_dir(self.dest).join(format!("{f}.r{}.part", self.rank));
@@ -61,8 +64,8 @@ impl Context<'_> {
                 entry.xxh3
             ));
         }
-        out.sync_all().map_err(|e| fail("syncing", e))?;
-        self.finish_file(out, &temp, f, journal)?;
+        let placed = self.place_file(out, &temp, f)?;
+        self.journal_file(journal, placed)?;
         self.counters.add_item();
         Ok(())
     }

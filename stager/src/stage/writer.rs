@@ -6,7 +6,7 @@ use super::*;
 /// renamed into place and journaled when their last chunk arrives.
 pub(super) struct NodeWriter<'c, 'a> {
     pub(super) ctx: &'c Context<'a>,
-    pub(super) journal: &'c Mutex<Journal>,
+    pub(super) journal: &'c Journal,
     pub(super) temp_dir: PathBuf,
     pub(super) open: HashMap<usize, OpenFile>,
     pub(super) expected: std::collections::HashSet<usize>,
@@ -23,11 +23,11 @@ pub(super) struct OpenFile {
 
 impl NodeWriter<'_, '_> {
     /// Write one chunk (`head` and its `data`) from rank `source`. Holds the
-    /// context's temp lock throughout, so a failing rank can clear the
-    /// temporary files knowing none is being created.
+    /// context's temp lock until the file is placed, so a failing rank can
+    /// clear the temporary files knowing none is being created.
     pub(super) fn chunk(&mut self, head: Head, data: &[u8], source: usize) -> Result<(), String> {
         let ctx = self.ctx;
-        let _guard = ctx.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = ctx.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
         if ctx.failing.load(Ordering::SeqCst) {
             return Ok(());
         }
@@ -63,10 +63,9 @@ impl NodeWriter<'_, '_> {
         if state.hash.bytes() != entry.bytes || state.hash.finish() != entry.xxh3 {
             return Err(format!("{} arrived corrupt (xxh3 {} != {})", entry.path, state.hash.finish(), entry.xxh3));
         }
-        if let Err(e) = state.file.sync_all() {
-            return Err(format!("syncing {}: {e}", entry.path));
-        }
-        ctx.finish_file(state.file, &state.temp, f, self.journal)?;
+        let placed = ctx.place_file(state.file, &state.temp, f)?;
+        drop(guard);
+        ctx.journal_file(self.journal, placed)?;
         ctx.counters.add_item();
         self.done += 1;
         Ok(())
