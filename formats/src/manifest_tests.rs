@@ -171,3 +171,39 @@ fn index_sidecars_follow_their_data_file_and_are_placed_with_it() {
     }
     assert_eq!(placed.iter().map(Vec::len).sum::<usize>(), files.len());
 }
+
+/// Directories are resolved once per directory, not once per file: the
+/// verdict is still that of resolving each entry's whole path, for links
+/// at any level, inside the root or out of it.
+#[test]
+fn validate_against_root_agrees_with_resolving_each_entry() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), b"s").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("a/b")).unwrap();
+    std::fs::write(root.join("a/b/f"), b"f").unwrap();
+    std::fs::write(root.join("top"), b"t").unwrap();
+    symlink("../../top", root.join("a/b/up")).unwrap();
+    symlink("a/b", root.join("inner")).unwrap();
+    symlink(outside.path().join("secret"), root.join("a/leak")).unwrap();
+    symlink(outside.path(), root.join("a/out")).unwrap();
+    let canonical = root.canonicalize().unwrap();
+    for (paths, escapes) in [
+        (&["a/b/f", "a/b/up", "inner/f", "inner/up", "top"][..], None),
+        (&["a/b/f", "a/leak"], Some("a/leak")),
+        (&["a/b/f", "a/out/secret"], Some("a/out/secret")),
+        (&["inner/f", "a/out/secret"], Some("a/out/secret")),
+    ] {
+        let m = Manifest::new(Schema::opaque(), paths.iter().map(|p| entry(p)).collect());
+        for p in paths {
+            let each = resolve_inside(&canonical, p);
+            assert_eq!(each.is_ok(), Some(*p) != escapes, "{p}: {each:?}");
+        }
+        match (m.validate_against_root(root), escapes) {
+            (Ok(()), None) => {}
+            (Err(ManifestError::OutsideRoot { entry, .. }), Some(escaping)) => assert_eq!(entry, escaping),
+            (other, _) => panic!("{paths:?}: {other:?}"),
+        }
+    }
+}

@@ -41,7 +41,8 @@ impl RateLimiter {
 /// How the stager reads its source files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReadMethod {
-    /// `mmap` on local file systems ([`maps_well`]), `read` elsewhere.
+    /// `mmap` for files of at least [`MAP_AT_LEAST`] on local file systems
+    /// ([`maps_well`]), `read` otherwise.
     #[default]
     Auto,
     /// `read` into the chunk buffers.
@@ -74,11 +75,18 @@ impl std::fmt::Display for ReadMethod {
     }
 }
 
+/// The smallest file `auto` maps. Mapping saves one copy of the bytes, but
+/// each map and unmap costs system calls, page-table work and, on unmap, a
+/// TLB flush on every core running one of the rank's threads: for a small
+/// file that costs more than the copy (see `docs/benchmarks.md`,
+/// small-files). A file of a whole default chunk is worth mapping.
+pub const MAP_AT_LEAST: u64 = 1 << 20;
+
 impl ReadMethod {
-    /// Whether to map `file` (an open source file).
-    pub fn maps(self, file: &File) -> bool {
+    /// Whether to map `file`, an open source file of `bytes` bytes.
+    pub fn maps(self, file: &File, bytes: u64) -> bool {
         match self {
-            ReadMethod::Auto => maps_well(file),
+            ReadMethod::Auto => bytes >= MAP_AT_LEAST && maps_well(file),
             ReadMethod::Read => false,
             ReadMethod::Mmap => true,
         }
@@ -466,8 +474,10 @@ mod tests {
         assert!("mmapp".parse::<ReadMethod>().unwrap_err().contains("auto, read or mmap"));
         // The test's temporary directory is on a local file system (ext4 or tmpfs here).
         let file = tempfile::tempfile().unwrap();
-        assert!(ReadMethod::Auto.maps(&file));
-        assert!(!ReadMethod::Read.maps(&file));
+        assert!(ReadMethod::Auto.maps(&file, MAP_AT_LEAST));
+        assert!(!ReadMethod::Auto.maps(&file, MAP_AT_LEAST - 1), "a small file is read");
+        assert!(ReadMethod::Mmap.maps(&file, 1));
+        assert!(!ReadMethod::Read.maps(&file, MAP_AT_LEAST));
         let proc_file = File::open("/proc/self/status").unwrap();
         assert!(!maps_well(&proc_file), "procfs is not a file system to map from");
     }

@@ -79,9 +79,10 @@ struct StageArgs {
     max_inflight: u64,
     /// How to read the source: `mmap` maps each chunk and sends it from the
     /// map (one copy fewer; a source file truncated while mapped ends the job
-    /// with a SIGBUS message), `read` reads it into a buffer, `auto` maps files on
-    /// local file systems (ext4, XFS, Btrfs, F2FS, tmpfs) and reads from
-    /// parallel and network ones (Lustre, GPFS, NFS, ...).
+    /// with a SIGBUS message), `read` reads it into a buffer, `auto` maps files of
+    /// 1 MiB or more on local file systems (ext4, XFS, Btrfs, F2FS, tmpfs) and
+    /// reads smaller files and those on parallel and network file systems
+    /// (Lustre, GPFS, NFS, ...).
     #[arg(long, default_value = "auto")]
     read_method: ReadMethod,
     /// Run the baseline instead: every node reads what it needs from the source.

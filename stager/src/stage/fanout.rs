@@ -169,7 +169,7 @@ impl Context<'_> {
             self.fail(format!("source file {} differs from the manifest ({what})", path.display()))
         };
         let mut file = formats::regular::open_regular(&path).unwrap_or_else(|e| fail(e));
-        let mapped = self.config.read_method.maps(&file);
+        let mapped = self.config.read_method.maps(&file, entry.bytes);
         if mapped {
             // A map must not reach past the end of the file.
             let size = file.metadata().unwrap_or_else(|e| fail(e)).len();

@@ -15,6 +15,11 @@ impl Context<'_> {
             Ok(j) => j,
             Err(e) => self.fail(format!("opening the journal in {}: {e}", self.dest.display())),
         };
+        if !mine.is_empty()
+            && let Err(e) = journal::create_temp_dir(self.dest)
+        {
+            self.fail(format!("creating the temporary directory in {}: {e}", self.dest.display()));
+        }
         let begin = Instant::now();
         std::thread::scope(|s| {
             for _ in 0..self.config.threads.max(1) {
@@ -46,7 +51,6 @@ impl Context<'_> {
         let source = self.config.source.join(&entry.path);
         let temp = journal::temp_dir(self.dest).join(format!("{f}.r{}.part", self.rank));
         let fail = |what: &str, e: io::Error| format!("{what} {}: {e}", entry.path);
-        journal::create_temp_dir(self.dest).map_err(|e| fail("creating temp dir for", e))?;
         let out = File::create(&temp).map_err(|e| fail("creating temp file for", e))?;
         let (bytes, sum) =
             read_chunks(&source, self.config.chunk_size.min(CACHE_PIECE), self.limiter, buffer, |offset, data| {
