@@ -67,8 +67,17 @@ impl FileIdentity {
     /// The identity of `path` itself (a symbolic link is described, not
     /// followed: a link never counts as a staged file).
     pub fn of(path: &Path) -> io::Result<FileIdentity> {
+        Self::from_metadata(&fs::symlink_metadata(path)?)
+    }
+
+    /// The identity of an open file: after a rename into place, the file
+    /// this process wrote, whatever the path holds by then.
+    pub fn of_open(file: &fs::File) -> io::Result<FileIdentity> {
+        Self::from_metadata(&file.metadata()?)
+    }
+
+    fn from_metadata(meta: &fs::Metadata) -> io::Result<FileIdentity> {
         use std::os::unix::fs::MetadataExt;
-        let meta = fs::symlink_metadata(path)?;
         if !meta.is_file() {
             // The caller names the path.
             return Err(io::Error::other("not a regular file"));

@@ -322,8 +322,10 @@ fn shared_manifest(world: &World, source: &Path, manifest: Option<&Path>) -> any
     } else {
         Ok(Manifest::new(Schema::opaque(), Vec::new()))
     };
+    // Compact, not the pretty form files get: the bytes are held twice
+    // (sent and parsed) on every rank, a third of them indentation.
     let mut json = match &loaded {
-        Ok(m) if world.is_root() => m.to_json(),
+        Ok(m) if world.is_root() => serde_json::to_vec(m)?,
         _ => Vec::new(),
     };
     let failed = world.is_root() && loaded.is_err();
@@ -340,7 +342,11 @@ fn shared_manifest(world: &World, source: &Path, manifest: Option<&Path>) -> any
     root.broadcast_into(&mut len);
     json.resize(len as usize, 0);
     root.broadcast_into(&mut json[..]);
-    Ok(Manifest::from_json(&json, Path::new("<manifest from rank 0>"))?)
+    match loaded {
+        // Rank 0 keeps the manifest it loaded rather than parse a copy.
+        Ok(m) if world.is_root() => Ok(m),
+        _ => Ok(Manifest::from_json(&json, Path::new("<manifest from rank 0>"))?),
+    }
 }
 
 fn stage(world: &World, args: &StageArgs) -> anyhow::Result<()> {

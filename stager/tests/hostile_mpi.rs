@@ -191,3 +191,35 @@ fn many_tiny_files_are_counted_in_blocks_before_any_data_moves() {
     assert!(!text.contains("No space left"), "{text}");
     assert!(left.is_empty(), "data written despite the refusal");
 }
+
+/// Thousands of tiny files (packed several to a message, placed by every
+/// rank of a node, journaled in batches): every node ends with each file
+/// whole, every file is journaled once on each node, and a rerun skips
+/// them all. Their speed is the `small_files` bench's to show; this test
+/// checks that the paths that make them fast lose nothing.
+#[test]
+fn thousands_of_tiny_files_arrive_whole_and_are_journaled_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dataset(dir.path(), 3000, 2);
+    let src = contents(&dir.path().join("src"));
+    let r = report(&stage("2", dir.path(), &["--policy", "replicate"]));
+    assert_eq!(r["files_needed"], 3000, "{r}");
+    for node in ["node0", "node1"] {
+        let held = contents(&dir.path().join(node));
+        for entry in &m.files {
+            assert_eq!(held.get(&entry.path), src.get(&entry.path), "{node}/{}", entry.path);
+        }
+        let mut journaled = Vec::new();
+        for item in std::fs::read_dir(dir.path().join(node).join(".stagehand")).unwrap().flatten() {
+            if item.file_name().to_string_lossy().starts_with("journal") {
+                let text = std::fs::read(item.path()).unwrap();
+                journaled.extend(stager::journal::parse(&text).0.into_iter().map(|e| e.path));
+            }
+        }
+        journaled.sort();
+        let want: Vec<String> = m.files.iter().map(|f| f.path.clone()).collect();
+        assert_eq!(journaled, want, "{node}: every file journaled exactly once");
+    }
+    let again = report(&stage("2", dir.path(), &["--policy", "replicate"]));
+    assert_eq!(again["files_skipped_from_journal"], 6000, "{again}");
+}

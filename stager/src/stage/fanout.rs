@@ -289,30 +289,70 @@ impl Context<'_> {
     }
 
     /// Send each chunk to the writer rank of every other node that needs it
-    /// (this rank's readers wrote its own node's copy). Returns bytes sent
-    /// off-node. Up to [`SEND_BATCH`] chunks that are ready go out together,
-    /// so a fan-out to several nodes proceeds at once.
+    /// (this rank's readers wrote its own node's copy). Returns bytes sent.
+    /// Up to [`SEND_BATCH`] chunks that are ready go out together, so a
+    /// fan-out to several nodes proceeds at once. Whole files small enough
+    /// are copied into a [`Pack`] per receiver instead, sent when full or
+    /// when no chunk is waiting (so a slow source never holds one back).
     fn send(&self, comm: &ThreadComm, rx: &crossbeam_channel::Receiver<Chunk>, pool: &Pool) -> u64 {
         let mut moved = 0u64;
         let mut batch: Vec<Chunk> = Vec::with_capacity(SEND_BATCH);
-        while let Ok(first) = rx.recv() {
-            batch.push(first);
-            while batch.len() < SEND_BATCH
+        let pack_limit = pack_limit(self.plan.nodes());
+        let mut packs: HashMap<usize, Pack> = HashMap::new();
+        let mut spare: Vec<Pack> = Vec::new();
+        let mut open = true;
+        while open {
+            match rx.recv() {
+                Ok(first) => batch.push(first),
+                Err(_) => open = false,
+            }
+            while open
+                && batch.len() < SEND_BATCH
                 && let Ok(more) = rx.try_recv()
             {
                 batch.push(more);
+            }
+            // (receiver, pack) to send in this round.
+            let mut full: Vec<(usize, Pack)> = Vec::new();
+            let mut unpacked = Vec::with_capacity(batch.len());
+            for chunk in batch.drain(..) {
+                let head = chunk.head;
+                if head.offset != 0 || !head.last || HEAD_LEN + head.len > pack_limit {
+                    unpacked.push(chunk);
+                    continue;
+                }
+                for writer in self.receivers(head.file) {
+                    let pack = packs.entry(writer).or_default();
+                    if pack.len() + HEAD_LEN + head.len > pack_limit {
+                        let fresh = spare.pop().unwrap_or_default();
+                        full.push((writer, std::mem::replace(pack, fresh)));
+                    }
+                    pack.push(head, chunk.body.bytes());
+                    moved += head.len as u64;
+                }
+                pool.release(chunk.body.into_buffer());
+            }
+            batch = unpacked;
+            if !open || rx.is_empty() {
+                for (&writer, pack) in packs.iter_mut().filter(|(_, pack)| !pack.is_empty()) {
+                    let fresh = spare.pop().unwrap_or_default();
+                    full.push((writer, std::mem::replace(pack, fresh)));
+                }
             }
             let heads: Vec<[u8; HEAD_LEN]> = batch.iter().map(|chunk| chunk.head.encode()).collect();
             mpi::request::scope(|scope| {
                 let mut requests = Vec::new();
                 for (chunk, head) in batch.iter().zip(&heads) {
-                    for &node in self.plan.destinations(chunk.head.file) {
-                        let Some(writer) = self.plan.writer(node).filter(|_| node != self.node) else { continue };
+                    for writer in self.receivers(chunk.head.file) {
                         let target = comm.comm().process_at_rank(writer as i32);
                         requests.push(target.immediate_send_with_tag(scope, &head[..], TAG_HEAD));
                         requests.push(target.immediate_send_with_tag(scope, chunk.body.bytes(), TAG_BODY));
                         moved += chunk.body.bytes().len() as u64;
                     }
+                }
+                for (writer, pack) in &full {
+                    let target = comm.comm().process_at_rank(*writer as i32);
+                    requests.push(target.immediate_send_with_tag(scope, pack.as_bytes(), TAG_PACK));
                 }
                 for request in requests {
                     wait_politely(request);
@@ -321,8 +361,27 @@ impl Context<'_> {
             for chunk in batch.drain(..) {
                 pool.release(chunk.body.into_buffer());
             }
+            for (_, mut pack) in full {
+                pack.clear();
+                spare.push(pack);
+            }
         }
         moved
+    }
+
+    /// The writer ranks `file` is sent to: those of the other nodes that need it.
+    fn receivers(&self, file: usize) -> impl Iterator<Item = usize> + '_ {
+        self.plan.destinations(file).iter().filter(|&&node| node != self.node).filter_map(|&node| self.plan.writer(node))
+    }
+
+    /// Park for good if another thread of this rank is ending the job: the
+    /// receiver writes nothing more.
+    fn stop_if_failing(&self) {
+        if self.failing.load(Ordering::SeqCst) {
+            loop {
+                std::thread::park();
+            }
+        }
     }
 
     /// Wait for another rank's failure notice while this rank reads, writes
@@ -359,6 +418,7 @@ impl Context<'_> {
             first_write: None,
         };
         let mut buffer = AlignedBuffer::new(0);
+        let mut pack_buffer: Vec<u8> = Vec::new();
         // Spin, then sleep up to 200 us.
         let mut idle = Backoff::new(4, 10, 20);
         while writer.done < remote.len() || reading.load(Ordering::SeqCst) {
@@ -367,17 +427,34 @@ impl Context<'_> {
                 message.matched_receive_into(&mut [0u8; 0][..]);
                 self.stop_for(status.source_rank());
             }
+            if let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_PACK) {
+                idle.reset();
+                self.stop_if_failing();
+                let (source, len) = (status.source_rank(), status.count(u8::equivalent_datatype()) as usize);
+                if len > MAX_CHUNK {
+                    self.fail(format!("malformed message from rank {source}"));
+                }
+                if pack_buffer.len() < len {
+                    pack_buffer.resize(len, 0);
+                }
+                let received = &mut pack_buffer[..len];
+                mpi::request::scope(|scope| wait_politely(message.immediate_matched_receive_into(scope, received)));
+                let records = wire::unpack(received).unwrap_or_else(|at| {
+                    self.fail(format!("malformed pack from rank {source} (a record at byte {at} of {len})"))
+                });
+                for (head, body) in records {
+                    if let Err(message) = writer.chunk(head, body, source as usize) {
+                        self.fail(message);
+                    }
+                }
+                continue;
+            }
             let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_HEAD) else {
                 idle.snooze();
                 continue;
             };
             idle.reset();
-            if self.failing.load(Ordering::SeqCst) {
-                // Another thread of this rank is ending the job; write nothing more.
-                loop {
-                    std::thread::park();
-                }
-            }
+            self.stop_if_failing();
             let source = status.source_rank();
             let mut head = [0u8; HEAD_LEN];
             let head = match status.count(u8::equivalent_datatype()) as usize {
@@ -403,6 +480,14 @@ impl Context<'_> {
         }
         (writer.written, writer.first_write, writer.done as u64)
     }
+}
+
+/// Largest pack a sender builds for one receiver: 1 MiB, less when there
+/// are many receivers, so a rank's open packs stay within 32 MiB (a rank
+/// keeps one per receiver).
+fn pack_limit(nodes: usize) -> usize {
+    const BUDGET: usize = 32 << 20;
+    (BUDGET / nodes.saturating_sub(1).max(1)).clamp(64 << 10, 1 << 20)
 }
 
 /// Receive into `body` the body that `source` sends after a head, checking

@@ -52,11 +52,13 @@ mod wire;
 mod writer;
 
 use pool::Pool;
-use wire::{HEAD_LEN, Head};
+use wire::{HEAD_LEN, Head, Pack};
 
 const TAG_HEAD: i32 = 10;
 /// The bytes of the chunk announced by the sender's last head.
 const TAG_BODY: i32 = 13;
+/// Whole small files, several to a message ([`wire::Pack`]).
+const TAG_PACK: i32 = 14;
 const TAG_ABORT: i32 = 11;
 /// A writer's answer to `TAG_ABORT`: its temporary files are gone.
 const TAG_CLEARED: i32 = 12;
@@ -607,12 +609,12 @@ impl Context<'_> {
     fn place_file(&self, file: File, temp: &Path, f: usize) -> Result<Entry, String> {
         let entry = &self.manifest.files[f];
         check_temp(&file, temp, entry.bytes).map_err(|e| format!("before placing {}: {e}", entry.path))?;
-        drop(file);
         let target = prepare_destination(self.dest, &entry.path).map_err(|e| format!("placing {}: {e}", entry.path))?;
         fs::rename(temp, &target).map_err(|e| format!("renaming into {}: {e}", target.display()))?;
         // After the rename: it may move the change time, and the record must
-        // name the file as the next run will find it.
-        let placed = FileIdentity::of(&target).map_err(|e| format!("after placing {}: {e}", target.display()))?;
+        // name the file as the next run will find it. Of the open file, not
+        // the path: the record describes the bytes this rank checked.
+        let placed = FileIdentity::of_open(&file).map_err(|e| format!("after placing {}: {e}", target.display()))?;
         Ok(Entry { path: entry.path.clone(), xxh3: entry.xxh3, file: Some(placed) })
     }
 
