@@ -362,9 +362,11 @@ impl Manifest {
                     let resolved = if parent.is_empty() { Ok(root.clone()) } else { resolve_inside(&root, parent) };
                     // An entry under a directory that resolves outside is named as the entry.
                     let resolved = resolved.map_err(|e| match e {
-                        ManifestError::OutsideRoot { resolved, root, .. } => {
-                            ManifestError::OutsideRoot { entry: entry.path.clone(), resolved: resolved.join(name), root }
-                        }
+                        ManifestError::OutsideRoot { resolved, root, .. } => ManifestError::OutsideRoot {
+                            entry: entry.path.clone(),
+                            resolved: resolved.join(name),
+                            root,
+                        },
                         other => other,
                     })?;
                     dirs.entry(parent).or_insert(resolved)

@@ -5,7 +5,9 @@
 //! This crate holds the pure parts, testable without MPI or I/O:
 //!
 //! - [`plan`]: who reads which file and who receives it, identical on every
-//!   rank from (manifest, policy, seed, topology).
+//!   rank from (manifest, policy, seed, topology); a node's needs and a
+//!   file's nodes are [`plan::Subset`]s, so `replicate` on thousands of
+//!   nodes lists nothing.
 //! - [`simulate`]: predicted staging times of the plan and of the naive copy
 //!   at any scale, from bandwidths, naming the bottleneck.
 //!

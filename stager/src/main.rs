@@ -208,15 +208,15 @@ fn plan(args: &PlanArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.nodes > 0 && args.ranks_per_node > 0, "--nodes and --ranks-per-node must be positive");
     let manifest = load_manifest(&args.source, args.manifest.as_deref())?;
     let sizes: Vec<u64> = manifest.files.iter().map(|f| f.bytes).collect();
-    let needs = manifest.files_per_node(args.nodes, args.policy, args.seed)?;
+    let needs = stager::plan::node_needs(&sizes, &manifest.followers(), args.nodes, args.policy, args.seed)?;
     let node_of_rank: Vec<usize> = (0..args.nodes * args.ranks_per_node).map(|r| r / args.ranks_per_node).collect();
-    let plan = Plan::build(&sizes, &needs, &node_of_rank)?;
+    let plan = Plan::build_from(&sizes, needs, &node_of_rank)?;
     if args.json {
         let files: Vec<_> = manifest
             .files
             .iter()
             .enumerate()
-            .map(|(i, f)| serde_json::json!({ "path": f.path, "bytes": f.bytes, "reader": plan.reader(i), "nodes": plan.destinations(i) }))
+            .map(|(i, f)| serde_json::json!({ "path": f.path, "bytes": f.bytes, "reader": plan.reader(i), "nodes": plan.destinations(i).iter().collect::<Vec<_>>() }))
             .collect();
         let json = serde_json::json!({
             "policy": args.policy.to_string(), "seed": args.seed, "nodes": args.nodes, "ranks_per_node": args.ranks_per_node,
@@ -242,14 +242,15 @@ fn plan(args: &PlanArgs) -> anyhow::Result<()> {
     );
     println!("{:>6} {:>6} {:>8} {:>12} {:>12}", "node", "rank", "reads", "read bytes", "node needs");
     let loads = plan.read_bytes_per_rank();
+    let reads = plan.reads_per_rank();
+    let needed: Vec<u64> = (0..args.nodes).map(|node| plan.needed_bytes(node)).collect();
     for (rank, load) in loads.iter().enumerate() {
         let node = plan.node_of(rank);
-        let needs_bytes: u64 = plan.needs(node).iter().map(|&f| sizes[f]).sum();
         println!(
             "{node:>6} {rank:>6} {:>8} {:>12} {:>12}",
-            plan.reads(rank).len(),
+            reads[rank],
             human_bytes(*load as f64),
-            human_bytes(needs_bytes as f64)
+            human_bytes(needed[node] as f64)
         );
     }
     Ok(())

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeSet;
 
+use formats::placement::{PlacementError, Policy, files_per_node_with};
+
 /// A plan that cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -24,6 +26,73 @@ pub enum PlanError {
     EmptyNode(usize),
 }
 
+/// A subset of `0..n`: all of it, or the members listed (ascending). A
+/// file every node needs, or a node that needs every file, is `All`: under
+/// `replicate` on 4,608 nodes a million files would otherwise be listed
+/// 4.6·10⁹ times (37 GB of indices).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subset {
+    /// Every index below the bound.
+    All(usize),
+    /// These indices, ascending, without repeats.
+    Listed(Vec<usize>),
+}
+
+impl Subset {
+    /// The subset listing `members` (sorted and deduplicated here).
+    pub fn listed(mut members: Vec<usize>) -> Subset {
+        members.sort_unstable();
+        members.dedup();
+        Subset::Listed(members)
+    }
+
+    /// Whether `index` is a member.
+    pub fn contains(&self, index: usize) -> bool {
+        match self {
+            Subset::All(n) => index < *n,
+            Subset::Listed(members) => members.binary_search(&index).is_ok(),
+        }
+    }
+
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        match self {
+            Subset::All(n) => *n,
+            Subset::Listed(members) => members.len(),
+        }
+    }
+
+    /// True if it has no member.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The members, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        let (all, listed) = match self {
+            Subset::All(n) => (0..*n, &[][..]),
+            Subset::Listed(members) => (0..0, members.as_slice()),
+        };
+        all.chain(listed.iter().copied())
+    }
+}
+
+/// What each of `nodes` nodes needs of `sizes.len()` files under `policy`
+/// (files following others as in [`formats::placement::files_per_node_with`]):
+/// `replicate` is every file on every node, without listing them.
+pub fn node_needs(
+    sizes: &[u64],
+    follows: &[Option<usize>],
+    nodes: usize,
+    policy: Policy,
+    seed: u64,
+) -> Result<Vec<Subset>, PlacementError> {
+    match policy {
+        Policy::Replicate if nodes > 0 => Ok(vec![Subset::All(sizes.len()); nodes]),
+        _ => Ok(files_per_node_with(sizes, follows, nodes, policy, seed)?.into_iter().map(Subset::Listed).collect()),
+    }
+}
+
 /// Who reads what, and where it goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
@@ -31,10 +100,14 @@ pub struct Plan {
     node_of_rank: Vec<usize>,
     /// Per file: the reading rank, `None` if no node needs it.
     reader: Vec<Option<usize>>,
-    /// Per file: the nodes that need it, ascending.
-    destinations: Vec<Vec<usize>>,
-    /// Per node: the files it needs, ascending.
-    needs: Vec<Vec<usize>>,
+    /// Per file: the nodes that need it.
+    destinations: Vec<Subset>,
+    /// Per node: the files it needs.
+    needs: Vec<Subset>,
+    /// Per node: its lowest rank, which writes what the node receives.
+    writer_of_node: Vec<usize>,
+    /// Bytes of all files (what a node needing every file needs).
+    all_bytes: u64,
 }
 
 /// How many of a file's eligible ranks, the least loaded first, a step of
@@ -51,7 +124,7 @@ const CANDIDATES: usize = 8;
 struct Loads<'a> {
     load: Vec<u64>,
     by_load: BTreeSet<(u64, usize)>,
-    destinations: &'a [Vec<usize>],
+    destinations: &'a [Subset],
     ranks_of_node: &'a [Vec<usize>],
     node_of_rank: &'a [usize],
 }
@@ -71,7 +144,7 @@ impl Loads<'_> {
 
     /// Whether `rank` is on a node that needs `file`.
     fn eligible(&self, file: usize, rank: usize) -> bool {
-        self.destinations[file].binary_search(&self.node_of_rank[rank]).is_ok()
+        self.destinations[file].contains(self.node_of_rank[rank])
     }
 
     /// Up to `n` of `file`'s eligible ranks other than `except`, least
@@ -79,11 +152,16 @@ impl Loads<'_> {
     /// listed; one most nodes need takes them from the ordered loads.
     fn least_loaded(&self, file: usize, except: Option<usize>, n: usize) -> Vec<usize> {
         let nodes = &self.destinations[file];
-        let listed: usize = nodes.iter().map(|&node| self.ranks_of_node[node].len()).sum();
-        if listed <= 4 * n.max(16) {
+        let few = match nodes {
+            Subset::All(_) => false,
+            Subset::Listed(list) => {
+                list.iter().map(|&node| self.ranks_of_node[node].len()).sum::<usize>() <= 4 * n.max(16)
+            }
+        };
+        if few {
             let mut ranks: Vec<usize> = nodes
                 .iter()
-                .flat_map(|&node| self.ranks_of_node[node].iter().copied())
+                .flat_map(|node| self.ranks_of_node[node].iter().copied())
                 .filter(|&r| Some(r) != except)
                 .collect();
             ranks.sort_by_key(|&r| (self.load[r], r));
@@ -164,15 +242,33 @@ impl Plan {
     /// Plan for files of `sizes`, per-node needs `needs` (from
     /// [`formats::placement::files_per_node`]) and each rank's node.
     pub fn build(sizes: &[u64], needs: &[Vec<usize>], node_of_rank: &[usize]) -> Result<Plan, PlanError> {
+        Plan::build_from(sizes, needs.iter().map(|files| Subset::listed(files.clone())).collect(), node_of_rank)
+    }
+
+    /// [`Plan::build`] from needs as subsets ([`node_needs`]).
+    pub fn build_from(sizes: &[u64], needs: Vec<Subset>, node_of_rank: &[usize]) -> Result<Plan, PlanError> {
         let nodes = needs.len();
-        let mut destinations = vec![Vec::new(); sizes.len()];
         for (node, files) in needs.iter().enumerate() {
-            for &file in files {
-                let slot =
-                    destinations.get_mut(file).ok_or(PlanError::UnknownFile { node, file, files: sizes.len() })?;
-                slot.push(node);
+            let beyond = match files {
+                Subset::All(n) => (*n > sizes.len()).then_some(*n - 1),
+                Subset::Listed(list) => list.last().copied().filter(|&f| f >= sizes.len()),
+            };
+            if let Some(file) = beyond {
+                return Err(PlanError::UnknownFile { node, file, files: sizes.len() });
             }
         }
+        let destinations = if needs.iter().all(|files| *files == Subset::All(sizes.len())) {
+            vec![Subset::All(nodes); sizes.len()]
+        } else {
+            let mut lists = vec![Vec::new(); sizes.len()];
+            for (node, files) in needs.iter().enumerate() {
+                for file in files.iter() {
+                    lists[file].push(node);
+                }
+            }
+            // Nodes were visited in order: each list is ascending already.
+            lists.into_iter().map(Subset::Listed).collect()
+        };
         let mut ranks_of_node = vec![Vec::new(); nodes];
         for (rank, &node) in node_of_rank.iter().enumerate() {
             if let Some(list) = ranks_of_node.get_mut(node) {
@@ -182,11 +278,8 @@ impl Plan {
         if let Some(empty) = ranks_of_node.iter().position(Vec::is_empty) {
             return Err(PlanError::EmptyNode(empty));
         }
+        let writer_of_node = ranks_of_node.iter().map(|ranks| ranks[0]).collect();
 
-        for list in &mut destinations {
-            list.sort_unstable();
-            list.dedup();
-        }
         let mut order: Vec<usize> = (0..sizes.len()).filter(|&f| !destinations[f].is_empty()).collect();
         order.sort_by(|&a, &b| sizes[b].cmp(&sizes[a]).then(a.cmp(&b)));
         let mut loads = Loads {
@@ -204,11 +297,15 @@ impl Plan {
             }
         }
         rebalance(sizes, &mut loads, &mut reader);
-        let mut needs = needs.to_vec();
-        for list in &mut needs {
-            list.sort_unstable();
-        }
-        Ok(Plan { sizes: sizes.to_vec(), node_of_rank: node_of_rank.to_vec(), reader, destinations, needs })
+        Ok(Plan {
+            sizes: sizes.to_vec(),
+            node_of_rank: node_of_rank.to_vec(),
+            reader,
+            destinations,
+            needs,
+            writer_of_node,
+            all_bytes: sizes.iter().sum(),
+        })
     }
 
     /// Number of nodes.
@@ -226,14 +323,14 @@ impl Plan {
         self.reader.get(file).copied().flatten()
     }
 
-    /// The nodes that need `file`.
-    pub fn destinations(&self, file: usize) -> &[usize] {
-        self.destinations.get(file).map_or(&[], Vec::as_slice)
+    /// The nodes that need `file` (none for an index beyond the manifest).
+    pub fn destinations(&self, file: usize) -> &Subset {
+        self.destinations.get(file).unwrap_or(&Subset::All(0))
     }
 
-    /// The files `node` needs.
-    pub fn needs(&self, node: usize) -> &[usize] {
-        self.needs.get(node).map_or(&[], Vec::as_slice)
+    /// The files `node` needs (none for a node beyond the plan).
+    pub fn needs(&self, node: usize) -> &Subset {
+        self.needs.get(node).unwrap_or(&Subset::All(0))
     }
 
     /// The node of `rank`.
@@ -243,7 +340,7 @@ impl Plan {
 
     /// The rank that writes everything `node` receives: its lowest rank.
     pub fn writer(&self, node: usize) -> Option<usize> {
-        self.node_of_rank.iter().position(|&n| n == node)
+        self.writer_of_node.get(node).copied()
     }
 
     /// The files `rank` reads, largest first.
@@ -276,20 +373,43 @@ impl Plan {
 
     /// Bytes every node writes, summed (what the naive copy reads from the source).
     pub fn written_bytes(&self) -> u64 {
-        self.needs.iter().flatten().map(|&f| self.sizes[f]).sum()
+        (0..self.sizes.len()).map(|f| self.sizes[f] * self.destinations[f].len() as u64).sum()
     }
 
     /// Bytes sent over the network: each file to each destination node other
     /// than its reader's.
     pub fn moved_bytes(&self) -> u64 {
-        self.transfers().filter(|t| t.from_node != t.to_node).map(|t| t.bytes).sum()
+        (0..self.sizes.len())
+            .filter_map(|f| {
+                let to = &self.destinations[f];
+                let local = self.reader(f).is_some_and(|rank| to.contains(self.node_of_rank[rank]));
+                self.reader(f).map(|_| self.sizes[f] * (to.len() - usize::from(local)) as u64)
+            })
+            .sum()
+    }
+
+    /// Bytes of the files `node` needs.
+    pub fn needed_bytes(&self, node: usize) -> u64 {
+        match self.needs(node) {
+            Subset::All(n) if *n == self.sizes.len() => self.all_bytes,
+            needs => needs.iter().map(|f| self.sizes[f]).sum(),
+        }
+    }
+
+    /// Files each rank reads.
+    pub fn reads_per_rank(&self) -> Vec<usize> {
+        let mut count = vec![0usize; self.ranks()];
+        for rank in self.reader.iter().flatten() {
+            count[*rank] += 1;
+        }
+        count
     }
 
     /// Every (file, reader, destination node) hand-off of the plan.
     pub fn transfers(&self) -> impl Iterator<Item = Transfer> + '_ {
         (0..self.sizes.len()).flat_map(move |file| {
             let reader = self.reader(file);
-            self.destinations(file).iter().filter_map(move |&to_node| {
+            self.destinations(file).iter().filter_map(move |to_node| {
                 reader.map(|rank| Transfer {
                     file,
                     reader: rank,
@@ -352,7 +472,22 @@ mod tests {
     }
 
     #[test]
+    fn a_subset_is_all_of_a_range_or_its_listed_members() {
+        let all = Subset::All(3);
+        assert_eq!(all.iter().collect::<Vec<_>>(), [0, 1, 2]);
+        assert!(all.contains(2) && !all.contains(3) && all.len() == 3);
+        let listed = Subset::listed(vec![5, 1, 5, 3]);
+        assert_eq!(listed, Subset::Listed(vec![1, 3, 5]));
+        assert!(listed.contains(3) && !listed.contains(2) && listed.len() == 3);
+        assert!(Subset::All(0).is_empty() && Subset::Listed(Vec::new()).is_empty());
+    }
+
+    #[test]
     fn unknown_file_and_empty_node_are_errors() {
+        assert!(matches!(
+            Plan::build_from(&[1], vec![Subset::All(2)], &[0]),
+            Err(PlanError::UnknownFile { file: 1, .. })
+        ));
         assert!(matches!(Plan::build(&[1], &[vec![3]], &[0]), Err(PlanError::UnknownFile { file: 3, .. })));
         assert!(matches!(Plan::build(&[1], &[vec![0], vec![0]], &[0]), Err(PlanError::EmptyNode(1))));
     }
@@ -384,7 +519,7 @@ mod tests {
             for rank in 0..plan.ranks() {
                 for f in plan.reads(rank) {
                     reads[f] += 1;
-                    prop_assert!(plan.destinations(f).contains(&plan.node_of(rank)), "reader not on a destination node");
+                    prop_assert!(plan.destinations(f).contains(plan.node_of(rank)), "reader not on a destination node");
                 }
             }
             for (node, mut got) in received.into_iter().enumerate() {
@@ -396,6 +531,38 @@ mod tests {
                 prop_assert_eq!(count, usize::from(needed));
             }
             prop_assert_eq!(plan.source_bytes(), plan.unique_bytes());
+        }
+
+        /// Needs given as subsets (every file on every node not listed)
+        /// plan exactly what the same needs given as lists do.
+        #[test]
+        fn needs_as_subsets_plan_what_lists_plan(
+            sizes in prop::collection::vec(1u64..1_000_000, 1..120),
+            nodes in 1usize..9, ranks_per_node in 1usize..5, policy in policy(), seed in any::<u64>(),
+        ) {
+            let policy = match policy {
+                Policy::PerNode(k) => Policy::PerNode((sizes.len().div_ceil(nodes) * k).min(sizes.len())),
+                p => p,
+            };
+            let node_of_rank = grouped(nodes * ranks_per_node, ranks_per_node);
+            let lists = files_per_node(&sizes, nodes, policy, seed).unwrap();
+            let subsets = node_needs(&sizes, &vec![None; sizes.len()], nodes, policy, seed).unwrap();
+            let from_lists = Plan::build(&sizes, &lists, &node_of_rank).unwrap();
+            let from_subsets = Plan::build_from(&sizes, subsets, &node_of_rank).unwrap();
+            for f in 0..sizes.len() {
+                prop_assert_eq!(from_lists.reader(f), from_subsets.reader(f));
+                prop_assert_eq!(
+                    from_lists.destinations(f).iter().collect::<Vec<_>>(),
+                    from_subsets.destinations(f).iter().collect::<Vec<_>>()
+                );
+            }
+            prop_assert_eq!(from_lists.moved_bytes(), from_subsets.moved_bytes());
+            prop_assert_eq!(from_lists.written_bytes(), from_subsets.written_bytes());
+            for node in 0..nodes {
+                prop_assert_eq!(from_lists.needed_bytes(node), from_subsets.needed_bytes(node));
+            }
+            let moved: u64 = from_subsets.transfers().filter(|t| t.from_node != t.to_node).map(|t| t.bytes).sum();
+            prop_assert_eq!(moved, from_subsets.moved_bytes());
         }
 
         /// With every rank eligible (replicate), read loads are within one

@@ -110,7 +110,7 @@ impl Context<'_> {
                         let begin = Instant::now();
                         let mut bytes = 0u64;
                         while let Some(&f) = reads.get(next.fetch_add(1, Ordering::Relaxed)) {
-                            let here = direct.filter(|_| self.plan.destinations(f).contains(&self.node));
+                            let here = direct.filter(|_| self.plan.destinations(f).contains(self.node));
                             bytes += self.read_file(f, &tx, budget, here, totals);
                         }
                         let mut t = totals.lock().unwrap_or_else(|p| p.into_inner());
@@ -182,7 +182,7 @@ impl Context<'_> {
             totals.lock().unwrap_or_else(|p| p.into_inner()).first_write.get_or_insert_with(Instant::now);
         }
         let mut hash = StreamingChecksum::new();
-        let sends = self.plan.destinations(f).iter().any(|&node| node != self.node);
+        let sends = self.plan.destinations(f).iter().any(|node| node != self.node);
         loop {
             let offset = hash.bytes();
             let want = (entry.bytes.saturating_sub(offset) as usize).min(self.config.chunk_size);
@@ -371,7 +371,7 @@ impl Context<'_> {
 
     /// The writer ranks `file` is sent to: those of the other nodes that need it.
     fn receivers(&self, file: usize) -> impl Iterator<Item = usize> + '_ {
-        self.plan.destinations(file).iter().filter(|&&node| node != self.node).filter_map(|&node| self.plan.writer(node))
+        self.plan.destinations(file).iter().filter(|&node| node != self.node).filter_map(|node| self.plan.writer(node))
     }
 
     /// Park for good if another thread of this rank is ending the job: the

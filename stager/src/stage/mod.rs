@@ -190,7 +190,8 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
         }
         // Every rank of a node writes into the node's one destination: the
         // template as its writer (lowest rank) expands it.
-        let writer_vars = cluster::paths::PathVars { node: t.node, rank: world.ranks_of_node(t.node)[0], local_rank: 0 };
+        let writer_vars =
+            cluster::paths::PathVars { node: t.node, rank: world.ranks_of_node(t.node)[0], local_rank: 0 };
         let dest = cluster::paths::expand(&config.dest, &writer_vars).map_err(|e| e.to_string())?;
         // On each node's writer only: every other rank leaves the source's
         // metadata alone (thousands of ranks resolving it would load the

@@ -135,7 +135,7 @@ mod tests {
             assert_eq!((head, *body), (want_head, want_body.as_slice()));
         }
         pack.clear();
-        assert!(pack.is_empty() && pack.len() == 0);
+        assert!(pack.is_empty() && pack.as_bytes().is_empty());
     }
 
     #[test]
@@ -169,7 +169,7 @@ mod tests {
                     rng ^= rng << 13;
                     rng ^= rng >> 7;
                     rng ^= rng << 17;
-                    if rng % 3 == 0 { 0 } else { rng as u8 }
+                    if rng.is_multiple_of(3) { 0 } else { rng as u8 }
                 })
                 .collect();
             if let Ok(records) = unpack(&bytes) {
