@@ -31,9 +31,19 @@ const WORKERS: usize = 2;
 
 /// Our loader at batch 1: median samples/s of an epoch and the consumer's wait.
 fn ours<D: Dataset + 'static>(ds: Arc<D>, reps: usize, consumer_work: Duration) -> (f64, ConsumerWait) {
+    ours_checking(ds, reps, consumer_work, false)
+}
+
+/// [`ours`], with or without `check_finite` (a pass over each decoded sample).
+fn ours_checking<D: Dataset + 'static>(
+    ds: Arc<D>,
+    reps: usize,
+    consumer_work: Duration,
+    check_finite: bool,
+) -> (f64, ConsumerWait) {
     epochs(
         ds,
-        LoaderConfig { batch: 1, workers: WORKERS, prefetch: 4, skip_corrupt: false, check_finite: false },
+        LoaderConfig { batch: 1, workers: WORKERS, prefetch: 4, skip_corrupt: false, check_finite },
         reps,
         consumer_work,
     )
@@ -98,6 +108,7 @@ fn main() {
     }
     let ds = Arc::new(CosmoflowDataset::open(&cosmo, CosmoShape::MLPERF, CosmoTransform::Log1p).unwrap());
     let (ours_cosmo, _) = ours(ds.clone(), reps, Duration::ZERO);
+    let (checked_cosmo, _) = ours_checking(ds.clone(), reps, Duration::ZERO, true);
     let bound = bandwidth_bound_cosmo(&cosmo, reps);
     let mut args = vec![WORKERS.to_string(), reps.to_string()];
     args.extend(strings(&cosmo));
@@ -111,7 +122,8 @@ fn main() {
         std::fs::read(f).unwrap();
     }
     let ds = Arc::new(DeepcamDataset::open(&deepcam, &stats, ClimateShape::DEEPCAM).unwrap());
-    let (ours_deepcam, _) = ours(ds, reps, Duration::ZERO);
+    let (ours_deepcam, _) = ours(ds.clone(), reps, Duration::ZERO);
+    let (checked_deepcam, _) = ours_checking(ds, reps, Duration::ZERO, true);
     let mut args = vec![WORKERS.to_string(), reps.to_string(), stats.display().to_string()];
     args.extend(strings(&deepcam));
     let h5 = peer("h5py_deepcam.py", &args);
@@ -134,6 +146,11 @@ fn main() {
         "consumer wait with a consumer slower than decoding: {:.2} % of run time over {reps} epochs, {:.2} % over the epochs after the first",
         100.0 * wait.all_epochs,
         100.0 * wait.after_first
+    );
+    println!(
+        "check_finite: CosmoFlow {checked_cosmo:.1} samples/s ({:.0} % of unchecked), DeepCAM {checked_deepcam:.1} ({:.0} %)",
+        100.0 * checked_cosmo / ours_cosmo,
+        100.0 * checked_deepcam / ours_deepcam
     );
     let (Some(tf), Some(h5)) = (tf, h5) else {
         panic!("a peer failed (above): no rows recorded");
@@ -162,6 +179,19 @@ fn main() {
             ),
         )
         .target("< 2 %", Some(wait.after_first < 0.02)),
+        // What `check_finite` costs; the issue asks that it be said, and sets no bound.
+        Row::new(
+            "check-finite-cost",
+            format!(
+                "`check_finite`: CosmoFlow {checked_cosmo:.1} samples/s, DeepCAM {checked_deepcam:.1} samples/s"
+            ),
+        )
+        .peer(format!("unchecked, same run: {ours_cosmo:.1} and {ours_deepcam:.1}"))
+        .ratio(format!(
+            "{:.0} % and {:.0} %",
+            100.0 * checked_cosmo / ours_cosmo,
+            100.0 * checked_deepcam / ours_deepcam
+        )),
     ];
     bench_rows::record("loader-bench", "cargo bench -p stagehand-loader --bench loader-bench", &rows)
         .unwrap_or_else(|e| panic!("{e}"));

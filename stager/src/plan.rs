@@ -113,10 +113,9 @@ pub struct Plan {
 /// How many of a file's eligible ranks, the least loaded first, a step of
 /// the assignment or of the rebalancing looks at, and how many swap
 /// partners of each size side it tries. Looking at every eligible rank and
-/// every file of each made planning grow with the square of the files per
-/// rank (100,000 files on 16 x 4 ranks took 185 s); the least loaded ranks
-/// are where a move helps most, and the files nearest the ideal size are
-/// where a swap helps most.
+/// every file of each would grow with the square of the files per rank;
+/// the least loaded ranks are where a move helps most, and the files
+/// nearest the ideal size are where a swap helps most.
 const CANDIDATES: usize = 8;
 
 /// Ranks and their read loads, ordered by (load, rank), with each file's

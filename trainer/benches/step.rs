@@ -83,6 +83,25 @@ fn ours(batch: usize, steps: usize) -> (f64, f64, usize) {
     (median(step_times), median(forward_times), lengths.iter().sum())
 }
 
+/// Median seconds of the trainer's step guard on one rank: the finite check
+/// of every gradient of `mlperf-small` (the trainer runs it on each
+/// gradient as it is read out, so the arrays are warm here too).
+fn guard_seconds() -> f64 {
+    let config = CosmoflowConfig::mlperf_small();
+    let device = Device::flex().autodiff();
+    let shapes = params::shapes(&config.init(&device).unwrap()).unwrap();
+    let grads = params::glorot_uniform(&shapes, 2);
+    let times: Vec<f64> = (0..101)
+        .map(|_| {
+            let t = Instant::now();
+            let finite = grads.iter().fold(true, |ok, g| ok & loader::finite::all_finite(std::hint::black_box(g)));
+            assert!(finite);
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    median(times)
+}
+
 fn peer(batch: usize, steps: usize, threads: usize) -> Option<Value> {
     let out = e2e::peer_command("cosmoflow_tf_step.py")?
         .args(["--batch", &batch.to_string(), "--steps", &steps.to_string(), "--threads", &threads.to_string()])
@@ -150,6 +169,12 @@ fn main() {
     };
     let ratio = comparison.step_ratio();
     let wait = f[0].as_f64().unwrap();
+    let guard = guard_seconds();
+    println!(
+        "step guard (finite check of every gradient): {:.1} us, {:.2} % of our step",
+        guard * 1e6,
+        100.0 * guard / comparison.ours_step
+    );
     let rows = [
         Row::new(
             "cosmoflow-step",
@@ -167,6 +192,15 @@ fn main() {
             format!("CosmoFlow, 2 ranks × batch 4: data wait {:.2} % of step time, {s2:.1} samples/s", 100.0 * wait),
         )
         .target("< 2 %", Some(wait < 0.02)),
+        // What the always-on NaN guard costs (issue P16); no bound was set.
+        Row::new(
+            "step-guard",
+            format!(
+                "step guard, finite check of every `mlperf-small` gradient: {:.1} µs per step, {:.2} % of the step (plus one 1-byte allgather)",
+                guard * 1e6,
+                100.0 * guard / comparison.ours_step
+            ),
+        ),
     ];
     bench_rows::record(
         "step",

@@ -177,6 +177,8 @@ struct Run<'a, M: TrainModel> {
     exchange: Exchange,
     schedule: Schedule,
     steps_per_epoch: u64,
+    /// What a mid-epoch checkpoint of this run may be resumed with.
+    shape: RunShape,
     losses: Vec<f32>,
     loader_config: LoaderConfig,
     fault: Option<(Fault, u64)>,
@@ -273,6 +275,7 @@ pub fn run<M: TrainModel>(
         exchange,
         schedule: config.schedule(steps_per_epoch),
         steps_per_epoch,
+        shape,
         losses: std::mem::take(&mut start.losses),
         loader_config: LoaderConfig {
             batch: config.batch,
@@ -656,12 +659,7 @@ impl<M: TrainModel> Run<'_, M> {
             checksum,
             files: Default::default(),
             layout: self.model.layout(),
-            run: Some(RunShape {
-                batch: self.config.batch as u64,
-                ranks: self.world.size() as u64,
-                steps_per_epoch: self.steps_per_epoch,
-                optimizer: optimizer_name(self.config).into(),
-            }),
+            run: Some(self.shape.clone()),
         };
         Checkpoint {
             state,
