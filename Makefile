@@ -45,13 +45,23 @@ CLIPPY_BUILD := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-D__CLIPPY_HAC
 # nothing from it and its cache took 1.2 GB of target/ beside 3 GB of
 # artefacts, on CI machines whose disk the Python venv also has to fit on.
 test: export CARGO_INCREMENTAL := 0
+# Every test that cannot run here appends a line (test: why) to this file;
+# the run ends with their count and reasons.
+test: export STAGEHAND_SKIP_LOG := $(CURDIR)/target/skipped-tests.log
 test: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) fmt --manifest-path fuzz/Cargo.toml -- --check
 	$(CLIPPY_BUILD) $(CARGO) test --workspace --all-targets --no-run
 	FUZZ_PROFILE=dev bash fuzz/run.sh 3
+	rm -f "$$STAGEHAND_SKIP_LOG"
 	$(CLIPPY_BUILD) $(CARGO) test --workspace
 	$(MAKE) test-python
+	@if [ -s "$$STAGEHAND_SKIP_LOG" ]; then \
+		echo "skipped on this machine: $$(wc -l < "$$STAGEHAND_SKIP_LOG") test(s)"; \
+		sort "$$STAGEHAND_SKIP_LOG" | sed 's/^/  /'; \
+	else \
+		echo "skipped on this machine: none"; \
+	fi
 
 ## test-python: build the Python package as a user would (pip install ./python,
 # into python/.venv with torch and tensorflow-cpu) and run its tests against

@@ -402,6 +402,12 @@ impl Manifest {
         serde_json::to_vec_pretty(self).unwrap_or_default()
     }
 
+    /// Serialise to JSON without indentation (to send between ranks).
+    pub fn to_compact_json(&self) -> Vec<u8> {
+        // Serialising plain structs with string keys cannot fail.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
     /// Load and validate a manifest file.
     pub fn load(path: &Path) -> Result<Self, ManifestError> {
         let bytes = fs::read(path).map_err(io_error(path))?;

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use stager::journal::parse;
+use stager::destination::journal::parse;
 
 fuzz_target!(|input: &[u8]| {
     let (entries, skipped) = parse(input);

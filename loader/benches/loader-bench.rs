@@ -1,4 +1,4 @@
-//! Loader benchmark (issue #4): our loader against the tools scientists use
+//! Loader benchmark: our loader against the tools scientists use
 //! today, in the same run, with the same parallelism (2 workers) and the same
 //! decode work, plus the memory-bandwidth bound and the consumer wait.
 //!

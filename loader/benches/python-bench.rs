@@ -1,4 +1,4 @@
-//! Python package benchmark (issue #29): `stagehand.Loader` iterated from
+//! Python package benchmark: `stagehand.Loader` iterated from
 //! Python against the Rust loader it wraps, tf.data on CosmoFlow, and
 //! `torch.utils.data.DataLoader` with h5py workers on DeepCAM: same files,
 //! same machine, same run, 2 workers each. Also the consumer's wait when the

@@ -1,4 +1,4 @@
-//! The loader: what a trainer links to get batches (issue #4).
+//! The loader: what a trainer links to get batches.
 //!
 //! Built so far:
 //! - [`sampler`]: the sample orders, each a pure function of (seed, epoch,

@@ -83,3 +83,13 @@ def traces(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("data") / "traces"
     simgen("traces", "--out", out, "--traces", "20", "--seed", "5")
     return out
+
+
+def pytest_runtest_logreport(report):
+    """A skipped test is recorded where `make test` counts skips (the file
+    STAGEHAND_SKIP_LOG names), as the Rust tests' `e2e::skip` does."""
+    log = os.environ.get("STAGEHAND_SKIP_LOG")
+    if log and report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        with open(log, "a") as out:
+            out.write(f"python {report.nodeid}: {reason}\n")

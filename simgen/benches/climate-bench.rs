@@ -1,5 +1,5 @@
-//! `simgen climate` benchmark (issue #23): full-size samples (768 × 1152 ×
-//! 16) on 2 ranks, the figure the issue sets (at least 4 samples/s), with
+//! `simgen climate` benchmark: full-size samples (768 × 1152 ×
+//! 16) on 2 ranks, against the target of at least 4 samples/s, with
 //! the time split between synthesis and HDF5 writing and the peak memory
 //! of a rank; and one rank against the same steps in NumPy and h5py
 //! (bench/peers/numpy_climate.py), in the same run.

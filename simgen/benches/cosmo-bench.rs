@@ -1,4 +1,4 @@
-//! `simgen cosmo` benchmark (issue #5): one 256³-particle box (256³ grid,
+//! `simgen cosmo` benchmark: one 256³-particle box (256³ grid,
 //! 2LPT, 4 redshifts, 8 sub-volumes written) against the same steps in
 //! NumPy (bench/peers/numpy_cosmo.py, numpy.fft in single precision), in the
 //! same run; and 2 boxes on 1 rank against 2 boxes on 2 ranks.

@@ -1,4 +1,4 @@
-//! `simgen multislice` benchmark (issue #22): Si [001], 200 kV, 512 × 512
+//! `simgen multislice` benchmark: Si [001], 200 kV, 512 × 512
 //! grid, 200 Å thick in equal slices of about 2 Å, an 8 × 8 scan, 20 mrad
 //! probe, no phonons; against abTEM (bench/peers/abtem_multislice.py, CPU,
 //! FFTW, the same thread count, imaging the very same atoms at the same

@@ -1,4 +1,4 @@
-//! `simgen traces` benchmark (issue #24): traces per second on 2 ranks,
+//! `simgen traces` benchmark: traces per second on 2 ranks,
 //! including the sort and the LMDB writes, with bytes per trace and peak
 //! memory; and the I/O effect Etalumis reports (Baydin et al., SC19,
 //! Sec. VI-A): one epoch read through the bucketed sampler from the

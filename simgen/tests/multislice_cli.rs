@@ -148,7 +148,10 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
 fn a_full_destination_fails_cleanly_and_leaves_no_store() {
     let dir = tempfile::tempdir().unwrap();
     let disk = dir.path().join("disk");
-    let Some(_disk) = e2e::Tmpfs::mount(&disk, 256 << 10) else { return };
+    let Some(_disk) = e2e::Tmpfs::mount("a_full_destination_fails_cleanly_and_leaves_no_store", &disk, 256 << 10)
+    else {
+        return;
+    };
     let out = Command::new(SIMGEN).args(small(&disk.join("out"), 4)).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "a 256 KiB disk held 4 samples of 80 KiB");

@@ -155,7 +155,10 @@ fn a_disk_that_fills_fails_cleanly_and_leaves_no_store() {
     // 60 traces stage about 6 MB; sorting needs as much again.
     for (mib, says) in [(9u64, "needs about"), (3, "staging trace")] {
         let disk = dir.path().join(format!("disk{mib}"));
-        let Some(_disk) = e2e::Tmpfs::mount(&disk, mib << 20) else { return };
+        let Some(_disk) = e2e::Tmpfs::mount("a_disk_that_fills_fails_cleanly_and_leaves_no_store", &disk, mib << 20)
+        else {
+            return;
+        };
         let out = Command::new(SIMGEN).args(args(&disk.join("out"), 60, &[])).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "a {mib} MiB disk held 60 traces twice");

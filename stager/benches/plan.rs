@@ -1,4 +1,4 @@
-//! Planning benchmark (issue P16): `node_needs` and `Plan::build_from`, what
+//! Planning benchmark: `node_needs` and `Plan::build_from`, what
 //! `stager plan` computes (and every rank of `stager stage` before any data
 //! moves, from the same needs as lists), for the
 //! seeds' file counts and machine sizes, each case in a fresh process so

@@ -1,4 +1,4 @@
-//! Many small files (issue P16 item 5): `stager stage` of 100,000 files of
+//! Many small files: `stager stage` of 100,000 files of
 //! 1-64 KiB on 2 pretend nodes x 2 ranks, replicate, against the naive copy
 //! (each node's ranks copy its files straight from the source) in the same
 //! run. Both also stage the first tenth of the files alone, to show that

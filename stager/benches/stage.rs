@@ -1,4 +1,4 @@
-//! Staging benchmark (issue #3): 4 ranks as 4 pretend nodes, 2 GiB of 32-64
+//! Staging benchmark: 4 ranks as 4 pretend nodes, 2 GiB of 32-64
 //! MiB files, `per-node` giving each node half the files (every file needed
 //! by 2 nodes). Compares, in the same run, the stager, its naive baseline and
 //! `cp` copying the same files to the same destinations, with and without an

@@ -1,10 +1,11 @@
-//! File I/O of staging, without MPI: chunked reads that hash as they go (at
-//! an optional emulated bandwidth), destination paths that never follow a
-//! symlink out of the destination, and free-space checks.
+//! Reading the source, without MPI: chunked reads that hash as they go (at
+//! an optional emulated bandwidth), how to read (`read` or maps), and the
+//! aligned buffers chunks are read into. Where files go is
+//! [`crate::destination`]'s.
 
 use std::fs::{self, File};
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -164,35 +165,6 @@ pub fn read_chunks(
     }
 }
 
-/// The destination path of `rel` under `dest`, creating parent directories.
-/// Refuses to go through a symlink or a non-directory: a link planted in the
-/// destination is never followed out of it. (The final name itself may be a
-/// symlink: the rename that completes a file replaces it.)
-pub fn prepare_destination(dest: &Path, rel: &str) -> io::Result<PathBuf> {
-    let mut dir = dest.to_path_buf();
-    let mut parts: Vec<&str> = rel.split('/').collect();
-    parts.pop();
-    for part in parts {
-        dir.push(part);
-        match fs::symlink_metadata(&dir) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(io::Error::other(format!(
-                    "{} is a symlink; refusing to follow it out of the destination",
-                    dir.display()
-                )));
-            }
-            Ok(meta) if meta.is_dir() => {}
-            Ok(_) => return Err(io::Error::other(format!("{} exists and is not a directory", dir.display()))),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => match fs::create_dir(&dir) {
-                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
-                _ => {}
-            },
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(dest.join(rel))
-}
-
 /// Memory maps a process may hold besides the chunks': libraries, MPI's
 /// shared memory, thread stacks.
 const OTHER_MAPS: u64 = 4096;
@@ -224,139 +196,8 @@ pub fn max_map_count() -> Option<u64> {
     fs::read_to_string("/proc/sys/vm/max_map_count").ok()?.trim().parse().ok()
 }
 
-/// `path` made absolute with every link in its longest existing ancestor
-/// resolved (what remains does not exist yet, so holds no link).
-fn resolved(path: &Path) -> io::Result<PathBuf> {
-    let absolute = std::path::absolute(path)?;
-    let mut existing = absolute.as_path();
-    let mut rest = Vec::new();
-    loop {
-        match existing.canonicalize() {
-            Ok(real) => return Ok(rest.iter().rev().fold(real, |p, part| p.join(part))),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let (Some(parent), Some(last)) = (existing.parent(), existing.components().next_back()) else {
-                    return Err(e);
-                };
-                rest.push(last.as_os_str().to_owned());
-                existing = parent;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// An error unless the destination `dest` lies outside `source`: staged
-/// files and the journal inside the source would become part of the data
-/// a later scan finds, and the journal of one node would be read as the
-/// source of another.
-pub fn check_dest_outside_source(source: &Path, dest: &Path) -> Result<(), String> {
-    let what = |p: &Path, e: io::Error| format!("resolving {}: {e}", p.display());
-    let (real_source, real_dest) =
-        (resolved(source).map_err(|e| what(source, e))?, resolved(dest).map_err(|e| what(dest, e))?);
-    if real_dest.starts_with(&real_source) {
-        return Err(format!(
-            "the destination {} is inside the source {}; stage to a directory outside the dataset",
-            dest.display(),
-            source.display()
-        ));
-    }
-    Ok(())
-}
-
-/// What tells a directory from any other on any host: a hash of the host's
-/// name, the device and the inode. Never all zero (the hash's low bit is
-/// set), so zero can mean "no directory".
-pub fn directory_identity(dir: &Path) -> io::Result<[u64; 3]> {
-    use std::hash::{Hash, Hasher};
-    use std::os::unix::fs::MetadataExt;
-    let meta = fs::metadata(dir)?;
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    rustix::system::uname().nodename().to_bytes().hash(&mut hasher);
-    Ok([hasher.finish() | 1, meta.dev(), meta.ino()])
-}
-
-/// Two nodes whose writers (ranks with a non-zero identity) hold the same
-/// directory: pretend nodes on one machine given a `--dest` without
-/// `{node}`, or real nodes given one on a shared file system.
-pub fn nodes_sharing_a_directory(identities: &[[u64; 3]], node_of_rank: &[usize]) -> Option<(usize, usize)> {
-    let mut seen = std::collections::HashMap::new();
-    for (rank, identity) in identities.iter().enumerate().filter(|(_, id)| **id != [0; 3]) {
-        let node = node_of_rank.get(rank).copied()?;
-        if let Some(&first) = seen.get(identity)
-            && first != node
-        {
-            return Some((first, node));
-        }
-        seen.entry(*identity).or_insert(node);
-    }
-    None
-}
-
-/// True if `path` is a regular file (not a symlink) of `bytes` bytes.
-pub fn is_complete(path: &Path, bytes: u64) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == bytes)
-}
-
-/// What the file system of a destination has room for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FreeSpace {
-    /// Bytes available to unprivileged users.
-    pub bytes: u64,
-    /// The unit space is allocated in (`f_frsize`): a one-byte file takes a
-    /// whole block.
-    pub block: u64,
-    /// Inodes (files) available to unprivileged users; `None` where the file
-    /// system does not count them (it reports 0 in all fields).
-    pub inodes: Option<u64>,
-}
-
-impl FreeSpace {
-    /// Bytes the blocks of files of `sizes` bytes take (each rounded up to
-    /// whole blocks; an empty file takes none).
-    pub fn allocated(&self, sizes: impl IntoIterator<Item = u64>) -> u64 {
-        let block = self.block.max(1);
-        sizes.into_iter().fold(0u64, |sum, size| sum.saturating_add(size.div_ceil(block).saturating_mul(block)))
-    }
-
-    /// An error unless `files` files of `sizes` fit, in blocks and inodes,
-    /// leaving 1 % of the free bytes for the journal and the file system's
-    /// own needs (temporary and final files never coexist for one file).
-    pub fn check_fits(&self, sizes: &[u64]) -> Result<(), String> {
-        let needed = self.allocated(sizes.iter().copied());
-        if needed > self.bytes.saturating_sub(self.bytes / 100) {
-            return Err(format!(
-                "has {} free but needs {} more for {} files ({} of data in blocks of {} bytes)",
-                crate::units::human_bytes(self.bytes as f64),
-                crate::units::human_bytes(needed as f64),
-                sizes.len(),
-                crate::units::human_bytes(sizes.iter().sum::<u64>() as f64),
-                self.block
-            ));
-        }
-        // One inode per file, plus room for directories and the journal.
-        if let Some(inodes) = self.inodes
-            && sizes.len() as u64 > inodes.saturating_sub(inodes / 100 + 16)
-        {
-            return Err(format!("has room for {inodes} more files (inodes) but needs {} more files", sizes.len()));
-        }
-        Ok(())
-    }
-}
-
-/// What the file system of `path` has room for.
-pub fn free_space(path: &Path) -> io::Result<FreeSpace> {
-    let stat = rustix::fs::statvfs(path).map_err(io::Error::from)?;
-    let counts_inodes = stat.f_files > 0;
-    Ok(FreeSpace {
-        bytes: stat.f_bavail.saturating_mul(stat.f_frsize),
-        block: stat.f_frsize.max(1),
-        inodes: counts_inodes.then_some(stat.f_favail),
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::symlink;
 
     use super::*;
 
@@ -375,51 +216,6 @@ mod tests {
     /// check that counts bytes, then fail with ENOSPC. Counted in 4 KiB
     /// blocks they need 7.8 MiB and are refused up front; so are more files
     /// than free inodes.
-    #[test]
-    fn free_space_counts_whole_blocks_and_inodes() {
-        let space = FreeSpace { bytes: 5 << 20, block: 4096, inodes: Some(1_000_000) };
-        assert_eq!(space.allocated([1, 0, 4096, 4097]), 4096 + 4096 + 8192);
-        let e = space.check_fits(&vec![1; 2000]).unwrap_err();
-        assert!(e.contains("needs 7.81 MiB more for 2000 files"), "{e}");
-        space.check_fits(&vec![1; 1000]).unwrap();
-        let few_inodes = FreeSpace { inodes: Some(500), ..space };
-        let e = few_inodes.check_fits(&vec![0; 1000]).unwrap_err();
-        assert!(e.contains("room for 500 more files"), "{e}");
-        FreeSpace { inodes: None, ..few_inodes }.check_fits(&vec![0; 1000]).unwrap();
-        assert_eq!(space.allocated([u64::MAX, u64::MAX]), u64::MAX, "saturates instead of wrapping");
-    }
-
-    #[test]
-    fn two_nodes_writing_into_one_directory_are_found() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        fs::create_dir(&a).unwrap();
-        fs::create_dir(&b).unwrap();
-        let (ida, idb) = (directory_identity(&a).unwrap(), directory_identity(&b).unwrap());
-        assert_ne!(ida, idb);
-        assert_eq!(directory_identity(&dir.path().join("a/../a")).unwrap(), ida);
-        let none = [0; 3];
-        // ranks 0,1 on node 0 and 2,3 on node 1; writers are 0 and 2.
-        let nodes = [0, 0, 1, 1];
-        assert_eq!(nodes_sharing_a_directory(&[ida, none, idb, none], &nodes), None);
-        assert_eq!(nodes_sharing_a_directory(&[ida, none, ida, none], &nodes), Some((0, 1)));
-    }
-
-    #[test]
-    fn a_destination_inside_the_source_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let source = dir.path().join("data");
-        fs::create_dir(&source).unwrap();
-        symlink(&source, dir.path().join("link")).unwrap();
-        for inside in [source.clone(), source.join("node0"), dir.path().join("link/cache/node1"), source.join("a/../b")]
-        {
-            let e = check_dest_outside_source(&source, &inside).unwrap_err();
-            assert!(e.contains("is inside the source"), "{e}");
-        }
-        check_dest_outside_source(&source, &dir.path().join("bb/node0")).unwrap();
-        check_dest_outside_source(&source.join("sub"), &source).unwrap();
-    }
-
     #[test]
     fn chunks_cover_the_file_and_hash_it() {
         let dir = tempfile::tempdir().unwrap();
@@ -452,18 +248,6 @@ mod tests {
         })
         .unwrap();
         assert_eq!(calls, 1);
-    }
-
-    #[test]
-    fn planted_symlink_in_destination_is_refused() {
-        let outside = tempfile::tempdir().unwrap();
-        let dest = tempfile::tempdir().unwrap();
-        symlink(outside.path(), dest.path().join("sub")).unwrap();
-        let err = prepare_destination(dest.path(), "sub/file").unwrap_err();
-        assert!(err.to_string().contains("symlink"), "{err}");
-        let ok = prepare_destination(dest.path(), "a/b/c").unwrap();
-        assert!(dest.path().join("a/b").is_dir());
-        assert_eq!(ok, dest.path().join("a/b/c"));
     }
 
     #[test]

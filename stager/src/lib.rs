@@ -22,15 +22,18 @@
 //! assert_eq!(plan.source_bytes(), plan.unique_bytes()); // every file read once
 //! ```
 //!
-//! The I/O and MPI parts: [`files`] (chunked hashing reads, safe
+//! The I/O and MPI parts: [`source`] (the manifest every rank works
+//! from), [`files`] (chunked hashing reads, safe
 //! destination paths, free space), [`journal`] (what is complete, for
-//! resume), [`lock`] (one job per destination), and [`stage`] (the MPI execution behind `stager stage`).
+//! resume), [`lock`] (one job per destination), [`stage`] (the MPI
+//! execution behind `stager stage`) and [`verify`] (behind `stager
+//! verify`).
 
+pub mod destination;
 pub mod files;
-pub mod journal;
-pub mod lock;
 pub mod plan;
 pub mod sigbus;
 pub mod simulate;
+pub mod source;
 pub mod stage;
 pub mod units;

@@ -2,14 +2,12 @@
 
 mod report;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use cluster::World;
-use formats::manifest::{self, MANIFEST_FILE, Manifest, ScanOptions, Schema};
 use formats::placement::Policy;
-use mpi::traits::*;
 use stager::files::ReadMethod;
 use stager::plan::Plan;
 use stager::simulate::{Dataset, Machine, predict};
@@ -73,8 +71,8 @@ struct StageArgs {
     #[arg(long, value_parser = parse_bytes, default_value = "1MiB")]
     chunk_size: u64,
     /// Cap on bytes read but not yet sent, per rank (chunks in buffers or
-    /// maps). A larger pool only touches more fresh memory (256 MiB was
-    /// ~13 % slower than 128 MiB here).
+    /// maps). A larger pool only touches more fresh memory, which costs
+    /// more than it saves (see docs/tuning.md).
     #[arg(long, value_parser = parse_bytes, default_value = "128MiB")]
     max_inflight: u64,
     /// How to read the source: `mmap` maps each chunk and sends it from the
@@ -194,19 +192,9 @@ fn main() {
     }
 }
 
-fn load_manifest(source: &std::path::Path, manifest: Option<&std::path::Path>) -> anyhow::Result<Manifest> {
-    let path = manifest.map_or_else(|| source.join(MANIFEST_FILE), std::path::Path::to_path_buf);
-    if manifest.is_some() || path.exists() {
-        return Manifest::load(&path).with_context(|| format!("loading manifest {}", path.display()));
-    }
-    anyhow::ensure!(source.is_dir(), "--source {} is not a directory: stage a dataset directory", source.display());
-    eprintln!("no {} in {}: scanning it", MANIFEST_FILE, source.display());
-    Ok(manifest::scan(source, &ScanOptions::new(Schema::opaque()))?)
-}
-
 fn plan(args: &PlanArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.nodes > 0 && args.ranks_per_node > 0, "--nodes and --ranks-per-node must be positive");
-    let manifest = load_manifest(&args.source, args.manifest.as_deref())?;
+    let manifest = stager::source::load(&args.source, args.manifest.as_deref())?;
     let sizes: Vec<u64> = manifest.files.iter().map(|f| f.bytes).collect();
     let needs = stager::plan::node_needs(&sizes, &manifest.followers(), args.nodes, args.policy, args.seed)?;
     let node_of_rank: Vec<usize> = (0..args.nodes * args.ranks_per_node).map(|r| r / args.ranks_per_node).collect();
@@ -299,60 +287,17 @@ fn with_world(f: impl FnOnce(&World) -> anyhow::Result<()>) -> anyhow::Result<()
     if let Err(e) = f(&world) {
         // Errors returned here were agreed on by every rank, so all of them
         // get here. Another rank printed why a remote failure happened.
-        let speaks = !matches!(e.downcast_ref::<StageError>(), Some(StageError::Remote(_)));
+        let remote = matches!(e.downcast_ref::<StageError>(), Some(StageError::Remote(_)))
+            || matches!(e.downcast_ref::<stager::source::SourceError>(), Some(stager::source::SourceError::Remote));
+        let speaks = !remote;
         world.exit_agreed(speaks, cluster::logging::chain(e.as_ref()));
     }
     Ok(())
 }
 
-/// Rank 0 loads (or scans) the manifest and broadcasts it; nobody else
-/// touches the source's metadata.
-fn shared_manifest(world: &World, source: &Path, manifest: Option<&Path>) -> anyhow::Result<Manifest> {
-    let loaded = if world.is_root() {
-        load_manifest(source, manifest).and_then(|m| {
-            m.validate_against_root(source)?;
-            // Nothing to stage is almost always a wrong --source; say so
-            // rather than report success on an empty destination.
-            anyhow::ensure!(
-                !m.files.is_empty(),
-                "{} holds no files (and its manifest lists none): nothing to stage; check --source",
-                source.display()
-            );
-            Ok(m)
-        })
-    } else {
-        Ok(Manifest::new(Schema::opaque(), Vec::new()))
-    };
-    // Compact, not the pretty form files get: the bytes are held twice
-    // (sent and parsed) on every rank, a third of them indentation.
-    let mut json = match &loaded {
-        Ok(m) if world.is_root() => serde_json::to_vec(m)?,
-        _ => Vec::new(),
-    };
-    let failed = world.is_root() && loaded.is_err();
-    let mut flag = u8::from(failed);
-    let root = world.comm().process_at_rank(0);
-    root.broadcast_into(&mut flag);
-    if flag == 1 {
-        return match loaded {
-            Err(e) => Err(e),
-            Ok(_) => Err(StageError::Remote(0).into()),
-        };
-    }
-    let mut len = json.len() as u64;
-    root.broadcast_into(&mut len);
-    json.resize(len as usize, 0);
-    root.broadcast_into(&mut json[..]);
-    match loaded {
-        // Rank 0 keeps the manifest it loaded rather than parse a copy.
-        Ok(m) if world.is_root() => Ok(m),
-        _ => Ok(Manifest::from_json(&json, Path::new("<manifest from rank 0>"))?),
-    }
-}
-
 fn stage(world: &World, args: &StageArgs) -> anyhow::Result<()> {
     let p = &args.placement;
-    let manifest = shared_manifest(world, &p.source, p.manifest.as_deref())?;
+    let manifest = stager::source::shared(world, &p.source, p.manifest.as_deref())?;
     let t = world.topology();
     stager::sigbus::exit_with_message_on_sigbus(&format!(
         "error: rank {} (node {}): a file under {} shrank while it was read through a map (SIGBUS); \
@@ -389,45 +334,23 @@ fn stage(world: &World, args: &StageArgs) -> anyhow::Result<()> {
 
 fn verify(world: &World, args: &VerifyArgs) -> anyhow::Result<()> {
     let args = &args.placement;
-    let manifest = shared_manifest(world, &args.source, args.manifest.as_deref())?;
-    let t = *world.topology();
-    let needs = manifest.files_per_node(t.nodes, args.policy, args.seed)?;
-    let dest = cluster::paths::expand(&args.dest, &t.path_vars())?;
-    // The ranks of a node share its files: each checks every local_size-th.
-    let mut counts = [0u64; 3]; // ok, missing, corrupt
-    for &f in needs[t.node].iter().skip(t.local_rank).step_by(t.local_size) {
-        let entry = &manifest.files[f];
-        let path = dest.join(&entry.path);
-        if !stager::files::is_complete(&path, entry.bytes) {
-            tracing::error!("missing or wrong size: {}", path.display());
-            counts[1] += 1;
-            continue;
-        }
-        match formats::checksum::hash_file(&path, &mut Vec::new()) {
-            Ok((_, sum)) if sum == entry.xxh3 => counts[0] += 1,
-            _ => {
-                tracing::error!("checksum differs from the manifest: {}", path.display());
-                counts[2] += 1;
-            }
-        }
-    }
-    let mut totals = [0u64; 3];
-    world.comm().all_reduce_into(&counts[..], &mut totals[..], mpi::collective::SystemOperation::sum());
+    let manifest = stager::source::shared(world, &args.source, args.manifest.as_deref())?;
+    let totals = stager::destination::verify::verify(world, &manifest, &args.dest, args.policy, args.seed)?;
     if world.is_root() {
-        println!("{}", serde_json::json!({ "ok": totals[0], "missing": totals[1], "corrupt": totals[2] }));
+        println!("{}", serde_json::to_string(&totals)?);
     }
     // Every rank fails alike; rank 0 says why, once.
-    if totals[1] + totals[2] > 0 && !world.is_root() {
+    if !totals.all_ok() && !world.is_root() {
         return Err(StageError::Remote(0).into());
     }
     anyhow::ensure!(
-        totals[1] + totals[2] == 0,
+        totals.all_ok(),
         "{} files missing and {} corrupt across the nodes; to repair, run `stager stage` with the same arguments{}",
-        totals[1],
-        totals[2],
+        totals.missing,
+        totals.corrupt,
         // Missing files and wrong sizes a plain rerun finds; a same-size
         // corrupt file needs the journal distrusted.
-        if totals[2] > 0 { " and --recheck" } else { "" }
+        if totals.corrupt > 0 { " and --recheck" } else { "" }
     );
     Ok(())
 }

@@ -118,8 +118,8 @@ pub enum SimulateError {
 }
 
 /// The memory `predict` allows itself, checked before it allocates: the
-/// planner's tables grow with files, ranks and (node, file) pairs, and
-/// `--nodes 100000000` once took 14 GB within a minute.
+/// planner's tables grow with files, ranks and (node, file) pairs, so an
+/// absurd `--nodes` or `--files` is refused instead of exhausting memory.
 const MEMORY_LIMIT_GIB: u64 = 4;
 
 /// Bytes the planner's tables take for `files` files, `nodes` nodes of

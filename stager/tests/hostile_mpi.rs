@@ -1,5 +1,5 @@
-//! Regression tests of what a hostile tester broke in `stager stage`
-//! (issue P16), under a real mpirun on pretend nodes: journals of several
+//! Regression tests of what a hostile tester broke in `stager stage`,
+//! under a real mpirun on pretend nodes: journals of several
 //! runs, a former destination inside the source, a FIFO in the dataset,
 //! two nodes given one destination, usage errors, many tiny files on a
 //! small file system.
@@ -179,7 +179,7 @@ fn many_tiny_files_are_counted_in_blocks_before_any_data_moves() {
     let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=5m", "tmpfs"]).arg(&small).status();
     if !mounted.is_ok_and(|s| s.success()) {
         assert!(!is_root(), "running as root but could not mount a small tmpfs");
-        eprintln!("SKIPPED many_tiny_files_are_counted_in_blocks_before_any_data_moves: mounting a tmpfs needs root");
+        e2e::skip("many_tiny_files_are_counted_in_blocks_before_any_data_moves", "mounting a tmpfs needs root");
         return;
     }
     let out = stage("4", dir.path(), &["--policy", "replicate"]);
@@ -213,7 +213,7 @@ fn thousands_of_tiny_files_arrive_whole_and_are_journaled_once() {
         for item in std::fs::read_dir(dir.path().join(node).join(".stagehand")).unwrap().flatten() {
             if item.file_name().to_string_lossy().starts_with("journal") {
                 let text = std::fs::read(item.path()).unwrap();
-                journaled.extend(stager::journal::parse(&text).0.into_iter().map(|e| e.path));
+                journaled.extend(stager::destination::journal::parse(&text).0.into_iter().map(|e| e.path));
             }
         }
         journaled.sort();

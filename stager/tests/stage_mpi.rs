@@ -4,7 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -198,7 +197,7 @@ fn destination_too_small_is_refused_before_any_data_moves() {
     let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(&small).status();
     if !mounted.is_ok_and(|s| s.success()) {
         assert!(!is_root(), "running as root but could not mount a small tmpfs");
-        eprintln!("skipped: mounting a small tmpfs needs root");
+        e2e::skip("destination_too_small_is_refused_before_any_data_moves", "mounting a small tmpfs needs root");
         return;
     }
     let out = stage("4", dir.path(), &["--policy", "replicate"]);
@@ -350,9 +349,9 @@ fn a_destination_locked_by_another_job_is_refused_naming_the_holder() {
     let dir = tempfile::tempdir().unwrap();
     dataset(dir.path(), 6, 16);
     let node0 = dir.path().join("node0");
-    let held = stager::lock::DestLock::acquire(&node0).unwrap();
+    let held = stager::destination::lock::DestLock::acquire(&node0).unwrap();
     // A temporary file of the holder's must survive the refused job.
-    let theirs = stager::journal::create_temp_dir(&node0).unwrap().join("0.part");
+    let theirs = stager::destination::journal::create_temp_dir(&node0).unwrap().join("0.part");
     std::fs::write(&theirs, b"in progress").unwrap();
     let out = stage("2", dir.path(), &["--policy", "replicate"]);
     assert!(!out.status.success());
@@ -446,7 +445,11 @@ fn a_destination_filling_up_mid_run_fails_cleanly_and_a_rerun_completes() {
     let m = dataset(dir.path(), 16, 256);
     let node1 = dir.path().join("node1");
     let room = m.total_bytes() + (512 << 10);
-    let Some(_disk) = e2e::Tmpfs::mount(&node1, room) else { return };
+    let Some(_disk) =
+        e2e::Tmpfs::mount("a_destination_filling_up_mid_run_fails_cleanly_and_a_rerun_completes", &node1, room)
+    else {
+        return;
+    };
     let child = spawn_stage(
         dir.path(),
         4,
@@ -460,7 +463,7 @@ fn a_destination_filling_up_mid_run_fails_cleanly_and_a_rerun_completes() {
     }
     // Fill the disk but for a few KiB.
     let filler = node1.join("other-job.bin");
-    let free = stager::files::free_space(&node1).unwrap().bytes;
+    let free = stager::destination::space::free_space(&node1).unwrap().bytes;
     std::fs::write(&filler, vec![1u8; free.saturating_sub(8 << 10) as usize]).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(!out.status.success(), "the job reported success on a full disk");
@@ -489,7 +492,7 @@ fn an_unreadable_source_file_fails_naming_it_once() {
     let m = dataset(dir.path(), 6, 16);
     let is_root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
     if !is_root {
-        let _ = writeln!(std::io::stderr(), "SKIPPED an unreadable-file test: it needs root to switch to nobody");
+        e2e::skip("an_unreadable_source_file_fails_naming_it_once", "it needs root to switch to nobody");
         return;
     }
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();

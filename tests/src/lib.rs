@@ -6,6 +6,9 @@
 
 pub mod cli_docs;
 pub mod demo;
+pub mod skip;
+
+pub use skip::skip;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -369,11 +372,9 @@ pub fn simulated_climate(dir: &Path, samples: u64, channels: usize, seed: u64) -
 pub struct Tmpfs(std::path::PathBuf);
 
 impl Tmpfs {
-    /// Mount it; `None`, with the reason written straight to stderr (past
-    /// the test harness's capture, so a skip shows), where mounting is not
-    /// allowed.
-    pub fn mount(dir: &Path, bytes: u64) -> Option<Tmpfs> {
-        use std::io::Write as _;
+    /// Mount it; `None`, with the skip recorded ([`skip()`]) for `test`,
+    /// where mounting is not allowed.
+    pub fn mount(test: &str, dir: &Path, bytes: u64) -> Option<Tmpfs> {
         let mounted = std::fs::create_dir_all(dir).and_then(|()| {
             Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"]).arg(dir).output()
         });
@@ -381,11 +382,11 @@ impl Tmpfs {
             Ok(out) if out.status.success() => Some(Tmpfs(dir.to_owned())),
             Ok(out) => {
                 let why = String::from_utf8_lossy(&out.stderr).trim().to_owned();
-                let _ = writeln!(std::io::stderr(), "SKIPPED a full-disk test: cannot mount a tmpfs here: {why}");
+                skip(test, &format!("cannot mount a tmpfs here: {why}"));
                 None
             }
             Err(e) => {
-                let _ = writeln!(std::io::stderr(), "SKIPPED a full-disk test: cannot mount a tmpfs here: {e}");
+                skip(test, &format!("cannot mount a tmpfs here: {e}"));
                 None
             }
         }

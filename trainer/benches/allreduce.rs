@@ -1,4 +1,4 @@
-//! Allreduce efficiency (issue #6): the fused gradient exchange of the
+//! Allreduce efficiency: the fused gradient exchange of the
 //! full-size CosmoFlow model (MLPerf HPC configuration, 16 tensors, 8.9 M
 //! parameters) against a bare MPI allreduce of the same bytes on the same
 //! ranks, in the same run.

@@ -1,4 +1,4 @@
-//! The Etalumis network's training speed (issue P12), on 2 ranks of the
+//! The Etalumis network's training speed, on 2 ranks of the
 //! `trainer` binary over traces `simgen traces` writes:
 //!
 //! 1. traces per second and the step-time split with type-sorted, bucketed

@@ -1,4 +1,4 @@
-//! The inverse-imaging model's speed (issue P13).
+//! The inverse-imaging model's speed.
 //!
 //! 1. One training step of the `small` network on one rank (forward,
 //!    backward, gradients read out, Adam, parameters written back) on

@@ -1,5 +1,5 @@
-//! Where a CosmoFlow training step spends its time, op by op (issue #6:
-//! "if burn's kernels are the limit, say which op").
+//! Where a CosmoFlow training step spends its time, op by op: if burn's
+//! kernels are the limit, which op.
 //!
 //! Times burn's ops at the shapes of the reduced MLPerf model
 //! (`mlperf-small`, batch 8, on burn's flex CPU backend with autodiff), each

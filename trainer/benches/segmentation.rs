@@ -1,4 +1,4 @@
-//! Segmentation models' training speed (issue P11).
+//! Segmentation models' training speed.
 //!
 //! 1. One training step of the `small` Tiramisu and DeepLabv3+ on one rank
 //!    (forward, backward, gradients read out, Adam, parameters written

@@ -1,4 +1,4 @@
-//! Training step time and data wait (issue #6).
+//! Training step time and data wait.
 //!
 //! 1. The reduced MLPerf CosmoFlow (`mlperf-small`: 32³×4 inputs, 8·2^i
 //!    filters) trained one step at a time on one rank — forward, backward,
@@ -192,7 +192,7 @@ fn main() {
             format!("CosmoFlow, 2 ranks × batch 4: data wait {:.2} % of step time, {s2:.1} samples/s", 100.0 * wait),
         )
         .target("< 2 %", Some(wait < 0.02)),
-        // What the always-on NaN guard costs (issue P16); no bound was set.
+        // What the always-on NaN guard costs; no bound was set.
         Row::new(
             "step-guard",
             format!(

@@ -1,4 +1,4 @@
-//! Cross-check of the training step against TensorFlow (issue #6): the
+//! Cross-check of the training step against TensorFlow: the
 //! reduced MLPerf CosmoFlow with the same initial parameters fed the same
 //! batches in both frameworks. Reports the first step's loss, predictions
 //! and per-tensor gradient error, then the loss of every step of K Adam

@@ -1,4 +1,4 @@
-//! What a hostile tester broke in `trainer train` (issue P16), under a real
+//! What a hostile tester broke in `trainer train`, under a real
 //! `mpirun`: a sample with NaN trained every parameter to NaN, exited 0 and
 //! replaced the good checkpoints; non-finite options were accepted; two
 //! jobs shared a checkpoint directory; a mid-epoch checkpoint resumed with

@@ -1,7 +1,7 @@
-//! Climate fields for the segmentation models (P9): 16 CAM5 channels on a
-//! longitude-latitude grid with tropical cyclones and atmospheric rivers,
-//! and their masks. Building blocks so far; the `simgen climate` command is
-//! still to come.
+//! Climate fields for the segmentation models (Kurth et al. 2018's
+//! DeepCAM data): 16 CAM5 channels on a longitude-latitude grid with
+//! tropical cyclones and atmospheric rivers, and their masks; `generate`
+//! writes them as the HDF5 samples `simgen climate` produces.
 pub mod channels;
 pub mod features;
 pub mod field;

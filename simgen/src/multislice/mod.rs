@@ -1,4 +1,4 @@
-//! Multislice electron scattering (P8): convergent-beam diffraction (CBED)
+//! Multislice electron scattering: convergent-beam diffraction (CBED)
 //! stacks and projected densities of crystals, for the inverse-imaging
 //! model of Laanait et al.
 pub mod cif;

@@ -190,10 +190,10 @@ impl Context<'_> {
             // This node's copy: each piece right after it is hashed, in cache.
             let (mut at, mut write_error) = (offset, None);
             let mut write_here = |piece: &[u8]| {
-                if let Some((out, _)) = &out
+                if let Some(out) = &out
                     && write_error.is_none()
                 {
-                    match out.write_all_at(piece, at) {
+                    match out.write_at(piece, at) {
                         Ok(()) => self.counters.add_bytes(piece.len() as u64),
                         Err(e) => write_error = Some(e),
                     }
@@ -241,8 +241,8 @@ impl Context<'_> {
                 self.fail("the sender thread stopped".to_owned());
             }
             if last {
-                if let (Some((file, temp)), Some(d)) = (out.take(), direct) {
-                    self.finish_direct(file, &temp, f, d, totals);
+                if let (Some(part), Some(d)) = (out.take(), direct) {
+                    self.finish_direct(part, f, d, totals);
                 }
                 return hash.bytes();
             }
@@ -251,7 +251,7 @@ impl Context<'_> {
 
     /// A temporary file for `f` in `temp_dir`, unless this rank is failing
     /// (then it waits for the end: the temporary files are being cleared).
-    fn create_temp(&self, temp_dir: &Path, f: usize) -> (File, PathBuf) {
+    fn create_temp(&self, temp_dir: &Path, f: usize) -> PartFile {
         let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
         if self.failing.load(Ordering::SeqCst) {
             drop(_guard);
@@ -259,25 +259,24 @@ impl Context<'_> {
                 std::thread::park();
             }
         }
-        let temp = journal::part_path(temp_dir, f);
-        match File::create(&temp) {
-            Ok(file) => (file, temp),
+        match PartFile::create(temp_dir, f) {
+            Ok(part) => part,
             Err(e) => {
                 drop(_guard);
-                self.fail_unless_stopped(temp_dir, format!("creating {}: {e}", temp.display()))
+                self.fail_unless_stopped(temp_dir, e.to_string())
             }
         }
     }
 
     /// Rename into place and journal a file this rank wrote itself.
-    fn finish_direct(&self, file: File, temp: &Path, f: usize, direct: &Direct, totals: &Mutex<ReadTotals>) {
+    fn finish_direct(&self, part: PartFile, f: usize, direct: &Direct, totals: &Mutex<ReadTotals>) {
         let entry = &self.manifest.files[f];
         let finished = {
             let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
             if self.failing.load(Ordering::SeqCst) {
                 return;
             }
-            self.place_file(file, temp, f)
+            self.place_file(part, f)
         };
         if let Err(message) = finished.and_then(|placed| self.journal_file(direct.journal, placed)) {
             self.fail_unless_stopped(direct.temp_dir, message);

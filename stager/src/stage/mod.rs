@@ -37,12 +37,12 @@ use formats::manifest::Manifest;
 use formats::placement::Policy;
 use mpi::traits::*;
 
-use crate::files::{
-    AlignedBuffer, CACHE_PIECE, RateLimiter, ReadMethod, free_space, is_complete, prepare_destination, read_chunks,
-    read_hashing,
-};
-use crate::journal::{self, Entry, FileIdentity, Journal};
-use crate::lock::DestLock;
+use crate::destination::directory::is_complete;
+use crate::destination::journal::{self, Entry, Journal};
+use crate::destination::lock::DestLock;
+use crate::destination::part::PartFile;
+use crate::destination::space::free_space;
+use crate::files::{AlignedBuffer, CACHE_PIECE, RateLimiter, ReadMethod, read_chunks, read_hashing};
 use crate::plan::Plan;
 
 mod fanout;
@@ -188,16 +188,12 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
         {
             crate::files::check_map_budget(config.read_method, config.chunk_size, config.max_inflight, max_maps)?;
         }
-        // Every rank of a node writes into the node's one destination: the
-        // template as its writer (lowest rank) expands it.
-        let writer_vars =
-            cluster::paths::PathVars { node: t.node, rank: world.ranks_of_node(t.node)[0], local_rank: 0 };
-        let dest = cluster::paths::expand(&config.dest, &writer_vars).map_err(|e| e.to_string())?;
+        let dest = crate::destination::node_destination(world, &config.dest).map_err(|e| e.to_string())?;
         // On each node's writer only: every other rank leaves the source's
         // metadata alone (thousands of ranks resolving it would load the
         // parallel file system's metadata servers for nothing).
         if t.local_rank == 0 {
-            crate::files::check_dest_outside_source(&config.source, &dest)?;
+            crate::destination::directory::check_dest_outside_source(&config.source, &dest)?;
         }
         let needs = manifest.files_per_node(t.nodes, config.policy, config.seed).map_err(|e| e.to_string())?;
         Ok((dest, needs))
@@ -211,13 +207,13 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
             return Ok([0; 3]);
         }
         fs::create_dir_all(&dest).map_err(|e| format!("creating {}: {e}", dest.display()))?;
-        crate::files::directory_identity(&dest).map_err(|e| format!("{}: {e}", dest.display()))
+        crate::destination::directory::directory_identity(&dest).map_err(|e| format!("{}: {e}", dest.display()))
     })();
     let identity = agree(world, created)?;
     let mut gathered = vec![0u64; 3 * t.size];
     world.comm().all_gather_into(&identity[..], &mut gathered[..]);
     let identities: Vec<[u64; 3]> = gathered.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
-    let shared = crate::files::nodes_sharing_a_directory(&identities, world.node_of_rank());
+    let shared = crate::destination::directory::nodes_sharing_a_directory(&identities, world.node_of_rank());
     // The other ranks of a node write into its directory too: it must be
     // the one the writer created (an environment variable in the template
     // could differ between a node's ranks).
@@ -225,7 +221,7 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
     let same_directory = if is_writer {
         Ok(())
     } else {
-        match crate::files::directory_identity(&dest) {
+        match crate::destination::directory::directory_identity(&dest) {
             Ok(mine) if mine == writer_identity => Ok(()),
             Ok(_) => Err(format!(
                 "rank {} resolves --dest {} to {}, another directory than the lowest rank of its node (node {}); \
@@ -399,27 +395,6 @@ fn recheck(dest: &Path, manifest: &Manifest, journaled: &[usize], threads: usize
     let mut good = good.into_inner().unwrap_or_else(|p| p.into_inner());
     good.sort_unstable();
     good
-}
-
-/// An error unless the open `file` is the file named `temp` and holds `bytes`
-/// bytes: a temporary file replaced or truncated behind the writer's back
-/// (by anything but this job, which holds the destination's lock) must not
-/// be renamed into place.
-fn check_temp(file: &File, temp: &Path, bytes: u64) -> io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let open = file.metadata()?;
-    let named = fs::symlink_metadata(temp)?;
-    if (open.dev(), open.ino()) != (named.dev(), named.ino()) {
-        return Err(io::Error::other(format!("{} was replaced while it was written", temp.display())));
-    }
-    if open.len() != bytes {
-        return Err(io::Error::other(format!(
-            "{} holds {} bytes where {bytes} were written",
-            temp.display(),
-            open.len()
-        )));
-    }
-    Ok(())
 }
 
 /// Agree across ranks on a per-rank result: every rank gets `Ok` only if
@@ -601,21 +576,12 @@ impl Context<'_> {
             .unwrap_or_else(|e| self.fail(format!("starting thread {name}: {e}")))
     }
 
-    /// Rename a checked temporary file into place; returns the record that
-    /// [`Journal::record`] takes (outside any lock: it may commit). `file` is
-    /// the open temporary file whose bytes were hashed as they were written:
-    /// it must still be the file under the temporary name and hold exactly
-    /// the manifest's bytes, so nothing but the checked bytes can reach the
-    /// final name.
-    fn place_file(&self, file: File, temp: &Path, f: usize) -> Result<Entry, String> {
+    /// Place `part`, the checked temporary file of manifest file `f`;
+    /// returns the record that [`Journal::record`] takes (outside any lock:
+    /// it may commit).
+    fn place_file(&self, part: PartFile, f: usize) -> Result<Entry, String> {
         let entry = &self.manifest.files[f];
-        check_temp(&file, temp, entry.bytes).map_err(|e| format!("before placing {}: {e}", entry.path))?;
-        let target = prepare_destination(self.dest, &entry.path).map_err(|e| format!("placing {}: {e}", entry.path))?;
-        fs::rename(temp, &target).map_err(|e| format!("renaming into {}: {e}", target.display()))?;
-        // After the rename: it may move the change time, and the record must
-        // name the file as the next run will find it. Of the open file, not
-        // the path: the record describes the bytes this rank checked.
-        let placed = FileIdentity::of_open(&file).map_err(|e| format!("after placing {}: {e}", target.display()))?;
+        let placed = part.place(self.dest, &entry.path, entry.bytes).map_err(|e| cluster::logging::chain(&e))?;
         Ok(Entry { path: entry.path.clone(), xxh3: entry.xxh3, file: Some(placed) })
     }
 
@@ -623,23 +589,5 @@ impl Context<'_> {
     fn journal_file(&self, journal: &Journal, entry: Entry) -> Result<(), String> {
         let path = entry.path.clone();
         journal.record(entry).map_err(|e| format!("journaling {path} in {}: {e}", journal.path().display()))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_temporary_file_replaced_or_cut_behind_the_writer_is_not_placed() {
-        let dir = tempfile::tempdir().unwrap();
-        let temp = dir.path().join("0.part");
-        let file = File::create(&temp).unwrap();
-        file.write_all_at(&[7u8; 100], 0).unwrap();
-        check_temp(&file, &temp, 100).unwrap();
-        assert!(check_temp(&file, &temp, 101).unwrap_err().to_string().contains("holds 100 bytes"));
-        fs::remove_file(&temp).unwrap();
-        fs::write(&temp, [7u8; 100]).unwrap();
-        assert!(check_temp(&file, &temp, 100).unwrap_err().to_string().contains("replaced"));
     }
 }

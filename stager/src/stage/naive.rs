@@ -49,18 +49,17 @@ impl Context<'_> {
     fn copy_directly(&self, f: usize, journal: &Journal, buffer: &mut Vec<u8>) -> Result<(), String> {
         let entry = &self.manifest.files[f];
         let source = self.config.source.join(&entry.path);
-        let temp = journal::temp_dir(self.dest).join(format!("{f}.r{}.part", self.rank));
         let fail = |what: &str, e: io::Error| format!("{what} {}: {e}", entry.path);
-        let out = File::create(&temp).map_err(|e| fail("creating temp file for", e))?;
+        let out = PartFile::create(&journal::temp_dir(self.dest), f).map_err(|e| fail("creating temp file for", e))?;
         let (bytes, sum) =
             read_chunks(&source, self.config.chunk_size.min(CACHE_PIECE), self.limiter, buffer, |offset, data| {
-                out.write_all_at(data, offset)?;
+                out.write_at(data, offset)?;
                 self.counters.add_bytes(data.len() as u64);
                 Ok(())
             })
             .map_err(|e| fail("copying", e))?;
         if bytes != entry.bytes || sum != entry.xxh3 {
-            let _ = fs::remove_file(&temp);
+            out.discard();
             return Err(format!(
                 "source file {} has {bytes} bytes and xxh3 {sum}, the manifest says {} bytes and {}",
                 source.display(),
@@ -68,7 +67,7 @@ impl Context<'_> {
                 entry.xxh3
             ));
         }
-        let placed = self.place_file(out, &temp, f)?;
+        let placed = self.place_file(out, f)?;
         self.journal_file(journal, placed)?;
         self.counters.add_item();
         Ok(())

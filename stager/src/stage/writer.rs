@@ -16,8 +16,7 @@ pub(super) struct NodeWriter<'c, 'a> {
 }
 
 pub(super) struct OpenFile {
-    file: File,
-    temp: PathBuf,
+    part: PartFile,
     hash: StreamingChecksum,
 }
 
@@ -40,9 +39,8 @@ impl NodeWriter<'_, '_> {
         let state = match self.open.entry(f) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
-                let temp = journal::part_path(&self.temp_dir, f);
-                let file = File::create(&temp).map_err(|e| format!("creating {}: {e}", temp.display()))?;
-                v.insert(OpenFile { file, temp, hash: StreamingChecksum::new() })
+                let part = PartFile::create(&self.temp_dir, f).map_err(|e| e.to_string())?;
+                v.insert(OpenFile { part, hash: StreamingChecksum::new() })
             }
         };
         // Hash a cache-sized piece, then write it while it is still in
@@ -50,7 +48,7 @@ impl NodeWriter<'_, '_> {
         // byte than cp's 128 KiB writes (perf: copy_folio_from_iter_atomic).
         for (k, piece) in data.chunks(CACHE_PIECE).enumerate() {
             state.hash.update(piece);
-            if let Err(e) = state.file.write_all_at(piece, offset + (k * CACHE_PIECE) as u64) {
+            if let Err(e) = state.part.write_at(piece, offset + (k * CACHE_PIECE) as u64) {
                 return Err(format!("writing {} into {}: {e}", entry.path, ctx.dest.display()));
             }
         }
@@ -63,7 +61,7 @@ impl NodeWriter<'_, '_> {
         if state.hash.bytes() != entry.bytes || state.hash.finish() != entry.xxh3 {
             return Err(format!("{} arrived corrupt (xxh3 {} != {})", entry.path, state.hash.finish(), entry.xxh3));
         }
-        let placed = ctx.place_file(state.file, &state.temp, f)?;
+        let placed = ctx.place_file(state.part, f)?;
         drop(guard);
         ctx.journal_file(self.journal, placed)?;
         ctx.counters.add_item();

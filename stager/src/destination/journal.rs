@@ -132,8 +132,10 @@ pub fn temp_dir(dest: &Path) -> PathBuf {
     state_dir(dest).join("tmp")
 }
 
-/// The temporary file of manifest file `f` in `temp_dir` while a writer
-/// rank fills it (from its readers or from MPI: never both for one file).
+/// The temporary file of manifest file `f` in `temp_dir` while a rank
+/// fills it: the one that read it, or the node's writer receiving it over
+/// MPI, or in the naive copy the rank that copies it. Exactly one rank of a
+/// node writes each of the node's files, so the name needs no rank.
 pub fn part_path(temp_dir: &Path, f: usize) -> PathBuf {
     temp_dir.join(format!("{f}.part"))
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use formats::lock::DirLock;
 
-use crate::journal;
+use crate::destination::journal;
 
 /// The lock's file name in the state directory.
 pub const LOCK_FILE: &str = "lock";
