@@ -223,3 +223,28 @@ fn thousands_of_tiny_files_arrive_whole_and_are_journaled_once() {
     let again = report(&stage("2", dir.path(), &["--policy", "replicate"]));
     assert_eq!(again["files_skipped_from_journal"], 6000, "{again}");
 }
+
+/// A template naming a rank (`{local_rank}`) resolves, for every rank of a
+/// node, as the node's writer resolves it: stage writes one directory per
+/// node, and verify looks in that same directory.
+#[test]
+fn stage_and_verify_resolve_a_rank_template_to_the_nodes_one_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    dataset(dir.path(), 8, 4);
+    let src = dir.path().join("src");
+    let dest = dir.path().join("node{node}-r{local_rank}");
+    let env = [("STAGEHAND_RANKS_PER_NODE", "2")];
+    for command in ["stage", "verify"] {
+        let out = e2e::mpirun(
+            4,
+            &env,
+            STAGER.as_ref(),
+            &[command, "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap(), "--policy", "replicate"],
+        );
+        assert!(out.status.success(), "{command}: {}", stderr(&out));
+    }
+    for node in ["node0-r0", "node1-r0"] {
+        assert_eq!(contents(&dir.path().join(node)).len(), 8, "{node}");
+    }
+    assert!(!dir.path().join("node0-r1").exists() && !dir.path().join("node1-r1").exists());
+}
