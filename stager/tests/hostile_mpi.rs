@@ -59,17 +59,20 @@ fn a_dataset_staged_again_after_another_is_restaged_not_skipped() {
             assert_eq!(Some(bytes), a_bytes.get(path), "{node}/{path} does not hold A's bytes");
         }
     }
-    let verified = Command::new("mpirun")
-        .args(e2e::MPIRUN_ARGS)
-        .args(["-np", "4", "-x", "STAGEHAND_RANKS_PER_NODE"])
-        .env("STAGEHAND_RANKS_PER_NODE", "2")
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .arg(STAGER)
-        .args(["verify", "--source", dir.path().join("src").to_str().unwrap()])
-        .args(["--dest", dir.path().join("node{node}").to_str().unwrap(), "--policy", "replicate"])
-        .output()
-        .unwrap();
+    let verified = e2e::mpirun(
+        4,
+        &[("STAGEHAND_RANKS_PER_NODE", "2")],
+        STAGER.as_ref(),
+        &[
+            "verify",
+            "--source",
+            dir.path().join("src").to_str().unwrap(),
+            "--dest",
+            dir.path().join("node{node}").to_str().unwrap(),
+            "--policy",
+            "replicate",
+        ],
+    );
     assert!(verified.status.success(), "verify: {}", stderr(&verified));
 }
 

@@ -77,6 +77,7 @@ pub fn peer_command(script: &str) -> Option<Command> {
 /// itself cannot be started (a broken test machine, not a test failure).
 pub fn mpirun(ranks: usize, env: &[(&str, &str)], program: &Path, args: &[&str]) -> Output {
     let mut command = Command::new("mpirun");
+    let session = own_mpi_session(&mut command);
     command
         .args(MPIRUN_ARGS)
         .args(["-np", &ranks.to_string()])
@@ -86,10 +87,29 @@ pub fn mpirun(ranks: usize, env: &[(&str, &str)], program: &Path, args: &[&str])
         command.env(key, value).args(["-x", key]);
     }
     command.arg(program).args(args);
-    match output(&mut command) {
+    let result = output(&mut command);
+    let _ = std::fs::remove_dir_all(&session);
+    match result {
         Ok(output) => output,
         Err(e) => panic!("cannot start mpirun (run deploy/setup.sh): {e}"),
     }
+}
+
+/// Give one `mpirun` a session directory of its own (a new directory under
+/// the system's temporary one), and return it. Open MPI otherwise puts
+/// every job's under one `/tmp/ompi.HOST.UID`, and mpiruns started at once
+/// (tests run in parallel) race to create and remove it: "A call to mkdir
+/// was unable to create the desired directory ... File exists", then
+/// `orte_init` fails and the job never starts.
+pub fn own_mpi_session(command: &mut Command) -> std::path::PathBuf {
+    static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("stagehand-mpi-{}-{n}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        panic!("creating an MPI session directory {}: {e}", dir.display());
+    }
+    command.env("OMPI_MCA_orte_tmpdir_base", &dir);
+    dir
 }
 
 /// The median of `values` (the upper one of an even count); NaN when empty.

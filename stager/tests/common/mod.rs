@@ -42,7 +42,9 @@ pub fn stage(ranks_per_node: &str, root: &Path, extra: &[&str]) -> Output {
 /// injects a fault). Stderr is piped.
 pub fn spawn_stage(root: &Path, ranks: usize, per_node: &str, extra: &[&str]) -> std::process::Child {
     let (src, dest) = (root.join("src"), root.join("node{node}"));
-    Command::new("mpirun")
+    let mut mpirun = Command::new("mpirun");
+    e2e::own_mpi_session(&mut mpirun);
+    mpirun
         .args(e2e::MPIRUN_ARGS)
         .args(["-np", &ranks.to_string(), "-x", "STAGEHAND_RANKS_PER_NODE"])
         .env("STAGEHAND_RANKS_PER_NODE", per_node)
