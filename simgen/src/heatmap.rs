@@ -196,7 +196,7 @@ impl Heatmap<'_> {
                 .map_err(e)?;
             root.present().map_err(e)?;
         }
-        crate::image::write_rgb(path, width as usize, height as usize, &rgb)
+        crate::png::write_rgb(path, width as usize, height as usize, &rgb)
     }
 }
 

@@ -1,24 +1,12 @@
 //! Pictures a person can look at: slices of a volume and a log-log plot
 //! of measured against expected P(k), as PNG files.
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::Path;
 
 use plotters::prelude::*;
 
 use crate::heatmap::{Axes, Axis, Heatmap, Scale, register_font};
-
-/// Write an 8-bit RGB image of `width` x `height` to `path`.
-pub fn write_rgb(path: &Path, width: usize, height: usize, rgb: &[u8]) -> std::io::Result<()> {
-    let file = BufWriter::new(File::create(path)?);
-    let mut encoder = png::Encoder::new(file, width as u32, height as u32);
-    encoder.set_color(png::ColorType::Rgb);
-    encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header().map_err(std::io::Error::other)?;
-    writer.write_image_data(rgb).map_err(std::io::Error::other)?;
-    writer.finish().map_err(std::io::Error::other)
-}
+use crate::png::write_rgb;
 
 /// The middle slice (first axis) of a g³ grid of particle counts in a box
 /// of `box_size` Mpc/h, as a heatmap of log(1 + count) with axes in Mpc/h

@@ -23,5 +23,6 @@ pub mod heatmap;
 pub mod image;
 pub mod multislice;
 pub mod output;
+pub mod png;
 pub mod random;
 pub mod traces;

@@ -105,11 +105,10 @@ pub fn maps_well(file: &File) -> bool {
     rustix::fs::fstatfs(file).is_ok_and(|s| LOCAL.contains(&(s.f_type as u32)))
 }
 
-/// Bytes read, hashed or written at a time: a quarter of a core's L2 cache
-/// here (1.25 MiB), so each piece is still in cache for the next pass over
-/// it. One pass per 64 MiB buffer instead copied 2-3x slower per byte
-/// (`dd` 2 GiB into tmpfs: 1.1-1.3 s with 128-256 KiB blocks, 2.7 s with
-/// 64 MiB).
+/// Bytes read, hashed or written at a time: a fraction of a core's L2
+/// cache, so each piece is still in cache for the next pass over it (read,
+/// hash, write). A pass per buffer of many MiB copies each byte from
+/// memory again, several times slower (`docs/tuning.md`).
 pub const CACHE_PIECE: usize = 256 << 10;
 
 /// Fill `buffer` from `file` (short only at the end of the file), hashing

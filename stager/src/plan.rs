@@ -495,6 +495,15 @@ mod tests {
         prop_oneof![Just(Policy::Replicate), Just(Policy::Shard), (1usize..4).prop_map(Policy::PerNode)]
     }
 
+    /// `policy` made placeable for `files` files on `nodes` nodes: a
+    /// per-node count becomes a multiple of the files each node must take.
+    fn feasible(policy: Policy, files: usize, nodes: usize) -> Policy {
+        match policy {
+            Policy::PerNode(k) => Policy::PerNode((files.div_ceil(nodes) * k).min(files)),
+            p => p,
+        }
+    }
+
     proptest! {
         /// Every needed file is read exactly once, by a rank on a node that
         /// needs it; every node receives exactly its set.
@@ -503,10 +512,7 @@ mod tests {
             sizes in prop::collection::vec(1u64..1_000_000, 1..120),
             nodes in 1usize..9, ranks_per_node in 1usize..5, policy in policy(), seed in any::<u64>(),
         ) {
-            let policy = match policy {
-                Policy::PerNode(k) => Policy::PerNode((sizes.len().div_ceil(nodes) * k).min(sizes.len())),
-                p => p,
-            };
+            let policy = feasible(policy, sizes.len(), nodes);
             let needs = files_per_node(&sizes, nodes, policy, seed).unwrap();
             let node_of_rank = grouped(nodes * ranks_per_node, ranks_per_node);
             let plan = Plan::build(&sizes, &needs, &node_of_rank).unwrap();
@@ -539,10 +545,7 @@ mod tests {
             sizes in prop::collection::vec(1u64..1_000_000, 1..120),
             nodes in 1usize..9, ranks_per_node in 1usize..5, policy in policy(), seed in any::<u64>(),
         ) {
-            let policy = match policy {
-                Policy::PerNode(k) => Policy::PerNode((sizes.len().div_ceil(nodes) * k).min(sizes.len())),
-                p => p,
-            };
+            let policy = feasible(policy, sizes.len(), nodes);
             let node_of_rank = grouped(nodes * ranks_per_node, ranks_per_node);
             let lists = files_per_node(&sizes, nodes, policy, seed).unwrap();
             let subsets = node_needs(&sizes, &vec![None; sizes.len()], nodes, policy, seed).unwrap();

@@ -7,7 +7,7 @@ use anyhow::Context;
 use plotters::prelude::*;
 use plotters::style::colors::colormaps::{ColorMap, ViridisRGB};
 use simgen::heatmap::register_font;
-use simgen::image::write_rgb;
+use simgen::png::write_rgb;
 use simgen::traces::calorimeter::{DEPTH, SIDE};
 use simgen::traces::summary::TypeLine;
 

@@ -44,8 +44,8 @@ impl NodeWriter<'_, '_> {
             }
         };
         // Hash a cache-sized piece, then write it while it is still in
-        // cache: one 8 MiB pwrite from a cold buffer copied 2.5x slower per
-        // byte than cp's 128 KiB writes (perf: copy_folio_from_iter_atomic).
+        // cache: a write of a whole chunk from a cold buffer copies each
+        // byte from memory again.
         for (k, piece) in data.chunks(CACHE_PIECE).enumerate() {
             state.hash.update(piece);
             if let Err(e) = state.part.write_at(piece, offset + (k * CACHE_PIECE) as u64) {

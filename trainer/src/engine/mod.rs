@@ -31,8 +31,8 @@ use crate::schedule::Schedule;
 pub use config::{ScheduleSpec, TrainConfig};
 pub use data::DataSource;
 pub use device::{DeviceChoice, DeviceError};
-pub use model::{InitChoice, ModelOptions, ModelSummary, Sampling, Split, StepContext, TrainModel};
-pub use report::{EpochReport, StepTimes, TrainReport, Validation};
+pub use model::{InitChoice, ModelOptions, ModelSummary, Sampling, Split, StepContext, TrainModel, Validation};
+pub use report::{EpochReport, StepTimes, TrainReport};
 
 /// Why training stopped.
 #[derive(Debug, thiserror::Error)]

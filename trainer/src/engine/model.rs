@@ -19,7 +19,6 @@ use loader::pipeline::Batch;
 use serde::Serialize;
 
 use super::TrainError;
-use super::report::Validation;
 use crate::params::Init;
 
 /// Which model, which configuration, and the few things about it a run may
@@ -55,6 +54,19 @@ pub enum InitChoice {
     Glorot,
     /// He uniform, scaled for the model's activation.
     He,
+}
+
+/// A model's validation figures, reduced over the ranks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Validation {
+    /// Samples evaluated (all ranks).
+    pub samples: u64,
+    /// The model's figures by name (see `TrainModel::metric_names`).
+    #[serde(flatten)]
+    pub metrics: serde_json::Map<String, serde_json::Value>,
+    /// The figures as the epoch line shows them.
+    #[serde(skip)]
+    pub line: String,
 }
 
 /// How a run is described in reports and checked against checkpoints and

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::model::ModelSummary;
+use super::model::{ModelSummary, Validation};
 use crate::params::Init;
 
 /// Seconds spent per part of the steps, summed.
@@ -40,19 +40,6 @@ impl StepTimes {
         }
         [self.data_wait / total, self.compute / total, self.communication / total, self.optimizer / total]
     }
-}
-
-/// A model's validation figures, reduced over the ranks.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Validation {
-    /// Samples evaluated (all ranks).
-    pub samples: u64,
-    /// The model's figures by name (see `TrainModel::metric_names`).
-    #[serde(flatten)]
-    pub metrics: serde_json::Map<String, serde_json::Value>,
-    /// The figures as the epoch line shows them.
-    #[serde(skip)]
-    pub line: String,
 }
 
 /// One epoch, as rank 0 reports it.

@@ -21,8 +21,9 @@
 
 use rayon::prelude::*;
 
+use super::conv_shape::ConvShape;
 use super::cpu::{self, KernelPath};
-use super::direct_conv::{ConvShape, load};
+use super::lanes::load;
 
 /// Output channels per task: one AVX-512 register, two AVX2 ones.
 const GROUP: usize = 16;
@@ -310,10 +311,10 @@ fn weight_grad_group_wide(
     weight_grad_group::<4, 4>(shape, padded, g, ci, co, out)
 }
 
-/// The kernels above written with one CPU's intrinsics: the portable
-/// versions compiled for AVX2 or AVX-512 were 5 to 30 times slower, as
-/// LLVM vectorised across the tile's voxels (gathers and scatters) rather
-/// than along the channels. Same operations in the same order, so the
+/// The kernels above written with one CPU's intrinsics: compiled for AVX2
+/// or AVX-512, the portable versions are vectorised by LLVM across the
+/// tile's voxels (gathers and scatters) rather than along the channels,
+/// which is many times slower. Same operations in the same order, so the
 /// same bits. `$vector` holds `$lanes` floats; a group is `GROUP / $lanes`
 /// of them.
 #[cfg(target_arch = "x86_64")]

@@ -8,7 +8,7 @@
 //! cols[ci, i, j][oh, ow] = x[ci, oh·s₀ − p₀ + i·d₀, ow·s₁ − p₁ + j·d₁].
 //!
 //! Building columns is memory-bound: at the small networks' 16 channels
-//! it took as long as the products themselves. Two things keep it to
+//! it costs as much as the products themselves. Two things keep it to
 //! plain copies:
 //! - the buffer is written once, never zeroed first (`batch_columns`);
 //! - with a stride along the width, a tap reads every s-th input value.

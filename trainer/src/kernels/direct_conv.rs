@@ -19,54 +19,12 @@ use rayon::prelude::*;
 use super::channel_conv;
 use super::columns::fill;
 use super::cpu::{self, KernelPath, wide};
+use super::lanes::load;
 
 /// Lanes of the weight-gradient accumulators (fixed, for reproducibility).
 const LANES: usize = 8;
 
-/// The sizes of one convolution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConvShape {
-    /// Batch size.
-    pub batch: usize,
-    /// Input channels.
-    pub c_in: usize,
-    /// Output channels.
-    pub c_out: usize,
-    /// Volume edges [depth, height, width] (the same in and out).
-    pub volume: [usize; 3],
-    /// Kernel edge (odd).
-    pub kernel: usize,
-}
-
-impl ConvShape {
-    pub(super) fn voxels(&self) -> usize {
-        self.volume.iter().product()
-    }
-
-    pub(super) fn padded(&self) -> [usize; 3] {
-        self.volume.map(|e| e + self.kernel - 1)
-    }
-
-    /// Elements of the input [batch, c_in, D, H, W].
-    pub fn input_len(&self) -> usize {
-        self.batch * self.c_in * self.voxels()
-    }
-
-    /// Elements of the output [batch, c_out, D, H, W].
-    pub fn output_len(&self) -> usize {
-        self.batch * self.c_out * self.voxels()
-    }
-
-    /// Elements of the weight [c_out, c_in, k, k, k].
-    pub fn weight_len(&self) -> usize {
-        self.c_out * self.c_in * self.kernel.pow(3)
-    }
-
-    /// The same convolution with input and output channels swapped.
-    fn transposed(&self) -> ConvShape {
-        ConvShape { c_in: self.c_out, c_out: self.c_in, ..*self }
-    }
-}
+pub use super::conv_shape::ConvShape;
 
 /// Whether all three passes of a convolution of `shape` (forward, input
 /// and weight gradients) run on the kernels with output channels in the
@@ -261,14 +219,6 @@ fn forward_block_3<const L: usize>(
             x += 1;
         }
     }
-}
-
-/// `L` values from the start of `s`, as one vector register's worth.
-#[inline(always)]
-pub(super) fn load<const L: usize>(s: &[f32]) -> [f32; L] {
-    let mut v = [0.0; L];
-    v.copy_from_slice(&s[..L]);
-    v
 }
 
 /// Columns `x..x + V·L` of every row of output planes `co..co + CO_BLOCK`:

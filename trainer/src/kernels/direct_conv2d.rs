@@ -6,8 +6,8 @@
 //! reads back one value per input channel, kernel tap and output position.
 //! At the small segmentation networks' widths (8 to 32 output channels,
 //! 3 × 3 to 7 × 7 windows at 112 × 208) the product does only that few
-//! multiply-adds per column value, so building the columns took as long as
-//! multiplying them. Here a tile of [`CO_BLOCK`] output channels × up to
+//! multiply-adds per column value, so building the columns costs as much
+//! as multiplying them. Here a tile of [`CO_BLOCK`] output channels × up to
 //! 2 vectors of one output row stays in registers while the sum runs over
 //! (ci, i, j); each input vector loaded feeds [`CO_BLOCK`] fused
 //! multiply-adds, each weight is one broadcast.
@@ -28,7 +28,7 @@ use rayon::prelude::*;
 
 use super::columns::{Window, regroup_row};
 use super::cpu::{self, KernelPath};
-use super::direct_conv::load;
+use super::lanes::load;
 
 /// Output channels summed together: the accumulators of [`CO_BLOCK`] ×
 /// 2 vectors fill half of AVX-512's 32 registers.
@@ -83,9 +83,9 @@ impl Padded {
 /// Whether the direct kernel takes a convolution with `c_out` output
 /// channels and rows of `out_w` outputs: channels in whole blocks, and few
 /// enough (at most 64) and rows wide enough (16, an AVX-512 vector) that
-/// the sums in registers beat the columns' GEMM. At ASPP's 7 × 13 maps of
-/// 32 to 256 channels the GEMM was faster, at 112 × 208 maps of 8 to 16
-/// channels the direct sums (`docs/benchmarks.md`, segmentation).
+/// the sums in registers beat the columns' GEMM: on small maps of many
+/// channels (ASPP's) the GEMM wins, on large maps of few channels the
+/// direct sums (`docs/benchmarks.md`, segmentation).
 pub(crate) fn applies(c_out: usize, out_w: usize) -> bool {
     c_out > 0 && c_out <= 64 && c_out.is_multiple_of(CO_BLOCK) && out_w >= 16
 }

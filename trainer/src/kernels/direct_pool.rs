@@ -1,9 +1,9 @@
 //! Direct 2×2×2 pooling kernels (stride 2, even edges) on f32 planes of
 //! [D, H, W], forward and backward, parallel over planes with rayon;
 //! [`ops`](super::ops) hooks them into burn through its backend-extension route. burn's
-//! `max_pool2d` + `max_dim` route took 22 ms forward + backward at
-//! CosmoFlow's first layer (8 channels of 32³, batch 8); these stream
-//! through the volume once.
+//! `max_pool2d` + `max_dim` route passes over the volume several times
+//! and costs a noticeable share of a CosmoFlow step (`docs/benchmarks.md`);
+//! these stream through the volume once.
 
 use std::mem::MaybeUninit;
 

@@ -23,11 +23,13 @@ mod channel_conv;
 pub mod columns;
 pub mod conv2d_forward;
 pub mod conv2d_grad;
+mod conv_shape;
 pub mod cpu;
 pub mod direct_conv;
 mod direct_conv2d;
 pub mod direct_pool;
 mod flex;
+mod lanes;
 pub mod ops;
 
 use burn::backend::Dispatch;

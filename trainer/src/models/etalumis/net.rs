@@ -36,7 +36,7 @@ fn pooled(size: [usize; 3]) -> [usize; 3] {
 /// A valid 3³ convolution as our "same" convolution with its one-voxel
 /// border cropped: burn's own `conv3d` backward on the CPU (a transposed
 /// convolution for the input gradient and a per-voxel loop for the
-/// weights') took most of a training step; our direct kernel and its
+/// weights') costs most of a training step; our direct kernel and its
 /// backward run the larger volume faster.
 fn valid_conv(conv: &Conv3d, x: Tensor<5>) -> Tensor<5> {
     let y = conv3d_same(x, conv.weight.val(), conv.bias.as_ref().map(Param::val));
