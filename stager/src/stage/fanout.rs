@@ -40,9 +40,10 @@ impl Body {
 }
 
 /// Where a rank's readers write the files they read that its own node
-/// needs (every rank of a node writes into the node's destination). Each piece goes to the temporary file right after it is read
-/// and hashed, while it is in cache, as `cp` does; a hand-over to the
-/// receiver thread would read the chunk again from memory.
+/// needs (every rank of a node writes into the node's destination). Each
+/// piece goes to the temporary file right after it is read and hashed,
+/// while it is in cache, as `cp` does; a hand-over to the receiver thread
+/// would read the chunk again from memory.
 struct Direct<'j> {
     journal: &'j Journal,
     temp_dir: &'j Path,
