@@ -103,8 +103,8 @@ cosmoflow)
         "${MPIRUN[@]}" "$BIN/stager" verify --source "$DIR/cosmo" --dest "$DIR/node{node}" --policy per-node=60
     # The recipe of docs/trainer.md ("What learning looks like here").
     train "train the reduced CosmoFlow on what each node holds; validate on the held-out universes" \
-        --config mlperf-small --staged "$DIR/node{node}" --manifest "$DIR/cosmo/manifest.json" \
-        --policy per-node=60 --val "$DIR/cosmo-val" --epochs 8 --batch 2 --workers 1 \
+        --config mlperf-small --staged "$DIR/node{node}" \
+        --val "$DIR/cosmo-val" --epochs 8 --batch 2 --workers 1 \
         --optimizer adam --lr 0.001 --schedule poly --poly-end 0.05 --dropout 0 --standardize --augment \
         --checkpoint "$DIR/checkpoints"
     ;;
@@ -118,8 +118,8 @@ deepcam)
     step "verify every node's files against the manifest" verify "" \
         "${MPIRUN[@]}" "$BIN/stager" verify --source "$DIR/climate" --dest "$DIR/node{node}" --policy replicate
     train "train the small Tiramisu to segment cyclones and rivers (weighted cross-entropy)" \
-        --model tiramisu --config small --staged "$DIR/node{node}" --manifest "$DIR/climate/manifest.json" \
-        --policy replicate --val "$DIR/climate" --epochs 8 --batch 2 --workers 1 --optimizer adam --lr 0.003 \
+        --model tiramisu --config small --staged "$DIR/node{node}" \
+        --val "$DIR/climate" --epochs 8 --batch 2 --workers 1 --optimizer adam --lr 0.003 \
         --checkpoint "$DIR/checkpoints"
     ;;
 etalumis)

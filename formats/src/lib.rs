@@ -17,6 +17,8 @@
 //! - [`cif`]: crystal structures in CIF text (cell, sites, symmetry operations).
 //! - [`placement`]: which files each node needs (`replicate`, `shard`,
 //!   `per-node=N`), shared by the stager and the loader.
+//! - [`placement_record`]: what the stager placed in a node's destination,
+//!   read by whoever trains from it.
 //! - [`lock`]: one job at a time in a directory (a destination, a checkpoint
 //!   directory), with the holder named.
 //! - [`mapped`]: reading maps of files that may shrink underneath (a check
@@ -50,6 +52,7 @@ pub mod lock;
 pub mod manifest;
 pub mod mapped;
 pub mod placement;
+pub mod placement_record;
 pub mod regular;
 pub mod scattering;
 pub mod tfrecord;

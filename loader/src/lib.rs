@@ -12,6 +12,9 @@
 //!   [`lmdb`]: multislice scattering samples and simulator traces (targets
 //!   of variable length) from LMDB stores; [`traces`]: several trace stores
 //!   as one dataset, address ids translated into a fixed layout.
+//! - [`staged`]: a staged destination opened for one rank from the
+//!   placement record the stager wrote there, its node-local sampler, and
+//!   the node's dataset addressed by global sample id.
 //! - [`catalog`]: any of those datasets opened by the kind its manifest
 //!   names (or from files), with the shapes of its arrays: what the Python
 //!   package opens.
@@ -40,4 +43,5 @@ pub mod finite;
 pub mod lmdb;
 pub mod pipeline;
 pub mod sampler;
+pub mod staged;
 pub mod traces;

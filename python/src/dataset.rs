@@ -6,46 +6,27 @@ use std::path::{Path, PathBuf};
 use cluster::Topology;
 use formats::cosmoflow::CosmoShape;
 use formats::manifest::{Manifest, SampleKind};
-use formats::placement::Policy;
 use loader::catalog::{self, Opened};
 use loader::dataset::CosmoTransform;
 use loader::sampler::{NodeLocalSampler, Remainder};
+use loader::staged::{NodePlace, StagedShare};
 use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::data_error;
 
-/// What the stager did, and where this rank is: enough to rebuild the
+/// This node's staged files and where this rank is: enough to rebuild the
 /// node-local sampler the trainer uses for any remainder policy.
 pub(crate) struct Placement {
-    counts: Vec<u64>,
-    sizes: Vec<u64>,
-    follows: Vec<Option<usize>>,
-    ranks_per_node: Vec<usize>,
+    share: StagedShare,
     topology: Topology,
-    policy: Policy,
-    seed: u64,
-    /// The global ids of the samples on this node, ascending: position `k`
-    /// is sample `k` of the opened dataset.
-    node_samples: Vec<usize>,
-    node_files: Vec<usize>,
 }
 
 impl Placement {
     /// The sampler over this node's samples.
     pub(crate) fn sampler(&self, remainder: Remainder) -> PyResult<NodeLocalSampler> {
-        let t = &self.topology;
-        NodeLocalSampler::new(
-            &self.counts,
-            &self.sizes,
-            &self.follows,
-            &self.ranks_per_node,
-            (t.node, t.local_rank),
-            (self.policy, self.seed),
-            remainder,
-        )
-        .map_err(|e| PyValueError::new_err(e.to_string()))
+        self.share.sampler(remainder).map_err(data_error)
     }
 
     /// The rank and world size the placement was computed for.
@@ -55,15 +36,16 @@ impl Placement {
 
     /// The position in the node's dataset of global sample `id`.
     pub(crate) fn local(&self, id: usize) -> Option<usize> {
-        self.node_samples.binary_search(&id).ok()
+        self.share.node_samples().binary_search(&id).ok()
     }
 
     /// The global id of the node's `k`-th sample.
     pub(crate) fn global(&self, k: usize) -> PyResult<usize> {
-        self.node_samples.get(k).copied().ok_or_else(|| {
+        let samples = self.share.node_samples();
+        samples.get(k).copied().ok_or_else(|| {
             pyo3::exceptions::PyRuntimeError::new_err(format!(
                 "sample {k} is past this node's {} samples",
-                self.node_samples.len()
+                samples.len()
             ))
         })
     }
@@ -160,27 +142,26 @@ impl Dataset {
         Ok(Dataset::of(opened))
     }
 
-    /// This node's share of a dataset `stager stage` placed: the files the
-    /// placement `policy` ("replicate", "shard", "per-node=K") with
-    /// `seed` put on this rank's node, read from `dest` (a template:
-    /// `{node}`, `{rank}`, `{local_rank}`, `$VAR`), numbered as in the
-    /// source dataset's `manifest`. Nodes are consecutive groups of
-    /// `ranks_per_node` ranks, as the stager numbers them. A `Loader` over it
-    /// gives every rank the trainer's node-local order.
+    /// This node's share of a dataset `stager stage` placed: the files in
+    /// `dest` (the stager's `--dest` template: `{node}`, `{rank}`,
+    /// `{local_rank}`, `$VAR`) as this rank's node expands it, which the
+    /// placement record the stager wrote there lists, numbered as in the
+    /// source dataset; only the sample files whose manifest path starts
+    /// with `prefix` when one is given. Nodes are consecutive groups of
+    /// `ranks_per_node` ranks, as the stager numbers them. A `Loader` over
+    /// it gives every rank the trainer's node-local order. A destination
+    /// without a finished stage, staged for another node, or whose files
+    /// differ from its record raises `DataError` naming it.
     ///
     /// `rank`, `world_size` and `ranks_per_node` default to
     /// `stagehand.topology()` (torch.distributed, then torchrun's, Open
     /// MPI's, MPICH's or Slurm's variables; `STAGEHAND_RANKS_PER_NODE`
     /// overrides the ranks per node as it does for the stager).
     #[staticmethod]
-    #[pyo3(signature = (dest, manifest, *, policy, seed = 0, rank = None, world_size = None, ranks_per_node = None, prefix = None, transform = "log1p"))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (dest, *, rank = None, world_size = None, ranks_per_node = None, prefix = None, transform = "log1p"))]
     fn staged(
         py: Python<'_>,
         dest: &str,
-        manifest: PathBuf,
-        policy: &str,
-        seed: u64,
         rank: Option<usize>,
         world_size: Option<usize>,
         ranks_per_node: Option<usize>,
@@ -204,47 +185,36 @@ impl Dataset {
                 "rank {rank} of {world_size} with {ranks_per_node} ranks per node: need rank < world_size and ranks_per_node >= 1"
             )));
         }
-        let policy: Policy = policy.parse().map_err(|e: formats::placement::PlacementError| {
-            PyValueError::new_err(format!("policy {policy:?}: {e}"))
-        })?;
-        let source = load_manifest(&manifest)?;
         let topology = Topology::grouped(rank, world_size, ranks_per_node);
         let dir =
             cluster::paths::expand(dest, &topology.path_vars()).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let wanted = files_under(&source, prefix.as_deref());
-        let counts: Vec<u64> = (0..source.files.len())
-            .map(|i| if wanted.binary_search(&i).is_ok() { source.files[i].samples } else { 0 })
-            .collect();
-        let mut placement = Placement {
-            sizes: source.files.iter().map(|f| f.bytes).collect(),
-            follows: source.followers(),
+        let place = NodePlace {
+            node: topology.node,
+            local_rank: topology.local_rank,
             ranks_per_node: (0..topology.nodes).map(|n| ranks_per_node.min(world_size - n * ranks_per_node)).collect(),
-            counts,
-            topology,
-            policy,
-            seed,
-            node_samples: Vec::new(),
-            node_files: Vec::new(),
         };
-        let sampler = placement.sampler(Remainder::Drop)?;
-        placement.node_samples = sampler.node_samples().to_vec();
-        placement.node_files = sampler.node_files().to_vec();
-        let mine: Vec<usize> = placement.node_files.iter().copied().filter(|&f| placement.counts[f] > 0).collect();
-        let source_dir = manifest.parent().unwrap_or(Path::new("."));
-        let stats = source_dir.join(formats::climate::STATS_FILE);
-        let opened = py
-            .detach(|| catalog::from_manifest(&dir, &source, Some(&mine), transform, Some(&stats)))
+        let share = py
+            .detach(|| {
+                StagedShare::open(&dir, &place, |manifest| match prefix.as_deref() {
+                    Some(prefix) => {
+                        (0..manifest.files.len()).filter(|&i| !manifest.files[i].path.starts_with(prefix)).collect()
+                    }
+                    None => Vec::new(),
+                })
+            })
             .map_err(data_error)?;
-        if opened.dataset.len() != placement.node_samples.len() {
-            return Err(data_error(format!(
-                "{}: node {} holds {} samples, the placement ({policy}, seed {seed}) says {}",
-                dir.display(),
-                topology.node,
-                opened.dataset.len(),
-                placement.node_samples.len()
-            )));
-        }
-        Ok(Dataset { opened, placement: Some(placement) })
+        let stats = share.source_file(formats::climate::STATS_FILE);
+        let opened = py
+            .detach(|| {
+                let files = share.sample_files();
+                let opened =
+                    catalog::from_manifest(share.dir(), share.manifest(), Some(&files), transform, Some(&stats))
+                        .map_err(|e| e.to_string())?;
+                share.remap(opened.dataset.clone()).map_err(|e| e.to_string())?;
+                Ok::<_, String>(opened)
+            })
+            .map_err(data_error)?;
+        Ok(Dataset { opened, placement: Some(Placement { share, topology }) })
     }
 
     /// CosmoFlow TFRecord files (plain or GZIP, with or without an index
@@ -310,14 +280,14 @@ impl Dataset {
     /// on this node (sample files and the files that travel with them).
     #[getter]
     fn node_files(&self) -> Option<Vec<usize>> {
-        self.placement.as_ref().map(|p| p.node_files.clone())
+        self.placement.as_ref().map(|p| p.share.record().file_indices())
     }
 
     /// Staged datasets: the source dataset's ids of this node's samples, in
     /// the order the dataset holds them.
     #[getter]
     fn node_samples(&self) -> Option<Vec<usize>> {
-        self.placement.as_ref().map(|p| p.node_samples.clone())
+        self.placement.as_ref().map(|p| p.share.node_samples().to_vec())
     }
 
     /// Staged datasets: the (rank, world size) the placement was computed

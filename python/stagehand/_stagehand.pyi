@@ -30,10 +30,7 @@ class Dataset:
     @staticmethod
     def staged(
         dest: str,
-        manifest: _Path,
         *,
-        policy: str,
-        seed: int = 0,
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
         ranks_per_node: Optional[int] = None,

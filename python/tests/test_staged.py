@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -24,9 +25,11 @@ def staged(cosmo, tmp_path_factory):
 
 
 def open_rank(cosmo, template, rank, **overrides):
-    options = dict(policy="shard", seed=3, rank=rank, world_size=RANKS, ranks_per_node=PER_NODE)
+    """What `stager stage` placed on `rank`'s node: nothing but the template
+    and where the rank is; the placement record says the rest."""
+    options = dict(rank=rank, world_size=RANKS, ranks_per_node=PER_NODE)
     options.update(overrides)
-    return stagehand.Dataset.staged(template, cosmo / "manifest.json", **options)
+    return stagehand.Dataset.staged(template, **options)
 
 
 def test_each_node_reads_exactly_the_files_the_stager_put_there(cosmo, staged):
@@ -74,7 +77,7 @@ def test_the_topology_defaults_come_from_the_environment(cosmo, staged, monkeypa
     monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "3")
     monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", str(RANKS))
     monkeypatch.setenv("STAGEHAND_RANKS_PER_NODE", str(PER_NODE))
-    data = stagehand.Dataset.staged(template, cosmo / "manifest.json", policy="shard", seed=3)
+    data = stagehand.Dataset.staged(template)
     assert data.node_files == open_rank(cosmo, template, 3).node_files
     assert "node 1 of 2" in repr(data)
     with pytest.raises(ValueError, match="opened for rank 3 of 4"):
@@ -92,12 +95,16 @@ def test_a_loader_over_a_staged_dataset_takes_the_rank_it_was_opened_for(cosmo, 
     assert [b.indices for b in loader.batches()] == [b.indices for b in explicit.batches()]
 
 
-def test_a_node_missing_its_files_or_the_wrong_seed_is_a_data_error(cosmo, staged, tmp_path):
-    template, _ = staged
-    with pytest.raises(stagehand.DataError, match="missing on disk|No such file"):
+def test_a_destination_without_its_files_or_staged_for_other_nodes_is_a_data_error(cosmo, staged, tmp_path):
+    template, dest = staged
+    with pytest.raises(stagehand.DataError, match="no placement record"):
         open_rank(cosmo, str(tmp_path / "empty{node}"), 0)
-    # Another policy than the stager's names files this node does not hold.
-    with pytest.raises(stagehand.DataError, match="node0"):
-        open_rank(cosmo, template, 0, policy="replicate")
-    with pytest.raises(ValueError, match="policy"):
-        open_rank(cosmo, template, 0, policy="everywhere")
+    # Four nodes of one rank each, where the stager placed two.
+    with pytest.raises(stagehand.DataError, match="staged as node 0 of 2.*node 0 of 4"):
+        open_rank(cosmo, template, 0, ranks_per_node=1)
+    # A copy of node 1's destination that lost a file.
+    copy = tmp_path / "copy1"
+    shutil.copytree(dest / "node1", copy)
+    next(p for p in copy.iterdir() if p.is_file() and not p.name.startswith(".")).unlink()
+    with pytest.raises(stagehand.DataError, match=f"{copy}.*files present"):
+        open_rank(cosmo, str(tmp_path / "copy{node}"), 2)

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use formats::manifest::{MANIFEST_FILE, Manifest};
 use formats::placement::Policy;
+use formats::placement_record::PlacementRecord;
 
 mod common;
 use common::{STAGER, contents, dataset, is_root, report, spawn_stage, stage, walk};
@@ -50,8 +51,15 @@ fn check_policy(ranks_per_node: &str, nodes: usize, policy: &str, read_method: &
         ],
     ));
     let want = expected(dir.path(), &m, nodes, parsed, 5);
+    let needs = m.files_per_node(nodes, parsed, 5).unwrap();
     let mut written = 0usize;
     for (node, files) in want.iter().enumerate() {
+        // The placement record says what the node holds and why.
+        let (record, copy) = PlacementRecord::open(&dir.path().join(format!("node{node}"))).unwrap();
+        assert_eq!(copy, m);
+        assert_eq!((record.policy, record.seed, record.nodes, record.node), (parsed, 5, nodes, node));
+        assert_eq!(record.file_indices(), needs[node]);
+        assert_eq!(record.source, std::path::absolute(dir.path().join("src")).unwrap());
         let got = contents(&dir.path().join(format!("node{node}")));
         assert_eq!(
             got.keys().collect::<Vec<_>>(),
@@ -302,6 +310,33 @@ fn kill_rank_mid_stage_then_resume(victim: usize) {
     let want = expected(dir.path(), &m, 2, Policy::Replicate, 0);
     for (node, files) in want.iter().enumerate() {
         assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node} differs after resume");
+    }
+}
+
+/// A destination claims nothing while a stage into it has not finished:
+/// restaging after the source changed removes the placement record of the
+/// earlier stage before anything moves, and the failed stage writes none.
+#[test]
+fn a_failed_stage_leaves_no_placement_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dataset(dir.path(), 12, 64);
+    report(&stage("1", dir.path(), &["--policy", "replicate"]));
+    let node1 = dir.path().join("node1");
+    assert!(PlacementRecord::open(&node1).is_ok());
+    let victim = m.files.iter().max_by_key(|f| f.bytes).unwrap();
+    // Another file in the same place: journaled, but no longer the manifest's.
+    let mut changed = m.clone();
+    let path = dir.path().join("src").join(&victim.path);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    changed.files.iter_mut().find(|f| f.path == victim.path).unwrap().xxh3 = formats::checksum::Checksum::of(b"x");
+    changed.save(&dir.path().join("src").join(formats::manifest::MANIFEST_FILE)).unwrap();
+    let out = stage("1", dir.path(), &["--policy", "replicate"]);
+    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for node in ["node0", "node1"] {
+        let error = PlacementRecord::open(&dir.path().join(node)).unwrap_err().to_string();
+        assert!(error.contains("no placement record"), "{node}: {error}");
     }
 }
 

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use cluster::World;
-use formats::placement::Policy;
 use trainer::engine::{DataSource, DeviceChoice, InitChoice, ModelOptions, ScheduleSpec, TrainConfig};
 use trainer::models::{self, Trainable};
 use trainer::optim::{Rule, TrustRatio};
@@ -148,8 +147,10 @@ struct TrainArgs {
     /// Dataset directory with manifest.json (e.g. `simgen cosmo --out`), read by every rank.
     #[arg(long, conflicts_with_all = ["staged", "node_local"], required_unless_present_any = ["staged", "node_local"])]
     data: Option<PathBuf>,
-    /// Node-local copies made by `stager stage`: the same --dest template (`/tmp/bb/node{node}`).
-    #[arg(long, requires_all = ["manifest", "policy"], conflicts_with = "node_local")]
+    /// Node-local copies made by `stager stage`: the same --dest template
+    /// (`/tmp/bb/node{node}`). The placement record the stager wrote in
+    /// each node's destination says which files and samples it holds.
+    #[arg(long, conflicts_with = "node_local")]
     staged: Option<String>,
     /// Data each node generated for itself (`simgen ... --out` with the
     /// same node-local template, e.g. `/tmp/bb/node{node}/cbed`): each
@@ -157,15 +158,6 @@ struct TrainArgs {
     /// nodes; without --val, --val-fraction of each node's samples validate.
     #[arg(long)]
     node_local: Option<String>,
-    /// With --staged: the source dataset's manifest.json.
-    #[arg(long)]
-    manifest: Option<PathBuf>,
-    /// With --staged: the stager's --policy (replicate, shard, per-node=N).
-    #[arg(long)]
-    policy: Option<Policy>,
-    /// With --staged: the stager's --seed.
-    #[arg(long, default_value_t = 0)]
-    placement_seed: u64,
     /// Validation dataset directory (default: hold out --val-fraction of --data's files).
     #[arg(long)]
     val: Option<PathBuf>,
@@ -338,12 +330,7 @@ fn config_from(args: &TrainArgs) -> anyhow::Result<(Box<dyn Trainable>, TrainCon
     let model = entry.build(&options)?;
     let source = match (&args.data, &args.staged, &args.node_local) {
         (Some(dir), _, _) => DataSource::Dir(dir.clone()),
-        (None, Some(dest), _) => DataSource::Staged {
-            dest: dest.clone(),
-            manifest: args.manifest.clone().context("--staged needs --manifest")?,
-            policy: args.policy.context("--staged needs --policy")?,
-            seed: args.placement_seed,
-        },
+        (None, Some(dest), _) => DataSource::Staged { dest: dest.clone() },
         (None, None, Some(template)) => DataSource::NodeLocal { template: template.clone() },
         (None, None, None) => anyhow::bail!("give --data DIR, --staged TEMPLATE or --node-local TEMPLATE"),
     };

@@ -381,52 +381,69 @@ fn cosmoflow_small_learns_the_parameters_of_unseen_universes() {
     );
 }
 
-/// Training from node-local copies: each pretend node holds only the files
-/// the placement gave it (as `stager stage` leaves them), and every rank
-/// reads only from its node's directory.
+/// `stager stage` of `data` onto two pretend nodes of one rank each.
+fn stage(data: &Path, dest: &str, policy: &str) {
+    let stager = e2e::workspace_binary("stager");
+    let args = ["stage", "--source", data.to_str().unwrap(), "--dest", dest, "--policy", policy];
+    let output = e2e::mpirun(2, &[("STAGEHAND_RANKS_PER_NODE", "1")], &stager, &args);
+    assert!(output.status.success(), "stager: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// Training from what `stager stage` placed, with nothing but `--staged`:
+/// each node's placement record says which files it holds. The source is
+/// moved away first, so every sample read comes from a node's own copies.
 #[test]
 fn staged_training_reads_only_the_files_placed_on_each_node() {
-    use formats::placement::Policy;
     let dir = tempfile::tempdir().unwrap();
     let data = dataset(dir.path(), 4, 17);
+    let val = dataset(&dir.path().join("val"), 2, 18);
+    let dest = format!("{}/node{{node}}", dir.path().display());
+    stage(&data, &dest, "per-node=2");
     let manifest = formats::manifest::Manifest::load(&data.join(MANIFEST_FILE)).unwrap();
-    let policy: Policy = "per-node=2".parse().unwrap();
-    let needs = manifest.files_per_node(2, policy, 0).unwrap();
-    for files in &needs {
-        // Every index sidecar is on the node of its records.
-        for &f in files {
-            if let Some(data) = manifest.files[f].path.strip_suffix(".idx") {
-                assert!(files.iter().any(|&g| manifest.files[g].path == data), "{data}.idx without {data}");
-            }
-        }
-    }
+    let needs = manifest.files_per_node(2, "per-node=2".parse().unwrap(), 0).unwrap();
     for (node, files) in needs.iter().enumerate() {
         let node_dir = dir.path().join(format!("node{node}"));
-        std::fs::create_dir_all(&node_dir).unwrap();
-        for &f in files {
-            let path = &manifest.files[f].path;
-            std::fs::copy(data.join(path), node_dir.join(path)).unwrap();
-        }
+        let held: Vec<String> = std::fs::read_dir(&node_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|name| !name.starts_with('.'))
+            .collect();
+        assert_eq!(held.len(), files.len(), "node {node} holds {held:?}");
     }
-    let dest = format!("{}/node{{node}}", dir.path().display());
-    let manifest_path = data.join(MANIFEST_FILE);
-    let args = [
-        "--staged",
-        dest.as_str(),
-        "--manifest",
-        manifest_path.to_str().unwrap(),
-        "--policy",
-        "per-node=2",
-        "--val",
-        data.to_str().unwrap(),
-        "--epochs",
-        "1",
-        "--batch",
-        "2",
-    ];
+    std::fs::rename(&data, dir.path().join("moved-away")).unwrap();
+    let args = ["--staged", dest.as_str(), "--val", val.to_str().unwrap(), "--epochs", "1", "--batch", "2"];
     let report = ok(&train(2, &[("STAGEHAND_RANKS_PER_NODE", "1")], &args));
     assert!(report["epochs"][0]["steps"].as_u64().unwrap() >= 1, "{report}");
-    assert_eq!(report["epochs"][0]["validation"]["samples"], 32);
+    assert_eq!(report["epochs"][0]["validation"]["samples"], 16);
+}
+
+/// A destination whose files are not those its placement record lists, or
+/// whose record came from another dataset, is refused in one line naming
+/// the destination, before any training.
+#[test]
+fn a_staged_destination_that_does_not_match_its_record_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(&dir.path().join("a"), 2, 19);
+    let other = dataset(&dir.path().join("b"), 3, 20);
+    let (dest_a, dest_b) = (dir.path().join("a-node{node}"), dir.path().join("b-node{node}"));
+    let (dest_a, dest_b) = (dest_a.to_str().unwrap(), dest_b.to_str().unwrap());
+    stage(&data, dest_a, "replicate");
+    stage(&other, dest_b, "replicate");
+    let refused = |needle: &str| {
+        let output = train(2, &[("STAGEHAND_RANKS_PER_NODE", "1")], &["--staged", dest_a, "--batch", "2"]);
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let node1 = dir.path().join("a-node1").display().to_string();
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.contains(&node1)).collect();
+        assert!(!lines.is_empty() && lines[0].contains(needle), "{stderr}");
+    };
+    let record = |node: &str| dir.path().join(node).join(".stagehand/placement.json");
+    std::fs::copy(record("b-node1"), record("a-node1")).unwrap();
+    refused("manifest copy");
+    stage(&data, dest_a, "replicate");
+    let first = formats::manifest::Manifest::load(&data.join(MANIFEST_FILE)).unwrap().files[0].path.clone();
+    std::fs::remove_file(dir.path().join("a-node1").join(&first)).unwrap();
+    refused("files present");
 }
 
 /// A model's state tensors from the latest checkpoint.

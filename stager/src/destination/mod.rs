@@ -6,6 +6,8 @@
 //! DEST/.stagehand/lock                        one job at a time (`lock`)
 //! DEST/.stagehand/journal*.jsonl              what is placed, one per writing rank (`journal`)
 //! DEST/.stagehand/tmp/<file index>.part       files being written (`journal::part_path`)
+//! DEST/.stagehand/placement.json              what this node holds, written when a stage has
+//! DEST/.stagehand/source-manifest.json          finished (`formats::placement_record`)
 //! ```
 //!
 //! A file is written under its temporary name by exactly one rank of the

@@ -35,6 +35,7 @@ use cluster::{ThreadComm, World};
 use formats::checksum::StreamingChecksum;
 use formats::manifest::Manifest;
 use formats::placement::Policy;
+use formats::placement_record::PlacementRecord;
 use mpi::traits::*;
 
 use crate::destination::directory::is_complete;
@@ -256,6 +257,8 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
             // temporary files are not ours to clear.
             lock = Some(DestLock::acquire(&dest).map_err(|e| e.to_string())?);
             journal::clear_temp(&dest).map_err(|e| format!("clearing {}: {e}", journal::temp_dir(&dest).display()))?;
+            // Until this stage has finished, the destination claims nothing.
+            PlacementRecord::remove(&dest).map_err(|e| e.to_string())?;
             let done = journal::load(&dest).map_err(|e| format!("reading the journal in {}: {e}", dest.display()))?;
             let journaled: Vec<usize> = needs[t.node]
                 .iter()
@@ -352,6 +355,25 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
         );
         return Err(if world.is_root() { StageError::Local(message) } else { StageError::Remote(0) });
     }
+    let recorded = (|| -> Result<(), String> {
+        if !is_writer {
+            return Ok(());
+        }
+        let manifest_bytes = manifest.to_compact_json();
+        let source =
+            std::path::absolute(&config.source).map_err(|e| format!("--source {}: {e}", config.source.display()))?;
+        PlacementRecord::new(
+            manifest,
+            &manifest_bytes,
+            &source,
+            (config.policy, config.seed),
+            (t.nodes, t.node),
+            &needs[t.node],
+        )
+        .write(&dest, &manifest_bytes)
+        .map_err(|e| e.to_string())
+    })();
+    agree(world, recorded)?;
     stats.total_secs = started.elapsed().as_secs_f64();
     stats.peak_rss_bytes = cluster::memory::peak_rss_bytes();
 

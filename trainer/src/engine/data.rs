@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use cluster::World;
 use formats::manifest::{MANIFEST_FILE, Manifest};
-use formats::placement::Policy;
+use formats::placement_record::PlacementRecord;
 use loader::dataset::{Dataset, DatasetError};
-use loader::sampler::{BucketedSampler, DistributedSampler, NodeLocalSampler, Remainder};
+use loader::sampler::{BucketedSampler, DistributedSampler, Remainder};
+use loader::staged::{NodePlace, NodeSamples, StagedShare};
 
 use super::model::{Sampling, TrainModel};
 use super::{TrainConfig, TrainError};
@@ -21,18 +22,12 @@ use super::{TrainConfig, TrainError};
 pub enum DataSource {
     /// A dataset directory (with `manifest.json`) that every rank reads.
     Dir(PathBuf),
-    /// Node-local copies made by `stager stage`: `dest` is the same
-    /// template, `policy`/`seed` the same placement, `manifest` the
-    /// source's manifest.
+    /// Node-local copies made by `stager stage` into the same `--dest`
+    /// template (`/tmp/bb/node{node}`): each node's placement record says
+    /// what it holds.
     Staged {
-        /// Node-local template (`/tmp/bb/node{node}`).
+        /// Node-local template.
         dest: String,
-        /// The source dataset's manifest.
-        manifest: PathBuf,
-        /// The stager's policy.
-        policy: Policy,
-        /// The stager's placement seed.
-        seed: u64,
     },
     /// Data each node generated into its own storage (`simgen --out` with
     /// a node-local path, Laanait et al.'s workflow): every node has its
@@ -65,42 +60,6 @@ impl Dataset for Shared {
     }
     fn locate(&self, index: usize) -> String {
         self.0.locate(index)
-    }
-}
-
-/// A dataset whose indices are remapped: the node-local sampler speaks in
-/// global sample ids, the dataset of this node's files in local ones.
-pub struct Remapped {
-    inner: Arc<dyn Dataset>,
-    /// The global id of each local sample, ascending
-    /// ([`NodeLocalSampler::node_samples`]).
-    global: Vec<usize>,
-}
-
-impl Remapped {
-    fn local(&self, index: usize) -> Result<usize, DatasetError> {
-        self.global.binary_search(&index).map_err(|_| DatasetError::OutOfRange { index, len: self.inner.len() })
-    }
-}
-
-impl Dataset for Remapped {
-    fn len(&self) -> usize {
-        self.inner.len()
-    }
-    fn x_len(&self) -> usize {
-        self.inner.x_len()
-    }
-    fn y_len(&self) -> usize {
-        self.inner.y_len()
-    }
-    fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
-        self.inner.read_into(self.local(index)?, x, y)
-    }
-    fn read_ragged(&self, index: usize, x: &mut [f32], y: &mut Vec<f32>) -> Result<u64, DatasetError> {
-        self.inner.read_ragged(self.local(index)?, x, y)
-    }
-    fn locate(&self, index: usize) -> String {
-        self.local(index).map_or_else(|_| format!("sample {index}"), |local| self.inner.locate(local))
     }
 }
 
@@ -145,7 +104,7 @@ pub enum TrainSet {
     /// Files every rank can read.
     Files(Arc<dyn Dataset>),
     /// This node's staged files, addressed by global sample id.
-    Staged(Remapped),
+    Staged(NodeSamples),
     /// Data only this node has.
     NodeLocal(Slice),
 }
@@ -164,7 +123,7 @@ impl TrainSet {
     pub fn first_samples(&self, n: usize) -> (Vec<usize>, bool) {
         match self {
             TrainSet::Files(d) => ((0..n.min(d.len())).collect(), true),
-            TrainSet::Staged(d) => (d.global.iter().take(n).copied().collect(), false),
+            TrainSet::Staged(d) => (d.global_ids().iter().take(n).copied().collect(), false),
             TrainSet::NodeLocal(d) => ((0..n.min(d.len())).collect(), false),
         }
     }
@@ -234,9 +193,13 @@ pub fn check<M: TrainModel>(model: &M, source: &DataSource, val: Option<&Path>) 
         DataSource::Dir(dir) => {
             checked_manifest(model, dir)?;
         }
-        DataSource::Staged { manifest, .. } => {
-            let dir = manifest.parent().unwrap_or(Path::new("."));
-            model.check_data(dir, &load_manifest(manifest)?)?;
+        DataSource::Staged { dest } => {
+            // Only the destinations this machine holds: another node's
+            // is checked by that node's ranks when they open it.
+            for dir in node_local_dirs(dest)?.into_iter().filter(|d| d.is_dir()) {
+                let (record, manifest) = PlacementRecord::open(&dir).map_err(|e| TrainError::Data(e.to_string()))?;
+                model.check_data(checked_dir(&record, &dir), &manifest)?;
+            }
         }
         DataSource::NodeLocal { template } => {
             for dir in node_local_dirs(template)? {
@@ -317,44 +280,28 @@ pub fn open<M: TrainModel>(
             let train = TrainData { dataset: Arc::new(TrainSet::Files(dataset)), order, samples };
             Ok((train, val))
         }
-        DataSource::Staged { dest, manifest: manifest_path, policy, seed: placement_seed } => {
-            let manifest = load_manifest(manifest_path)?;
-            model.check_data(manifest_path.parent().unwrap_or(Path::new(".")), &manifest)?;
+        DataSource::Staged { dest } => {
             let topology = world.topology();
             let dir = cluster::paths::expand(dest, &topology.path_vars())
                 .map_err(|e| TrainError::Data(format!("expanding --staged {dest}: {e}")))?;
-            let sizes: Vec<u64> = manifest.files.iter().map(|f| f.bytes).collect();
+            let place = NodePlace {
+                node: topology.node,
+                local_rank: topology.local_rank,
+                ranks_per_node: (0..topology.nodes).map(|n| world.ranks_of_node(n).len()).collect(),
+            };
             // Files the dataset's own split keeps for validation hold no
-            // training samples: they are placed as staged, never sampled.
-            let mut counts: Vec<u64> = manifest.files.iter().map(|f| f.samples).collect();
-            if let Some(split) = model.split(&manifest) {
-                for &f in &split.validation {
-                    counts[f] = 0;
-                }
-            }
-            let ranks_per_node: Vec<usize> = (0..topology.nodes).map(|n| world.ranks_of_node(n).len()).collect();
-            let sampler = NodeLocalSampler::new(
-                &counts,
-                &sizes,
-                &manifest.followers(),
-                &ranks_per_node,
-                (topology.node, topology.local_rank),
-                (*policy, *placement_seed),
-                Remainder::Drop,
-            )
+            // training samples.
+            let share = StagedShare::open(&dir, &place, |manifest| {
+                model.split(manifest).map(|split| split.validation).unwrap_or_default()
+            })
             .map_err(|e| TrainError::Data(e.to_string()))?;
-            let mine: Vec<usize> = sampler.node_files().iter().copied().filter(|&f| counts[f] > 0).collect();
-            let inner = model.open_dataset(&dir, &manifest, Some(&mine)).map_err(data_error)?;
-            if inner.len() != sampler.node_samples().len() {
-                return Err(TrainError::Data(format!(
-                    "node {} holds {} samples, the placement says {}",
-                    topology.node,
-                    inner.len(),
-                    sampler.node_samples().len()
-                )));
-            }
+            model.check_data(checked_dir(share.record(), share.dir()), share.manifest())?;
+            let inner =
+                model.open_dataset(share.dir(), share.manifest(), Some(&share.sample_files())).map_err(data_error)?;
+            let dataset = share.remap(inner).map_err(|e| TrainError::Data(e.to_string()))?;
+            let sampler = share.sampler(Remainder::Drop).map_err(|e| TrainError::Data(e.to_string()))?;
             let samples = sampler.per_rank() * world.size();
-            let dataset = Arc::new(TrainSet::Staged(Remapped { inner, global: sampler.node_samples().to_vec() }));
+            let dataset = Arc::new(TrainSet::Staged(dataset));
             let train = TrainData { dataset, order: Box::new(move |e| sampler.indices(e)), samples };
             let val = val.map(|v| open_val(world, model, v)).transpose()?;
             Ok((train, val))
@@ -412,6 +359,14 @@ fn open_node_local<M: TrainModel>(
     };
     let dataset = Arc::new(TrainSet::NodeLocal(Slice { inner: all, start: 0, len: trained }));
     Ok((TrainData { dataset, order, samples: per_rank * world.size() }, val))
+}
+
+/// Where a model checks a staged dataset against itself: the source
+/// directory, whose files every node can read, where it is still there (a
+/// node may hold only some of the files, and not DeepCAM's `stats.h5`),
+/// else the destination.
+fn checked_dir<'a>(record: &'a PlacementRecord, dest: &'a Path) -> &'a Path {
+    if record.source.is_dir() { &record.source } else { dest }
 }
 
 /// The directories `template` names on nodes 0, 1, ... that exist (just
