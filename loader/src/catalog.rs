@@ -61,13 +61,7 @@ pub fn from_manifest(
     transform: CosmoTransform,
     fallback_stats: Option<&Path>,
 ) -> Result<Opened, DatasetError> {
-    let chosen: Vec<usize> = match files {
-        Some(files) => {
-            files.iter().copied().filter(|&i| manifest.files.get(i).is_some_and(|f| f.samples > 0)).collect()
-        }
-        None => (0..manifest.files.len()).filter(|&i| manifest.files[i].samples > 0).collect(),
-    };
-    let paths: Vec<PathBuf> = chosen.iter().map(|&i| dir.join(&manifest.files[i].path)).collect();
+    let paths = sample_paths(dir, manifest, files);
     let schema_error =
         |reason: &str| DatasetError::Shape { path: dir.join("manifest.json"), key: 0, reason: reason.to_owned() };
     match manifest.schema.kind {
@@ -164,6 +158,24 @@ pub fn traces(stores: &[PathBuf]) -> Result<Opened, DatasetError> {
         paths: stores.to_vec(),
         addresses,
     })
+}
+
+/// The paths under `dir` of the files `files` (manifest indices; every
+/// file when `None`) that hold samples, in order.
+pub fn sample_paths(dir: &Path, manifest: &Manifest, files: Option<&[usize]>) -> Vec<PathBuf> {
+    let chosen: Vec<usize> = match files {
+        Some(files) => {
+            files.iter().copied().filter(|&i| manifest.files.get(i).is_some_and(|f| f.samples > 0)).collect()
+        }
+        None => (0..manifest.files.len()).filter(|&i| manifest.files[i].samples > 0).collect(),
+    };
+    chosen.iter().map(|&i| dir.join(&manifest.files[i].path)).collect()
+}
+
+/// The LMDB store directories of [`sample_paths`]: a manifest lists each
+/// store's `data.mdb`, LMDB opens the directory.
+pub fn lmdb_stores(dir: &Path, manifest: &Manifest, files: Option<&[usize]>) -> Vec<PathBuf> {
+    store_dirs(&sample_paths(dir, manifest, files))
 }
 
 /// The LMDB store directories holding `files` (their `data.mdb`), each once,

@@ -36,7 +36,7 @@ use loader::pipeline::{Batch, Loader, LoaderConfig};
 use loader::sampler::BucketedSampler;
 use loader::traces::CHOICE_WIDTH;
 use serde_json::{Value, json};
-use trainer::engine::{ModelOptions, StepContext, TrainModel};
+use trainer::engine::{ModelChoice, StepContext, TrainModel};
 use trainer::models::etalumis::{EtalumisModel, small};
 use trainer::optim::{Optimizer, Rule};
 use trainer::params;
@@ -47,8 +47,8 @@ const STEP_BATCHES: usize = 6;
 /// The `small` model checked against `data`, and `STEP_BATCHES` bucketed
 /// batches of `batch` traces from it.
 fn model_and_batches(data: &Path, batch: usize) -> (EtalumisModel, Vec<Batch>) {
-    let options = ModelOptions { config: "small".into(), ..ModelOptions::default() };
-    let model = EtalumisModel::new(&options).unwrap();
+    let options = trainer::models::etalumis::model::EtalumisOptions::default();
+    let model = EtalumisModel::new(&ModelChoice::config("small"), &options).unwrap();
     let manifest = Manifest::load(&data.join(MANIFEST_FILE)).unwrap();
     model.check_data(data, &manifest).unwrap();
     let dataset = model.open_dataset(data, &manifest, None).unwrap();

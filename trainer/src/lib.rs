@@ -22,14 +22,11 @@
 //!   [`scaling`]: parallel efficiency against a 1-rank run's report.
 //!
 //! The `trainer` binary runs it under `mpirun`:
-//! `mpirun -np 2 trainer train --model cosmoflow --config mlperf-small --data DIR --epochs 4 --batch 8`;
+//! `mpirun -np 2 trainer train cosmoflow --config mlperf-small --data DIR --epochs 4 --batch 8`;
 //! `trainer models` lists the models.
 //!
 //! ```
-//! use trainer::engine::ModelOptions;
-//!
-//! let options = ModelOptions { config: "mlperf-small".into(), ..ModelOptions::default() };
-//! let model = trainer::models::build("cosmoflow", &options)?;
+//! let model = trainer::models::build("cosmoflow", "mlperf-small")?;
 //! assert_eq!(model.summary().config, "mlperf-small");
 //! let (parameters, state) = model.sizes()?;
 //! assert!(parameters > 0 && state == 0); // CosmoFlow has no BatchNorm

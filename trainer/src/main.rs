@@ -1,11 +1,12 @@
 //! `trainer`: data-parallel training over MPI, fed by the loader.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use cluster::World;
-use trainer::engine::{DataSource, DeviceChoice, InitChoice, ModelOptions, ScheduleSpec, TrainConfig};
+use trainer::engine::{DataSource, DeviceChoice, ModelChoice, ScheduleSpec, TrainConfig};
 use trainer::models::{self, Trainable};
 use trainer::optim::{Rule, TrustRatio};
 use trainer::scaling::Baseline;
@@ -26,8 +27,11 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Train a model on a dataset (a directory, or what `stager stage` put on each node).
-    Train(Box<TrainArgs>),
+    /// Train a model on a dataset (a directory, or what `stager stage` put
+    /// on each node): `trainer train MODEL [OPTIONS]`; `--model MODEL`
+    /// anywhere names it too, and cosmoflow is trained when none is named.
+    /// `trainer train MODEL --help` lists the options of that model.
+    Train,
     /// List the models, their configurations and parameter counts.
     Models,
     /// Importance sampling for held-out observations with a trained
@@ -113,15 +117,6 @@ enum OptimizerKind {
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-enum InitKind {
-    /// Glorot uniform (Keras' default, the MLPerf reference's default).
-    Glorot,
-    /// He uniform scaled for the model's activation (CosmoFlow: LeakyReLU
-    /// 0.3, the MLPerf reference's `he_uniform_mod`).
-    He,
-}
-
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 enum ScheduleKind {
     /// The base rate throughout.
     Constant,
@@ -131,12 +126,11 @@ enum ScheduleKind {
     Step,
 }
 
+/// The options every model takes; each model adds its own
+/// (`trainer train MODEL --help`).
 #[derive(Args, Debug)]
 struct TrainArgs {
-    /// The model (`trainer models` lists them).
-    #[arg(long, default_value = "cosmoflow")]
-    model: String,
-    /// Its configuration (default: the model's first; CosmoFlow: mlperf and
+    /// The model's configuration (default: the model's first; CosmoFlow: mlperf and
     /// sc18 take 128³ inputs, mlperf-small and sc18-small 32³, for tests and CPUs).
     #[arg(long)]
     config: Option<String>,
@@ -223,45 +217,6 @@ struct TrainArgs {
     /// Fusion buffer size in MiB (0: one allreduce per tensor).
     #[arg(long, default_value_t = 64.0)]
     fusion_mb: f64,
-    /// Dropout probability (default: the configuration's; CosmoFlow: after
-    /// the hidden dense layers, MLPerf 0.5; Tiramisu: after every
-    /// convolution of its dense layers and transitions down, 0.2).
-    #[arg(long)]
-    dropout: Option<f32>,
-    /// Segmentation models: how the training labels' class frequencies f
-    /// weigh the loss: inv-sqrt (1/sqrt(f), Kurth et al.), pow-0.125
-    /// (f^-0.125, MLPerf DeepCAM) or none. Counted on the first 32
-    /// training samples each rank holds.
-    #[arg(long, value_parser = ["inv-sqrt", "pow-0.125", "none"])]
-    class_weights: Option<String>,
-    /// Models with BatchNorm: normalise over groups of N samples of each
-    /// rank's batch instead of the whole batch ("ghost" batch norm), e.g.
-    /// so that 1 rank with --batch 4 --bn-group 2 trains as 2 ranks with
-    /// --batch 2 do. Must divide --batch.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    bn_group: Option<u64>,
-    /// Etalumis: LSTM layers, 1 to 4 (default: the configuration's, 1).
-    #[arg(long)]
-    lstm_depth: Option<usize>,
-    /// Etalumis: batches are cut from the traces' sorted order (each mostly
-    /// one trace type) and grouped into this many buckets, dealt out to the
-    /// ranks in a new order each epoch (Baydin et al. 2019; default 16).
-    /// 0: random batches of shuffled traces instead.
-    #[arg(long)]
-    buckets: Option<usize>,
-    /// How the initial weights are drawn (default: the model's own; biases
-    /// start at zero, BatchNorm scales at one).
-    #[arg(long, value_enum)]
-    init: Option<InitKind>,
-    /// Turn each training sample by one of the cube's 48 rotations and
-    /// reflections, drawn anew each step (the universe is isotropic, so
-    /// the targets stay as they are).
-    #[arg(long)]
-    augment: bool,
-    /// Shift and scale each input channel to mean 0 and deviation 1, with
-    /// statistics of the training set (never per sample).
-    #[arg(long)]
-    standardize: bool,
     /// Seed of the initial parameters, the sample order, dropout and --augment.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -303,43 +258,22 @@ struct TrainArgs {
     baseline: Option<PathBuf>,
 }
 
-/// The model the arguments select, and the run's configuration.
-fn config_from(args: &TrainArgs) -> anyhow::Result<(Box<dyn Trainable>, TrainConfig)> {
-    let entry = models::find(&args.model)?;
-    let options = ModelOptions {
-        config: args.config.clone().unwrap_or_else(|| entry.configs[0].to_owned()),
-        dropout: args.dropout,
-        augment: args.augment,
-        standardize: args.standardize,
-        init: args.init.map(|i| match i {
-            InitKind::Glorot => InitChoice::Glorot,
-            InitKind::He => InitChoice::He,
-        }),
-        class_weights: args.class_weights.clone(),
-        norm_group: args.bn_group.map(|g| g as usize),
-        lstm_depth: args.lstm_depth,
-        buckets: args.buckets,
-    };
-    if let Some(group) = args.bn_group {
-        anyhow::ensure!(
-            (args.batch as u64).is_multiple_of(group),
-            "--bn-group {group} does not divide --batch {}",
-            args.batch
-        );
-    }
-    let model = entry.build(&options)?;
+/// The model `entry` with the options parsed into `matches`, and the run's
+/// configuration.
+fn config_from(
+    args: &TrainArgs,
+    entry: &models::ModelEntry,
+    matches: &clap::ArgMatches,
+) -> anyhow::Result<(Box<dyn Trainable>, TrainConfig)> {
+    let choice =
+        ModelChoice { config: args.config.clone().unwrap_or_else(|| entry.configs[0].to_owned()), batch: args.batch };
+    let model = entry.build(&choice, matches)?;
     let source = match (&args.data, &args.staged, &args.node_local) {
         (Some(dir), _, _) => DataSource::Dir(dir.clone()),
         (None, Some(dest), _) => DataSource::Staged { dest: dest.clone() },
         (None, None, Some(template)) => DataSource::NodeLocal { template: template.clone() },
         (None, None, None) => anyhow::bail!("give --data DIR, --staged TEMPLATE or --node-local TEMPLATE"),
     };
-    if let Some(dropout) = args.dropout {
-        anyhow::ensure!(
-            dropout.is_finite() && (0.0..1.0).contains(&dropout),
-            "--dropout must be a probability in [0, 1), got {dropout}"
-        );
-    }
     anyhow::ensure!(
         args.fusion_mb.is_finite() && args.fusion_mb >= 0.0 && args.fusion_mb <= (1u64 << 20) as f64,
         "--fusion-mb must be a size in MiB from 0 to 1048576, got {}",
@@ -419,8 +353,12 @@ fn writable(dir: &std::path::Path) -> std::io::Result<()> {
 
 /// Everything that can be checked before MPI starts: the arguments, the
 /// model, the device, the datasets' manifests, the baseline report.
-fn prepare(args: &TrainArgs) -> anyhow::Result<(Box<dyn Trainable>, TrainConfig, Option<Baseline>)> {
-    let (model, config) = config_from(args)?;
+fn prepare(
+    args: &TrainArgs,
+    entry: &models::ModelEntry,
+    matches: &clap::ArgMatches,
+) -> anyhow::Result<(Box<dyn Trainable>, TrainConfig, Option<Baseline>)> {
+    let (model, config) = config_from(args, entry, matches)?;
     config.device.check()?;
     model.check_data(&config)?;
     if let Some(dir) = &config.checkpoint {
@@ -475,20 +413,101 @@ fn list_models() -> anyhow::Result<()> {
     println!("{:<14} {:<10} {:>12} {:>8}  about", "model", "config", "parameters", "state");
     for entry in models::MODELS {
         for config in entry.configs {
-            let options = ModelOptions { config: (*config).to_owned(), ..ModelOptions::default() };
-            let (parameters, state) = entry.build(&options)?.sizes()?;
+            let (parameters, state) = entry.build_default(config)?.sizes()?;
             println!("{:<14} {:<10} {parameters:>12} {state:>8}  {}", entry.name, config, entry.about);
         }
     }
     Ok(())
 }
 
+/// The command line: the commands, and under `train` one command per model
+/// with the options every model takes and its own.
+fn cli() -> clap::Command {
+    Cli::command().mut_subcommand("train", |train| {
+        let train = train
+            .subcommand_required(true)
+            .subcommand_value_name("MODEL")
+            .subcommand_help_heading("Models")
+            .disable_help_subcommand(true);
+        models::MODELS.iter().fold(train, |train, entry| {
+            // The about last: deriving the options sets their struct's doc.
+            train.subcommand(entry.command(TrainArgs::augment_args(clap::Command::new(entry.name))).about(entry.about))
+        })
+    })
+}
+
+/// `trainer train ... --model NAME ...` as `trainer train NAME ...`, and
+/// `trainer train OPTIONS` without a model as `trainer train cosmoflow
+/// OPTIONS`: how the command line named the model before each model had a
+/// command of its own.
+fn model_first(mut argv: Vec<OsString>) -> Vec<OsString> {
+    if argv.len() < 3 || argv[1] != "train" {
+        return argv;
+    }
+    let named = |arg: &OsString| models::MODELS.iter().any(|m| arg == m.name);
+    if named(&argv[2]) || ["help", "-h", "--help"].iter().any(|h| argv[2] == *h) {
+        return argv;
+    }
+    let flag = argv.iter().position(|a| a == "--model" || a.to_str().is_some_and(|a| a.starts_with("--model=")));
+    let model = match flag {
+        Some(i) if argv[i] == "--model" && i + 1 < argv.len() => {
+            let model = argv.remove(i + 1);
+            argv.remove(i);
+            model
+        }
+        Some(i) => match argv[i].to_str().and_then(|a| a.strip_prefix("--model=")) {
+            Some(model) => {
+                let model = OsString::from(model);
+                argv.remove(i);
+                model
+            }
+            None => return argv,
+        },
+        None => OsString::from("cosmoflow"),
+    };
+    argv.insert(2, model);
+    argv
+}
+
+/// Print a command-line error once for all ranks, as one line, and exit
+/// with its code (2); `--help` and `--version` print in full and exit 0.
+fn usage_error(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    let in_full = matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    let code = e.exit_code();
+    if in_full {
+        cluster::logging::exit_after_usage(|| drop(e.print()), code)
+    }
+    let line = one_line(&e.render().to_string());
+    cluster::logging::exit_after_usage(|| eprintln!("{line}"), code)
+}
+
+/// Clap's error text (the error, a tip, the usage) as one line: the
+/// error, the tip in brackets, and the command whose `--help` explains.
+fn one_line(rendered: &str) -> String {
+    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut line = lines.next().unwrap_or("error: invalid command line").to_owned();
+    for rest in lines {
+        if let Some(tip) = rest.strip_prefix("tip: ") {
+            line.push_str(&format!(" ({tip})"));
+        } else if let Some(usage) = rest.strip_prefix("Usage: ") {
+            let command: Vec<&str> = usage.split_whitespace().take_while(|w| !w.starts_with(['[', '<'])).collect();
+            line.push_str(&format!("; see `{} --help`", command.join(" ")));
+        }
+    }
+    line
+}
+
 fn main() {
     cluster::allocator::keep_freed_memory();
-    let cli =
-        Cli::try_parse().unwrap_or_else(|e| cluster::logging::exit_after_usage(|| drop(e.print()), e.exit_code()));
-    let args = match cli.command {
-        Command::Train(args) => args,
+    let matches =
+        cli().try_get_matches_from(model_first(std::env::args_os().collect())).unwrap_or_else(|e| usage_error(e));
+    let parsed = Cli::from_arg_matches(&matches).unwrap_or_else(|e| usage_error(e));
+    match parsed.command {
+        Command::Train => {}
         Command::Models => {
             if let Err(e) = list_models() {
                 cluster::logging::print_error(format_args!("{}", cluster::logging::chain(e.as_ref())));
@@ -506,10 +525,19 @@ fn main() {
             }
             return;
         }
+    }
+    // `train` requires a model's command, so both are there.
+    let Some((name, model_matches)) = matches.subcommand().and_then(|(_, train)| train.subcommand()) else {
+        usage_error(cli().error(clap::error::ErrorKind::MissingSubcommand, "trainer train needs a MODEL"))
+    };
+    let args = TrainArgs::from_arg_matches(model_matches).unwrap_or_else(|e| usage_error(e));
+    let entry = match models::find(name) {
+        Ok(entry) => entry,
+        Err(e) => usage_error(cli().error(clap::error::ErrorKind::InvalidSubcommand, e)),
     };
     // Check what can be checked before MPI starts, so a typo, a missing
     // GPU or a dataset of the wrong kind fails with one line and exit 2.
-    let (model, config, baseline) = match prepare(&args) {
+    let (model, config, baseline) = match prepare(&args, entry, model_matches) {
         Ok(prepared) => prepared,
         Err(e) => {
             cluster::logging::print_error_once(format_args!("{}", cluster::logging::chain(e.as_ref())));
@@ -535,5 +563,61 @@ fn main() {
             // wait in the next allreduce: end the whole job.
             _ => world.fail(cluster::logging::chain(e.as_ref())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn argv(line: &str) -> Vec<OsString> {
+        line.split_whitespace().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_model_flag_becomes_the_models_command_and_cosmoflow_is_the_default() {
+        let cases = [
+            ("trainer train --data d --model etalumis --batch 2", "trainer train etalumis --data d --batch 2"),
+            ("trainer train --model=tiramisu --data d", "trainer train tiramisu --data d"),
+            ("trainer train --data d", "trainer train cosmoflow --data d"),
+            ("trainer train inverse --data d", "trainer train inverse --data d"),
+            ("trainer train --help", "trainer train --help"),
+            ("trainer train", "trainer train"),
+            ("trainer models", "trainer models"),
+        ];
+        for (given, wanted) in cases {
+            assert_eq!(model_first(argv(given)), argv(wanted), "{given}");
+        }
+    }
+
+    #[test]
+    fn a_flag_another_model_has_is_refused_by_the_command_line_in_one_line() {
+        let error = cli()
+            .try_get_matches_from(model_first(argv("trainer train --model cosmoflow --lstm-depth 3 --data d")))
+            .unwrap_err();
+        assert_eq!(error.kind(), clap::error::ErrorKind::UnknownArgument);
+        assert_eq!(error.exit_code(), 2);
+        let line = one_line(&error.render().to_string());
+        assert_eq!(line, "error: unexpected argument '--lstm-depth' found; see `trainer train cosmoflow --help`");
+        for (model, flag) in
+            [("etalumis", "--dropout 0.1"), ("deeplabv3plus", "--dropout 0.1"), ("tiramisu", "--init he")]
+        {
+            let line = format!("trainer train {model} {flag} --data d");
+            assert!(cli().try_get_matches_from(argv(&line)).is_err(), "{line}");
+        }
+        assert!(cli().try_get_matches_from(argv("trainer train etalumis --lstm-depth 3 --data d")).is_ok());
+    }
+
+    #[test]
+    fn every_model_has_a_command_with_the_common_and_its_own_options() {
+        let command = cli();
+        let train = command.find_subcommand("train").unwrap();
+        for entry in models::MODELS {
+            let model = train.find_subcommand(entry.name).unwrap();
+            assert!(model.get_arguments().any(|a| a.get_id() == "batch"), "{}", entry.name);
+        }
+        command.debug_assert();
     }
 }

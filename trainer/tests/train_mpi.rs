@@ -256,6 +256,16 @@ fn bad_input_fails_with_one_clear_line() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("32³×4") && stderr.contains("128³×4"), "{stderr}");
 
+    // A flag of another model: the command line refuses it, in one line, exit 2.
+    let output = std::process::Command::new(TRAINER)
+        .args(["train", "--model", "cosmoflow", "--lstm-depth", "3", "--data", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--lstm-depth") && stderr.contains("trainer train cosmoflow --help"), "{stderr}");
+
     let output = e2e::mpirun(1, &[], Path::new(TRAINER), &["train", "--config", "resnet", "--data", "x"]);
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown CosmoFlow configuration"));

@@ -171,11 +171,7 @@ pub struct ValData {
 }
 
 fn load_manifest(path: &Path) -> Result<Manifest, TrainError> {
-    Manifest::load(path).map_err(|e| TrainError::Data(format!("loading {}: {e}", path.display())))
-}
-
-fn data_error(e: DatasetError) -> TrainError {
-    TrainError::Data(e.to_string())
+    Ok(Manifest::load(path)?)
 }
 
 /// The manifest of the dataset in `dir`, checked against the model.
@@ -197,7 +193,7 @@ pub fn check<M: TrainModel>(model: &M, source: &DataSource, val: Option<&Path>) 
             // Only the destinations this machine holds: another node's
             // is checked by that node's ranks when they open it.
             for dir in node_local_dirs(dest)?.into_iter().filter(|d| d.is_dir()) {
-                let (record, manifest) = PlacementRecord::open(&dir).map_err(|e| TrainError::Data(e.to_string()))?;
+                let (record, manifest) = PlacementRecord::open(&dir).map_err(TrainError::from)?;
                 model.check_data(checked_dir(&record, &dir), &manifest)?;
             }
         }
@@ -247,11 +243,13 @@ pub fn open<M: TrainModel>(
                 None => held_out(&manifest, val.is_some(), val_fraction)?,
             };
             let (train_files, val_files) = (&train_files[..], &val_files[..]);
-            let dataset = model.open_dataset(dir, &manifest, Some(train_files)).map_err(data_error)?;
+            let dataset = model.open_dataset(dir, &manifest, Some(train_files)).map_err(TrainError::from)?;
             let val = match val {
                 Some(v) => Some(open_val(world, model, v)?),
                 None if !val_files.is_empty() => Some(ValData {
-                    dataset: Arc::new(Shared(model.open_dataset(dir, &manifest, Some(val_files)).map_err(data_error)?)),
+                    dataset: Arc::new(Shared(
+                        model.open_dataset(dir, &manifest, Some(val_files)).map_err(TrainError::from)?,
+                    )),
                     share: (world.rank(), world.size()),
                 }),
                 None => None,
@@ -294,12 +292,13 @@ pub fn open<M: TrainModel>(
             let share = StagedShare::open(&dir, &place, |manifest| {
                 model.split(manifest).map(|split| split.validation).unwrap_or_default()
             })
-            .map_err(|e| TrainError::Data(e.to_string()))?;
+            .map_err(TrainError::from)?;
             model.check_data(checked_dir(share.record(), share.dir()), share.manifest())?;
-            let inner =
-                model.open_dataset(share.dir(), share.manifest(), Some(&share.sample_files())).map_err(data_error)?;
-            let dataset = share.remap(inner).map_err(|e| TrainError::Data(e.to_string()))?;
-            let sampler = share.sampler(Remainder::Drop).map_err(|e| TrainError::Data(e.to_string()))?;
+            let inner = model
+                .open_dataset(share.dir(), share.manifest(), Some(&share.sample_files()))
+                .map_err(TrainError::from)?;
+            let dataset = share.remap(inner).map_err(TrainError::from)?;
+            let sampler = share.sampler(Remainder::Drop).map_err(TrainError::from)?;
             let samples = sampler.per_rank() * world.size();
             let dataset = Arc::new(TrainSet::Staged(dataset));
             let train = TrainData { dataset, order: Box::new(move |e| sampler.indices(e)), samples };
@@ -329,7 +328,7 @@ fn open_node_local<M: TrainModel>(
     let dir = cluster::paths::expand(template, &topology.path_vars())
         .map_err(|e| TrainError::Data(format!("expanding --node-local {template}: {e}")))?;
     let manifest = checked_manifest(model, &dir)?;
-    let all = model.open_dataset(&dir, &manifest, None).map_err(data_error)?;
+    let all = model.open_dataset(&dir, &manifest, None).map_err(TrainError::from)?;
     let held = if val.is_some() { 0 } else { (all.len() as f64 * val_fraction).round() as usize };
     let trained = all.len().saturating_sub(held);
     let sampler = DistributedSampler {
@@ -410,6 +409,6 @@ fn held_out(manifest: &Manifest, separate: bool, val_fraction: f64) -> Result<(V
 fn open_val<M: TrainModel>(world: &World, model: &M, dir: &Path) -> Result<ValData, TrainError> {
     let manifest = checked_manifest(model, dir)?;
     let files = model.split(&manifest).map(|s| s.validation);
-    let dataset = model.open_dataset(dir, &manifest, files.as_deref()).map_err(data_error)?;
+    let dataset = model.open_dataset(dir, &manifest, files.as_deref()).map_err(TrainError::from)?;
     Ok(ValData { dataset: Arc::new(Shared(dataset)), share: (world.rank(), world.size()) })
 }

@@ -31,7 +31,10 @@ use crate::schedule::Schedule;
 pub use config::{ScheduleSpec, TrainConfig};
 pub use data::DataSource;
 pub use device::{DeviceChoice, DeviceError};
-pub use model::{InitChoice, ModelOptions, ModelSummary, Sampling, Split, StepContext, TrainModel, Validation};
+pub use model::{
+    InitChoice, ModelChoice, ModelSummary, Sampling, Split, StepContext, TrainModel, Validation, dropout_probability,
+    norm_group,
+};
 pub use report::{EpochReport, StepTimes, TrainReport};
 
 /// Why training stopped.
@@ -44,6 +47,24 @@ pub enum TrainError {
     /// The data could not be opened or read, or is not what the model takes.
     #[error("{0}")]
     Data(String),
+    /// A sample could not be opened, read or decoded.
+    #[error(transparent)]
+    Dataset(#[from] loader::dataset::DatasetError),
+    /// A dataset's manifest could not be read or is invalid.
+    #[error(transparent)]
+    Manifest(#[from] formats::manifest::ManifestError),
+    /// A staged destination cannot be trained from (its placement record).
+    #[error(transparent)]
+    Staged(#[from] loader::staged::StagedError),
+    /// A staged destination's placement record is missing or does not match.
+    #[error(transparent)]
+    Record(#[from] formats::placement_record::RecordError),
+    /// An LMDB store could not be read.
+    #[error(transparent)]
+    Lmdb(#[from] formats::lmdb::LmdbError),
+    /// A climate sample or statistics file could not be read.
+    #[error(transparent)]
+    Climate(#[from] formats::climate::ClimateError),
     /// A checkpoint could not be read or written.
     #[error(transparent)]
     Checkpoint(#[from] checkpoint::CheckpointError),
@@ -368,7 +389,7 @@ impl<M: TrainModel> Run<'_, M> {
                 }
                 let t = Instant::now();
                 let Some(batch) = batches.next() else { break };
-                let batch = batch.map_err(|e| TrainError::Data(e.to_string()))?;
+                let batch = batch.map_err(TrainError::from)?;
                 times.data_wait += t.elapsed().as_secs_f64();
                 let (next, loss) = match self.step(net, &batch, epoch, &mut times) {
                     Ok(stepped) => stepped,
@@ -639,7 +660,7 @@ impl<M: TrainModel> Run<'_, M> {
             check_finite: false,
         };
         let Some(batch) = Loader::new(val.dataset.clone(), mine, config).next() else { return Ok(()) };
-        let batch = batch.map_err(|e| TrainError::Data(e.to_string()))?;
+        let batch = batch.map_err(TrainError::from)?;
         self.model.picture(&net.valid(), &batch, &self.device, path)?;
         Ok(())
     }

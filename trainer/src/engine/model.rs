@@ -21,39 +21,52 @@ use serde::Serialize;
 use super::TrainError;
 use crate::params::Init;
 
-/// Which model, which configuration, and the few things about it a run may
-/// override from the command line.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ModelOptions {
+/// What every model is built from, whatever its own options: the
+/// configuration by name and the samples per rank per step. A model's own
+/// options live next to its network (`CosmoflowOptions`, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelChoice {
     /// Configuration name (`mlperf-small`, ...).
     pub config: String,
-    /// Dropout probability instead of the configuration's.
-    pub dropout: Option<f32>,
-    /// Random symmetries of each training sample (models that have them).
-    pub augment: bool,
-    /// Inputs standardised with training-set statistics (models that have it).
-    pub standardize: bool,
-    /// Initial weights' distribution instead of the model's own.
-    pub init: Option<InitChoice>,
-    /// How class frequencies weigh the loss (`inv-sqrt`, `pow-0.125`,
-    /// `none`; segmentation models).
-    pub class_weights: Option<String>,
-    /// Samples per batch-normalisation group instead of the whole per-rank
-    /// batch (models with BatchNorm).
-    pub norm_group: Option<usize>,
-    /// LSTM layers (Etalumis).
-    pub lstm_depth: Option<usize>,
-    /// Buckets of the bucketed trace sampler, 0 for shuffled traces (Etalumis).
-    pub buckets: Option<usize>,
+    /// Samples per rank per step (`--batch`), for options that must divide it.
+    pub batch: usize,
 }
 
-/// The `--init` choices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+impl ModelChoice {
+    /// Configuration `config` with a batch of one.
+    pub fn config(config: &str) -> Self {
+        ModelChoice { config: config.to_owned(), batch: 1 }
+    }
+}
+
+/// The `--init` choices of the models that offer one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum InitChoice {
-    /// Glorot uniform.
+    /// Glorot uniform (Keras' default, the MLPerf reference's default).
     Glorot,
-    /// He uniform, scaled for the model's activation.
+    /// He uniform scaled for the model's activation (CosmoFlow: LeakyReLU
+    /// 0.3, the MLPerf reference's `he_uniform_mod`).
     He,
+}
+
+/// The samples per batch-normalisation group of `--bn-group` (0: the whole
+/// per-rank batch), which must divide the per-rank `batch`.
+pub fn norm_group(bn_group: Option<u64>, batch: usize) -> Result<usize, TrainError> {
+    match bn_group {
+        None => Ok(0),
+        Some(group) if group > 0 && (batch as u64).is_multiple_of(group) => Ok(group as usize),
+        Some(group) => Err(TrainError::Invalid(format!("--bn-group {group} does not divide --batch {batch}"))),
+    }
+}
+
+/// `--dropout` as the models that have dropout take it: a probability in [0, 1).
+pub fn dropout_probability(text: &str) -> Result<f32, String> {
+    let p: f32 = text.parse().map_err(|e| format!("{text:?}: {e}"))?;
+    if p.is_finite() && (0.0..1.0).contains(&p) {
+        Ok(p)
+    } else {
+        Err(format!("must be a probability in [0, 1), got {p}"))
+    }
 }
 
 /// A model's validation figures, reduced over the ranks.

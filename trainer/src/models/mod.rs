@@ -1,5 +1,5 @@
-//! The models `trainer train --model NAME --config NAME` can train, and
-//! the registry that finds them by name.
+//! The models `trainer train NAME --config CONFIG` can train, and the
+//! registry that finds them by name with their own options.
 //!
 //! - [`cosmoflow`]: CosmoFlow (MLPerf HPC and SC18 layouts, reduced sizes
 //!   for tests and CPUs).
@@ -20,28 +20,10 @@ pub mod inverse;
 pub mod probe;
 pub mod segmentation;
 
-use std::path::{Path, PathBuf};
-
 use cluster::World;
-use formats::manifest::Manifest;
 
-use crate::engine::{self, EpochReport, ModelOptions, ModelSummary, TrainConfig, TrainError, TrainModel, TrainReport};
+use crate::engine::{self, EpochReport, ModelChoice, ModelSummary, TrainConfig, TrainError, TrainModel, TrainReport};
 use crate::params;
-
-/// The LMDB stores (directories) of a manifest's files `files` (all
-/// sample files when `None`): the manifest lists each store's `data.mdb`,
-/// LMDB opens the directory.
-pub(crate) fn lmdb_store_dirs(dir: &Path, manifest: &Manifest, files: Option<&[usize]>) -> Vec<PathBuf> {
-    let all: Vec<usize> = (0..manifest.files.len()).filter(|&i| manifest.files[i].samples > 0).collect();
-    files
-        .unwrap_or(&all)
-        .iter()
-        .map(|&i| {
-            let file = dir.join(&manifest.files[i].path);
-            file.parent().map_or(file.clone(), Path::to_path_buf)
-        })
-        .collect()
-}
 
 /// A model with its type erased, as the registry hands it out.
 pub trait Trainable {
@@ -87,22 +69,53 @@ impl<M: TrainModel> Trainable for M {
     }
 }
 
-/// One model the trainer knows.
+/// One model the trainer knows: its name, configurations and own options.
+/// A model is one folder (network, options, data, engine glue) plus one
+/// entry in [`MODELS`].
 pub struct ModelEntry {
-    /// `--model` name.
+    /// `trainer train NAME`.
     pub name: &'static str,
     /// One line about it.
     pub about: &'static str,
     /// Its `--config` names; the first is the default.
     pub configs: &'static [&'static str],
-    build: fn(&ModelOptions) -> Result<Box<dyn Trainable>, TrainError>,
+    /// Adds the model's own options (a `clap::Args` struct beside its network).
+    options: fn(clap::Command) -> clap::Command,
+    /// Builds it from the configuration and its parsed options.
+    build: BuildFn,
 }
 
+/// How a registry entry builds its model.
+type BuildFn = fn(&ModelChoice, &clap::ArgMatches) -> Result<Box<dyn Trainable>, TrainError>;
+
 impl ModelEntry {
-    /// The model with `options`.
-    pub fn build(&self, options: &ModelOptions) -> Result<Box<dyn Trainable>, TrainError> {
-        (self.build)(options)
+    /// `command` (the options every model takes) with this model's own
+    /// under a heading of their own.
+    pub fn command(&self, command: clap::Command) -> clap::Command {
+        (self.options)(command.next_help_heading("Options of this model"))
     }
+
+    /// The model with `choice` and the options parsed into `matches` (by
+    /// [`command`](Self::command)).
+    pub fn build(&self, choice: &ModelChoice, matches: &clap::ArgMatches) -> Result<Box<dyn Trainable>, TrainError> {
+        (self.build)(choice, matches)
+    }
+
+    /// The model with configuration `config` and its options' defaults.
+    pub fn build_default(&self, config: &str) -> Result<Box<dyn Trainable>, TrainError> {
+        let matches = (self.options)(clap::Command::new(self.name))
+            .try_get_matches_from([self.name])
+            .map_err(|e| TrainError::Invalid(e.to_string()))?;
+        self.build(&ModelChoice::config(config), &matches)
+    }
+}
+
+fn options_of<O: clap::Args>(command: clap::Command) -> clap::Command {
+    O::augment_args(command)
+}
+
+fn parsed<O: clap::FromArgMatches>(matches: &clap::ArgMatches) -> Result<O, TrainError> {
+    O::from_arg_matches(matches).map_err(|e| TrainError::Invalid(e.to_string()))
 }
 
 /// Every model, in the order `trainer models` lists them.
@@ -111,38 +124,51 @@ pub const MODELS: &[ModelEntry] = &[
         name: "cosmoflow",
         about: "cosmological parameters from dark-matter volumes (Mathuriya et al. 2018; MLPerf HPC)",
         configs: cosmoflow::CONFIGS,
-        build: |o| Ok(Box::new(cosmoflow::CosmoflowModel::new(o)?)),
+        options: options_of::<cosmoflow::CosmoflowOptions>,
+        build: |c, m| Ok(Box::new(cosmoflow::CosmoflowModel::new(c, &parsed(m)?)?)),
     },
     ModelEntry {
         name: "tiramisu",
         about: "cyclones and atmospheric rivers in climate fields, FC-DenseNet (Jégou et al. 2017; Kurth et al. 2018)",
         configs: segmentation::TIRAMISU_CONFIGS,
-        build: |o| Ok(Box::new(segmentation::SegmentationModel::<segmentation::tiramisu::TiramisuConfig>::new(o)?)),
+        options: options_of::<segmentation::model::TiramisuOptions>,
+        build: |c, m| {
+            let options: segmentation::model::TiramisuOptions = parsed(m)?;
+            type Model = segmentation::SegmentationModel<segmentation::tiramisu::TiramisuConfig>;
+            Ok(Box::new(Model::new(c, &options.segmentation, options.dropout)?))
+        },
     },
     ModelEntry {
         name: "deeplabv3plus",
         about: "cyclones and atmospheric rivers in climate fields, ResNet-50 DeepLabv3+ (Chen et al. 2018; Kurth et al. 2018)",
         configs: segmentation::DEEPLAB_CONFIGS,
-        build: |o| Ok(Box::new(segmentation::SegmentationModel::<segmentation::deeplab::DeeplabConfig>::new(o)?)),
+        options: options_of::<segmentation::model::SegmentationOptions>,
+        build: |c, m| {
+            type Model = segmentation::SegmentationModel<segmentation::deeplab::DeeplabConfig>;
+            Ok(Box::new(Model::new(c, &parsed(m)?, None)?))
+        },
     },
     ModelEntry {
         name: "inverse",
         about: "projected electron density from CBED pattern stacks, FC-DenseNet (Jégou et al. 2017; Laanait et al. 2019)",
         configs: inverse::CONFIGS,
-        build: |o| Ok(Box::new(inverse::InverseModel::new(o)?)),
+        options: options_of::<inverse::model::InverseOptions>,
+        build: |c, m| Ok(Box::new(inverse::InverseModel::new(c, &parsed(m)?)?)),
     },
     ModelEntry {
         name: "etalumis",
         about: "a simulator's latent choices from its observation, 3-D CNN and LSTM with proposal heads per address \
                 (Baydin et al. 2019; the parameters shown are the shared ones, the data adds layers per address)",
         configs: etalumis::CONFIGS,
-        build: |o| Ok(Box::new(etalumis::EtalumisModel::new(o)?)),
+        options: options_of::<etalumis::model::EtalumisOptions>,
+        build: |c, m| Ok(Box::new(etalumis::EtalumisModel::new(c, &parsed(m)?)?)),
     },
     ModelEntry {
         name: "bn-probe",
         about: "a small BatchNorm CNN on CosmoFlow data that checks the engine's state handling (not a published model)",
         configs: probe::CONFIGS,
-        build: |o| Ok(Box::new(probe::ProbeModel::new(o)?)),
+        options: options_of::<probe::ProbeOptions>,
+        build: |c, m| Ok(Box::new(probe::ProbeModel::new(c, &parsed(m)?)?)),
     },
 ];
 
@@ -154,7 +180,7 @@ pub fn find(name: &str) -> Result<&'static ModelEntry, TrainError> {
     })
 }
 
-/// The model `name` with `options`.
-pub fn build(name: &str, options: &ModelOptions) -> Result<Box<dyn Trainable>, TrainError> {
-    find(name)?.build(options)
+/// The model `name` with configuration `config` and its options' defaults.
+pub fn build(name: &str, config: &str) -> Result<Box<dyn Trainable>, TrainError> {
+    find(name)?.build_default(config)
 }

@@ -23,7 +23,7 @@ use formats::manifest::Manifest;
 use loader::dataset::{Dataset, DatasetError};
 use loader::pipeline::Batch;
 
-use crate::engine::{InitChoice, ModelOptions, ModelSummary, StepContext, TrainError, TrainModel, Validation};
+use crate::engine::{InitChoice, ModelChoice, ModelSummary, StepContext, TrainError, TrainModel, Validation};
 use crate::models::cosmoflow::{self, mse};
 use crate::params::Init;
 
@@ -57,6 +57,14 @@ impl ProbeNet {
     }
 }
 
+/// The probe's own options (`trainer train bn-probe --help`).
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct ProbeOptions {
+    /// How the initial weights are drawn (default: he).
+    #[arg(long, value_enum)]
+    pub init: Option<InitChoice>,
+}
+
 /// The probe as the engine trains it.
 #[derive(Debug, Clone)]
 pub struct ProbeModel {
@@ -64,23 +72,13 @@ pub struct ProbeModel {
 }
 
 impl ProbeModel {
-    /// The model for `options` (only configuration `small`).
-    pub fn new(options: &ModelOptions) -> Result<Self, TrainError> {
-        if options.config != "small" {
+    /// The configuration `choice` names (only `small`) with `options`.
+    pub fn new(choice: &ModelChoice, options: &ProbeOptions) -> Result<Self, TrainError> {
+        if choice.config != "small" {
             return Err(TrainError::Model(format!(
                 "unknown bn-probe configuration '{}' (known: small)",
-                options.config
+                choice.config
             )));
-        }
-        if options.augment
-            || options.standardize
-            || options.dropout.is_some()
-            || options.class_weights.is_some()
-            || options.norm_group.is_some()
-        {
-            return Err(TrainError::Invalid(
-                "bn-probe has no --augment, --standardize, --dropout, --class-weights or --bn-group".into(),
-            ));
         }
         let init = match options.init {
             None | Some(InitChoice::He) => Init::HeUniformLeaky { slope: 0.0 },
@@ -166,7 +164,7 @@ mod tests {
 
     #[test]
     fn batchnorm_tensors_are_told_apart_and_start_at_their_published_values() {
-        let model = ProbeModel::new(&ModelOptions { config: "small".into(), ..ModelOptions::default() }).unwrap();
+        let model = ProbeModel::new(&ModelChoice::config("small"), &ProbeOptions::default()).unwrap();
         let net = model.build(&Device::flex()).unwrap();
         let tensors = params::inventory(&net).unwrap();
         let roles: Vec<Role> = tensors.iter().map(|t| t.role).collect();
@@ -196,7 +194,7 @@ mod tests {
     /// running statistics changes what validation sees.
     #[test]
     fn the_forward_pass_updates_the_state_and_inference_uses_it() {
-        let model = ProbeModel::new(&ModelOptions { config: "small".into(), ..ModelOptions::default() }).unwrap();
+        let model = ProbeModel::new(&ModelChoice::config("small"), &ProbeOptions::default()).unwrap();
         let device = Device::flex().autodiff();
         let net = model.build(&device).unwrap();
         let tensors = params::inventory(&net).unwrap();

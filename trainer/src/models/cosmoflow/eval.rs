@@ -24,7 +24,7 @@ pub fn validate(
     let mut sum_y = vec![0f64; outputs];
     let mut targets = Vec::new();
     for batch in batches {
-        let batch = batch.map_err(|e| TrainError::Data(e.to_string()))?;
+        let batch = batch.map_err(TrainError::from)?;
         let prediction = predict(&batch)
             .into_data()
             .try_into_vec_as::<f32>()

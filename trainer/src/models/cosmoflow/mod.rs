@@ -22,12 +22,33 @@ use loader::pipeline::Batch;
 
 pub use net::{ConfigError, ConvLayer, Cosmoflow, CosmoflowConfig, DropoutMasks, LEAKY_SLOPE, mse};
 
-use crate::engine::{InitChoice, ModelOptions, ModelSummary, StepContext, TrainError, TrainModel, Validation};
+use crate::engine::{InitChoice, ModelChoice, ModelSummary, StepContext, TrainError, TrainModel, Validation};
 use crate::params::Init;
 use standardize::Standardize;
 
 /// The configurations `--config` accepts.
 pub const CONFIGS: &[&str] = &["mlperf", "mlperf-small", "sc18", "sc18-small"];
+
+/// CosmoFlow's own options (`trainer train cosmoflow --help`).
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct CosmoflowOptions {
+    /// Dropout probability after the hidden dense layers (default: the
+    /// configuration's; MLPerf 0.5).
+    #[arg(long, value_parser = crate::engine::dropout_probability)]
+    pub dropout: Option<f32>,
+    /// How the initial weights are drawn (default: glorot; biases start at zero).
+    #[arg(long, value_enum)]
+    pub init: Option<InitChoice>,
+    /// Turn each training sample by one of the cube's 48 rotations and
+    /// reflections, drawn anew each step (the universe is isotropic, so
+    /// the targets stay as they are).
+    #[arg(long)]
+    pub augment: bool,
+    /// Shift and scale each input channel to mean 0 and deviation 1, with
+    /// statistics of the training set (never per sample).
+    #[arg(long)]
+    pub standardize: bool,
+}
 
 /// Check that `manifest` (of the dataset in `dir`) describes CosmoFlow
 /// samples of `size`³ × `channels`, as configuration `config` takes.
@@ -77,19 +98,10 @@ pub struct CosmoflowModel {
 }
 
 impl CosmoflowModel {
-    /// The model for `options` (configuration by name, dropout override,
-    /// `--augment`, `--standardize`, `--init`).
-    pub fn new(options: &ModelOptions) -> Result<Self, TrainError> {
-        let mut config = CosmoflowConfig::by_name(&options.config).map_err(|e| TrainError::Model(e.to_string()))?;
-        if options.class_weights.is_some() || options.norm_group.is_some() {
-            return Err(TrainError::Invalid(
-                "cosmoflow has no --class-weights (a regression) or --bn-group (no BatchNorm)".into(),
-            ));
-        }
+    /// The configuration `choice` names with `options`.
+    pub fn new(choice: &ModelChoice, options: &CosmoflowOptions) -> Result<Self, TrainError> {
+        let mut config = CosmoflowConfig::by_name(&choice.config).map_err(|e| TrainError::Model(e.to_string()))?;
         if let Some(p) = options.dropout {
-            if !(0.0..1.0).contains(&p) {
-                return Err(TrainError::Invalid("--dropout must be in [0, 1)".into()));
-            }
             config.dropout = p;
         }
         config.final_size().map_err(|e| TrainError::Model(e.to_string()))?;

@@ -62,7 +62,7 @@ impl Standardize {
         let (mut x, mut y) = (vec![0f32; dataset.x_len()], vec![0f32; dataset.y_len()]);
         let mut local = vec![0f64; 2 * c + 1];
         for &i in indices {
-            dataset.read_into(i, &mut x, &mut y).map_err(|e| TrainError::Data(e.to_string()))?;
+            dataset.read_into(i, &mut x, &mut y).map_err(TrainError::from)?;
             for (total, s) in local.iter_mut().zip(Self::sums(&x, c)) {
                 *total += s;
             }

@@ -157,7 +157,7 @@ pub fn load_network(dir: &Path, device: &Device) -> Result<(EtalumisNet, SavedNe
 fn held_out(dir: &Path, count: usize, shape: [usize; 3]) -> Result<Vec<HeldOut>, TrainError> {
     let data = |e: &dyn std::fmt::Display| TrainError::Data(format!("--observations {}: {e}", dir.display()));
     let manifest = Manifest::load(&dir.join(MANIFEST_FILE)).map_err(|e| data(&e))?;
-    let stores = super::super::lmdb_store_dirs(dir, &manifest, None)
+    let stores = loader::catalog::lmdb_stores(dir, &manifest, None)
         .into_iter()
         .map(|d| TraceStore::open(&d).map(|s| (d, s)).map_err(|e| data(&e)))
         .collect::<Result<Vec<_>, _>>()?;

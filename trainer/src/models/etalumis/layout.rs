@@ -116,7 +116,7 @@ impl Layout {
                     let kind = Kind::of_address(name).map_err(|e| TrainError::Data(format!("{shown}: {e}")))?;
                     let outcomes = if kind.counted() {
                         if first.is_none() {
-                            first = store.get(trace_type.first).map_err(|e| TrainError::Data(e.to_string()))?;
+                            first = store.get(trace_type.first).map_err(TrainError::from)?;
                         }
                         let prior = first
                             .as_ref()

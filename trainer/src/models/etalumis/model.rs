@@ -21,7 +21,7 @@ use super::layout::Layout;
 use super::net::EtalumisNet;
 use super::proposal::{Rows, log_density};
 use super::{EtalumisConfig, by_name};
-use crate::engine::{ModelOptions, ModelSummary, Sampling, StepContext, TrainError, TrainModel, Validation};
+use crate::engine::{ModelChoice, ModelSummary, Sampling, StepContext, TrainError, TrainModel, Validation};
 use crate::params::Init;
 
 /// Training traces (the first a rank holds) the observation's scale is
@@ -95,29 +95,29 @@ fn parse(batch: &Batch) -> Vec<Option<Parsed>> {
         .collect()
 }
 
+/// Etalumis' own options (`trainer train etalumis --help`). Observations
+/// are always standardised; the weights are drawn as the paper's layers
+/// are.
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct EtalumisOptions {
+    /// LSTM layers, 1 to 4 (default: the configuration's, 1).
+    #[arg(long, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u8).range(1..=4), usize::from))]
+    pub lstm_depth: Option<usize>,
+    /// Batches are cut from the traces' sorted order (each mostly one trace
+    /// type) and grouped into this many buckets, dealt out to the ranks in
+    /// a new order each epoch (Baydin et al. 2019; default 16). 0: random
+    /// batches of shuffled traces instead.
+    #[arg(long)]
+    pub buckets: Option<usize>,
+}
+
 impl EtalumisModel {
-    /// The model for `options`.
-    pub fn new(options: &ModelOptions) -> Result<Self, TrainError> {
-        let mut config = by_name(&options.config)
-            .ok_or_else(|| TrainError::Model(format!("unknown etalumis configuration '{}'", options.config)))?;
+    /// The configuration `choice` names with `options`.
+    pub fn new(choice: &ModelChoice, options: &EtalumisOptions) -> Result<Self, TrainError> {
+        let mut config = by_name(&choice.config)
+            .ok_or_else(|| TrainError::Model(format!("unknown etalumis configuration '{}'", choice.config)))?;
         if let Some(depth) = options.lstm_depth {
-            if !(1..=4).contains(&depth) {
-                return Err(TrainError::Invalid(format!("--lstm-depth must be 1 to 4, got {depth}")));
-            }
             config.lstm_depth = depth;
-        }
-        if options.dropout.is_some()
-            || options.augment
-            || options.standardize
-            || options.init.is_some()
-            || options.class_weights.is_some()
-            || options.norm_group.is_some()
-        {
-            return Err(TrainError::Invalid(
-                "etalumis takes no --dropout, --augment, --standardize (observations are always standardised), \
-                 --init, --class-weights or --bn-group"
-                    .into(),
-            ));
         }
         Ok(EtalumisModel { config, buckets: options.buckets.unwrap_or(DEFAULT_BUCKETS), data: OnceLock::new() })
     }
@@ -223,7 +223,7 @@ fn observation_scale(stores: &TraceStores) -> Result<(f32, f32), TrainError> {
     let mut sums = [0f64; 3];
     for i in 0..stores.len().min(FITTED_TRACES) {
         target.clear();
-        stores.read_ragged(i, &mut x, &mut target).map_err(|e| TrainError::Data(e.to_string()))?;
+        stores.read_ragged(i, &mut x, &mut target).map_err(TrainError::from)?;
         sums[0] += x.len() as f64;
         sums[1] += x.iter().map(|&v| f64::from(v)).sum::<f64>();
         sums[2] += x.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>();
@@ -275,8 +275,8 @@ impl TrainModel for EtalumisModel {
                 manifest.schema.kind
             )));
         }
-        let stores = TraceStores::open(&super::super::lmdb_store_dirs(dir, manifest, None), &[])
-            .map_err(|e| TrainError::Data(e.to_string()))?;
+        let stores =
+            TraceStores::open(&loader::catalog::lmdb_stores(dir, manifest, None), &[]).map_err(TrainError::from)?;
         let shape = match stores.observation_shape() {
             &[d, h, w] => [d as usize, h as usize, w as usize],
             other => {
@@ -327,7 +327,7 @@ impl TrainModel for EtalumisModel {
         files: Option<&[usize]>,
     ) -> Result<Arc<dyn Dataset>, DatasetError> {
         let names = self.data.get().map(|(_, data)| data.layout.names()).unwrap_or_default();
-        Ok(Arc::new(TraceStores::open(&super::super::lmdb_store_dirs(dir, manifest, files), &names)?))
+        Ok(Arc::new(TraceStores::open(&loader::catalog::lmdb_stores(dir, manifest, files), &names)?))
     }
 
     fn loss(
@@ -366,7 +366,7 @@ impl TrainModel for EtalumisModel {
         // [Σ −log q, Σ −log p, traces scored, traces skipped]
         let mut local = [0f64; 4];
         for batch in batches {
-            let batch = batch.map_err(|e| TrainError::Data(e.to_string()))?;
+            let batch = batch.map_err(TrainError::from)?;
             let traces = parse(&batch);
             if let Some(total) = self.log_q(net, &batch, &traces, device)? {
                 local[0] -= scalar(total)?;

@@ -17,7 +17,7 @@ use mpi::collective::SystemOperation;
 use mpi::traits::*;
 
 use super::huber::{self, mean_huber};
-use crate::engine::{ModelOptions, ModelSummary, StepContext, TrainError, TrainModel, Validation};
+use crate::engine::{ModelChoice, ModelSummary, StepContext, TrainError, TrainModel, Validation};
 use crate::models::dropout::DropoutMasks;
 use crate::models::segmentation::layers::Pass;
 use crate::models::segmentation::tiramisu::{Tiramisu, TiramisuConfig};
@@ -53,27 +53,31 @@ pub struct InverseModel {
     normalisation: Option<Normalisation>,
 }
 
+/// The inverse model's own options (`trainer train inverse --help`).
+/// Inputs and targets are always standardised with training-set statistics.
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct InverseOptions {
+    /// Dropout probability after every convolution of the dense blocks
+    /// (default: the configuration's).
+    #[arg(long, value_parser = crate::engine::dropout_probability)]
+    pub dropout: Option<f32>,
+    /// Normalise over groups of N samples of each rank's batch instead of
+    /// the whole batch ("ghost" batch norm). Must divide --batch.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub bn_group: Option<u64>,
+}
+
 impl InverseModel {
-    /// The model for `options`.
-    pub fn new(options: &ModelOptions) -> Result<Self, TrainError> {
-        let mut network = super::by_name(&options.config)
-            .ok_or_else(|| TrainError::Model(format!("unknown inverse configuration '{}'", options.config)))?;
+    /// The configuration `choice` names with `options`.
+    pub fn new(choice: &ModelChoice, options: &InverseOptions) -> Result<Self, TrainError> {
+        let mut network = super::by_name(&choice.config)
+            .ok_or_else(|| TrainError::Model(format!("unknown inverse configuration '{}'", choice.config)))?;
         if let Some(p) = options.dropout {
-            if !(0.0..1.0).contains(&p) {
-                return Err(TrainError::Invalid("--dropout must be in [0, 1)".into()));
-            }
             network.block_dropout = Some(p);
-        }
-        if options.augment || options.standardize || options.init.is_some() || options.class_weights.is_some() {
-            return Err(TrainError::Invalid(
-                "inverse takes no --augment, --standardize (inputs and targets are always standardised with \
-                 training-set statistics), --init or --class-weights"
-                    .into(),
-            ));
         }
         Ok(InverseModel {
             network,
-            norm_group: options.norm_group.unwrap_or(0),
+            norm_group: crate::engine::norm_group(options.bn_group, choice.batch)?,
             shape: OnceLock::new(),
             normalisation: None,
         })
@@ -144,8 +148,8 @@ impl TrainModel for InverseModel {
                 manifest.schema.kind
             )));
         }
-        let stores = ScatteringStores::open(&super::super::lmdb_store_dirs(dir, manifest, None))
-            .map_err(|e| TrainError::Data(e.to_string()))?;
+        let stores =
+            ScatteringStores::open(&loader::catalog::lmdb_stores(dir, manifest, None)).map_err(TrainError::from)?;
         let shape = stores.shape();
         let want = [self.network.channels, self.network.input[0], self.network.input[1]];
         let got = [shape.positions as usize, shape.height as usize, shape.width as usize];
@@ -155,7 +159,7 @@ impl TrainModel for InverseModel {
                 got[0], got[1], got[2], self.network.name, want[0], want[1], want[2]
             )));
         }
-        stores.check_every_shape().map_err(|e| TrainError::Data(e.to_string()))?;
+        stores.check_every_shape().map_err(TrainError::from)?;
         let _ = self.shape.set(shape);
         Ok(())
     }
@@ -166,7 +170,7 @@ impl TrainModel for InverseModel {
         manifest: &Manifest,
         files: Option<&[usize]>,
     ) -> Result<Arc<dyn Dataset>, DatasetError> {
-        Ok(Arc::new(ScatteringStores::open(&super::super::lmdb_store_dirs(dir, manifest, files))?))
+        Ok(Arc::new(ScatteringStores::open(&loader::catalog::lmdb_stores(dir, manifest, files))?))
     }
 
     /// The input's mean and deviation, and each target pixel's, over the
@@ -178,7 +182,7 @@ impl TrainModel for InverseModel {
         // [samples, Σx, Σx², then Σy and Σy² of every target pixel]
         let mut sums = vec![0f64; 3 + 2 * pixels];
         for &i in first.iter().take(FITTED_SAMPLES) {
-            train.read_into(i, &mut x, &mut y).map_err(|e| TrainError::Data(e.to_string()))?;
+            train.read_into(i, &mut x, &mut y).map_err(TrainError::from)?;
             sums[0] += 1.0;
             sums[1] += x.iter().map(|&v| f64::from(v)).sum::<f64>();
             sums[2] += x.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>();
@@ -254,7 +258,7 @@ impl TrainModel for InverseModel {
         // [Σ loss·pixels, Σ mean-image loss·pixels, Σ‖error‖², Σ‖truth‖², pixels]
         let mut local = [0f64; 5];
         for batch in batches {
-            let batch = batch.map_err(|e| TrainError::Data(e.to_string()))?;
+            let batch = batch.map_err(TrainError::from)?;
             let (x, y) = self.tensors(&batch, device)?;
             let prediction = net.forward(x, &mut Pass::inference());
             let pixels = batch.y.len() as f64;

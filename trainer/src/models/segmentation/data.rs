@@ -57,17 +57,16 @@ pub fn check_first_sample(dir: &Path, manifest: &Manifest, stats: &Path) -> Resu
     let Some(first) = first else {
         return Err(TrainError::Data(format!("{}: the manifest lists no training sample file", dir.display())));
     };
-    let data_error = |e: DatasetError| TrainError::Data(e.to_string());
-    let dataset = open(dir, manifest, Some(&[first]), Some(stats)).map_err(data_error)?;
+    let dataset = open(dir, manifest, Some(&[first]), Some(stats))?;
     let (mut x, mut y) = (vec![0f32; dataset.x_len()], vec![0f32; dataset.y_len()]);
-    dataset.read_into(0, &mut x, &mut y).map_err(data_error)?;
+    dataset.read_into(0, &mut x, &mut y)?;
     Ok(())
 }
 
 /// Check that `stats.h5` in `dir` can be read and has a value per channel.
 pub fn check_stats(dir: &Path, channels: usize) -> Result<PathBuf, TrainError> {
     let path = dir.join(STATS_FILE);
-    let stats = climate::read_stats(&path).map_err(|e| TrainError::Data(e.to_string()))?;
+    let stats = climate::read_stats(&path).map_err(TrainError::from)?;
     if stats.minval.len() != channels {
         return Err(TrainError::Data(format!(
             "{}: statistics of {} channels for samples of {channels}",

@@ -25,7 +25,7 @@ use super::loss::weighted_cross_entropy;
 use super::tiramisu::{Tiramisu, TiramisuConfig};
 use super::weights::{ClassWeighting, count_classes};
 use super::{CLASSES, data};
-use crate::engine::{ModelOptions, ModelSummary, Split, StepContext, TrainError, TrainModel, Validation};
+use crate::engine::{ModelChoice, ModelSummary, Split, StepContext, TrainError, TrainModel, Validation};
 use crate::models::dropout::DropoutMasks;
 use crate::params::Init;
 
@@ -122,6 +122,37 @@ impl Network for DeeplabConfig {
     }
 }
 
+/// The options of both segmentation models (`trainer train tiramisu
+/// --help`). Inputs are min-max normalised with `stats.h5`, as DeepCAM
+/// does; the weights are drawn He-uniform (He et al. 2015).
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct SegmentationOptions {
+    /// How the training labels' class frequencies f weigh the loss:
+    /// inv-sqrt (1/sqrt(f), Kurth et al.), pow-0.125 (f^-0.125, MLPerf
+    /// DeepCAM) or none. Counted on the first 32 training samples each
+    /// rank holds.
+    #[arg(long, value_parser = ["inv-sqrt", "pow-0.125", "none"])]
+    pub class_weights: Option<String>,
+    /// Normalise over groups of N samples of each rank's batch instead of
+    /// the whole batch ("ghost" batch norm), e.g. so that 1 rank with
+    /// --batch 4 --bn-group 2 trains as 2 ranks with --batch 2 do. Must
+    /// divide --batch.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub bn_group: Option<u64>,
+}
+
+/// Tiramisu's options: the segmentation options and dropout.
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct TiramisuOptions {
+    /// The options both segmentation models have.
+    #[command(flatten)]
+    pub segmentation: SegmentationOptions,
+    /// Dropout probability after every convolution of the dense layers and
+    /// transitions down (default: the configuration's, 0.2).
+    #[arg(long, value_parser = crate::engine::dropout_probability)]
+    pub dropout: Option<f32>,
+}
+
 /// A segmentation network with everything the engine asks of a model.
 #[derive(Debug)]
 pub struct SegmentationModel<N: Network> {
@@ -143,27 +174,14 @@ pub struct SegmentationModel<N: Network> {
 const COUNTED_SAMPLES: usize = 32;
 
 impl<N: Network> SegmentationModel<N> {
-    /// The model for `options`.
-    pub fn new(options: &ModelOptions) -> Result<Self, TrainError> {
-        let mut network = N::by_name(&options.config)
-            .ok_or_else(|| TrainError::Model(format!("unknown {} configuration '{}'", N::MODEL, options.config)))?;
-        if let Some(p) = options.dropout {
-            if !(0.0..1.0).contains(&p) {
-                return Err(TrainError::Invalid("--dropout must be in [0, 1)".into()));
-            }
+    /// The configuration `choice` names with `options`, and dropout
+    /// `dropout` instead of the configuration's (Tiramisu only: DeepLabv3+
+    /// has none, and no `--dropout`).
+    pub fn new(choice: &ModelChoice, options: &SegmentationOptions, dropout: Option<f32>) -> Result<Self, TrainError> {
+        let mut network = N::by_name(&choice.config)
+            .ok_or_else(|| TrainError::Model(format!("unknown {} configuration '{}'", N::MODEL, choice.config)))?;
+        if let Some(p) = dropout {
             network.set_dropout(p)?;
-        }
-        if options.augment || options.standardize {
-            return Err(TrainError::Invalid(format!(
-                "{} has no --augment or --standardize (inputs are min-max normalised with stats.h5, as DeepCAM does)",
-                N::MODEL
-            )));
-        }
-        if options.init.is_some() {
-            return Err(TrainError::Invalid(format!(
-                "{} draws its weights He-uniform (He et al. 2015); leave out --init",
-                N::MODEL
-            )));
         }
         let weighting = options.class_weights.as_deref().unwrap_or("inv-sqrt").parse()?;
         Ok(SegmentationModel {
@@ -171,7 +189,7 @@ impl<N: Network> SegmentationModel<N> {
             weighting,
             counts: Vec::new(),
             weights: vec![1.0; CLASSES],
-            norm_group: options.norm_group.unwrap_or(0),
+            norm_group: crate::engine::norm_group(options.bn_group, choice.batch)?,
             shape: OnceLock::new(),
             source_stats: OnceLock::new(),
         })
@@ -281,7 +299,7 @@ impl<N: Network> TrainModel for SegmentationModel<N> {
         let (mut x, mut y) = (vec![0f32; train.x_len()], vec![0f32; train.y_len()]);
         let mut counts = vec![0u64; CLASSES];
         for &i in first.iter().take(COUNTED_SAMPLES) {
-            train.read_into(i, &mut x, &mut y).map_err(|e| TrainError::Data(e.to_string()))?;
+            train.read_into(i, &mut x, &mut y).map_err(TrainError::from)?;
             count_classes(&y, CLASSES, &mut counts)?;
         }
         if !same {
@@ -315,7 +333,7 @@ impl<N: Network> TrainModel for SegmentationModel<N> {
         let mut confusion = Confusion::new(CLASSES);
         let (mut loss_sum, mut pixels) = (0f64, 0u64);
         for batch in batches {
-            let batch = batch.map_err(|e| TrainError::Data(e.to_string()))?;
+            let batch = batch.map_err(TrainError::from)?;
             let logits = N::forward(net, self.inputs(&batch, device)?, &mut Pass::inference());
             let loss = weighted_cross_entropy(logits.clone(), &batch.y, &self.weights, device)?;
             let loss = loss
@@ -394,18 +412,20 @@ mod tests {
     }
 
     #[test]
-    fn options_a_segmentation_model_does_not_take_are_refused() {
-        let options = |f: fn(&mut ModelOptions)| {
-            let mut o = ModelOptions { config: "small".into(), ..ModelOptions::default() };
-            f(&mut o);
-            o
-        };
-        assert!(SegmentationModel::<TiramisuConfig>::new(&options(|_| {})).is_ok());
-        assert!(SegmentationModel::<TiramisuConfig>::new(&options(|o| o.config = "huge".into())).is_err());
-        assert!(SegmentationModel::<TiramisuConfig>::new(&options(|o| o.augment = true)).is_err());
-        assert!(SegmentationModel::<TiramisuConfig>::new(&options(|o| o.class_weights = Some("sqrt".into()))).is_err());
-        assert!(SegmentationModel::<DeeplabConfig>::new(&options(|o| o.dropout = Some(0.1))).is_err());
-        let model = SegmentationModel::<TiramisuConfig>::new(&options(|o| o.dropout = Some(0.0))).unwrap();
+    fn segmentation_options_are_checked_against_the_network() {
+        let small = ModelChoice::config("small");
+        let options = SegmentationOptions::default();
+        assert!(SegmentationModel::<TiramisuConfig>::new(&small, &options, None).is_ok());
+        assert!(SegmentationModel::<TiramisuConfig>::new(&ModelChoice::config("huge"), &options, None).is_err());
+        let sqrt = SegmentationOptions { class_weights: Some("sqrt".into()), ..SegmentationOptions::default() };
+        assert!(SegmentationModel::<TiramisuConfig>::new(&small, &sqrt, None).is_err());
+        let paper = ModelChoice::config("paper");
+        assert!(SegmentationModel::<DeeplabConfig>::new(&paper, &options, Some(0.1)).is_err());
+        let grouped = SegmentationOptions { bn_group: Some(3), ..SegmentationOptions::default() };
+        let batch = |batch| ModelChoice { config: "small".into(), batch };
+        assert!(SegmentationModel::<TiramisuConfig>::new(&batch(4), &grouped, None).is_err());
+        assert!(SegmentationModel::<TiramisuConfig>::new(&batch(6), &grouped, None).is_ok());
+        let model = SegmentationModel::<TiramisuConfig>::new(&small, &options, Some(0.0)).unwrap();
         assert_eq!(model.network().dropout, 0.0);
     }
 }
