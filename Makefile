@@ -23,7 +23,7 @@ setup:
 # $(DEMO_DIR). What each pipeline runs: demo/run.sh.
 MODEL ?= cosmoflow
 demo: setup
-	$(CARGO) build --release -p stagehand-tests --bin demo-summary -p stagehand-stager --bin stager \
+	$(CARGO) build --release -p stagehand-demo --bin demo-summary -p stagehand-stager --bin stager \
 		-p stagehand-simgen --bin simgen -p stagehand-trainer --bin trainer
 	DEMO_DIR=$(DEMO_DIR) RANKS=$(RANKS) RANKS_PER_NODE=$(RANKS_PER_NODE) bash demo/run.sh $(MODEL)
 

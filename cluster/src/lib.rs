@@ -24,7 +24,7 @@
 //! Pure pieces (topology arithmetic, template expansion) are separate from
 //! the MPI calls (the `mpi` feature, on by default: [`World`], [`panic`],
 //! [`progress`]) and tested without MPI; the MPI paths are tested under
-//! `mpirun` by the `stagehand-tests` crate.
+//! `mpirun` by the `stagehand-e2e` crate.
 
 pub mod allocator;
 pub mod logging;

@@ -1,11 +1,11 @@
-//! End-to-end checks that span Stagehand's crates, and the demo.
+//! End-to-end checks that span Stagehand's crates (package `stagehand-e2e`,
+//! folder `e2e`).
 //!
 //! The binaries in `src/bin` are real MPI programs; the tests in `tests/`
 //! launch them with [`mpirun`] (Open MPI), so multi-rank behaviour is checked
 //! for real, never mocked.
 
 pub mod cli_docs;
-pub mod demo;
 pub mod skip;
 
 pub use skip::skip;

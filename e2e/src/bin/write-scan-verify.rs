@@ -1,5 +1,5 @@
 //! Write, scan and verify a CosmoFlow dataset under MPI, end to end
-//! (`tests/tests/demo.rs` runs it on 4 ranks as 2 pretend nodes):
+//! (`e2e/tests/write_scan_verify.rs` runs it on 4 ranks as 2 pretend nodes):
 //!
 //! 1. every rank writes its share of a small CosmoFlow-format dataset
 //!    (TFRecords in the MLPerf HPC layout, plain and GZIP, with offset

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use e2e::demo::{Reports, Run};
+use demo::{Reports, Run};
 
 /// Summarise a demo run from its reports.
 #[derive(Parser, Debug)]

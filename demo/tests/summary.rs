@@ -1,68 +1,14 @@
-//! A CosmoFlow dataset written, scanned and verified under mpirun (4 ranks
-//! as 2 pretend nodes), and the demo's summary.
+//! The demo's summary over the reports of real demo runs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[test]
-fn demo_writes_scans_and_verifies_on_four_ranks_as_two_nodes() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("dataset");
-    let report = dir.path().join("report.json");
-    let output = e2e::mpirun(
-        4,
-        &[("STAGEHAND_RANKS_PER_NODE", "2")],
-        env!("CARGO_BIN_EXE_write-scan-verify").as_ref(),
-        &[
-            "--out",
-            out.to_str().unwrap(),
-            "--samples",
-            "10",
-            "--samples-per-file",
-            "3",
-            "--size",
-            "8",
-            "--report",
-            report.to_str().unwrap(),
-        ],
-    );
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
-    assert_eq!(report["nodes"], 2);
-    assert_eq!(report["verified"]["samples"], 10);
-    assert_eq!(report["verified"]["files"], 4);
-    let manifest = formats::manifest::Manifest::load(&out.join("manifest.json")).unwrap();
-    // 4 data files, each with its index.
-    assert_eq!(manifest.files.len(), 8);
-    assert_eq!(manifest.total_samples(), 10);
-    assert!(manifest.entry("cosmo_0002.tfrecord.gz").is_some());
-}
-
-#[test]
-fn demo_fails_every_rank_with_one_clear_line_on_bad_arguments() {
-    let dir = tempfile::tempdir().unwrap();
-    let output = e2e::mpirun(
-        2,
-        &[],
-        env!("CARGO_BIN_EXE_write-scan-verify").as_ref(),
-        &["--out", dir.path().join("d").to_str().unwrap(), "--samples-per-file", "0"],
-    );
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("error: rank") && stderr.contains("--samples-per-file must be positive"), "{stderr}");
-}
-
 /// The demo's summary, from reports the demo's pipelines wrote (trimmed
-/// copies of a real run of each, in `tests/fixtures/demo`): every line is
+/// copies of a real run of each, in `demo/fixtures/reports`): every line is
 /// there, with the figures of that run, and the verdict says it learned.
 #[test]
 fn the_demo_summary_reads_every_pipelines_reports() {
-    use e2e::demo::{Reports, Run};
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    use demo::{Reports, Run};
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/reports");
     let expected = [
         ("cosmoflow", true, "validation error 64 % of predicting the mean (Ωm 43 %, σ8 21 %"),
         ("deepcam", true, "minority mean 0.525 against 0 for all-background"),
@@ -93,7 +39,7 @@ fn the_demo_summary_reads_every_pipelines_reports() {
 /// the field, instead of printing a made-up figure.
 #[test]
 fn a_report_missing_a_field_fails_naming_it() {
-    use e2e::demo::{Report, Run, summary};
+    use demo::{Report, Run, summary};
     let simgen = serde_json::json!({ "boxes": 8, "bytes": 1e6, "seconds": 1.0 });
     let train = serde_json::json!({ "ranks": 4, "samples_per_sec": 10.0, "fractions": [0.01, 0.9, 0.09, 0.0],
         "epochs": [{ "train_loss": 0.5, "validation": { "samples": 8, "mae": [0.1, 0.1, 0.1, 0.1] } }] });
