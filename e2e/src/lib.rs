@@ -320,14 +320,12 @@ pub fn cosmo_config(boxes: usize, seed: u64) -> simgen::cosmo::generate::CosmoCo
 /// files shared among the machine's cores. Returns `out`.
 pub fn simulate_cosmo(out: &Path, config: &simgen::cosmo::generate::CosmoConfig) -> std::path::PathBuf {
     use formats::manifest::{MANIFEST_FILE, ScanOptions, Schema, scan};
-    use simgen::cosmo::generate::{WriteStats, write_file};
+    use simgen::cosmo::generate::write_files;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(config.files());
     let write_share = |first: usize| -> Result<(), String> {
-        let (mut fft, mut cache, mut stats) =
-            (simgen::cosmo::fft3::Fft3::new(config.particles), None, WriteStats::default());
-        for f in (first..config.files()).step_by(threads.max(1)) {
-            write_file(config, f, out, &mut fft, &mut cache, &mut stats).map_err(|e| e.to_string())?;
-        }
+        let share = (first..config.files()).step_by(threads.max(1));
+        write_files(config, out, share, |_, _| Ok::<_, formats::tfrecord::TfRecordError>(()))
+            .map_err(|e| e.to_string())?;
         Ok(())
     };
     let written = std::fs::create_dir_all(out).map_err(|e| e.to_string()).and_then(|()| {
@@ -357,7 +355,9 @@ pub const CLIMATE_TEST_FIELD: (usize, usize) = (112, 208);
 pub fn simulated_climate(dir: &Path, samples: u64, channels: usize, seed: u64) -> std::path::PathBuf {
     use formats::climate::{ClimateShape, STATS_FILE, write_sample, write_stats};
     use formats::manifest::{MANIFEST_FILE, ScanOptions, Schema, scan};
-    use simgen::climate::generate::{ClimateConfig, DEFAULT_CYCLONES, DEFAULT_RIVERS};
+    use simgen::climate::generate::{ClimateConfig, DEFAULT_CYCLONES, DEFAULT_RIVERS, is_validation, sample_path};
+    // Every fifth sample validates.
+    const VAL_FRACTION: f64 = 0.2;
     let (height, width) = CLIMATE_TEST_FIELD;
     let out = dir.join(format!("climate-{samples}-{channels}-{seed}"));
     let config = ClimateConfig { height, width, channels, cyclones: DEFAULT_CYCLONES, rivers: DEFAULT_RIVERS, seed };
@@ -369,10 +369,9 @@ pub fn simulated_climate(dir: &Path, samples: u64, channels: usize, seed: u64) -
         }
         for i in 0..samples {
             let sample = config.sample(i);
-            let split = if i % 5 == 4 { "validation" } else { "train" };
-            let path = out.join(format!("{split}/data-{i:06}.h5"));
+            let path = out.join(sample_path(i, VAL_FRACTION));
             write_sample(&path, shape, &sample.data, &sample.labels).map_err(|e| e.to_string())?;
-            if split == "train" {
+            if !is_validation(i, VAL_FRACTION) {
                 stats.add(&sample.data);
             }
         }

@@ -42,6 +42,7 @@ fn options_used(script: &str) -> Vec<((String, String), BTreeSet<String>)> {
             if let Some(at) = line.find(&marker) {
                 let rest = &line[at + marker.len()..];
                 let sub = rest.split_whitespace().next().unwrap_or_default().to_owned();
+                let sub = if (program, sub.as_str()) == ("trainer", "train") { trained_model(rest) } else { sub };
                 uses.push(((program.into(), sub), flags(rest)));
             }
         }
@@ -56,27 +57,41 @@ fn options_used(script: &str) -> Vec<((String, String), BTreeSet<String>)> {
         ];
         for (marker, program, sub) in lists {
             if let Some(at) = line.find(marker).filter(|&at| line[..at].trim().is_empty()) {
-                uses.push(((program.into(), sub.into()), flags(&line[at + marker.len()..])));
+                let rest = &line[at + marker.len()..];
+                let sub = if (program, sub) == ("trainer", "train") { trained_model(rest) } else { sub.into() };
+                uses.push(((program.into(), sub), flags(rest)));
             }
         }
     }
     uses
 }
 
-/// The `--help` texts a command's flags are checked against. `trainer
-/// train` has a command per model: the model a script names with a literal
-/// `--model NAME`, else every model (a script whose model is a variable
-/// may pass the options of any); `--model` itself is the trainer's.
-fn helps_of(program: &str, sub: &str, script: &str, flags: &mut BTreeSet<String>) -> Vec<String> {
+/// `train MODEL` for a `trainer train` command line: the model its literal
+/// `--model NAME` names, cosmoflow (the default) when it names none, and
+/// `train *` when the model is a variable (any model's options may follow).
+fn trained_model(command: &str) -> String {
+    let mut words = command.split_whitespace().map(|w| w.trim_matches('"'));
+    match words.by_ref().skip_while(|&w| w != "--model").nth(1) {
+        Some(name) if name.starts_with('$') => "train *".into(),
+        Some(name) => format!("train {name}"),
+        None => "train cosmoflow".into(),
+    }
+}
+
+/// The `--help` texts a command's flags are checked against: for `trainer
+/// train MODEL` that model's (every model's for `train *`), without
+/// `--model`, which the trainer takes before the model's command.
+fn helps_of(program: &str, sub: &str, flags: &mut BTreeSet<String>) -> Vec<String> {
     let help = |args: &[&str]| {
         let output = Command::new(e2e::workspace_binary(program)).args(args).arg("--help").output().unwrap();
         assert!(output.status.success(), "{program} {} --help failed", args.join(" "));
         String::from_utf8_lossy(&output.stdout).into_owned()
     };
-    if (program, sub) != ("trainer", "train") {
-        return vec![help(&[sub])];
-    }
+    let Some(model) = sub.strip_prefix("train ") else { return vec![help(&[sub])] };
     flags.remove("model");
+    if model != "*" {
+        return vec![help(&["train", model])];
+    }
     let listed = help(&["train"]);
     let models: Vec<&str> = listed
         .lines()
@@ -85,9 +100,7 @@ fn helps_of(program: &str, sub: &str, script: &str, flags: &mut BTreeSet<String>
         .take_while(|l| l.starts_with("  "))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    let named: Vec<&str> = models.iter().copied().filter(|m| script.contains(&format!("--model {m}"))).collect();
-    let chosen = if named.is_empty() { models } else { named };
-    chosen.iter().map(|m| help(&["train", m])).collect()
+    models.iter().map(|m| help(&["train", m])).collect()
 }
 
 #[test]
@@ -101,7 +114,7 @@ fn the_slurm_scripts_parse_and_pass_only_options_the_programs_have() {
         let uses = options_used(&text);
         assert!(!uses.is_empty(), "{}: no stagehand command found", script.display());
         for ((program, sub), mut flags) in uses {
-            let helps = helps_of(&program, &sub, &text, &mut flags);
+            let helps = helps_of(&program, &sub, &mut flags);
             for flag in &flags {
                 assert!(
                     helps

@@ -14,7 +14,7 @@ use mpi::traits::*;
 use simgen::cosmo::assign::Assignment;
 use simgen::cosmo::fft3::Fft3;
 use simgen::cosmo::generate::{
-    CosmoConfig, PARAMETER_NAMES, Priors, WriteStats, cosmology_of, generate_box, write_file,
+    CosmoConfig, PARAMETER_NAMES, Priors, WriteStats, cosmology_of, generate_box, write_files,
 };
 use simgen::cosmo::pk::{density_contrast, modes_of, power_spectrum};
 use simgen::image;
@@ -217,30 +217,21 @@ fn cosmo(args: &CosmoArgs) -> anyhow::Result<()> {
     let mine = (rank * files / size)..((rank + 1) * files / size);
     let sample_bytes = config.shape().x_bytes() as u64;
     let progress = Progress::start(&world, "generating", config.samples() as u64 * sample_bytes, files as u64);
-    let mut fft = Fft3::new(config.particles);
-    let mut cache = None;
-    let mut stats = WriteStats::default();
-    for f in mine {
-        let described =
-            write_file(&config, f, &out, &mut fft, &mut cache, &mut stats).map_err(|e| e.to_string()).and_then(|_| {
-                // The file and its index sidecar (`<file>.idx`), which the loader uses.
-                let name = config.file_name(f);
-                [name.clone(), format!("{name}.idx")]
-                    .iter()
-                    .map(|rel| out_dir.describe(rel, &schema).map_err(|e| e.to_string()))
-                    .collect::<Result<Vec<_>, _>>()
-            });
-        match described {
-            Ok(entries) => {
-                written.extend(entries);
-                progress.counters().add_bytes(config.samples_per_file as u64 * sample_bytes);
-                progress.counters().add_item();
-            }
-            Err(e) => world.fail(format!("writing file {f} into {}: {e}", out.display())),
+    let described = write_files(&config, &out, mine, |_, names| -> anyhow::Result<()> {
+        // The file and its index sidecar (`<file>.idx`), which the loader uses.
+        for rel in &names {
+            written.push(out_dir.describe(rel, &schema)?);
         }
-    }
-    drop(cache);
+        progress.counters().add_bytes(config.samples_per_file as u64 * sample_bytes);
+        progress.counters().add_item();
+        Ok(())
+    });
+    let stats = match described {
+        Ok(stats) => stats,
+        Err(e) => world.fail(format!("writing into {}: {}", out.display(), cluster::logging::chain(e.as_ref()))),
+    };
     progress.finish();
+    let mut fft = Fft3::new(config.particles);
     if args.preview && rank == 0 {
         let generated = generate_box(&config, 0, &mut fft, true);
         for (grid, z) in generated.grids.iter().zip(&config.redshifts) {

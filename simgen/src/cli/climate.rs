@@ -9,7 +9,7 @@ use cluster::progress::Progress;
 use formats::climate::{self, ClimateShape, STATS_FILE};
 use formats::manifest::Schema;
 use simgen::climate::channels::CHANNELS;
-use simgen::climate::generate::ClimateConfig;
+use simgen::climate::generate::{ClimateConfig, is_validation, sample_path};
 use simgen::climate::stats::Accumulator;
 use simgen::heatmap::{Axes, Axis, Heatmap, Outlines, Scale};
 
@@ -95,13 +95,6 @@ impl ClimateArgs {
             seed: self.seed,
         })
     }
-
-    /// Whether sample `i` is a validation sample: evenly spread, about
-    /// `val_fraction` of them.
-    fn is_validation(&self, i: u64) -> bool {
-        let f = self.val_fraction;
-        ((i + 1) as f64 * f).floor() > (i as f64 * f).floor()
-    }
 }
 
 pub fn run(args: &ClimateArgs) -> anyhow::Result<()> {
@@ -146,8 +139,8 @@ pub fn run(args: &ClimateArgs) -> anyhow::Result<()> {
         let t = Instant::now();
         let sample = config.sample(i);
         times.synthesis += t.elapsed();
-        let split = if args.is_validation(i) { "validation" } else { "train" };
-        let rel = format!("{split}/data-{i:06}.h5");
+        let train = !is_validation(i, args.val_fraction);
+        let rel = sample_path(i, args.val_fraction);
         let t = Instant::now();
         let result = climate::write_described_sample(&out.join(&rel), shape, &sample.data, &sample.labels, &described);
         times.writing += t.elapsed();
@@ -161,7 +154,7 @@ pub fn run(args: &ClimateArgs) -> anyhow::Result<()> {
             }
         }
         let t = Instant::now();
-        if split == "train" {
+        if train {
             stats.add(&sample.data);
         }
         times.statistics += t.elapsed();

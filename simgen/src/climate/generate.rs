@@ -54,6 +54,19 @@ const MOISTURE: Spectrum = Spectrum { k0: 10.0, slope: 2.5 };
 const TEMPERATURE: Spectrum = Spectrum { k0: 5.0, slope: 3.0 };
 const WIND: Spectrum = Spectrum { k0: 12.0, slope: 3.0 };
 
+/// Whether sample `index` is a validation sample: about `val_fraction` of
+/// the samples, spread evenly over the indices (every fifth for 0.2).
+pub fn is_validation(index: u64, val_fraction: f64) -> bool {
+    ((index + 1) as f64 * val_fraction).floor() > (index as f64 * val_fraction).floor()
+}
+
+/// Where `simgen climate` writes sample `index`, relative to the dataset's
+/// root: `train/data-000003.h5` or `validation/data-000004.h5`.
+pub fn sample_path(index: u64, val_fraction: f64) -> String {
+    let split = if is_validation(index, val_fraction) { "validation" } else { "train" };
+    format!("{split}/data-{index:06}.h5")
+}
+
 impl ClimateConfig {
     /// Sample `index`.
     pub fn sample(&self, index_: u64) -> ClimateSample {
@@ -184,6 +197,16 @@ impl ClimateConfig {
 mod tests {
     use super::super::features::{BACKGROUND, CYCLONE, RIVER};
     use super::*;
+
+    #[test]
+    fn validation_samples_are_spread_evenly_at_the_fraction_asked() {
+        let every_fifth: Vec<u64> = (0..20).filter(|&i| is_validation(i, 0.2)).collect();
+        assert_eq!(every_fifth, vec![4, 9, 14, 19]);
+        assert_eq!((0..1000).filter(|&i| is_validation(i, 0.1)).count(), 100);
+        assert!((0..1000).all(|i| !is_validation(i, 0.0)));
+        assert_eq!(sample_path(9, 0.2), "validation/data-000009.h5");
+        assert_eq!(sample_path(3, 0.2), "train/data-000003.h5");
+    }
 
     fn small() -> ClimateConfig {
         ClimateConfig { height: 192, width: 288, channels: 16, cyclones: (2, 2), rivers: (2, 2), seed: 4 }

@@ -295,6 +295,26 @@ pub fn write_file(
     Ok(path)
 }
 
+/// Write the files `files` (indices) into `dir` with one FFT plan and box
+/// cache: what `simgen cosmo` runs on each rank over its share, and what
+/// tests run on each thread. `written(f, names)` is told each file with the
+/// names (relative to `dir`) it produced, the file and its index sidecar;
+/// an error it returns stops the writing.
+pub fn write_files<E: From<TfRecordError>>(
+    config: &CosmoConfig,
+    dir: &Path,
+    files: impl IntoIterator<Item = usize>,
+    mut written: impl FnMut(usize, [String; 2]) -> Result<(), E>,
+) -> Result<WriteStats, E> {
+    let (mut fft, mut cache, mut stats) = (Fft3::new(config.particles), None, WriteStats::default());
+    for f in files {
+        write_file(config, f, dir, &mut fft, &mut cache, &mut stats)?;
+        let name = config.file_name(f);
+        written(f, [name.clone(), format!("{name}.idx")])?;
+    }
+    Ok(stats)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
