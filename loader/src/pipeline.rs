@@ -178,6 +178,15 @@ struct Shared {
     skipped: AtomicU64,
 }
 
+/// The whole batches of `batch` samples in `order`, the samples past the
+/// last whole batch dropped: where a consumer whose every rank must take
+/// the same number of full steps cuts an epoch's order.
+pub fn whole_batches(order: &mut Vec<usize>, batch: usize) -> usize {
+    let batches = order.len() / batch.max(1);
+    order.truncate(batches * batch.max(1));
+    batches
+}
+
 /// Batches of a dataset in a given order, decoded ahead by worker threads.
 pub struct Loader {
     shared: Arc<Shared>,
@@ -227,14 +236,20 @@ impl Loader {
     /// Stop this epoch and start the next, in `order`, with the same
     /// dataset and configuration, reusing this loader's batch buffers:
     /// the new epoch's first batches do not wait for fresh memory.
-    pub fn next_epoch(mut self, order: Vec<usize>) -> Loader {
+    pub fn next_epoch(self, order: Vec<usize>) -> Loader {
+        self.next_epoch_at(order, 0)
+    }
+
+    /// [`next_epoch`](Self::next_epoch) starting at batch `position` of
+    /// the new epoch, as [`resume`](Self::resume) does.
+    pub fn next_epoch_at(mut self, order: Vec<usize>, position: usize) -> Loader {
         self.stop();
         let free = self.shared.free.clone();
         let ready = std::mem::take(&mut lock(&self.shared.state).ready);
         for batch in ready.into_values().filter_map(Result::ok) {
             free.recycle(batch);
         }
-        Self::start(self.dataset.clone(), order, self.config, 0, free)
+        Self::start(self.dataset.clone(), order, self.config, position, free)
     }
 
     fn start(

@@ -314,3 +314,20 @@ fn check_finite_names_a_sample_with_nan_or_skips_it() {
     let unchecked = LoaderConfig { check_finite: false, ..checked };
     assert_eq!(Loader::new(ds, vec![0, 1], unchecked).next().unwrap().unwrap().y[5], f32::INFINITY);
 }
+
+/// The next epoch can start mid-way, as a resumed run does: at batch 2 of
+/// the new order, the samples of the batches before it are not read.
+#[test]
+fn next_epoch_at_a_position_starts_at_that_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = Arc::new(CosmoflowDataset::open(&write(dir.path()), SHAPE, CosmoTransform::Log1p).unwrap());
+    let config = LoaderConfig { batch: 2, workers: 2, prefetch: 2, skip_corrupt: false, check_finite: false };
+    let loader = Loader::new(ds, (0..7).collect(), config);
+    let mut order = vec![6, 0, 5, 1, 4, 2, 3];
+    assert_eq!(loader::pipeline::whole_batches(&mut order, 2), 3);
+    assert_eq!(order, vec![6, 0, 5, 1, 4, 2]);
+    let mut loader = loader.next_epoch_at(order, 2);
+    let batches: Vec<Vec<usize>> = loader.by_ref().map(|b| b.unwrap().indices).collect();
+    assert_eq!(batches, vec![vec![4, 2]]);
+    assert_eq!(loader.position(), 3);
+}

@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use burn::tensor::{Device, Tensor};
 use cluster::World;
-use loader::pipeline::{Batch, Loader, LoaderConfig};
+use loader::pipeline::{Batch, Loader, LoaderConfig, whole_batches};
 use mpi::traits::*;
 
 use crate::checkpoint::{self, Checkpoint, RunShape, TrainState};
@@ -241,7 +241,7 @@ pub fn run<M: TrainModel>(
     let tensors = params::inventory(&net)?;
     let (first, same_everywhere) = train.dataset.first_samples(FIT_SAMPLES);
     model.fit(world, &*train.dataset, &first, same_everywhere)?;
-    let steps_per_epoch = ((train.order)(0).len() / config.batch) as u64;
+    let steps_per_epoch = whole_batches(&mut (train.order)(0), config.batch) as u64;
     if steps_per_epoch == 0 {
         return Err(TrainError::Invalid(format!(
             "{} training samples over {} ranks do not fill one batch of {} per rank",
@@ -373,13 +373,13 @@ impl<M: TrainModel> Run<'_, M> {
         for epoch in start_epoch..self.config.epochs {
             let started = Instant::now();
             let mut order = (train.order)(epoch);
-            order.truncate(self.steps_per_epoch as usize * self.config.batch);
-            // A run resumed from a mid-epoch checkpoint skips what it trained on.
+            whole_batches(&mut order, self.config.batch);
+            // A run resumed from a mid-epoch checkpoint starts at the batch
+            // it had reached.
             let skip = if epoch == start_epoch { resume_skip } else { 0 };
-            order.drain(..skip as usize * self.config.batch);
             let mut batches = match loader.take() {
-                None => Loader::new(train.dataset.clone(), order, self.loader_config),
-                Some(previous) => previous.next_epoch(order),
+                None => Loader::resume(train.dataset.clone(), order, self.loader_config, skip as usize),
+                Some(previous) => previous.next_epoch_at(order, skip as usize),
             };
             let mut times = StepTimes::default();
             let mut epoch_losses = Vec::with_capacity(self.steps_per_epoch as usize);
