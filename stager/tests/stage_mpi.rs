@@ -187,6 +187,10 @@ fn source_file_changed_since_the_manifest_fails_naming_file_and_rank() {
             dir.path(),
         );
     }
+    // The naive copy checks what it read as well.
+    let started = Instant::now();
+    let out = stage("1", dir.path(), &["--policy", "replicate", "--naive"]);
+    assert_failed_cleanly(&out, started, &[victim.path.as_str(), "as read has", "the manifest says"], dir.path());
     // Shorter than the manifest says: refused before a map could reach past
     // the end of the file.
     std::fs::write(&path, &bytes[..middle]).unwrap();

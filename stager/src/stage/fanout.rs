@@ -279,8 +279,8 @@ impl Context<'_> {
             }
             self.place_file(part, f)
         };
-        if let Err(message) = finished.and_then(|placed| self.journal_file(direct.journal, placed)) {
-            self.fail_unless_stopped(direct.temp_dir, message);
+        if let Err(e) = finished.and_then(|placed| self.journal_file(direct.journal, placed)) {
+            self.fail_unless_stopped(direct.temp_dir, cluster::logging::chain(&e));
         }
         self.counters.add_item();
         let mut t = totals.lock().unwrap_or_else(|p| p.into_inner());
@@ -443,8 +443,8 @@ impl Context<'_> {
                     self.fail(format!("malformed pack from rank {source} (a record at byte {at} of {len})"))
                 });
                 for (head, body) in records {
-                    if let Err(message) = writer.chunk(head, body, source as usize) {
-                        self.fail(message);
+                    if let Err(e) = writer.chunk(head, body, source as usize) {
+                        self.fail_writing(&e);
                     }
                 }
                 continue;
@@ -471,11 +471,8 @@ impl Context<'_> {
                 buffer = AlignedBuffer::new(head.len.max(self.config.chunk_size));
             }
             let body = &mut buffer.as_mut_slice()[..head.len];
-            if let Err(message) = receive_body(comm, source, body) {
-                self.fail(message.to_string());
-            }
-            if let Err(message) = writer.chunk(head, body, source as usize) {
-                self.fail(message);
+            if let Err(e) = receive_body(comm, source, body).and_then(|()| writer.chunk(head, body, source as usize)) {
+                self.fail_writing(&e);
             }
         }
         (writer.written, writer.first_write, writer.done as u64)
@@ -492,7 +489,7 @@ fn pack_limit(nodes: usize) -> usize {
 
 /// Receive into `body` the body that `source` sends after a head, checking
 /// that it has the head's length.
-fn receive_body(comm: &ThreadComm, source: i32, body: &mut [u8]) -> Result<(), String> {
+fn receive_body(comm: &ThreadComm, source: i32, body: &mut [u8]) -> Result<(), WriteError> {
     let from = comm.comm().process_at_rank(source);
     let mut idle = Backoff::polite();
     let (message, status) = loop {
@@ -503,7 +500,7 @@ fn receive_body(comm: &ThreadComm, source: i32, body: &mut [u8]) -> Result<(), S
     };
     let count = status.count(u8::equivalent_datatype()) as usize;
     if count != body.len() {
-        return Err(format!("rank {source} sent {count} bytes after announcing {}", body.len()));
+        return Err(WriteError::BodyLength { from: source as usize, sent: count, announced: body.len() });
     }
     mpi::request::scope(|scope| wait_politely(message.immediate_matched_receive_into(scope, body)));
     Ok(())

@@ -50,10 +50,12 @@ mod fanout;
 mod naive;
 mod pool;
 mod wire;
+mod write_error;
 mod writer;
 
 use pool::Pool;
 use wire::{HEAD_LEN, Head, Pack};
+pub use write_error::WriteError;
 
 const TAG_HEAD: i32 = 10;
 /// The bytes of the chunk announced by the sender's last head.
@@ -601,15 +603,20 @@ impl Context<'_> {
     /// Place `part`, the checked temporary file of manifest file `f`;
     /// returns the record that [`Journal::record`] takes (outside any lock:
     /// it may commit).
-    fn place_file(&self, part: PartFile, f: usize) -> Result<Entry, String> {
+    fn place_file(&self, part: PartFile, f: usize) -> Result<Entry, WriteError> {
         let entry = &self.manifest.files[f];
-        let placed = part.place(self.dest, &entry.path, entry.bytes).map_err(|e| cluster::logging::chain(&e))?;
+        let placed = part.place(self.dest, &entry.path, entry.bytes)?;
         Ok(Entry { path: entry.path.clone(), xxh3: entry.xxh3, file: Some(placed) })
     }
 
     /// Record a placed file in `journal`.
-    fn journal_file(&self, journal: &Journal, entry: Entry) -> Result<(), String> {
+    fn journal_file(&self, journal: &Journal, entry: Entry) -> Result<(), WriteError> {
         let path = entry.path.clone();
-        journal.record(entry).map_err(|e| format!("journaling {path} in {}: {e}", journal.path().display()))
+        journal.record(entry).map_err(|source| WriteError::Journal { path, journal: journal.path().to_owned(), source })
+    }
+
+    /// Stop the job over `error` (see [`fail`](Self::fail)), its causes on the line.
+    fn fail_writing(&self, error: &WriteError) -> ! {
+        self.fail(cluster::logging::chain(error))
     }
 }

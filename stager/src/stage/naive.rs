@@ -26,8 +26,8 @@ impl Context<'_> {
                 self.spawn(s, "stager-copy", || {
                     let mut buffer = Vec::new();
                     while let Some(&f) = mine.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        if let Err(message) = self.copy_directly(f, &journal, &mut buffer) {
-                            self.fail(message);
+                        if let Err(e) = self.copy_directly(f, &journal, &mut buffer) {
+                            self.fail_writing(&e);
                         }
                         let mut st = stats.lock().unwrap_or_else(|p| p.into_inner());
                         st.read_bytes += self.manifest.files[f].bytes;
@@ -46,26 +46,28 @@ impl Context<'_> {
         st
     }
 
-    fn copy_directly(&self, f: usize, journal: &Journal, buffer: &mut Vec<u8>) -> Result<(), String> {
+    fn copy_directly(&self, f: usize, journal: &Journal, buffer: &mut Vec<u8>) -> Result<(), WriteError> {
         let entry = &self.manifest.files[f];
         let source = self.config.source.join(&entry.path);
-        let fail = |what: &str, e: io::Error| format!("{what} {}: {e}", entry.path);
-        let out = PartFile::create(&journal::temp_dir(self.dest), f).map_err(|e| fail("creating temp file for", e))?;
+        let out = PartFile::create(&journal::temp_dir(self.dest), f)
+            .map_err(|source| WriteError::Create { path: entry.path.clone(), source })?;
         let (bytes, sum) =
             read_chunks(&source, self.config.chunk_size.min(CACHE_PIECE), self.limiter, buffer, |offset, data| {
                 out.write_at(data, offset)?;
                 self.counters.add_bytes(data.len() as u64);
                 Ok(())
             })
-            .map_err(|e| fail("copying", e))?;
+            .map_err(|source| WriteError::Write { doing: "copying", path: entry.path.clone(), source })?;
         if bytes != entry.bytes || sum != entry.xxh3 {
             out.discard();
-            return Err(format!(
-                "source file {} has {bytes} bytes and xxh3 {sum}, the manifest says {} bytes and {}",
-                source.display(),
-                entry.bytes,
-                entry.xxh3
-            ));
+            return Err(WriteError::Differs {
+                path: source,
+                how: "as read",
+                bytes,
+                xxh3: sum,
+                expected_bytes: entry.bytes,
+                expected: entry.xxh3,
+            });
         }
         let placed = self.place_file(out, f)?;
         self.journal_file(journal, placed)?;

@@ -24,7 +24,7 @@ impl NodeWriter<'_, '_> {
     /// Write one chunk (`head` and its `data`) from rank `source`. Holds the
     /// context's temp lock until the file is placed, so a failing rank can
     /// clear the temporary files knowing none is being created.
-    pub(super) fn chunk(&mut self, head: Head, data: &[u8], source: usize) -> Result<(), String> {
+    pub(super) fn chunk(&mut self, head: Head, data: &[u8], source: usize) -> Result<(), WriteError> {
         let ctx = self.ctx;
         let guard = ctx.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
         if ctx.failing.load(Ordering::SeqCst) {
@@ -32,14 +32,15 @@ impl NodeWriter<'_, '_> {
         }
         let (f, offset) = (head.file, head.offset);
         if !self.expected.contains(&f) || head.len != data.len() {
-            return Err(format!("unexpected chunk of file {f} from rank {source}"));
+            return Err(WriteError::UnexpectedChunk { file: f, from: source });
         }
         let entry = &ctx.manifest.files[f];
         self.first_write.get_or_insert_with(Instant::now);
         let state = match self.open.entry(f) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
-                let part = PartFile::create(&self.temp_dir, f).map_err(|e| e.to_string())?;
+                let part = PartFile::create(&self.temp_dir, f)
+                    .map_err(|source| WriteError::Create { path: entry.path.clone(), source })?;
                 v.insert(OpenFile { part, hash: StreamingChecksum::new() })
             }
         };
@@ -48,8 +49,8 @@ impl NodeWriter<'_, '_> {
         // byte from memory again.
         for (k, piece) in data.chunks(CACHE_PIECE).enumerate() {
             state.hash.update(piece);
-            if let Err(e) = state.part.write_at(piece, offset + (k * CACHE_PIECE) as u64) {
-                return Err(format!("writing {} into {}: {e}", entry.path, ctx.dest.display()));
+            if let Err(source) = state.part.write_at(piece, offset + (k * CACHE_PIECE) as u64) {
+                return Err(WriteError::Write { doing: "writing", path: entry.path.clone(), source });
             }
         }
         self.written += data.len() as u64;
@@ -59,7 +60,14 @@ impl NodeWriter<'_, '_> {
         }
         let Some(state) = self.open.remove(&f) else { return Ok(()) };
         if state.hash.bytes() != entry.bytes || state.hash.finish() != entry.xxh3 {
-            return Err(format!("{} arrived corrupt (xxh3 {} != {})", entry.path, state.hash.finish(), entry.xxh3));
+            return Err(WriteError::Differs {
+                path: entry.path.clone().into(),
+                how: "as it arrived",
+                bytes: state.hash.bytes(),
+                xxh3: state.hash.finish(),
+                expected_bytes: entry.bytes,
+                expected: entry.xxh3,
+            });
         }
         let placed = ctx.place_file(state.part, f)?;
         drop(guard);
