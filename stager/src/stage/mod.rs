@@ -177,40 +177,62 @@ pub struct StageOutcome {
 
 /// Stage `manifest` as configured. Returns `Err` (on every rank alike) for
 /// problems found before data moves; failures while moving end the job.
+/// Every phase is collective, in this order on every rank.
 pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result<StageOutcome, StageError> {
     let started = Instant::now();
     let t = *world.topology();
     let sizes: Vec<u64> = manifest.files.iter().map(|f| f.bytes).collect();
-    let prepared = (|| -> Result<_, String> {
-        if config.chunk_size == 0 || config.chunk_size > MAX_CHUNK {
-            return Err(format!("--chunk-size must be between 1 byte and {MAX_CHUNK} bytes"));
-        }
-        // Where the limit cannot be read, a failing map still says ENOMEM.
-        if let Some(max_maps) = crate::files::max_map_count()
-            && !config.naive
-        {
-            crate::files::check_map_budget(config.read_method, config.chunk_size, config.max_inflight, max_maps)?;
-        }
-        let dest = crate::destination::node_destination(world, &config.dest).map_err(|e| e.to_string())?;
-        // On each node's writer only: every other rank leaves the source's
-        // metadata alone (thousands of ranks resolving it would load the
-        // parallel file system's metadata servers for nothing).
-        if t.local_rank == 0 {
-            crate::destination::directory::check_dest_outside_source(&config.source, &dest)?;
-        }
-        let needs = manifest.files_per_node(t.nodes, config.policy, config.seed).map_err(|e| e.to_string())?;
-        Ok((dest, needs))
-    })();
-    let (dest, needs) = agree(world, prepared)?;
+    let (dest, needs) = agree(world, prepare(world, manifest, config))?;
+    check_destinations(world, config, &dest)?;
+    let (_lock, remaining_mask) = open_destination(world, manifest, config, &dest, &needs[t.node])?;
+    let remaining = remaining_per_node(world, &needs, &remaining_mask);
+    let files_skipped = needs.iter().map(Vec::len).sum::<usize>() - remaining.iter().map(Vec::len).sum::<usize>();
+    let plan = Plan::build(&sizes, &remaining, world.node_of_rank()).map_err(|e| StageError::Local(e.to_string()))?;
+    let files_needed = (0..sizes.len()).filter(|&f| !plan.destinations(f).is_empty()).count();
+    let mut stats = copy(world, manifest, config, &plan, &dest, &remaining)?;
+    check_written(world, manifest, &dest, &remaining, stats.files_written)?;
+    agree(world, write_record(world, manifest, config, &dest, &needs[t.node]))?;
+    stats.total_secs = started.elapsed().as_secs_f64();
+    stats.peak_rss_bytes = cluster::memory::peak_rss_bytes();
+    let ranks = gather_stats(world, stats);
+    Ok(StageOutcome { ranks, files_needed, unique_bytes: plan.unique_bytes(), files_skipped })
+}
 
-    // Writers (and every rank in the naive copy) look at the journal.
+/// The checks of the configuration, this node's destination and which
+/// files each node needs: what every rank computes before anything moves.
+fn prepare(world: &World, manifest: &Manifest, config: &StageConfig) -> Result<(PathBuf, Vec<Vec<usize>>), String> {
+    let t = world.topology();
+    if config.chunk_size == 0 || config.chunk_size > MAX_CHUNK {
+        return Err(format!("--chunk-size must be between 1 byte and {MAX_CHUNK} bytes"));
+    }
+    // Where the limit cannot be read, a failing map still says ENOMEM.
+    if let Some(max_maps) = crate::files::max_map_count()
+        && !config.naive
+    {
+        crate::files::check_map_budget(config.read_method, config.chunk_size, config.max_inflight, max_maps)?;
+    }
+    let dest = crate::destination::node_destination(world, &config.dest).map_err(|e| e.to_string())?;
+    // On each node's writer only: every other rank leaves the source's
+    // metadata alone (thousands of ranks resolving it would load the
+    // parallel file system's metadata servers for nothing).
+    if t.local_rank == 0 {
+        crate::destination::directory::check_dest_outside_source(&config.source, &dest)?;
+    }
+    let needs = manifest.files_per_node(t.nodes, config.policy, config.seed).map_err(|e| e.to_string())?;
+    Ok((dest, needs))
+}
+
+/// Each node's writer creates its destination; every rank of a node must
+/// resolve the same directory, and no two nodes one directory.
+fn check_destinations(world: &World, config: &StageConfig, dest: &Path) -> Result<(), StageError> {
+    let t = world.topology();
     let is_writer = t.local_rank == 0;
     let created = (|| -> Result<[u64; 3], String> {
         if !is_writer {
             return Ok([0; 3]);
         }
-        fs::create_dir_all(&dest).map_err(|e| format!("creating {}: {e}", dest.display()))?;
-        crate::destination::directory::directory_identity(&dest).map_err(|e| format!("{}: {e}", dest.display()))
+        fs::create_dir_all(dest).map_err(|e| format!("creating {}: {e}", dest.display()))?;
+        crate::destination::directory::directory_identity(dest).map_err(|e| format!("{}: {e}", dest.display()))
     })();
     let identity = agree(world, created)?;
     let mut gathered = vec![0u64; 3 * t.size];
@@ -224,7 +246,7 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
     let same_directory = if is_writer {
         Ok(())
     } else {
-        match crate::destination::directory::directory_identity(&dest) {
+        match crate::destination::directory::directory_identity(dest) {
             Ok(mine) if mine == writer_identity => Ok(()),
             Ok(_) => Err(format!(
                 "rank {} resolves --dest {} to {}, another directory than the lowest rank of its node (node {}); \
@@ -249,60 +271,89 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
             )),
             None => Ok(()),
         },
-    )?;
-    let mut remaining_mask = vec![0u8; sizes.len()];
-    let local = (|| -> Result<Option<DestLock>, String> {
-        let mut lock = None;
-        if is_writer {
-            fs::create_dir_all(&dest).map_err(|e| format!("creating {}: {e}", dest.display()))?;
-            // Before anything in the destination changes: another job's
-            // temporary files are not ours to clear.
-            lock = Some(DestLock::acquire(&dest).map_err(|e| e.to_string())?);
-            journal::clear_temp(&dest).map_err(|e| format!("clearing {}: {e}", journal::temp_dir(&dest).display()))?;
-            // Until this stage has finished, the destination claims nothing.
-            PlacementRecord::remove(&dest).map_err(|e| e.to_string())?;
-            let done = journal::load(&dest).map_err(|e| format!("reading the journal in {}: {e}", dest.display()))?;
-            let journaled: Vec<usize> = needs[t.node]
-                .iter()
-                .copied()
-                .filter(|&f| {
-                    let entry = &manifest.files[f];
-                    done.holds(&dest, &entry.path, entry.xxh3, entry.bytes)
-                })
-                .collect();
-            let trusted = if config.recheck { recheck(&dest, manifest, &journaled, config.threads) } else { journaled };
-            let mut needed = Vec::new();
-            for &f in &needs[t.node] {
-                if trusted.binary_search(&f).is_err() {
-                    remaining_mask[f] = 1;
-                    needed.push(manifest.files[f].bytes);
-                }
-            }
-            let space = free_space(&dest).map_err(|e| format!("checking free space of {}: {e}", dest.display()))?;
-            space
-                .check_fits(&needed)
-                .map_err(|e| format!("{} on node {} {e}; nothing was copied", dest.display(), t.node))?;
-        }
-        Ok(lock)
-    })();
-    // Held until this rank returns, past the final barrier.
-    let _lock = agree(world, local)?;
+    )
+}
 
-    let mut all_masks = vec![0u8; sizes.len() * t.size];
-    world.comm().all_gather_into(&remaining_mask[..], &mut all_masks[..]);
-    let writer_of_node: Vec<usize> = (0..t.nodes).map(|n| world.ranks_of_node(n)[0]).collect();
-    let remaining: Vec<Vec<usize>> = (0..t.nodes)
+/// On each node's writer: take the destination's lock (held by the caller
+/// until it returns, past the final barrier), clear an earlier job's
+/// temporary files and placement record, and find which of the node's
+/// files the journal does not vouch for (a mask over the manifest), with
+/// room for them. Other ranks return an empty mask.
+fn open_destination(
+    world: &World,
+    manifest: &Manifest,
+    config: &StageConfig,
+    dest: &Path,
+    node_needs: &[usize],
+) -> Result<(Option<DestLock>, Vec<u8>), StageError> {
+    let t = world.topology();
+    let mut remaining_mask = vec![0u8; manifest.files.len()];
+    let local = (|| -> Result<Option<DestLock>, String> {
+        if t.local_rank != 0 {
+            return Ok(None);
+        }
+        fs::create_dir_all(dest).map_err(|e| format!("creating {}: {e}", dest.display()))?;
+        // Before anything in the destination changes: another job's
+        // temporary files are not ours to clear.
+        let lock = DestLock::acquire(dest).map_err(|e| e.to_string())?;
+        journal::clear_temp(dest).map_err(|e| format!("clearing {}: {e}", journal::temp_dir(dest).display()))?;
+        // Until this stage has finished, the destination claims nothing.
+        PlacementRecord::remove(dest).map_err(|e| e.to_string())?;
+        let done = journal::load(dest).map_err(|e| format!("reading the journal in {}: {e}", dest.display()))?;
+        let journaled: Vec<usize> = node_needs
+            .iter()
+            .copied()
+            .filter(|&f| {
+                let entry = &manifest.files[f];
+                done.holds(dest, &entry.path, entry.xxh3, entry.bytes)
+            })
+            .collect();
+        let trusted = if config.recheck { recheck(dest, manifest, &journaled, config.threads) } else { journaled };
+        let mut needed = Vec::new();
+        for &f in node_needs {
+            if trusted.binary_search(&f).is_err() {
+                remaining_mask[f] = 1;
+                needed.push(manifest.files[f].bytes);
+            }
+        }
+        let space = free_space(dest).map_err(|e| format!("checking free space of {}: {e}", dest.display()))?;
+        space
+            .check_fits(&needed)
+            .map_err(|e| format!("{} on node {} {e}; nothing was copied", dest.display(), t.node))?;
+        Ok(Some(lock))
+    })();
+    let lock = agree(world, local)?;
+    Ok((lock, remaining_mask))
+}
+
+/// The files each node still needs: every node's writer's mask, gathered.
+fn remaining_per_node(world: &World, needs: &[Vec<usize>], mask: &[u8]) -> Vec<Vec<usize>> {
+    let (files, t) = (mask.len(), world.topology());
+    let mut all_masks = vec![0u8; files * t.size];
+    world.comm().all_gather_into(mask, &mut all_masks[..]);
+    (0..t.nodes)
         .map(|n| {
-            let mask = &all_masks[writer_of_node[n] * sizes.len()..(writer_of_node[n] + 1) * sizes.len()];
+            let writer = world.ranks_of_node(n)[0];
+            let mask = &all_masks[writer * files..(writer + 1) * files];
             needs[n].iter().copied().filter(|&f| mask[f] == 1).collect()
         })
-        .collect();
-    let files_skipped = needs.iter().map(Vec::len).sum::<usize>() - remaining.iter().map(Vec::len).sum::<usize>();
-    let plan = Plan::build(&sizes, &remaining, world.node_of_rank()).map_err(|e| StageError::Local(e.to_string()))?;
-    let files_needed = (0..sizes.len()).filter(|&f| !plan.destinations(f).is_empty()).count();
-    let to_write: u64 = remaining.iter().flatten().map(|&f| sizes[f]).sum();
-    let files_to_write = remaining.iter().map(Vec::len).sum::<usize>() as u64;
+        .collect()
+}
 
+/// Move the remaining files as planned (the fan-out, or with `--naive` each
+/// rank copying its share), with progress; every rank waits for all.
+fn copy(
+    world: &World,
+    manifest: &Manifest,
+    config: &StageConfig,
+    plan: &Plan,
+    dest: &Path,
+    remaining: &[Vec<usize>],
+) -> Result<RankStats, StageError> {
+    let t = *world.topology();
+    let sizes = |files: &[usize]| files.iter().map(|&f| manifest.files[f].bytes).sum::<u64>();
+    let to_write: u64 = remaining.iter().map(|files| sizes(files)).sum();
+    let files_to_write = remaining.iter().map(Vec::len).sum::<usize>() as u64;
     let comm = world.thread_comm();
     if !config.naive && comm.is_none() {
         return Err(StageError::Local("MPI did not grant MPI_THREAD_MULTIPLE; rerun with --naive".into()));
@@ -318,8 +369,8 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
         local_size: t.local_size,
         manifest,
         config,
-        plan: &plan,
-        dest: &dest,
+        plan,
+        dest,
         limiter: limiter.as_ref(),
         counters: progress.counters(),
         comm: comm.as_ref(),
@@ -328,7 +379,7 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
         notices: Mutex::new(Vec::new()),
         temp_lock: Mutex::new(()),
     };
-    let mut stats = match &comm {
+    let stats = match &comm {
         Some(comm) if !config.naive => ctx.staged(comm, &remaining[t.node]),
         _ => ctx.naive(&remaining[t.node]),
     };
@@ -336,10 +387,22 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
     // place: every rank must be done before it looks.
     ctx.wait_for_all(world);
     progress.finish();
-    // Never report success unless what was written is the plan: the files
-    // counted by every rank add up to the files to write, and each of this
-    // node's files is in place at its size.
-    let missing = if is_writer {
+    Ok(stats)
+}
+
+/// Never report success unless what was written is the plan: the files
+/// counted by every rank (`written` here) add up to the files to write, and
+/// each of this node's files is in place at its size.
+fn check_written(
+    world: &World,
+    manifest: &Manifest,
+    dest: &Path,
+    remaining: &[Vec<usize>],
+    written: u64,
+) -> Result<(), StageError> {
+    let t = world.topology();
+    let files_to_write = remaining.iter().map(Vec::len).sum::<usize>() as u64;
+    let missing = if t.local_rank == 0 {
         remaining[t.node]
             .iter()
             .filter(|&&f| !is_complete(&dest.join(&manifest.files[f].path), manifest.files[f].bytes))
@@ -347,7 +410,7 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
     } else {
         0
     };
-    let counted = [stats.files_written, missing];
+    let counted = [written, missing];
     let mut totals = [0u64; 2];
     world.comm().all_reduce_into(&counted[..], &mut totals[..], mpi::collective::SystemOperation::sum());
     if totals[0] != files_to_write || totals[1] > 0 {
@@ -357,39 +420,48 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
         );
         return Err(if world.is_root() { StageError::Local(message) } else { StageError::Remote(0) });
     }
-    let recorded = (|| -> Result<(), String> {
-        if !is_writer {
-            return Ok(());
-        }
-        let manifest_bytes = manifest.to_compact_json();
-        let source =
-            std::path::absolute(&config.source).map_err(|e| format!("--source {}: {e}", config.source.display()))?;
-        PlacementRecord::new(
-            manifest,
-            &manifest_bytes,
-            &source,
-            (config.policy, config.seed),
-            (t.nodes, t.node),
-            &needs[t.node],
-        )
-        .write(&dest, &manifest_bytes)
-        .map_err(|e| e.to_string())
-    })();
-    agree(world, recorded)?;
-    stats.total_secs = started.elapsed().as_secs_f64();
-    stats.peak_rss_bytes = cluster::memory::peak_rss_bytes();
+    Ok(())
+}
 
+/// On each node's writer: the placement record of what the node now holds.
+fn write_record(
+    world: &World,
+    manifest: &Manifest,
+    config: &StageConfig,
+    dest: &Path,
+    node_needs: &[usize],
+) -> Result<(), String> {
+    let t = world.topology();
+    if t.local_rank != 0 {
+        return Ok(());
+    }
+    let manifest_bytes = manifest.to_compact_json();
+    let source =
+        std::path::absolute(&config.source).map_err(|e| format!("--source {}: {e}", config.source.display()))?;
+    PlacementRecord::new(
+        manifest,
+        &manifest_bytes,
+        &source,
+        (config.policy, config.seed),
+        (t.nodes, t.node),
+        node_needs,
+    )
+    .write(dest, &manifest_bytes)
+    .map_err(|e| e.to_string())
+}
+
+/// Every rank's stats on rank 0 (only its own on the others).
+fn gather_stats(world: &World, stats: RankStats) -> Vec<RankStats> {
     let mine = stats.pack();
     let root = world.comm().process_at_rank(0);
-    let ranks = if world.is_root() {
-        let mut all = vec![0f64; FIELDS * t.size];
+    if world.is_root() {
+        let mut all = vec![0f64; FIELDS * world.size()];
         root.gather_into_root(&mine[..], &mut all[..]);
         all.chunks_exact(FIELDS).map(RankStats::unpack).collect()
     } else {
         root.gather_into(&mine[..]);
         vec![stats]
-    };
-    Ok(StageOutcome { ranks, files_needed, unique_bytes: plan.unique_bytes(), files_skipped })
+    }
 }
 
 /// The files of `journaled` (sorted) whose bytes under `dest` still hash to
