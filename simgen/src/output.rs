@@ -10,10 +10,10 @@
 //! the shared directory one, written by the lowest rank that writes there.
 //!
 //! ```no_run
-//! # fn main() -> anyhow::Result<()> {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use formats::manifest::{FileEntry, Schema};
 //! let world = cluster::World::init()?;
-//! let out = simgen::output::OutputDir::claim(&world, "/tmp/data".as_ref(), false)?;
+//! let out = simgen::output::OutputDir::claim(&world, "/tmp/data".as_ref(), false);
 //! let written: Vec<FileEntry> = Vec::new(); // what this rank wrote, via `out.describe`
 //! out.write_manifest(&world, Schema::opaque(), written)?;
 //! # Ok(()) }
@@ -23,7 +23,6 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
 use cluster::World;
 use formats::manifest::{self, FileEntry, MANIFEST_FILE, Manifest, ManifestError, Schema};
 use mpi::traits::*;
@@ -33,6 +32,62 @@ const MARKERS_PREFIX: &str = ".simgen-ranks-";
 
 /// The exit code of a usage error, as clap's.
 const USAGE_EXIT: i32 = 2;
+
+/// Why an output directory cannot be claimed or given its manifest. Every
+/// variant names the path.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutputError {
+    /// A file system operation failed.
+    #[error("{doing} {}: {source}", path.display())]
+    Io {
+        /// What was being done (`creating the output directory`, `listing`, ...).
+        doing: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// Cause.
+        source: io::Error,
+    },
+    /// Another rank could not create its output directory.
+    #[error("stopping: rank {0} could not create its output directory (see its message)")]
+    OtherRank(usize),
+    /// The directory holds files this run did not write.
+    #[error(
+        "{} is not empty ({count} entries, first {first:?}): a manifest must list only this run's files; {remedy}",
+        path.display()
+    )]
+    NotEmpty {
+        /// The directory.
+        path: PathBuf,
+        /// Entries found.
+        count: usize,
+        /// The first, by name.
+        first: String,
+        /// What to do.
+        remedy: &'static str,
+    },
+    /// `--overwrite` cannot use the old manifest.
+    #[error("--overwrite removes what {} lists, but cannot use it: {source}", path.display())]
+    OldManifest {
+        /// The old manifest.
+        path: PathBuf,
+        /// Cause.
+        source: ManifestError,
+    },
+    /// A rank's list of written files did not arrive intact.
+    #[error("the list of files rank {rank} wrote: {source}")]
+    List {
+        /// The rank.
+        rank: usize,
+        /// Cause.
+        source: serde_json::Error,
+    },
+}
+
+fn io_error(doing: &'static str, path: &Path) -> impl FnOnce(io::Error) -> OutputError {
+    let path = path.to_owned();
+    move |source| OutputError::Io { doing, path, source }
+}
 
 /// An output directory this run may write into.
 #[derive(Debug)]
@@ -49,22 +104,22 @@ impl OutputDir {
     /// the job with one line naming the rank, and exit code 2 (a usage
     /// error: the user named a directory that cannot be used), if any rank
     /// fails.
-    pub fn claim(world: &World, path: &Path, overwrite: bool) -> anyhow::Result<OutputDir> {
+    pub fn claim(world: &World, path: &Path, overwrite: bool) -> OutputDir {
         let token = run_token(world);
         let sharing = match sharing_ranks(world, path, token) {
             Ok(sharing) => sharing,
-            Err(e) => world.fail_with_code(USAGE_EXIT, cluster::logging::chain(e.as_ref())),
+            Err(e) => world.fail_with_code(USAGE_EXIT, cluster::logging::chain(&e)),
         };
         let dir = OutputDir { path: path.to_owned(), sharing };
         if dir.is_leader(world) {
             let claimed =
                 if overwrite { remove_listed(path).and_then(|()| warn_left(path)) } else { refuse_nonempty(path) };
             if let Err(e) = claimed {
-                world.fail_with_code(USAGE_EXIT, cluster::logging::chain(e.as_ref()));
+                world.fail_with_code(USAGE_EXIT, cluster::logging::chain(&e));
             }
         }
         world.barrier();
-        Ok(dir)
+        dir
     }
 
     /// The directory.
@@ -84,14 +139,15 @@ impl OutputDir {
 
     /// Write the directory's manifest from every sharing rank's `written`
     /// entries. Collective: every rank calls it, with what it wrote.
-    pub fn write_manifest(&self, world: &World, schema: Schema, written: Vec<FileEntry>) -> anyhow::Result<()> {
-        let mine = serde_json::to_vec(&written)?;
+    pub fn write_manifest(&self, world: &World, schema: Schema, written: Vec<FileEntry>) -> Result<(), OutputError> {
+        // Serialising plain structs with string keys cannot fail.
+        let mine = serde_json::to_vec(&written).unwrap_or_default();
         let all = world.all_gather_bytes(&mine);
         if self.is_leader(world) {
             let mut entries = Vec::new();
             for &rank in &self.sharing {
-                let theirs: Vec<FileEntry> = serde_json::from_slice(&all[rank])
-                    .with_context(|| format!("the list of files rank {rank} wrote"))?;
+                let theirs: Vec<FileEntry> =
+                    serde_json::from_slice(&all[rank]).map_err(|source| OutputError::List { rank, source })?;
                 entries.extend(theirs);
             }
             let manifest = Manifest::new(schema, entries);
@@ -121,19 +177,19 @@ fn run_token(world: &World) -> u64 {
 /// Create `path`, mark it with this rank, and return the ranks whose
 /// markers this rank sees there: the ranks writing into the same directory.
 /// Collective.
-fn sharing_ranks(world: &World, path: &Path, token: u64) -> anyhow::Result<Vec<usize>> {
+fn sharing_ranks(world: &World, path: &Path, token: u64) -> Result<Vec<usize>, OutputError> {
     let markers = path.join(format!("{MARKERS_PREFIX}{token:016x}"));
     let marked = fs::create_dir_all(&markers)
         .and_then(|()| fs::write(markers.join(world.rank().to_string()), b""))
-        .with_context(|| format!("creating the output directory {}", path.display()));
+        .map_err(io_error("creating the output directory", path));
     let failed_rank = first_failure(world, marked.is_err());
     marked?;
     if let Some(rank) = failed_rank {
-        bail!("stopping: rank {rank} could not create its output directory (see its message)");
+        return Err(OutputError::OtherRank(rank));
     }
     let mut sharing = Vec::new();
-    for item in fs::read_dir(&markers).with_context(|| format!("listing {}", markers.display()))? {
-        let name = item?.file_name();
+    for item in fs::read_dir(&markers).map_err(io_error("listing", &markers))? {
+        let name = item.map_err(io_error("listing", &markers))?.file_name();
         if let Some(rank) = name.to_str().and_then(|n| n.parse::<usize>().ok()) {
             sharing.push(rank);
         }
@@ -142,7 +198,7 @@ fn sharing_ranks(world: &World, path: &Path, token: u64) -> anyhow::Result<Vec<u
     // Every rank has listed before the lowest removes the markers.
     world.barrier();
     if sharing.first() == Some(&world.rank()) {
-        fs::remove_dir_all(&markers).with_context(|| format!("removing {}", markers.display()))?;
+        fs::remove_dir_all(&markers).map_err(io_error("removing", &markers))?;
     }
     Ok(sharing)
 }
@@ -158,33 +214,32 @@ fn first_failure(world: &World, failed: bool) -> Option<usize> {
 /// Remove the files `dir`'s manifest lists, then the manifest: what an
 /// earlier run wrote. Files it does not list are left alone (and will not
 /// be in the new manifest).
-fn remove_listed(dir: &Path) -> anyhow::Result<()> {
+fn remove_listed(dir: &Path) -> Result<(), OutputError> {
     let path = dir.join(MANIFEST_FILE);
+    let old_manifest = |source| OutputError::OldManifest { path: path.clone(), source };
     let old = match Manifest::load(&path) {
         Ok(old) => old,
         Err(ManifestError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => bail!("--overwrite removes what {} lists, but cannot read it: {e}", path.display()),
+        Err(e) => return Err(old_manifest(e)),
     };
     // Entries are relative and inside the directory (no `..`, no absolute
     // path, no link out of it), so removal stays inside it.
-    old.validate_against_root(dir).with_context(|| format!("--overwrite: {}", path.display()))?;
+    old.validate_against_root(dir).map_err(old_manifest)?;
     for entry in &old.files {
         let file = dir.join(&entry.path);
         match fs::remove_file(&file) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| format!("--overwrite: removing {}", file.display()));
-            }
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_error("--overwrite: removing", &file)(e)),
             _ => {}
         }
     }
-    fs::remove_file(&path).with_context(|| format!("--overwrite: removing {}", path.display()))
+    fs::remove_file(&path).map_err(io_error("--overwrite: removing", &path))
 }
 
 /// What `dir` holds besides this run's markers, sorted.
-fn entries(dir: &Path) -> anyhow::Result<Vec<String>> {
+fn entries(dir: &Path) -> Result<Vec<String>, OutputError> {
     let mut found = Vec::new();
-    for item in fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
-        let name = item?.file_name().to_string_lossy().into_owned();
+    for item in fs::read_dir(dir).map_err(io_error("listing", dir))? {
+        let name = item.map_err(io_error("listing", dir))?.file_name().to_string_lossy().into_owned();
         if !name.starts_with(MARKERS_PREFIX) {
             found.push(name);
         }
@@ -194,7 +249,7 @@ fn entries(dir: &Path) -> anyhow::Result<Vec<String>> {
 }
 
 /// An error unless `dir` holds nothing but this run's markers.
-fn refuse_nonempty(dir: &Path) -> anyhow::Result<()> {
+fn refuse_nonempty(dir: &Path) -> Result<(), OutputError> {
     let found = entries(dir)?;
     let Some(first) = found.first() else { return Ok(()) };
     let remedy = if found.iter().any(|n| n == MANIFEST_FILE) {
@@ -202,16 +257,12 @@ fn refuse_nonempty(dir: &Path) -> anyhow::Result<()> {
     } else {
         "choose an empty directory, or pass --overwrite to write beside them (they stay out of the manifest)"
     };
-    bail!(
-        "{} is not empty ({} entries, first {first:?}): a manifest must list only this run's files; {remedy}",
-        dir.display(),
-        found.len(),
-    )
+    Err(OutputError::NotEmpty { path: dir.to_owned(), count: found.len(), first: first.clone(), remedy })
 }
 
 /// With `--overwrite`, say what stays in `dir` that the new manifest will
 /// not list.
-fn warn_left(dir: &Path) -> anyhow::Result<()> {
+fn warn_left(dir: &Path) -> Result<(), OutputError> {
     let found = entries(dir)?;
     if let Some(first) = found.first() {
         tracing::warn!(

@@ -35,7 +35,7 @@ impl OutputArgs {
     pub fn claim(&self, world: &World) -> anyhow::Result<(PathBuf, OutputDir)> {
         let out = cluster::paths::expand(&self.out, &world.topology().path_vars())
             .with_context(|| format!("expanding --out {}", self.out))?;
-        let dir = OutputDir::claim(world, &out, self.overwrite)?;
+        let dir = OutputDir::claim(world, &out, self.overwrite);
         Ok((out, dir))
     }
 
