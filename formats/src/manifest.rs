@@ -416,19 +416,9 @@ impl Manifest {
 
     /// Write atomically (temp file, fsync, rename).
     pub fn save(&self, path: &Path) -> Result<(), ManifestError> {
-        let temp = crate::atomic::temp_path_for(path);
-        let write = || -> std::io::Result<()> {
-            use std::io::Write;
-            let mut file = fs::File::create(&temp)?;
-            file.write_all(&self.to_json())?;
-            file.write_all(b"\n")?;
-            file.sync_all()?;
-            fs::rename(&temp, path)
-        };
-        write().map_err(|e| {
-            let _ = fs::remove_file(&temp);
-            ManifestError::Io { path: path.to_owned(), source: e }
-        })
+        let mut json = self.to_json();
+        json.push(b'\n');
+        crate::atomic::write_durably(path, &json).map_err(io_error(path))
     }
 }
 

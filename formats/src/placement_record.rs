@@ -27,7 +27,6 @@
 //! ```
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -320,17 +319,7 @@ fn first_samples(manifest: &Manifest) -> Vec<u64> {
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), RecordError> {
-    let temp = crate::atomic::temp_path_for(path);
-    let write = || -> std::io::Result<()> {
-        let mut file = fs::File::create(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&temp, path)
-    };
-    write().map_err(|source| {
-        let _ = fs::remove_file(&temp);
-        RecordError::Io { path: path.to_owned(), source }
-    })
+    crate::atomic::write_durably(path, bytes).map_err(|source| RecordError::Io { path: path.to_owned(), source })
 }
 
 /// The policy as the command line spells it (`per-node=6`).

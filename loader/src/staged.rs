@@ -196,16 +196,18 @@ impl StagedShare {
     /// The node's dataset over [`sample_files`](Self::sample_files),
     /// addressed by global sample id.
     pub fn remap(&self, node_dataset: Arc<dyn Dataset>) -> Result<NodeSamples, StagedError> {
-        let recorded = self.node_samples().len();
-        if node_dataset.len() != recorded {
-            return Err(StagedError::Samples {
-                dest: self.dir.clone(),
-                node: self.place.node,
-                found: node_dataset.len(),
-                recorded,
-            });
-        }
+        self.check_samples(node_dataset.len())?;
         Ok(NodeSamples { inner: node_dataset, global: self.node_samples().to_vec() })
+    }
+
+    /// An error unless a dataset of `found` samples is the one over
+    /// [`sample_files`](Self::sample_files).
+    pub fn check_samples(&self, found: usize) -> Result<(), StagedError> {
+        let recorded = self.node_samples().len();
+        if found == recorded {
+            return Ok(());
+        }
+        Err(StagedError::Samples { dest: self.dir.clone(), node: self.place.node, found, recorded })
     }
 }
 

@@ -210,7 +210,7 @@ impl Dataset {
                 let opened =
                     catalog::from_manifest(share.dir(), share.manifest(), Some(&files), transform, Some(&stats))
                         .map_err(|e| e.to_string())?;
-                share.remap(opened.dataset.clone()).map_err(|e| e.to_string())?;
+                share.check_samples(opened.dataset.len()).map_err(|e| e.to_string())?;
                 Ok::<_, String>(opened)
             })
             .map_err(data_error)?;

@@ -409,15 +409,27 @@ fn train(
 }
 
 /// `trainer models`: every model and configuration with its sizes.
+/// A reader that stops early (`trainer models | head`) closes the pipe:
+/// that ends the listing quietly instead of as an error.
 fn list_models() -> anyhow::Result<()> {
-    println!("{:<14} {:<10} {:>12} {:>8}  about", "model", "config", "parameters", "state");
-    for entry in models::MODELS {
-        for config in entry.configs {
-            let (parameters, state) = entry.build_default(config)?.sizes()?;
-            println!("{:<14} {:<10} {parameters:>12} {state:>8}  {}", entry.name, config, entry.about);
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let mut listed = || -> anyhow::Result<()> {
+        writeln!(out, "{:<14} {:<10} {:>12} {:>8}  about", "model", "config", "parameters", "state")?;
+        for entry in models::MODELS {
+            for config in entry.configs {
+                let (parameters, state) = entry.build_default(config)?.sizes()?;
+                writeln!(out, "{:<14} {:<10} {parameters:>12} {state:>8}  {}", entry.name, config, entry.about)?;
+            }
         }
+        Ok(())
+    };
+    match listed() {
+        Err(e) if e.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) => {
+            Ok(())
+        }
+        other => other,
     }
-    Ok(())
 }
 
 /// The command line: the commands, and under `train` one command per model
