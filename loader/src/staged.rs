@@ -157,6 +157,10 @@ impl StagedShare {
 
     /// The node-local sampler over this node's kept samples with `remainder`.
     pub fn sampler(&self, remainder: Remainder) -> Result<NodeLocalSampler, StagedError> {
+        // The one `open` built: the placement of every node is not cheap to recompute.
+        if remainder == Remainder::Drop {
+            return Ok(self.sampler.clone());
+        }
         node_sampler(&self.dir, &self.manifest, &self.record, &self.place, &self.counts, remainder)
     }
 
