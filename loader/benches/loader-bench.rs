@@ -43,7 +43,7 @@ fn ours_checking<D: Dataset + 'static>(
 ) -> (f64, ConsumerWait) {
     epochs(
         ds,
-        LoaderConfig { batch: 1, workers: WORKERS, prefetch: 4, skip_corrupt: false, check_finite },
+        LoaderConfig { batch: 1, workers: WORKERS, prefetch: 4, skip_corrupt: false, check_finite, drop_last: false },
         reps,
         consumer_work,
     )

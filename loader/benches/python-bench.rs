@@ -36,7 +36,14 @@ const BATCH: usize = 4;
 
 /// The Rust loader's samples/s over `reps` epochs (median), batches of BATCH.
 fn rust_loader<D: Dataset + 'static>(ds: Arc<D>, reps: usize) -> f64 {
-    let config = LoaderConfig { batch: BATCH, workers: WORKERS, prefetch: 4, skip_corrupt: false, check_finite: false };
+    let config = LoaderConfig {
+        batch: BATCH,
+        workers: WORKERS,
+        prefetch: 4,
+        skip_corrupt: false,
+        check_finite: false,
+        drop_last: false,
+    };
     epochs(ds, config, reps, Duration::ZERO).0
 }
 

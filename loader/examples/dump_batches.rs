@@ -37,6 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         prefetch: 2,
         skip_corrupt: false,
         check_finite: false,
+        drop_last: false,
     };
     let order = sampler.indices(epoch.parse()?);
     let loader = Loader::resume_with_buffers(opened.dataset, order, config, 0, Default::default());

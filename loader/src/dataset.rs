@@ -1,6 +1,7 @@
 //! Datasets: random access to decoded samples, one implementation per format.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use formats::cosmoflow::{CosmoError, CosmoSampleView, CosmoShape, TARGETS};
 use formats::manifest::Manifest;
@@ -153,6 +154,48 @@ pub trait Dataset: Send + Sync {
     /// where the dataset knows them (`sample 12 (data/f3.tfrecord, record 4)`).
     fn locate(&self, index: usize) -> String {
         format!("sample {index}")
+    }
+}
+
+/// Samples `start..start + len` of a dataset, numbered from 0: the part
+/// of a node's own data it trains on, or holds out.
+pub struct Slice {
+    inner: Arc<dyn Dataset>,
+    start: usize,
+    len: usize,
+}
+
+impl Slice {
+    /// Samples `start..start + len` of `inner` (cut to the samples it has).
+    pub fn new(inner: Arc<dyn Dataset>, start: usize, len: usize) -> Slice {
+        let start = start.min(inner.len());
+        let len = len.min(inner.len() - start);
+        Slice { inner, start, len }
+    }
+
+    fn index(&self, index: usize) -> Result<usize, DatasetError> {
+        if index < self.len { Ok(self.start + index) } else { Err(DatasetError::OutOfRange { index, len: self.len }) }
+    }
+}
+
+impl Dataset for Slice {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn x_len(&self) -> usize {
+        self.inner.x_len()
+    }
+    fn y_len(&self) -> usize {
+        self.inner.y_len()
+    }
+    fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
+        self.inner.read_into(self.index(index)?, x, y)
+    }
+    fn read_ragged(&self, index: usize, x: &mut [f32], y: &mut Vec<f32>) -> Result<u64, DatasetError> {
+        self.inner.read_ragged(self.index(index)?, x, y)
+    }
+    fn locate(&self, index: usize) -> String {
+        self.index(index).map_or_else(|_| format!("sample {index}"), |inner| self.inner.locate(inner))
     }
 }
 

@@ -1,6 +1,6 @@
 //! The loader: what a trainer links to get batches.
 //!
-//! Built so far:
+//! Its modules:
 //! - [`sampler`]: the sample orders, each a pure function of (seed, epoch,
 //!   rank, world): the distributed shuffling sampler with equal step counts
 //!   on every rank, the node-local sampler over exactly the files the stager
@@ -15,6 +15,10 @@
 //! - [`staged`]: a staged destination opened for one rank from the
 //!   placement record the stager wrote there, its node-local sampler, and
 //!   the node's dataset addressed by global sample id.
+//! - [`source`]: where a rank's samples come from (a directory with its
+//!   held-out files, a staged destination, node-local data), opened for a
+//!   rank given as plain data: its training set, its [`Sampler`](sampler::Sampler)
+//!   and its share of the validation set.
 //! - [`catalog`]: any of those datasets opened by the kind its manifest
 //!   names (or from files), with the shapes of its arrays: what the Python
 //!   package opens.
@@ -43,5 +47,6 @@ pub mod finite;
 pub mod lmdb;
 pub mod pipeline;
 pub mod sampler;
+pub mod source;
 pub mod staged;
 pub mod traces;

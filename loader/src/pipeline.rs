@@ -28,6 +28,24 @@ pub struct LoaderConfig {
     /// ([`DatasetError::NonFinite`]), or is skipped with `skip_corrupt`.
     /// Costs one more pass over each decoded sample's values.
     pub check_finite: bool,
+    /// Deliver whole batches only, leaving out the samples past the last
+    /// one: what a consumer whose every rank must take the same number of
+    /// full steps wants. Otherwise the last batch may be short.
+    pub drop_last: bool,
+}
+
+impl LoaderConfig {
+    /// Batches an epoch of `samples` samples makes.
+    pub fn batches(&self, samples: usize) -> usize {
+        let batch = self.batch.max(1);
+        if self.drop_last { samples / batch } else { samples.div_ceil(batch) }
+    }
+
+    /// The samples of an epoch's `order` the loader delivers, in order.
+    pub fn delivered(&self, mut order: Vec<usize>) -> Vec<usize> {
+        order.truncate(self.batches(order.len()).saturating_mul(self.batch.max(1)).min(order.len()));
+        order
+    }
 }
 
 /// One batch: `x` is `len * x_len` values; sample `k`'s target is
@@ -178,15 +196,6 @@ struct Shared {
     skipped: AtomicU64,
 }
 
-/// The whole batches of `batch` samples in `order`, the samples past the
-/// last whole batch dropped: where a consumer whose every rank must take
-/// the same number of full steps cuts an epoch's order.
-pub fn whole_batches(order: &mut Vec<usize>, batch: usize) -> usize {
-    let batches = order.len() / batch.max(1);
-    order.truncate(batches * batch.max(1));
-    batches
-}
-
 /// Batches of a dataset in a given order, decoded ahead by worker threads.
 pub struct Loader {
     shared: Arc<Shared>,
@@ -203,20 +212,16 @@ pub struct Loader {
 
 impl Loader {
     /// Start loading `order` (sample indices, e.g. from a sampler) from
-    /// `dataset` in batches. A last partial batch is delivered as it is.
-    pub fn new<D: Dataset + 'static>(dataset: Arc<D>, order: Vec<usize>, config: LoaderConfig) -> Loader {
+    /// `dataset` in batches. A last partial batch is delivered as it is,
+    /// unless [`drop_last`](LoaderConfig::drop_last) leaves it out.
+    pub fn new(dataset: Arc<dyn Dataset>, order: Vec<usize>, config: LoaderConfig) -> Loader {
         Self::resume(dataset, order, config, 0)
     }
 
     /// Like [`new`](Self::new), starting at batch `position` of the epoch:
     /// with the same sampler, seed and epoch, a restarted job continues
     /// mid-epoch in the same order (see [`position`](Self::position)).
-    pub fn resume<D: Dataset + 'static>(
-        dataset: Arc<D>,
-        order: Vec<usize>,
-        config: LoaderConfig,
-        position: usize,
-    ) -> Loader {
+    pub fn resume(dataset: Arc<dyn Dataset>, order: Vec<usize>, config: LoaderConfig, position: usize) -> Loader {
         Self::start(dataset, order, config, position, Recycler::default())
     }
 
@@ -260,7 +265,7 @@ impl Loader {
         free: Recycler,
     ) -> Loader {
         let batch = config.batch.max(1);
-        let order = Arc::new(order);
+        let order = Arc::new(config.delivered(order));
         let batches = order.len().div_ceil(batch);
         let prefetch = config.prefetch.max(1);
         let shared = Arc::new(Shared {

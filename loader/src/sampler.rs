@@ -20,6 +20,69 @@ pub fn epoch_seed(seed: u64, epoch: u64) -> u64 {
     seed ^ epoch.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
+/// A rank's sample order, epoch by epoch: what the pipeline cuts into
+/// batches. Every implementation is a pure function of its configuration
+/// and the epoch.
+pub trait Sampler: Send + Sync {
+    /// This rank's sample indices for `epoch`, in order.
+    fn order(&self, epoch: u64) -> Vec<usize>;
+
+    /// Samples this rank takes per epoch (of epoch 0 where epochs differ).
+    fn per_rank(&self) -> usize {
+        self.order(0).len()
+    }
+}
+
+/// The first `len` samples of another sampler's order each epoch: how
+/// ranks holding different amounts of data take the same number of steps.
+pub struct FirstOf {
+    /// The sampler cut short.
+    pub inner: Box<dyn Sampler>,
+    /// Samples kept per epoch.
+    pub len: usize,
+}
+
+impl Sampler for FirstOf {
+    fn order(&self, epoch: u64) -> Vec<usize> {
+        let mut order = self.inner.order(epoch);
+        order.truncate(self.len);
+        order
+    }
+
+    fn per_rank(&self) -> usize {
+        self.inner.per_rank().min(self.len)
+    }
+}
+
+impl Sampler for DistributedSampler {
+    fn order(&self, epoch: u64) -> Vec<usize> {
+        self.indices(epoch)
+    }
+
+    fn per_rank(&self) -> usize {
+        DistributedSampler::per_rank(self)
+    }
+}
+
+impl Sampler for NodeLocalSampler {
+    fn order(&self, epoch: u64) -> Vec<usize> {
+        self.indices(epoch)
+    }
+
+    fn per_rank(&self) -> usize {
+        NodeLocalSampler::per_rank(self)
+    }
+}
+
+/// The batches' samples one after another: the pipeline cuts the order
+/// into batches of the same `batch`, so they come out as the batches the
+/// sampler made.
+impl Sampler for BucketedSampler {
+    fn order(&self, epoch: u64) -> Vec<usize> {
+        self.batches(epoch).into_iter().flatten().collect()
+    }
+}
+
 /// Every rank's share of `len` samples, shuffled per epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DistributedSampler {

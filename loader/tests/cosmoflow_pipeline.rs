@@ -97,7 +97,7 @@ fn loader_delivers_batches_in_sampler_order_within_the_prefetch_window() {
     let mut loader = Loader::new(
         ds.clone(),
         order.clone(),
-        LoaderConfig { batch: 2, workers: 3, prefetch: 2, skip_corrupt: false, check_finite: false },
+        LoaderConfig { batch: 2, workers: 3, prefetch: 2, skip_corrupt: false, check_finite: false, drop_last: false },
     );
     assert_eq!(loader.batches(), 4);
     let mut seen = Vec::new();
@@ -127,7 +127,7 @@ fn corrupt_record_reaches_the_consumer_with_file_and_offset() {
     let loader = Loader::new(
         ds,
         (0..7).collect(),
-        LoaderConfig { batch: 1, workers: 2, prefetch: 3, skip_corrupt: false, check_finite: false },
+        LoaderConfig { batch: 1, workers: 2, prefetch: 3, skip_corrupt: false, check_finite: false, drop_last: false },
     );
     let errors: Vec<String> = loader.filter_map(Result::err).map(|e| e.to_string()).collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
@@ -142,7 +142,7 @@ fn dropping_a_loader_mid_epoch_stops_its_workers() {
     let mut loader = Loader::new(
         ds,
         order,
-        LoaderConfig { batch: 1, workers: 4, prefetch: 2, skip_corrupt: false, check_finite: false },
+        LoaderConfig { batch: 1, workers: 4, prefetch: 2, skip_corrupt: false, check_finite: false, drop_last: false },
     );
     loader.next().unwrap().unwrap();
     drop(loader); // joins every worker; a hang here fails the test by timeout
@@ -153,7 +153,8 @@ fn a_resumed_loader_continues_mid_epoch_in_the_same_order() {
     let dir = tempfile::tempdir().unwrap();
     let ds = Arc::new(CosmoflowDataset::open(&write(dir.path()), SHAPE, CosmoTransform::Log1p).unwrap());
     let sampler = DistributedSampler { len: 7, world: 2, rank: 1, seed: 9, shuffle: true, remainder: Remainder::Pad };
-    let config = LoaderConfig { batch: 1, workers: 2, prefetch: 2, skip_corrupt: false, check_finite: false };
+    let config =
+        LoaderConfig { batch: 1, workers: 2, prefetch: 2, skip_corrupt: false, check_finite: false, drop_last: false };
     let full: Vec<Vec<usize>> =
         Loader::new(ds.clone(), sampler.indices(5), config).map(|b| b.unwrap().indices).collect();
     let mut first = Loader::new(ds.clone(), sampler.indices(5), config);
@@ -174,7 +175,7 @@ fn skip_corrupt_counts_and_skips_instead_of_failing() {
     let mut loader = Loader::new(
         ds,
         (0..7).collect(),
-        LoaderConfig { batch: 7, workers: 1, prefetch: 1, skip_corrupt: true, check_finite: false },
+        LoaderConfig { batch: 7, workers: 1, prefetch: 1, skip_corrupt: true, check_finite: false, drop_last: false },
     );
     let batch = loader.next().unwrap().unwrap();
     assert_eq!(batch.indices.len(), 6);
@@ -206,7 +207,8 @@ fn from_manifest_opens_the_listed_files_and_names_a_missing_one() {
 fn next_epoch_delivers_the_new_order_in_the_old_buffers() {
     let dir = tempfile::tempdir().unwrap();
     let ds = Arc::new(CosmoflowDataset::open(&write(dir.path()), SHAPE, CosmoTransform::Log1p).unwrap());
-    let config = LoaderConfig { batch: 2, workers: 2, prefetch: 2, skip_corrupt: false, check_finite: false };
+    let config =
+        LoaderConfig { batch: 2, workers: 2, prefetch: 2, skip_corrupt: false, check_finite: false, drop_last: false };
     let mut loader = Loader::new(ds.clone(), (0..7).collect(), config);
     let mut buffers = std::collections::HashSet::new();
     while let Some(batch) = loader.next() {
@@ -249,7 +251,7 @@ fn a_directory_deleted_under_a_running_loader_finishes_the_epoch_right_and_reope
     let mut loader = Loader::new(
         ds.clone(),
         order.clone(),
-        LoaderConfig { batch: 2, workers: 2, prefetch: 1, skip_corrupt: false, check_finite: false },
+        LoaderConfig { batch: 2, workers: 2, prefetch: 1, skip_corrupt: false, check_finite: false, drop_last: false },
     );
     let mut seen = Vec::new();
     while let Some(batch) = loader.next() {
@@ -277,7 +279,8 @@ fn a_file_truncated_after_it_was_mapped_is_an_error_naming_it_or_skipped() {
     let paths = write(dir.path());
     let ds = Arc::new(CosmoflowDataset::open(&paths, SHAPE, CosmoTransform::Log1p).unwrap());
     std::fs::OpenOptions::new().write(true).open(&paths[2]).unwrap().set_len(10).unwrap();
-    let config = LoaderConfig { batch: 7, workers: 1, prefetch: 1, skip_corrupt: true, check_finite: false };
+    let config =
+        LoaderConfig { batch: 7, workers: 1, prefetch: 1, skip_corrupt: true, check_finite: false, drop_last: false };
     let mut loader = Loader::new(ds.clone(), (0..7).collect(), config);
     let batch = loader.next().unwrap().unwrap();
     assert_eq!(batch.indices, [0, 1, 2, 3], "f2.tfrecord's three samples are skipped");
@@ -301,7 +304,8 @@ fn check_finite_names_a_sample_with_nan_or_skips_it() {
     let offset = w.write_record(&bad.to_example_bytes()).unwrap();
     w.finish().unwrap();
     let ds = Arc::new(CosmoflowDataset::open(&[&path], SHAPE, CosmoTransform::Log1p).unwrap());
-    let checked = LoaderConfig { batch: 2, workers: 1, prefetch: 1, skip_corrupt: false, check_finite: true };
+    let checked =
+        LoaderConfig { batch: 2, workers: 1, prefetch: 1, skip_corrupt: false, check_finite: true, drop_last: false };
     let e = Loader::new(ds.clone(), vec![0, 1], checked).next().unwrap().unwrap_err();
     assert!(matches!(e, DatasetError::NonFinite { part: "target", position: 1, .. }), "{e}");
     let text = e.to_string();
@@ -321,11 +325,16 @@ fn check_finite_names_a_sample_with_nan_or_skips_it() {
 fn next_epoch_at_a_position_starts_at_that_batch() {
     let dir = tempfile::tempdir().unwrap();
     let ds = Arc::new(CosmoflowDataset::open(&write(dir.path()), SHAPE, CosmoTransform::Log1p).unwrap());
-    let config = LoaderConfig { batch: 2, workers: 2, prefetch: 2, skip_corrupt: false, check_finite: false };
+    let config =
+        LoaderConfig { batch: 2, workers: 2, prefetch: 2, skip_corrupt: false, check_finite: false, drop_last: true };
     let loader = Loader::new(ds, (0..7).collect(), config);
-    let mut order = vec![6, 0, 5, 1, 4, 2, 3];
-    assert_eq!(loader::pipeline::whole_batches(&mut order, 2), 3);
-    assert_eq!(order, vec![6, 0, 5, 1, 4, 2]);
+    let order = vec![6, 0, 5, 1, 4, 2, 3];
+    assert_eq!(config.batches(order.len()), 3);
+    assert_eq!(
+        config.delivered(order.clone()),
+        vec![6, 0, 5, 1, 4, 2],
+        "the sample past the last whole batch is left out"
+    );
     let mut loader = loader.next_epoch_at(order, 2);
     let batches: Vec<Vec<usize>> = loader.by_ref().map(|b| b.unwrap().indices).collect();
     assert_eq!(batches, vec![vec![4, 2]]);

@@ -46,7 +46,7 @@ fn write_scattering(path: &Path, n: u64, damage: Option<u64>) {
 }
 
 fn config(batch: usize, skip_corrupt: bool) -> LoaderConfig {
-    LoaderConfig { batch, workers: 3, prefetch: 2, skip_corrupt, check_finite: false }
+    LoaderConfig { batch, workers: 3, prefetch: 2, skip_corrupt, check_finite: false, drop_last: false }
 }
 
 #[test]

@@ -32,7 +32,8 @@ impl Dataset for PanicsAt {
 #[test]
 fn a_panicking_worker_delivers_an_error_to_the_consumer_and_the_rest_still_arrives() {
     for skip_corrupt in [false, true] {
-        let config = LoaderConfig { batch: 4, workers: 3, prefetch: 2, skip_corrupt, check_finite: false };
+        let config =
+            LoaderConfig { batch: 4, workers: 3, prefetch: 2, skip_corrupt, check_finite: false, drop_last: false };
         let loader = Loader::new(Arc::new(PanicsAt { bad: 9 }), (0..16).collect(), config);
         let results: Vec<_> = loader.collect();
         assert_eq!(results.len(), 4, "every batch is delivered, the failed one as an error");

@@ -3,7 +3,7 @@
 //! the position and starts each epoch here; this type only loads.
 
 use loader::pipeline::{Loader, LoaderConfig, Metrics, Recycler};
-use loader::sampler::{DistributedSampler, NodeLocalSampler, Remainder};
+use loader::sampler::{DistributedSampler, Remainder, Sampler};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -12,21 +12,13 @@ use crate::batch::arrays;
 use crate::data_error;
 use crate::dataset::Dataset;
 
-/// Where an epoch's order comes from.
-enum Order {
-    /// Every rank a strided share of a shuffled permutation of all samples.
-    Distributed(DistributedSampler),
-    /// A rank's share of its node's samples (a staged dataset).
-    NodeLocal(NodeLocalSampler),
-}
-
 /// One rank's batches, an epoch at a time, decoded ahead by worker threads.
 #[pyclass(module = "stagehand._stagehand")]
 pub struct EpochLoader {
     dataset: Py<Dataset>,
-    order: Order,
-    batch: usize,
-    drop_last: bool,
+    /// This rank's order of the dataset's samples (global ids for a staged
+    /// dataset).
+    sampler: Box<dyn Sampler>,
     config: LoaderConfig,
     current: Option<Loader>,
     /// The epoch `current` loads.
@@ -83,7 +75,7 @@ impl EpochLoader {
         }
         let held = dataset.get();
         let remainder = if drop_last { Remainder::Drop } else { Remainder::Pad };
-        let order = match &held.placement {
+        let sampler: Box<dyn Sampler> = match &held.placement {
             Some(placement) => {
                 if placement.rank_world() != (rank, world_size) {
                     let (r, w) = placement.rank_world();
@@ -96,9 +88,9 @@ impl EpochLoader {
                         "a staged dataset is read in the node-local shuffled order the trainer uses; shuffle=False is not available",
                     ));
                 }
-                Order::NodeLocal(placement.sampler(remainder)?)
+                Box::new(placement.sampler(remainder)?)
             }
-            None => Order::Distributed(DistributedSampler {
+            None => Box::new(DistributedSampler {
                 len: held.opened.dataset.len(),
                 world: world_size,
                 rank,
@@ -109,10 +101,8 @@ impl EpochLoader {
         };
         Ok(EpochLoader {
             dataset: dataset.unbind(),
-            order,
-            batch: batch_size,
-            drop_last,
-            config: LoaderConfig { batch: batch_size, workers, prefetch, skip_corrupt, check_finite },
+            sampler,
+            config: LoaderConfig { batch: batch_size, workers, prefetch, skip_corrupt, check_finite, drop_last },
             current: None,
             epoch: 0,
             ahead: None,
@@ -124,23 +114,12 @@ impl EpochLoader {
     /// This rank's sample ids for `epoch`, in order (for a staged dataset,
     /// the source dataset's ids).
     fn order(&self, epoch: u64) -> Vec<usize> {
-        let mut order = match &self.order {
-            Order::Distributed(sampler) => sampler.indices(epoch),
-            Order::NodeLocal(sampler) => sampler.indices(epoch),
-        };
-        if self.drop_last {
-            order.truncate(order.len() / self.batch * self.batch);
-        }
-        order
+        self.config.delivered(self.sampler.order(epoch))
     }
 
     /// Batches per epoch (the same on every rank).
     fn batches(&self) -> usize {
-        let per_rank = match &self.order {
-            Order::Distributed(sampler) => sampler.per_rank(),
-            Order::NodeLocal(sampler) => sampler.per_rank(),
-        };
-        if self.drop_last { per_rank / self.batch } else { per_rank.div_ceil(self.batch) }
+        self.config.batches(self.sampler.per_rank())
     }
 
     /// Stop the epoch in progress (if any) and start `epoch` at batch
@@ -237,8 +216,8 @@ impl EpochLoader {
     /// A loader of `epoch` from batch `position`, on this loader's buffers.
     fn loader_of(&self, epoch: u64, position: usize) -> PyResult<Loader> {
         let global = self.order(epoch);
-        let local = match (&self.order, &self.dataset.get().placement) {
-            (Order::NodeLocal(_), Some(placement)) => global
+        let local = match &self.dataset.get().placement {
+            Some(placement) => global
                 .iter()
                 .map(|&id| {
                     placement.local(id).ok_or_else(|| {

@@ -191,7 +191,8 @@ fn load_all(dest: &Path, manifest: &Manifest, files: &[usize], world: &World) ->
     // The node's ranks split the samples.
     let t = world.topology();
     let order: Vec<usize> = (0..dataset.len()).skip(t.local_rank).step_by(t.local_size).collect();
-    let config = LoaderConfig { batch: 4, workers: 2, prefetch: 2, skip_corrupt: false, check_finite: false };
+    let config =
+        LoaderConfig { batch: 4, workers: 2, prefetch: 2, skip_corrupt: false, check_finite: false, drop_last: false };
     let (mut samples, mut errors) = (0u64, 0u64);
     let mut loader = Loader::new(dataset, order, config);
     while let Some(batch) = loader.next() {

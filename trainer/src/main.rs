@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use cluster::World;
-use trainer::engine::{DataSource, DeviceChoice, ModelChoice, ScheduleSpec, TrainConfig};
+use trainer::engine::{DeviceChoice, ModelChoice, Origin, ScheduleSpec, TrainConfig};
 use trainer::models::{self, Trainable};
 use trainer::optim::{Rule, TrustRatio};
 use trainer::scaling::Baseline;
@@ -269,9 +269,9 @@ fn config_from(
         ModelChoice { config: args.config.clone().unwrap_or_else(|| entry.configs[0].to_owned()), batch: args.batch };
     let model = entry.build(&choice, matches)?;
     let source = match (&args.data, &args.staged, &args.node_local) {
-        (Some(dir), _, _) => DataSource::Dir(dir.clone()),
-        (None, Some(dest), _) => DataSource::Staged { dest: dest.clone() },
-        (None, None, Some(template)) => DataSource::NodeLocal { template: template.clone() },
+        (Some(dir), _, _) => Origin::Dir(dir.clone()),
+        (None, Some(dest), _) => Origin::Staged { dest: dest.clone() },
+        (None, None, Some(template)) => Origin::NodeLocal { template: template.clone() },
         (None, None, None) => anyhow::bail!("give --data DIR, --staged TEMPLATE or --node-local TEMPLATE"),
     };
     anyhow::ensure!(

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::data::DataSource;
 use super::device::DeviceChoice;
 use crate::optim::{Rule, TrustRatio};
 use crate::schedule::Schedule;
+use loader::source::Origin;
 
 /// The learning-rate schedule in epochs, turned into steps once the
 /// number of steps per epoch is known.
@@ -39,7 +39,7 @@ pub struct TrainConfig {
     /// Where it trains.
     pub device: DeviceChoice,
     /// Training data.
-    pub source: DataSource,
+    pub source: Origin,
     /// A separate validation dataset directory.
     pub val: Option<PathBuf>,
     /// Share of sample files held out for validation when `val` is absent.
@@ -189,7 +189,7 @@ mod tests {
     fn config() -> TrainConfig {
         TrainConfig {
             device: DeviceChoice::Cpu,
-            source: DataSource::Dir("data".into()),
+            source: Origin::Dir("data".into()),
             val: None,
             val_fraction: 0.2,
             epochs: 4,

@@ -20,7 +20,8 @@ use std::time::Instant;
 
 use burn::tensor::{Device, Tensor};
 use cluster::World;
-use loader::pipeline::{Batch, Loader, LoaderConfig, whole_batches};
+use loader::pipeline::{Batch, Loader, LoaderConfig};
+use loader::source::{RankData, ValSet};
 use mpi::traits::*;
 
 use crate::checkpoint::{self, Checkpoint, RunShape, TrainState};
@@ -29,8 +30,8 @@ use crate::optim::Optimizer;
 use crate::params::{self, TensorInfo};
 use crate::schedule::Schedule;
 pub use config::{ScheduleSpec, TrainConfig};
-pub use data::DataSource;
 pub use device::{DeviceChoice, DeviceError};
+pub use loader::source::Origin;
 pub use model::{
     InitChoice, ModelChoice, ModelSummary, Sampling, Split, StepContext, TrainModel, Validation, dropout_probability,
     norm_group,
@@ -53,12 +54,10 @@ pub enum TrainError {
     /// A dataset's manifest could not be read or is invalid.
     #[error(transparent)]
     Manifest(#[from] formats::manifest::ManifestError),
-    /// A staged destination cannot be trained from (its placement record).
+    /// The training or validation data cannot be opened for this rank
+    /// (a template, a staged destination and its placement record, held-out files).
     #[error(transparent)]
-    Staged(#[from] loader::staged::StagedError),
-    /// A staged destination's placement record is missing or does not match.
-    #[error(transparent)]
-    Record(#[from] formats::placement_record::RecordError),
+    Source(#[from] loader::source::SourceError),
     /// An LMDB store could not be read.
     #[error(transparent)]
     Lmdb(#[from] formats::lmdb::LmdbError),
@@ -236,16 +235,24 @@ pub fn run<M: TrainModel>(
     }
     // The data first: a model may shape its network by it (Etalumis makes
     // layers for the addresses the traces visit).
-    let (train, val) = data::open(world, &model, config)?;
+    let data = data::open(world, &model, config)?;
     let net = model.build(&device)?;
     let tensors = params::inventory(&net)?;
-    let (first, same_everywhere) = train.dataset.first_samples(FIT_SAMPLES);
-    model.fit(world, &*train.dataset, &first, same_everywhere)?;
-    let steps_per_epoch = whole_batches(&mut (train.order)(0), config.batch) as u64;
+    let (first, same_everywhere) = data.train.first_samples(FIT_SAMPLES);
+    model.fit(world, &*data.train, &first, same_everywhere)?;
+    let loader_config = LoaderConfig {
+        batch: config.batch,
+        workers: config.workers,
+        prefetch: config.prefetch,
+        skip_corrupt: false,
+        check_finite: config.check_finite,
+        drop_last: true,
+    };
+    let steps_per_epoch = loader_config.batches(data.per_rank()) as u64;
     if steps_per_epoch == 0 {
         return Err(TrainError::Invalid(format!(
             "{} training samples over {} ranks do not fill one batch of {} per rank",
-            train.samples,
+            data.per_rank() * world.size(),
             world.size(),
             config.batch
         )));
@@ -298,17 +305,11 @@ pub fn run<M: TrainModel>(
         steps_per_epoch,
         shape,
         losses: std::mem::take(&mut start.losses),
-        loader_config: LoaderConfig {
-            batch: config.batch,
-            workers: config.workers,
-            prefetch: config.prefetch,
-            skip_corrupt: false,
-            check_finite: config.check_finite,
-        },
+        loader_config,
         fault: fault_at(world),
         sparse: model.sparse_gradients(),
     };
-    run.epochs(net, &train, val.as_ref(), (start.epoch, start.skip), on_epoch)
+    run.epochs(net, &data, (start.epoch, start.skip), on_epoch)
 }
 
 /// Fresh tensors, or the latest checkpoint's (checked against this run).
@@ -360,8 +361,7 @@ impl<M: TrainModel> Run<'_, M> {
     fn epochs(
         &mut self,
         mut net: M::Net,
-        train: &data::TrainData,
-        val: Option<&data::ValData>,
+        data: &RankData,
         (start_epoch, resume_skip): (u64, u64),
         on_epoch: &mut dyn FnMut(&EpochReport),
     ) -> Result<TrainReport, TrainError> {
@@ -372,13 +372,12 @@ impl<M: TrainModel> Run<'_, M> {
         let run_started = Instant::now();
         for epoch in start_epoch..self.config.epochs {
             let started = Instant::now();
-            let mut order = (train.order)(epoch);
-            whole_batches(&mut order, self.config.batch);
+            let order = data.sampler.order(epoch);
             // A run resumed from a mid-epoch checkpoint starts at the batch
             // it had reached.
             let skip = if epoch == start_epoch { resume_skip } else { 0 };
             let mut batches = match loader.take() {
-                None => Loader::resume(train.dataset.clone(), order, self.loader_config, skip as usize),
+                None => Loader::resume(data.train.clone(), order, self.loader_config, skip as usize),
                 Some(previous) => previous.next_epoch_at(order, skip as usize),
             };
             let mut times = StepTimes::default();
@@ -394,7 +393,7 @@ impl<M: TrainModel> Run<'_, M> {
                 let (next, loss) = match self.step(net, &batch, epoch, &mut times) {
                     Ok(stepped) => stepped,
                     Err(TrainError::NonFinite(mut e)) if e.reports => {
-                        e.detail = guard::diagnose(&batch, &*train.dataset, e.loss);
+                        e.detail = guard::diagnose(&batch, &*data.train, e.loss);
                         return Err(TrainError::NonFinite(e));
                     }
                     Err(e) => return Err(e),
@@ -408,7 +407,8 @@ impl<M: TrainModel> Run<'_, M> {
             }
             loader = Some(batches);
             let stopped_early = (epoch_losses.len() as u64) < self.steps_per_epoch - skip;
-            let (next, report) = self.end_epoch(net, val, (epoch, stopped_early), &epoch_losses, times, started)?;
+            let (next, report) =
+                self.end_epoch(net, data.validation.as_ref(), (epoch, stopped_early), &epoch_losses, times, started)?;
             net = next;
             on_epoch(&report);
             run_times.add(&times);
@@ -417,7 +417,7 @@ impl<M: TrainModel> Run<'_, M> {
                 break;
             }
         }
-        self.picture(&net, val)?;
+        self.picture(&net, data.validation.as_ref())?;
         let seconds = run_started.elapsed().as_secs_f64();
         Ok(TrainReport {
             model: self.summary.clone(),
@@ -590,7 +590,7 @@ impl<M: TrainModel> Run<'_, M> {
     fn end_epoch(
         &mut self,
         net: M::Net,
-        val: Option<&data::ValData>,
+        val: Option<&ValSet>,
         (epoch, stopped_early): (u64, bool),
         epoch_losses: &[f32],
         times: StepTimes,
@@ -632,32 +632,30 @@ impl<M: TrainModel> Run<'_, M> {
 
     /// Validation on this rank's strided share of `val`, with the network
     /// in inference mode (BatchNorm uses its running statistics).
-    fn validate(&self, net: &M::Net, val: &data::ValData) -> Result<Validation, TrainError> {
+    fn validate(&self, net: &M::Net, val: &ValSet) -> Result<Validation, TrainError> {
         use burn::module::Module as _;
-        let len = loader::dataset::Dataset::len(&*val.dataset);
-        let (reader, readers) = val.share;
-        let mine: Vec<usize> = (reader..len).step_by(readers.max(1)).collect();
-        let mut batches = Loader::new(val.dataset.clone(), mine, self.loader_config);
+        // Every validation sample counts, the last short batch too.
+        let config = LoaderConfig { drop_last: false, ..self.loader_config };
+        let mut batches = Loader::new(val.dataset.clone(), val.mine(), config);
         let net = net.valid();
         self.model.validate(self.world, &net, &mut batches, &self.device)
     }
 
     /// With `--plot`, rank 0's picture of the trained network's
     /// predictions for the first validation samples it reads.
-    fn picture(&self, net: &M::Net, val: Option<&data::ValData>) -> Result<(), TrainError> {
+    fn picture(&self, net: &M::Net, val: Option<&ValSet>) -> Result<(), TrainError> {
         use burn::module::Module as _;
         let (Some(path), Some(val), true) = (&self.config.predictions, val, self.world.is_root()) else {
             return Ok(());
         };
-        let len = loader::dataset::Dataset::len(&*val.dataset);
-        let (reader, readers) = val.share;
-        let mine: Vec<usize> = (reader..len).step_by(readers.max(1)).take(PICTURED_SAMPLES).collect();
+        let mine: Vec<usize> = val.mine().into_iter().take(PICTURED_SAMPLES).collect();
         let config = LoaderConfig {
             batch: mine.len().max(1),
             workers: 1,
             prefetch: 1,
             skip_corrupt: false,
             check_finite: false,
+            drop_last: false,
         };
         let Some(batch) = Loader::new(val.dataset.clone(), mine, config).next() else { return Ok(()) };
         let batch = batch.map_err(TrainError::from)?;

@@ -109,34 +109,7 @@ pub struct StepContext {
     pub rank: usize,
 }
 
-/// Which files of a dataset are for training and which for validation,
-/// when the dataset's layout says so (DeepCAM's `train/` and
-/// `validation/`): indices into its manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Split {
-    /// Training files.
-    pub train: Vec<usize>,
-    /// Validation files.
-    pub validation: Vec<usize>,
-}
-
-/// How the training samples are cut into batches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Sampling {
-    /// Samples shuffled over the ranks, every rank an equal share
-    /// ([`DistributedSampler`](loader::sampler::DistributedSampler)).
-    #[default]
-    Shuffled,
-    /// Batches cut from consecutive samples in the dataset's own order
-    /// (traces sorted by type), grouped into `buckets` buckets dealt out to
-    /// the ranks in a shuffled order each epoch (Etalumis;
-    /// [`BucketedSampler`](loader::sampler::BucketedSampler)). Needs a
-    /// dataset directory every rank reads (`--data`).
-    Bucketed {
-        /// Number of buckets.
-        buckets: usize,
-    },
-}
+pub use loader::source::{Sampling, Split};
 
 /// A model the engine can train. Implemented once per network family; the
 /// engine is generic over it, and [`Trainable`](crate::models::Trainable)

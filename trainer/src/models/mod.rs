@@ -55,7 +55,7 @@ impl<M: TrainModel> Trainable for M {
     }
 
     fn check_data(&self, config: &TrainConfig) -> Result<(), TrainError> {
-        engine::data::check(self, &config.source, config.val.as_deref())?;
+        engine::data::check(self, config)?;
         engine::check_resumable(self, config)
     }
 
