@@ -1,19 +1,19 @@
 //! `simgen multislice`: scattering samples into LMDB sample stores.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use cluster::World;
 use cluster::progress::Progress;
-use formats::lmdb::SampleStoreWriter;
 use formats::manifest::{Dtype, Schema};
-use formats::scattering::{self, Compression, Precision, ScatteringShape};
+use formats::scattering::{Compression, Precision};
 use simgen::multislice::crystal::{Crystal, parse_zone_axis};
 use simgen::multislice::generate::{Mode, MultisliceConfig, Plan};
 use simgen::multislice::optics::{Aberrations, Beam};
 use simgen::multislice::potential::Target;
+use simgen::multislice::store::{self, StoreStats};
 use simgen::multislice::units;
 use simgen::multislice::wave::Probe;
 
@@ -128,9 +128,6 @@ enum DtypeArg {
     F16,
 }
 
-/// Samples written per LMDB transaction.
-const BATCH: usize = 4;
-
 impl MultisliceArgs {
     /// The run's configuration; every value checked before MPI starts.
     fn config(&self) -> anyhow::Result<MultisliceConfig> {
@@ -192,8 +189,7 @@ pub fn run(args: &MultisliceArgs) -> anyhow::Result<()> {
     let world = World::init()?;
     cluster::logging::init(world.topology(), None);
     let (out, out_dir) = args.output.claim(&world)?;
-    let n = plan.grid.n as u32;
-    let shape = ScatteringShape { positions: plan.positions() as u32, height: n, width: n };
+    let shape = store::shape(&plan);
     let (precision, dtype) = match args.dtype {
         DtypeArg::F32 => (Precision::F32, Dtype::F32),
         DtypeArg::F16 => (Precision::F16, Dtype::F16),
@@ -208,15 +204,22 @@ pub fn run(args: &MultisliceArgs) -> anyhow::Result<()> {
     let progress = Progress::start(&world, "simulating", args.samples * raw_bytes, args.samples);
     let started = Instant::now();
     let store_name = format!("scattering-{rank:05}.lmdb");
-    let mut stats = Stats::default();
+    let mut stats = StoreStats::default();
     let mut written = Vec::new();
     if !mine.is_empty() {
         let store_path = out.join(&store_name);
-        let result =
-            write_store(&plan, mine.clone(), &store_path, precision, compression, &pool, &progress, &mut stats)
-                .and_then(|()| Ok(out_dir.describe(&format!("{store_name}/data.mdb"), &schema)?));
+        let on_sample = || {
+            progress.counters().add_bytes(raw_bytes);
+            progress.counters().add_item();
+        };
+        let result = store::write_store(&plan, mine.clone(), &store_path, (precision, compression), &pool, on_sample)
+            .map_err(anyhow::Error::from)
+            .and_then(|written| Ok((written, out_dir.describe(&format!("{store_name}/data.mdb"), &schema)?)));
         match result {
-            Ok(entry) => written.push(entry),
+            Ok((written_stats, entry)) => {
+                stats = written_stats;
+                written.push(entry);
+            }
             Err(e) => world.fail(format!("rank {rank}: {}", cluster::logging::chain(e.as_ref()))),
         }
     }
@@ -243,67 +246,11 @@ fn cores_per_rank(world: &World) -> usize {
     (cores / world.topology().local_size.max(1)).max(1)
 }
 
-#[derive(Default)]
-struct Stats {
-    samples: u64,
-    stored_bytes: u64,
-    fft_seconds: f64,
-    setup_seconds: f64,
-    scan_seconds: f64,
-    slices: u64,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn write_store(
-    plan: &Plan,
-    samples: std::ops::Range<u64>,
-    path: &Path,
-    precision: Precision,
-    compression: Compression,
-    pool: &rayon::ThreadPool,
-    progress: &Progress,
-    stats: &mut Stats,
-) -> anyhow::Result<()> {
-    let n = plan.grid.n as u32;
-    let shape = ScatteringShape { positions: plan.positions() as u32, height: n, width: n };
-    let raw_bytes = (shape.cbed_len() + shape.potential_len()) as u64 * 4;
-    // The writer builds under a hidden name and renames on `finish`: a
-    // failed run (a full disk) leaves no half-written store visible.
-    let mut writer = SampleStoreWriter::create(path)?;
-    let mut batch: Vec<(u64, Vec<u8>)> = Vec::with_capacity(BATCH);
-    for index in samples {
-        let sample = pool.install(|| plan.sample(index))?;
-        let bytes = scattering::encode(shape, &sample.cbed, &sample.target, precision, compression)?;
-        stats.samples += 1;
-        stats.stored_bytes += bytes.len() as u64;
-        stats.fft_seconds += sample.fft_time.as_secs_f64();
-        stats.setup_seconds += sample.setup_time.as_secs_f64();
-        stats.scan_seconds += sample.scan_time.as_secs_f64();
-        stats.slices += sample.slices as u64;
-        batch.push((index, bytes));
-        if batch.len() == BATCH {
-            put(&mut writer, &mut batch)?;
-        }
-        progress.counters().add_bytes(raw_bytes);
-        progress.counters().add_item();
-    }
-    put(&mut writer, &mut batch)?;
-    writer.finish()?;
-    Ok(())
-}
-
-fn put(writer: &mut SampleStoreWriter, batch: &mut Vec<(u64, Vec<u8>)>) -> anyhow::Result<()> {
-    let items: Vec<(u64, &[u8])> = batch.iter().map(|(k, v)| (*k, v.as_slice())).collect();
-    writer.put_batch(&items)?;
-    batch.clear();
-    Ok(())
-}
-
 fn report(
     world: &World,
     plan: &Plan,
     args: &MultisliceArgs,
-    stats: &Stats,
+    stats: &StoreStats,
     threads: usize,
     seconds: f64,
 ) -> anyhow::Result<()> {

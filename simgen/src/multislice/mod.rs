@@ -11,6 +11,7 @@ mod kirkland_table;
 pub mod optics;
 pub mod potential;
 pub mod specimen;
+pub mod store;
 pub mod units;
 pub mod wave;
 
