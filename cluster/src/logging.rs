@@ -110,9 +110,18 @@ pub fn print_error_once(message: impl std::fmt::Display) {
 pub fn exit_after_usage(print: impl FnOnce(), code: i32) -> ! {
     if speaks_for_all_ranks() {
         print();
+    } else if code != 0 {
+        // `mpirun` ends the job at the first rank that exits non-zero and
+        // kills the others: a silent rank exiting before the speaking one
+        // has printed would lose the only message.
+        std::thread::sleep(SILENT_RANK_EXIT_DELAY);
     }
     std::process::exit(code)
 }
+
+/// How long a rank that prints nothing waits before it exits with a usage
+/// error: ample for the speaking rank to parse the same arguments and print.
+const SILENT_RANK_EXIT_DELAY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Print `error: {message}` to stderr in a single write. Ranks that fail
 /// together share `mpirun`'s stderr, and `eprintln!` writes each formatted
