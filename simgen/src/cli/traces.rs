@@ -10,7 +10,7 @@ use cluster::progress::Progress;
 use formats::lmdb::TraceStoreWriter;
 use formats::manifest::Schema;
 use simgen::traces::calorimeter::{NOISE_GEV, SHAPE, VOXELS};
-use simgen::traces::generate::{run_prior_with_noise, to_trace};
+use simgen::traces::store::{self, dictionary_order, store_name};
 use simgen::traces::summary::Summary;
 
 use super::multislice::Usage;
@@ -42,23 +42,6 @@ pub struct TracesArgs {
     preview: bool,
 }
 
-/// The name of store `f`.
-fn store_name(f: u64) -> String {
-    format!("traces-{f:05}.lmdb")
-}
-
-/// Order addresses by site and distribution, then by instance as a number
-/// (`x__Uniform__2` before `x__Uniform__10`): how a person reads the dictionary.
-fn dictionary_order(address: &str) -> (String, u64) {
-    match address.rsplit_once("__") {
-        Some((stem, n)) => match n.parse() {
-            Ok(n) => (stem.to_owned(), n),
-            Err(_) => (address.to_owned(), 0),
-        },
-        None => (address.to_owned(), 0),
-    }
-}
-
 /// Where a rank's time went.
 #[derive(Default)]
 struct Times {
@@ -83,7 +66,7 @@ pub fn run(args: &TracesArgs) -> anyhow::Result<()> {
     let (out, out_dir) = args.output.claim(&world)?;
     let (rank, size) = (world.rank() as u64, world.size() as u64);
     let mine: Vec<u64> = (rank..files).step_by(size as usize).collect();
-    let block = |f: u64| (f * args.traces / files)..((f + 1) * args.traces / files);
+    let block = |f: u64| store::file_traces(f, files, args.traces);
     let my_traces: u64 = mine.iter().map(|&f| block(f).end - block(f).start).sum();
     let progress = Progress::start(&world, "simulating", args.traces * (VOXELS as u64 * 4), args.traces);
     let started = Instant::now();
@@ -98,31 +81,24 @@ pub fn run(args: &TracesArgs) -> anyhow::Result<()> {
             Ok(w) => w,
             Err(e) => world.fail(format!("creating a trace store: {e}")),
         };
-        for i in block(f) {
-            let t = Instant::now();
-            let run = match run_prior_with_noise(args.seed, i, args.noise) {
-                Ok(run) => run,
-                Err(e) => {
-                    // Dropped writers remove their temporary stores; the
-                    // abort below would skip that.
-                    drop((writer, writers));
-                    world.fail(format!("trace {i}: {e}"))
-                }
-            };
-            times.simulating += t.elapsed();
-            let t = Instant::now();
-            let trace = to_trace(&run, |a| writer.address_id(a));
-            if let Err(e) = writer.add(&trace) {
-                drop((writer, writers));
-                world.fail(format!("staging trace {i}: {e}"));
-            }
-            times.staging += t.elapsed();
-            summary.add(run.trace_type().into_iter().map(str::to_owned).collect(), run.choices.len());
+        let on_trace = |i: u64, run: &simgen::traces::executor::Recorded| {
             if args.preview && i < 4 {
-                previews.push((i, run.observation));
+                previews.push((i, run.observation.clone()));
             }
             progress.counters().add_bytes(VOXELS as u64 * 4);
             progress.counters().add_item();
+        };
+        match store::simulate_into(&mut writer, (args.seed, args.noise), block(f), &mut summary, on_trace) {
+            Ok(spent) => {
+                times.simulating += spent.simulating;
+                times.staging += spent.staging;
+            }
+            Err(e) => {
+                // Dropped writers remove their temporary stores; the abort
+                // below would skip that.
+                drop((writer, writers));
+                world.fail(e.to_string())
+            }
         }
         encoded_bytes += writer.staged_bytes();
         writers.push((f, writer));

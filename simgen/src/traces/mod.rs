@@ -19,5 +19,6 @@ pub mod calorimeter;
 pub mod distribution;
 pub mod executor;
 pub mod generate;
+pub mod store;
 pub mod summary;
 pub mod tau;

@@ -83,12 +83,24 @@ pub enum TrainError {
     /// Anything else about the arguments.
     #[error("{0}")]
     Invalid(String),
+    /// A model's options on the command line or in a registry entry.
+    #[error(transparent)]
+    Options(#[from] clap::Error),
+    /// A model's own typed error: its configuration, its network, its
+    /// simulator ([`TrainError::of_model`]).
+    #[error(transparent)]
+    OfModel(Box<dyn std::error::Error + Send + Sync>),
     /// A loss, gradient or parameter is not a finite number.
     #[error("{0}")]
     NonFinite(guard::NonFinite),
 }
 
 impl TrainError {
+    /// A model's own typed error, its causes kept.
+    pub fn of_model(error: impl std::error::Error + Send + Sync + 'static) -> TrainError {
+        TrainError::OfModel(Box::new(error))
+    }
+
     /// Whether this rank prints the error. Errors every rank meets alike
     /// at the same point are printed by one rank only (see
     /// [`guard::NonFinite::reports`]); every other error by the rank that
@@ -103,7 +115,7 @@ impl TrainError {
 
 impl From<params::UnknownTensor> for TrainError {
     fn from(e: params::UnknownTensor) -> Self {
-        TrainError::Model(e.to_string())
+        TrainError::of_model(e)
     }
 }
 

@@ -103,9 +103,7 @@ impl ModelEntry {
 
     /// The model with configuration `config` and its options' defaults.
     pub fn build_default(&self, config: &str) -> Result<Box<dyn Trainable>, TrainError> {
-        let matches = (self.options)(clap::Command::new(self.name))
-            .try_get_matches_from([self.name])
-            .map_err(|e| TrainError::Invalid(e.to_string()))?;
+        let matches = (self.options)(clap::Command::new(self.name)).try_get_matches_from([self.name])?;
         self.build(&ModelChoice::config(config), &matches)
     }
 }
@@ -115,7 +113,7 @@ fn options_of<O: clap::Args>(command: clap::Command) -> clap::Command {
 }
 
 fn parsed<O: clap::FromArgMatches>(matches: &clap::ArgMatches) -> Result<O, TrainError> {
-    O::from_arg_matches(matches).map_err(|e| TrainError::Invalid(e.to_string()))
+    Ok(O::from_arg_matches(matches)?)
 }
 
 /// Every model, in the order `trainer models` lists them.

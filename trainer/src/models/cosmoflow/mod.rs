@@ -100,11 +100,11 @@ pub struct CosmoflowModel {
 impl CosmoflowModel {
     /// The configuration `choice` names with `options`.
     pub fn new(choice: &ModelChoice, options: &CosmoflowOptions) -> Result<Self, TrainError> {
-        let mut config = CosmoflowConfig::by_name(&choice.config).map_err(|e| TrainError::Model(e.to_string()))?;
+        let mut config = CosmoflowConfig::by_name(&choice.config).map_err(TrainError::of_model)?;
         if let Some(p) = options.dropout {
             config.dropout = p;
         }
-        config.final_size().map_err(|e| TrainError::Model(e.to_string()))?;
+        config.final_size().map_err(TrainError::of_model)?;
         let init = match options.init {
             None | Some(InitChoice::Glorot) => Init::GlorotUniform,
             Some(InitChoice::He) => Init::HeUniformLeaky { slope: LEAKY_SLOPE as f32 },
@@ -145,7 +145,7 @@ impl TrainModel for CosmoflowModel {
     }
 
     fn build(&self, device: &Device) -> Result<Cosmoflow, TrainError> {
-        self.config.init(device).map_err(|e| TrainError::Model(e.to_string()))
+        self.config.init(device).map_err(TrainError::of_model)
     }
 
     fn weight_init(&self) -> Init {

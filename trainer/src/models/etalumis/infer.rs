@@ -222,7 +222,7 @@ fn sample<P: Proposal>(
         let mut ex = Executor::new(Mode::Proposal(mix(config.seed, first_seed + k, STREAM), &mut proposal))
             .conditioned_on(&held.run.observation)
             .with_observation_noise(config.noise);
-        let run = tau::simulate(&mut ex).and_then(|()| ex.finish()).map_err(|e| TrainError::Model(e.to_string()))?;
+        let run = tau::simulate(&mut ex).and_then(|()| ex.finish()).map_err(TrainError::of_model)?;
         left_to_prior += from_prior(&proposal);
         log_weights.push(run.log_weight_ratio() + run.log_likelihood);
         values.push(latents(&run).map_err(|e| TrainError::Model(format!("a run made {e}")))?);
