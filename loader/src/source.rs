@@ -400,10 +400,9 @@ impl Source {
                 Ok(RankData { train: Arc::new(TrainSet::Files(dataset)), sampler, validation })
             }
             (Origin::Staged { dest }, None) => {
-                let dir = place.expand(dest).map_err(wrap)?;
                 // Files the dataset's own split keeps for validation hold
                 // no training samples.
-                let share = StagedShare::open(&dir, &place.node_place(), |manifest| {
+                let share = open_staged(dest, place, |manifest| {
                     reader.split(manifest).map(|split| split.validation).unwrap_or_default()
                 })
                 .map_err(wrap)?;
@@ -480,6 +479,20 @@ impl Source {
         let (train, val) = sample_files.split_at(sample_files.len() - held);
         Ok((train.to_vec(), val.to_vec()))
     }
+}
+
+/// The destination the `dest` template names for the rank at `place`,
+/// opened from its placement record ([`StagedShare::open`]; `left_out`
+/// says which of the manifest's files hold no training samples): for
+/// callers that open the node's files with a reader of their own, as the
+/// Python package does.
+pub fn open_staged(
+    dest: &str,
+    place: &RankPlace,
+    left_out: impl FnOnce(&Manifest) -> Vec<usize>,
+) -> Result<StagedShare, SourceError> {
+    let dir = place.expand(dest)?;
+    Ok(StagedShare::open(&dir, &place.node_place(), left_out)?)
 }
 
 fn wrap<E: Into<SourceError>, F: From<SourceError>>(e: E) -> F {

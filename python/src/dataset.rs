@@ -2,6 +2,7 @@
 //! stager placed on this rank's node.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use cluster::Topology;
 use formats::cosmoflow::CosmoShape;
@@ -9,7 +10,8 @@ use formats::manifest::{Manifest, SampleKind};
 use loader::catalog::{self, Opened};
 use loader::dataset::CosmoTransform;
 use loader::sampler::{NodeLocalSampler, Remainder};
-use loader::staged::{NodePlace, StagedShare};
+use loader::source::RankPlace;
+use loader::staged::{NodeSamples, StagedShare};
 use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -21,6 +23,9 @@ use crate::data_error;
 pub(crate) struct Placement {
     share: StagedShare,
     topology: Topology,
+    /// The node's samples addressed by the source dataset's ids, as the
+    /// node-local sampler names them.
+    pub(crate) by_global_id: Arc<NodeSamples>,
 }
 
 impl Placement {
@@ -32,22 +37,6 @@ impl Placement {
     /// The rank and world size the placement was computed for.
     pub(crate) fn rank_world(&self) -> (usize, usize) {
         (self.topology.rank, self.topology.size)
-    }
-
-    /// The position in the node's dataset of global sample `id`.
-    pub(crate) fn local(&self, id: usize) -> Option<usize> {
-        self.share.node_samples().binary_search(&id).ok()
-    }
-
-    /// The global id of the node's `k`-th sample.
-    pub(crate) fn global(&self, k: usize) -> PyResult<usize> {
-        let samples = self.share.node_samples();
-        samples.get(k).copied().ok_or_else(|| {
-            pyo3::exceptions::PyRuntimeError::new_err(format!(
-                "sample {k} is past this node's {} samples",
-                samples.len()
-            ))
-        })
     }
 }
 
@@ -185,17 +174,10 @@ impl Dataset {
                 "rank {rank} of {world_size} with {ranks_per_node} ranks per node: need rank < world_size and ranks_per_node >= 1"
             )));
         }
-        let topology = Topology::grouped(rank, world_size, ranks_per_node);
-        let dir =
-            cluster::paths::expand(dest, &topology.path_vars()).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let place = NodePlace {
-            node: topology.node,
-            local_rank: topology.local_rank,
-            ranks_per_node: (0..topology.nodes).map(|n| ranks_per_node.min(world_size - n * ranks_per_node)).collect(),
-        };
+        let place = RankPlace::grouped(rank, world_size, ranks_per_node);
         let share = py
             .detach(|| {
-                StagedShare::open(&dir, &place, |manifest| match prefix.as_deref() {
+                loader::source::open_staged(dest, &place, |manifest| match prefix.as_deref() {
                     Some(prefix) => {
                         (0..manifest.files.len()).filter(|&i| !manifest.files[i].path.starts_with(prefix)).collect()
                     }
@@ -214,7 +196,8 @@ impl Dataset {
                 Ok::<_, String>(opened)
             })
             .map_err(data_error)?;
-        Ok(Dataset { opened, placement: Some(Placement { share, topology }) })
+        let by_global_id = Arc::new(share.remap(opened.dataset.clone()).map_err(data_error)?);
+        Ok(Dataset { opened, placement: Some(Placement { share, topology: place.topology, by_global_id }) })
     }
 
     /// CosmoFlow TFRecord files (plain or GZIP, with or without an index

@@ -2,6 +2,8 @@
 //! the samplers' order. The Python `stagehand.Loader` keeps the epoch and
 //! the position and starts each epoch here; this type only loads.
 
+use std::sync::Arc;
+
 use loader::pipeline::{Loader, LoaderConfig, Metrics, Recycler};
 use loader::sampler::{DistributedSampler, Remainder, Sampler};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -167,10 +169,8 @@ impl EpochLoader {
             self.ahead = Some((next, self.loader_of(next, 0)?));
         }
         let dataset = self.dataset.get();
-        let indices = match &dataset.placement {
-            Some(placement) => batch.indices.iter().map(|&k| placement.global(k)).collect::<PyResult<_>>()?,
-            None => batch.indices.clone(),
-        };
+        // The ids the sampler gave: a staged dataset's are the source dataset's.
+        let indices = batch.indices.clone();
         let opened = &dataset.opened;
         let made = arrays(py, batch, self.buffers.clone(), &opened.x_shape, opened.y_shape.as_deref())?;
         Ok(Some((made.x.into_any(), made.y.into_any(), made.offsets.map(Bound::into_any), indices)))
@@ -215,25 +215,12 @@ impl EpochLoader {
 impl EpochLoader {
     /// A loader of `epoch` from batch `position`, on this loader's buffers.
     fn loader_of(&self, epoch: u64, position: usize) -> PyResult<Loader> {
-        let global = self.order(epoch);
-        let local = match &self.dataset.get().placement {
-            Some(placement) => global
-                .iter()
-                .map(|&id| {
-                    placement.local(id).ok_or_else(|| {
-                        PyRuntimeError::new_err(format!("sample {id} of the node-local order is not on this node"))
-                    })
-                })
-                .collect::<PyResult<Vec<usize>>>()?,
-            _ => global,
+        let held = self.dataset.get();
+        let dataset: Arc<dyn loader::dataset::Dataset> = match &held.placement {
+            Some(placement) => placement.by_global_id.clone(),
+            None => held.opened.dataset.clone(),
         };
-        Ok(Loader::resume_with_buffers(
-            self.dataset.get().opened.dataset.clone(),
-            local,
-            self.config,
-            position,
-            self.buffers.clone(),
-        ))
+        Ok(Loader::resume_with_buffers(dataset, self.order(epoch), self.config, position, self.buffers.clone()))
     }
 
     fn stop(&mut self, py: Python<'_>) {

@@ -90,6 +90,15 @@ pub enum TrainError {
     /// simulator ([`TrainError::of_model`]).
     #[error(transparent)]
     OfModel(Box<dyn std::error::Error + Send + Sync>),
+    /// A typed error and what was being done when it happened
+    /// ([`TrainError::context`]); `logging::chain` prints both.
+    #[error("{context}")]
+    Context {
+        /// What was being done, or on what (`--checkpoint DIR`).
+        context: String,
+        /// The cause.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A loss, gradient or parameter is not a finite number.
     #[error("{0}")]
     NonFinite(guard::NonFinite),
@@ -99,6 +108,11 @@ impl TrainError {
     /// A model's own typed error, its causes kept.
     pub fn of_model(error: impl std::error::Error + Send + Sync + 'static) -> TrainError {
         TrainError::OfModel(Box::new(error))
+    }
+
+    /// `error`, caused while doing `context`, its causes kept.
+    pub fn context(context: impl Into<String>, error: impl std::error::Error + Send + Sync + 'static) -> TrainError {
+        TrainError::Context { context: context.into(), source: Box::new(error) }
     }
 
     /// Whether this rank prints the error. Errors every rank meets alike
@@ -151,14 +165,14 @@ fn fault_at(world: &World) -> Option<(Fault, u64)> {
 /// The lock of a checkpoint directory: a second job training into it
 /// would read the first's checkpoints mid-write and remove them as stale.
 fn lock_checkpoints(dir: &std::path::Path) -> Result<formats::lock::DirLock, TrainError> {
-    let failed = |e: &dyn std::fmt::Display| TrainError::Invalid(format!("--checkpoint {}: {e}", dir.display()));
-    std::fs::create_dir_all(dir).map_err(|e| failed(&e))?;
+    let context = || format!("--checkpoint {}", dir.display());
+    std::fs::create_dir_all(dir).map_err(|e| TrainError::context(context(), e))?;
     formats::lock::DirLock::acquire(&dir.join(checkpoint::LOCK_FILE)).map_err(|e| match e {
         formats::lock::LockError::Held { holder, .. } => TrainError::Invalid(format!(
             "--checkpoint {} is in use by another training job ({holder}); wait for it to end, or use another directory",
             dir.display()
         )),
-        other => failed(&other),
+        other => TrainError::context(context(), other),
     })
 }
 

@@ -137,7 +137,7 @@ pub fn load_network(dir: &Path, device: &Device) -> Result<(EtalumisNet, SavedNe
     let cp = checkpoint::load_latest(dir)?
         .ok_or_else(|| TrainError::Invalid(format!("--checkpoint {shown}: holds no checkpoint")))?;
     let saved: SavedNetwork = serde_json::from_value(cp.state.layout.clone()).map_err(|e| {
-        TrainError::Invalid(format!("--checkpoint {shown}: not a checkpoint of the etalumis network ({e})"))
+        TrainError::context(format!("--checkpoint {shown}: not a checkpoint of the etalumis network"), e)
     })?;
     let net = EtalumisNet::new(&saved.config, saved.data.observation, &saved.data.layout, device)?;
     let lengths = params::lengths(&params::shapes(&net)?);
@@ -155,11 +155,12 @@ pub fn load_network(dir: &Path, device: &Device) -> Result<(EtalumisNet, SavedNe
 /// evenly over its stores: a store is sorted by trace type, so its first
 /// traces would all be of the commonest types.
 fn held_out(dir: &Path, count: usize, shape: [usize; 3]) -> Result<Vec<HeldOut>, TrainError> {
-    let data = |e: &dyn std::fmt::Display| TrainError::Data(format!("--observations {}: {e}", dir.display()));
-    let manifest = Manifest::load(&dir.join(MANIFEST_FILE)).map_err(|e| data(&e))?;
+    let context = || format!("--observations {}", dir.display());
+    let data = |message: &str| TrainError::Data(format!("{}: {message}", context()));
+    let manifest = Manifest::load(&dir.join(MANIFEST_FILE)).map_err(|e| TrainError::context(context(), e))?;
     let stores = loader::catalog::lmdb_stores(dir, &manifest, None)
         .into_iter()
-        .map(|d| TraceStore::open(&d).map(|s| (d, s)).map_err(|e| data(&e)))
+        .map(|d| TraceStore::open(&d).map(|s| (d, s)).map_err(|e| TrainError::context(context(), e)))
         .collect::<Result<Vec<_>, _>>()?;
     let total: u64 = stores.iter().map(|(_, s)| s.len()).sum();
     let count = (count as u64).min(total);
@@ -168,15 +169,17 @@ fn held_out(dir: &Path, count: usize, shape: [usize; 3]) -> Result<Vec<HeldOut>,
     let mut before = 0;
     for (store_dir, store) in &stores {
         while let Some(index) = wanted.next_if(|&w| w < before + store.len()).map(|w| w - before) {
-            let trace =
-                store.get(index).map_err(|e| data(&e))?.ok_or_else(|| data(&format!("trace {index} missing")))?;
+            let trace = store
+                .get(index)
+                .map_err(|e| TrainError::context(context(), e))?
+                .ok_or_else(|| data(&format!("trace {index} missing")))?;
             if trace.shape.iter().map(|&d| d as usize).ne(shape) {
                 return Err(data(&format!(
                     "observations of shape {:?}; the network was trained on {shape:?}",
                     trace.shape
                 )));
             }
-            let run = from_trace(&trace, store.addresses()).map_err(|e| data(&e))?;
+            let run = from_trace(&trace, store.addresses()).map_err(|e| TrainError::context(context(), e))?;
             let truth = latents(&run).map_err(|e| {
                 data(&format!("trace {index} of {}: {e}: not traces of simgen's tau simulator", store_dir.display()))
             })?;
@@ -185,7 +188,7 @@ fn held_out(dir: &Path, count: usize, shape: [usize; 3]) -> Result<Vec<HeldOut>,
         before += store.len();
     }
     if out.is_empty() {
-        return Err(data(&"holds no traces"));
+        return Err(data("holds no traces"));
     }
     Ok(out)
 }

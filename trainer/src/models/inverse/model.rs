@@ -304,7 +304,7 @@ impl TrainModel for InverseModel {
             .map(|(i, v)| v * n.target_std[i % pixels] + n.target_mean[i % pixels])
             .collect();
         super::picture::write(&batch.y, &predictions, (s.height as usize, s.width as usize), path)
-            .map_err(|e| TrainError::Model(format!("writing {}: {e}", path.display())))?;
+            .map_err(|e| TrainError::context(format!("writing {}", path.display()), e))?;
         Ok(true)
     }
 }
