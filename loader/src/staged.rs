@@ -206,7 +206,7 @@ impl StagedShare {
 
     /// An error unless a dataset of `found` samples is the one over
     /// [`sample_files`](Self::sample_files).
-    pub fn check_samples(&self, found: usize) -> Result<(), StagedError> {
+    fn check_samples(&self, found: usize) -> Result<(), StagedError> {
         let recorded = self.node_samples().len();
         if found == recorded {
             return Ok(());

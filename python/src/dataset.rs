@@ -186,17 +186,17 @@ impl Dataset {
             })
             .map_err(data_error)?;
         let stats = share.source_file(formats::climate::STATS_FILE);
-        let opened = py
+        let (opened, by_global_id) = py
             .detach(|| {
                 let files = share.sample_files();
                 let opened =
                     catalog::from_manifest(share.dir(), share.manifest(), Some(&files), transform, Some(&stats))
                         .map_err(|e| e.to_string())?;
-                share.check_samples(opened.dataset.len()).map_err(|e| e.to_string())?;
-                Ok::<_, String>(opened)
+                // `remap` refuses files holding other than the recorded samples.
+                let by_global_id = share.remap(opened.dataset.clone()).map_err(|e| e.to_string())?;
+                Ok::<_, String>((opened, Arc::new(by_global_id)))
             })
             .map_err(data_error)?;
-        let by_global_id = Arc::new(share.remap(opened.dataset.clone()).map_err(data_error)?);
         Ok(Dataset { opened, placement: Some(Placement { share, topology: place.topology, by_global_id }) })
     }
 

@@ -142,7 +142,7 @@ impl EpochLoader {
             }
             py.detach(move || drop(loader));
         }
-        self.current = Some(self.loader_of(epoch, position)?);
+        self.current = Some(self.loader_of(epoch, position));
         self.epoch = epoch;
         Ok(())
     }
@@ -166,7 +166,7 @@ impl EpochLoader {
         let batch = item.map_err(data_error)?;
         if last && self.ahead.is_none() {
             let next = self.epoch + 1;
-            self.ahead = Some((next, self.loader_of(next, 0)?));
+            self.ahead = Some((next, self.loader_of(next, 0)));
         }
         let dataset = self.dataset.get();
         // The ids the sampler gave: a staged dataset's are the source dataset's.
@@ -214,13 +214,13 @@ impl EpochLoader {
 
 impl EpochLoader {
     /// A loader of `epoch` from batch `position`, on this loader's buffers.
-    fn loader_of(&self, epoch: u64, position: usize) -> PyResult<Loader> {
+    fn loader_of(&self, epoch: u64, position: usize) -> Loader {
         let held = self.dataset.get();
         let dataset: Arc<dyn loader::dataset::Dataset> = match &held.placement {
             Some(placement) => placement.by_global_id.clone(),
             None => held.opened.dataset.clone(),
         };
-        Ok(Loader::resume_with_buffers(dataset, self.order(epoch), self.config, position, self.buffers.clone()))
+        Loader::resume_with_buffers(dataset, self.order(epoch), self.config, position, self.buffers.clone())
     }
 
     fn stop(&mut self, py: Python<'_>) {
