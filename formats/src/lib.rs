@@ -54,5 +54,6 @@ pub mod mapped;
 pub mod placement;
 pub mod placement_record;
 pub mod regular;
+pub mod sampling;
 pub mod scattering;
 pub mod tfrecord;

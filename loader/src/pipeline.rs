@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::dataset::{Dataset, DatasetError};
+use crate::sampler::Sampler;
 
 /// How to load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +46,22 @@ impl LoaderConfig {
     pub fn delivered(&self, mut order: Vec<usize>) -> Vec<usize> {
         order.truncate(self.batches(order.len()).saturating_mul(self.batch.max(1)).min(order.len()));
         order
+    }
+
+    /// The samples of `sampler`'s order for `epoch` that this loader
+    /// delivers, in order: where a sampler's order meets the batch size.
+    pub fn order(&self, sampler: &dyn Sampler, epoch: u64) -> Vec<usize> {
+        self.delivered(sampler.order(epoch, self.batch))
+    }
+
+    /// Samples `sampler` gives a rank per epoch, before batches are cut.
+    pub fn per_rank(&self, sampler: &dyn Sampler) -> usize {
+        sampler.per_rank(self.batch)
+    }
+
+    /// Batches (steps) per epoch from `sampler`.
+    pub fn steps(&self, sampler: &dyn Sampler) -> usize {
+        self.batches(self.per_rank(sampler))
     }
 }
 

@@ -3,33 +3,21 @@
 //! restarted job gets the same order, and every rank takes the same number of
 //! steps (unequal step counts hang data-parallel jobs at the next allreduce).
 
-use formats::placement::{PlacementError, Policy, files_per_node_with, permutation};
-
-/// What to do with samples that do not divide evenly among ranks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Remainder {
-    /// Repeat samples from the start of the order so every rank gets ceil(n / world).
-    Pad,
-    /// Leave the last samples out so every rank gets floor(n / world).
-    Drop,
-}
-
-/// The seed of one epoch's permutation: distinct per epoch, stable forever.
-pub fn epoch_seed(seed: u64, epoch: u64) -> u64 {
-    seed ^ epoch.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-}
+use formats::placement::permutation;
+pub use formats::sampling::{NodeLocalSampler, Remainder, epoch_seed};
 
 /// A rank's sample order, epoch by epoch: what the pipeline cuts into
-/// batches. Every implementation is a pure function of its configuration
-/// and the epoch.
+/// batches of `batch` (see [`LoaderConfig::order`](crate::pipeline::LoaderConfig::order),
+/// the one caller). Every implementation is a pure function of its
+/// configuration, the epoch and the batch size; only a sampler that groups
+/// samples into batches itself (bucketed) looks at `batch`.
 pub trait Sampler: Send + Sync {
     /// This rank's sample indices for `epoch`, in order.
-    fn order(&self, epoch: u64) -> Vec<usize>;
+    fn order(&self, epoch: u64, batch: usize) -> Vec<usize>;
 
     /// Samples this rank takes per epoch (of epoch 0 where epochs differ).
-    fn per_rank(&self) -> usize {
-        self.order(0).len()
+    fn per_rank(&self, batch: usize) -> usize {
+        self.order(0, batch).len()
     }
 }
 
@@ -43,33 +31,33 @@ pub struct FirstOf {
 }
 
 impl Sampler for FirstOf {
-    fn order(&self, epoch: u64) -> Vec<usize> {
-        let mut order = self.inner.order(epoch);
+    fn order(&self, epoch: u64, batch: usize) -> Vec<usize> {
+        let mut order = self.inner.order(epoch, batch);
         order.truncate(self.len);
         order
     }
 
-    fn per_rank(&self) -> usize {
-        self.inner.per_rank().min(self.len)
+    fn per_rank(&self, batch: usize) -> usize {
+        self.inner.per_rank(batch).min(self.len)
     }
 }
 
 impl Sampler for DistributedSampler {
-    fn order(&self, epoch: u64) -> Vec<usize> {
+    fn order(&self, epoch: u64, _batch: usize) -> Vec<usize> {
         self.indices(epoch)
     }
 
-    fn per_rank(&self) -> usize {
+    fn per_rank(&self, _batch: usize) -> usize {
         DistributedSampler::per_rank(self)
     }
 }
 
 impl Sampler for NodeLocalSampler {
-    fn order(&self, epoch: u64) -> Vec<usize> {
+    fn order(&self, epoch: u64, _batch: usize) -> Vec<usize> {
         self.indices(epoch)
     }
 
-    fn per_rank(&self) -> usize {
+    fn per_rank(&self, _batch: usize) -> usize {
         NodeLocalSampler::per_rank(self)
     }
 }
@@ -78,8 +66,8 @@ impl Sampler for NodeLocalSampler {
 /// into batches of the same `batch`, so they come out as the batches the
 /// sampler made.
 impl Sampler for BucketedSampler {
-    fn order(&self, epoch: u64) -> Vec<usize> {
-        self.batches(epoch).into_iter().flatten().collect()
+    fn order(&self, epoch: u64, batch: usize) -> Vec<usize> {
+        self.batches(epoch, batch).into_iter().flatten().collect()
     }
 }
 
@@ -123,95 +111,6 @@ impl DistributedSampler {
     }
 }
 
-/// The samples of the files the stager placed on one node, split among the
-/// node's ranks, with the same step count on every rank of the job.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeLocalSampler {
-    /// The manifest files placed on this rank's node, ascending.
-    node_files: Vec<usize>,
-    /// Sample ids available to this rank's node, in file order.
-    node_samples: Vec<usize>,
-    /// Samples per rank per epoch, equal on every rank of the job.
-    per_rank: usize,
-    local_rank: usize,
-    local_size: usize,
-    seed: u64,
-}
-
-impl NodeLocalSampler {
-    /// `samples_per_file[i]` is the sample count of manifest file `i`; the
-    /// global sample ids are numbered file by file. `ranks_per_node[n]` is the
-    /// number of ranks on node `n`. `staged` is the stager's policy and seed.
-    /// `follows` says which files travel with which (the manifest's
-    /// [`followers`](formats::manifest::Manifest::followers)).
-    pub fn new(
-        samples_per_file: &[u64],
-        file_sizes: &[u64],
-        follows: &[Option<usize>],
-        ranks_per_node: &[usize],
-        (node, local_rank): (usize, usize),
-        staged: (Policy, u64),
-        remainder: Remainder,
-    ) -> Result<Self, PlacementError> {
-        let (policy, seed) = staged;
-        let needs = files_per_node_with(file_sizes, follows, ranks_per_node.len(), policy, seed)?;
-        let mut first = Vec::with_capacity(samples_per_file.len());
-        let mut next = 0usize;
-        for &n in samples_per_file {
-            first.push(next);
-            next += n as usize;
-        }
-        let samples_of = |n: usize| -> Vec<usize> {
-            needs[n].iter().flat_map(|&f| first[f]..first[f] + samples_per_file[f] as usize).collect()
-        };
-        let counts = (0..ranks_per_node.len()).flat_map(|n| {
-            let total = samples_of(n).len();
-            let size = ranks_per_node[n].max(1);
-            (0..size).map(move |r| total / size + usize::from(r < total % size))
-        });
-        let per_rank = match remainder {
-            Remainder::Pad => counts.max().unwrap_or(0),
-            Remainder::Drop => counts.min().unwrap_or(0),
-        };
-        Ok(NodeLocalSampler {
-            node_files: needs.get(node).cloned().unwrap_or_default(),
-            node_samples: samples_of(node),
-            per_rank,
-            local_rank,
-            local_size: ranks_per_node.get(node).copied().unwrap_or(1).max(1),
-            seed,
-        })
-    }
-
-    /// Samples per rank per epoch (the same on every rank).
-    pub fn per_rank(&self) -> usize {
-        self.per_rank
-    }
-
-    /// The manifest files placed on this rank's node (data files, sidecars
-    /// and files without samples alike), ascending.
-    pub fn node_files(&self) -> &[usize] {
-        &self.node_files
-    }
-
-    /// The global sample ids on this rank's node, ascending: position `k`
-    /// is the `k`-th sample of a dataset over the node's files in manifest
-    /// order, so a node-local dataset maps an id back by binary search.
-    pub fn node_samples(&self) -> &[usize] {
-        &self.node_samples
-    }
-
-    /// This rank's global sample ids for `epoch`.
-    pub fn indices(&self, epoch: u64) -> Vec<usize> {
-        let n = self.node_samples.len();
-        if n == 0 || self.per_rank == 0 {
-            return Vec::new();
-        }
-        let order = permutation(n, epoch_seed(self.seed, epoch));
-        (0..self.per_rank).map(|k| self.node_samples[order[(self.local_rank + k * self.local_size) % n]]).collect()
-    }
-}
-
 /// Etalumis' distributed bucketed sampler over traces sorted by trace type
 /// (pyprob `pyprob/nn/dataset.py`): batches are consecutive chunks of the
 /// sorted order, so a batch mostly holds one trace type; batches are grouped
@@ -223,8 +122,6 @@ impl NodeLocalSampler {
 pub struct BucketedSampler {
     /// Traces in the store (in trace-type order).
     pub len: usize,
-    /// Traces per batch.
-    pub batch: usize,
     /// Number of buckets.
     pub buckets: usize,
     /// Ranks.
@@ -236,9 +133,10 @@ pub struct BucketedSampler {
 }
 
 impl BucketedSampler {
-    /// This rank's batches for `epoch`, each a range of trace indices.
-    pub fn batches(&self, epoch: u64) -> Vec<std::ops::Range<usize>> {
-        let (batch, world) = (self.batch.max(1), self.world.max(1));
+    /// This rank's batches of `batch` traces for `epoch`, each a range of
+    /// trace indices.
+    pub fn batches(&self, epoch: u64, batch: usize) -> Vec<std::ops::Range<usize>> {
+        let (batch, world) = (batch.max(1), self.world.max(1));
         let batches = self.len / batch;
         if batches == 0 {
             return Vec::new();
@@ -264,6 +162,7 @@ impl BucketedSampler {
 mod tests {
     use std::collections::BTreeSet;
 
+    use formats::placement::Policy;
     use proptest::prelude::*;
 
     use super::*;
@@ -334,7 +233,7 @@ mod tests {
         fn bucketed_batches_are_equal_disjoint_and_whole(
             len in 0usize..2000, batch in 1usize..16, buckets in 1usize..12, world in 1usize..6, seed in any::<u64>(), epoch in 0u64..4,
         ) {
-            let all: Vec<_> = (0..world).map(|rank| BucketedSampler { len, batch, buckets, world, rank, seed }.batches(epoch)).collect();
+            let all: Vec<_> = (0..world).map(|rank| BucketedSampler { len, buckets, world, rank, seed }.batches(epoch, batch)).collect();
             let per = all[0].len();
             prop_assert!(all.iter().all(|b| b.len() == per));
             let mut seen = BTreeSet::new();

@@ -36,8 +36,9 @@
 //! // Rank 3 of 4, two ranks on each of two nodes.
 //! let place = RankPlace::grouped(3, 4, 2);
 //! let source = Source { origin: Origin::Staged { dest: "/tmp/bb/node{node}".into() }, validation: Validation::None };
-//! let data = source.open(&place, &Catalog, 7, 32)?;
-//! println!("{} samples per epoch on this rank", data.per_rank());
+//! let data = source.open(&place, &Catalog, 7)?;
+//! let batches = loader::pipeline::LoaderConfig { batch: 32, workers: 2, prefetch: 4, skip_corrupt: false, check_finite: false, drop_last: true };
+//! println!("{} steps per epoch on this rank", batches.steps(&*data.sampler));
 //! # Ok::<(), SourceError>(())
 //! ```
 
@@ -306,16 +307,11 @@ pub struct RankData {
 }
 
 impl RankData {
-    /// Training samples this rank takes per epoch (those of epoch 0).
-    pub fn per_rank(&self) -> usize {
-        self.sampler.per_rank()
-    }
-
     /// Take only the first `per_rank` samples of each epoch: every rank
     /// must take as many steps as the rank with the fewest samples (the
-    /// minimum of [`per_rank`](Self::per_rank) over the ranks, which the
-    /// caller agrees on), or data-parallel training hangs at the next
-    /// allreduce. Nodes of node-local data may hold a sample more or less.
+    /// minimum of [`LoaderConfig::per_rank`](crate::pipeline::LoaderConfig::per_rank)
+    /// over the ranks, which the caller agrees on), or data-parallel
+    /// training hangs at the next allreduce. Nodes of node-local data may hold a sample more or less.
     pub fn keep_per_rank(self, per_rank: usize) -> RankData {
         RankData { sampler: Box::new(FirstOf { inner: self.sampler, len: per_rank }), ..self }
     }
@@ -351,15 +347,8 @@ impl Source {
     }
 
     /// Open this source for the rank at `place`, with sample orders seeded
-    /// by `seed`. `batch` is needed only by a bucketed sampler, which cuts
-    /// batches itself.
-    pub fn open<R: Reader>(
-        &self,
-        place: &RankPlace,
-        reader: &R,
-        seed: u64,
-        batch: usize,
-    ) -> Result<RankData, R::Error> {
+    /// by `seed`.
+    pub fn open<R: Reader>(&self, place: &RankPlace, reader: &R, seed: u64) -> Result<RankData, R::Error> {
         let (rank, world) = (place.topology.rank, place.topology.size);
         let bucketed = match reader.sampling() {
             Sampling::Bucketed { buckets } => Some(buckets),
@@ -395,7 +384,7 @@ impl Source {
                         shuffle: true,
                         remainder: Remainder::Drop,
                     }),
-                    Some(buckets) => Box::new(BucketedSampler { len, batch, buckets, world, rank, seed }),
+                    Some(buckets) => Box::new(BucketedSampler { len, buckets, world, rank, seed }),
                 };
                 Ok(RankData { train: Arc::new(TrainSet::Files(dataset)), sampler, validation })
             }

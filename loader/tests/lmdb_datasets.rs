@@ -225,8 +225,8 @@ fn traces_load_with_variable_length_targets_through_the_bucketed_sampler() {
 
     let mut covered = Vec::new();
     for rank in 0..2 {
-        let sampler = BucketedSampler { len: ds.len(), batch: 5, buckets: 6, world: 2, rank, seed: 11 };
-        let order: Vec<usize> = sampler.batches(1).into_iter().flatten().collect();
+        let sampler = BucketedSampler { len: ds.len(), buckets: 6, world: 2, rank, seed: 11 };
+        let order: Vec<usize> = sampler.batches(1, 5).into_iter().flatten().collect();
         let loader = Loader::new(ds.clone(), order.clone(), config(5, false));
         let mut seen = Vec::new();
         for batch in loader {

@@ -91,9 +91,9 @@ fn a_directory_holds_out_its_last_sample_files_for_validation() {
     let dir = tempfile::tempdir().unwrap();
     dataset(dir.path(), &[2, 2, 0, 2, 2, 2]);
     let source = Source { origin: Origin::Dir(dir.path().into()), validation: Validation::HeldOut(0.4) };
-    let data = source.open(&RankPlace::grouped(0, 1, 1), &SHUFFLED, 1, 2).unwrap();
+    let data = source.open(&RankPlace::grouped(0, 1, 1), &SHUFFLED, 1).unwrap();
     assert_eq!(ids(&*data.train), vec![0, 1, 2, 3, 4, 5], "three of five sample files train");
-    assert_eq!(data.per_rank(), 6);
+    assert_eq!(data.sampler.per_rank(1), 6);
     let validation = data.validation.unwrap();
     assert_eq!(ids(&*validation.dataset), vec![6, 7, 8, 9], "the last two validate; the empty file is in neither");
 }
@@ -103,7 +103,7 @@ fn holding_out_every_file_is_an_error_naming_the_directory() {
     let dir = tempfile::tempdir().unwrap();
     dataset(dir.path(), &[1, 1]);
     let source = Source { origin: Origin::Dir(dir.path().into()), validation: Validation::HeldOut(0.9) };
-    let Err(e) = source.open(&RankPlace::grouped(0, 1, 1), &SHUFFLED, 1, 1) else { panic!("opened") };
+    let Err(e) = source.open(&RankPlace::grouped(0, 1, 1), &SHUFFLED, 1) else { panic!("opened") };
     assert!(matches!(e, SourceError::NothingToTrain { files: 2, .. }), "{e}");
     assert!(e.to_string().contains(&dir.path().display().to_string()), "{e}");
 }
@@ -117,7 +117,7 @@ fn a_validation_directory_is_read_by_every_rank_in_strides_and_holds_nothing_out
         Source { origin: Origin::Dir(dir.path().join("train")), validation: Validation::Dir(dir.path().join("val")) };
     let mine: Vec<Vec<usize>> = (0..2)
         .map(|rank| {
-            let data = source.open(&RankPlace::grouped(rank, 2, 1), &SHUFFLED, 1, 1).unwrap();
+            let data = source.open(&RankPlace::grouped(rank, 2, 1), &SHUFFLED, 1).unwrap();
             assert_eq!(data.train.len(), 6, "every training file trains");
             data.validation.unwrap().mine()
         })
@@ -133,18 +133,18 @@ fn node_local_ranks_share_their_nodes_samples_and_can_keep_the_fewest() {
     let template = format!("{}/node{{node}}", dir.path().display());
     let source = Source { origin: Origin::NodeLocal { template }, validation: Validation::HeldOut(0.25) };
     let opened: Vec<_> =
-        (0..4).map(|rank| source.open(&RankPlace::grouped(rank, 4, 2), &SHUFFLED, 9, 1).unwrap()).collect();
-    let per_rank: Vec<usize> = opened.iter().map(|d| d.per_rank()).collect();
+        (0..4).map(|rank| source.open(&RankPlace::grouped(rank, 4, 2), &SHUFFLED, 9).unwrap()).collect();
+    let per_rank: Vec<usize> = opened.iter().map(|d| d.sampler.per_rank(1)).collect();
     // Node 0 trains on round(5 * 0.75) = 4 samples, node 1 on 6.
     assert_eq!(per_rank, vec![2, 2, 3, 3]);
-    let (a, b) = (opened[2].sampler.order(0), opened[3].sampler.order(0));
+    let (a, b) = (opened[2].sampler.order(0, 1), opened[3].sampler.order(0, 1));
     assert!(a.iter().all(|i| !b.contains(i)), "the ranks of a node take disjoint shares: {a:?} {b:?}");
     let validation = opened[3].validation.as_ref().unwrap();
     assert_eq!(ids(&*validation.dataset), vec![6, 7], "node 1 holds out its last 2 samples");
     assert_eq!((validation.reader, validation.readers), (1, 2), "validated by the node's ranks");
     let kept = opened.into_iter().nth(2).unwrap().keep_per_rank(2);
-    assert_eq!(kept.per_rank(), 2);
-    assert_eq!(kept.sampler.order(5).len(), 2);
+    assert_eq!(kept.sampler.per_rank(1), 2);
+    assert_eq!(kept.sampler.order(5, 1).len(), 2);
 }
 
 #[test]
@@ -154,11 +154,11 @@ fn batches_cut_from_the_whole_dataset_need_a_directory() {
     let bucketed = Counting { sampling: Sampling::Bucketed { buckets: 2 } };
     let template = format!("{}/node{{node}}", dir.path().display());
     let source = Source { origin: Origin::NodeLocal { template }, validation: Validation::None };
-    let Err(e) = source.open(&RankPlace::grouped(0, 1, 1), &bucketed, 1, 2) else { panic!("opened") };
+    let Err(e) = source.open(&RankPlace::grouped(0, 1, 1), &bucketed, 1) else { panic!("opened") };
     assert!(matches!(e, SourceError::BucketedNeedsDir { .. }), "{e}");
     let source = Source { origin: Origin::Dir(dir.path().join("node0")), validation: Validation::None };
-    let data = source.open(&RankPlace::grouped(0, 1, 1), &bucketed, 1, 2).unwrap();
-    let order = data.sampler.order(0);
+    let data = source.open(&RankPlace::grouped(0, 1, 1), &bucketed, 1).unwrap();
+    let order = data.sampler.order(0, 2);
     assert_eq!(order.len(), 8);
     assert!(order.chunks(2).all(|pair| pair[1] == pair[0] + 1), "whole batches of consecutive samples: {order:?}");
 }

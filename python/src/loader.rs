@@ -116,12 +116,12 @@ impl EpochLoader {
     /// This rank's sample ids for `epoch`, in order (for a staged dataset,
     /// the source dataset's ids).
     fn order(&self, epoch: u64) -> Vec<usize> {
-        self.config.delivered(self.sampler.order(epoch))
+        self.config.order(&*self.sampler, epoch)
     }
 
     /// Batches per epoch (the same on every rank).
     fn batches(&self) -> usize {
-        self.config.batches(self.sampler.per_rank())
+        self.config.steps(&*self.sampler)
     }
 
     /// Stop the epoch in progress (if any) and start `epoch` at batch

@@ -128,8 +128,8 @@ fn main() {
     };
     let (mut sorted, mut random) = (Vec::new(), Vec::new());
     for rep in 0..reps {
-        let bucketed = BucketedSampler { len: n, batch: BATCH, buckets: 16, world: 1, rank: 0, seed: rep as u64 };
-        sorted.push(epoch(bucketed.batches(0).into_iter().flatten().collect()));
+        let bucketed = BucketedSampler { len: n, buckets: 16, world: 1, rank: 0, seed: rep as u64 };
+        sorted.push(epoch(bucketed.batches(0, BATCH).into_iter().flatten().collect()));
         let shuffled = DistributedSampler {
             len: n,
             world: 1,

@@ -103,10 +103,10 @@ fn one_and_four_ranks_write_identical_sorted_stores_that_the_loader_reads() {
         drop(store);
         let dataset = TraceDataset::open(path).unwrap();
         assert_eq!(dataset.observation_shape(), [20, 35, 35]);
-        let sampler = BucketedSampler { len: dataset.len(), batch: 1, buckets: 4, world: 1, rank: 0, seed: 3 };
+        let sampler = BucketedSampler { len: dataset.len(), buckets: 4, world: 1, rank: 0, seed: 3 };
         let mut x = vec![0f32; dataset.x_len()];
         let mut seen = vec![false; dataset.len()];
-        for batch in sampler.batches(0) {
+        for batch in sampler.batches(0, 1) {
             for i in batch {
                 let mut y = Vec::new();
                 dataset.read_ragged(i, &mut x, &mut y).unwrap();

@@ -52,8 +52,8 @@ fn model_and_batches(data: &Path, batch: usize) -> (EtalumisModel, Vec<Batch>) {
     let manifest = Manifest::load(&data.join(MANIFEST_FILE)).unwrap();
     model.check_data(data, &manifest).unwrap();
     let dataset = model.open_dataset(data, &manifest, None).unwrap();
-    let sampler = BucketedSampler { len: dataset.len(), batch, buckets: 16, world: 1, rank: 0, seed: 1 };
-    let order: Vec<usize> = sampler.batches(0).into_iter().take(STEP_BATCHES).flatten().collect();
+    let sampler = BucketedSampler { len: dataset.len(), buckets: 16, world: 1, rank: 0, seed: 1 };
+    let order: Vec<usize> = sampler.batches(0, batch).into_iter().take(STEP_BATCHES).flatten().collect();
     let config =
         LoaderConfig { batch, workers: 1, prefetch: 2, skip_corrupt: false, check_finite: false, drop_last: false };
 

@@ -101,7 +101,7 @@ impl Context<'_> {
             });
             // The other ranks that write listen for failure notices alone.
             let listener = (writes && !is_writer)
-                .then(|| self.spawn(s, "stager-listen", move || self.listen_for_failure(comm, sending_ref)));
+                .then(|| self.spawn(s, "stager-listen", move || self.listen_for_failure(sending_ref)));
             let sender = self.spawn(s, "stager-send", move || self.send(comm, rx_ref, budget_ref));
             let (next, budget, totals, reads, direct) = (&next, &budget, &totals, &reads, direct.as_ref());
             let readers: Vec<_> = (0..self.config.threads.max(1))
@@ -374,23 +374,12 @@ impl Context<'_> {
         self.plan.destinations(file).iter().filter(|&node| node != self.node).filter_map(|node| self.plan.writer(node))
     }
 
-    /// Park for good if another thread of this rank is ending the job: the
-    /// receiver writes nothing more.
-    fn stop_if_failing(&self) {
-        if self.failing.load(Ordering::SeqCst) {
-            loop {
-                std::thread::park();
-            }
-        }
-    }
-
     /// Wait for another rank's failure notice while this rank reads, writes
     /// and sends; on one, stop as the receiver would ([`Context::stop_for`]).
-    fn listen_for_failure(&self, comm: &ThreadComm, sending: &AtomicBool) {
+    fn listen_for_failure(&self, sending: &AtomicBool) {
         while sending.load(Ordering::SeqCst) {
-            if let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_ABORT) {
-                message.matched_receive_into(&mut [0u8; 0][..]);
-                self.stop_for(status.source_rank());
+            if let Some(failed) = self.failure_notice() {
+                self.stop_for(failed);
             }
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -423,9 +412,8 @@ impl Context<'_> {
         let mut idle = Backoff::new(4, 10, 20);
         while writer.done < remote.len() || reading.load(Ordering::SeqCst) {
             // A failure notice jumps the queue of data waiting to be written.
-            if let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_ABORT) {
-                message.matched_receive_into(&mut [0u8; 0][..]);
-                self.stop_for(status.source_rank());
+            if let Some(failed) = self.failure_notice() {
+                self.stop_for(failed);
             }
             if let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_PACK) {
                 idle.reset();

@@ -49,9 +49,12 @@ use crate::plan::Plan;
 mod fanout;
 mod naive;
 mod pool;
+mod setup_error;
 mod wire;
 mod write_error;
 mod writer;
+
+pub use setup_error::SetupError;
 
 use pool::Pool;
 use wire::{HEAD_LEN, Head, Pack};
@@ -105,8 +108,8 @@ pub struct StageConfig {
 #[non_exhaustive]
 pub enum StageError {
     /// This rank's own problem.
-    #[error("{0}")]
-    Local(String),
+    #[error(transparent)]
+    Local(#[from] SetupError),
     /// Another rank failed and said why in its own message.
     #[error("rank {0} could not start staging (see its message)")]
     Remote(usize),
@@ -187,7 +190,7 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
     let (_lock, remaining_mask) = open_destination(world, manifest, config, &dest, &needs[t.node])?;
     let remaining = remaining_per_node(world, &needs, &remaining_mask);
     let files_skipped = needs.iter().map(Vec::len).sum::<usize>() - remaining.iter().map(Vec::len).sum::<usize>();
-    let plan = Plan::build(&sizes, &remaining, world.node_of_rank()).map_err(|e| StageError::Local(e.to_string()))?;
+    let plan = Plan::build(&sizes, &remaining, world.node_of_rank()).map_err(SetupError::from)?;
     let files_needed = (0..sizes.len()).filter(|&f| !plan.destinations(f).is_empty()).count();
     let mut stats = copy(world, manifest, config, &plan, &dest, &remaining)?;
     check_written(world, manifest, &dest, &remaining, stats.files_written)?;
@@ -200,25 +203,26 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
 
 /// The checks of the configuration, this node's destination and which
 /// files each node needs: what every rank computes before anything moves.
-fn prepare(world: &World, manifest: &Manifest, config: &StageConfig) -> Result<(PathBuf, Vec<Vec<usize>>), String> {
+fn prepare(world: &World, manifest: &Manifest, config: &StageConfig) -> Result<(PathBuf, Vec<Vec<usize>>), SetupError> {
     let t = world.topology();
     if config.chunk_size == 0 || config.chunk_size > MAX_CHUNK {
-        return Err(format!("--chunk-size must be between 1 byte and {MAX_CHUNK} bytes"));
+        return Err(SetupError::Refused(format!("--chunk-size must be between 1 byte and {MAX_CHUNK} bytes")));
     }
     // Where the limit cannot be read, a failing map still says ENOMEM.
     if let Some(max_maps) = crate::files::max_map_count()
         && !config.naive
     {
-        crate::files::check_map_budget(config.read_method, config.chunk_size, config.max_inflight, max_maps)?;
+        crate::files::check_map_budget(config.read_method, config.chunk_size, config.max_inflight, max_maps)
+            .map_err(SetupError::Refused)?;
     }
-    let dest = crate::destination::node_destination(world, &config.dest).map_err(|e| e.to_string())?;
+    let dest = crate::destination::node_destination(world, &config.dest)?;
     // On each node's writer only: every other rank leaves the source's
     // metadata alone (thousands of ranks resolving it would load the
     // parallel file system's metadata servers for nothing).
     if t.local_rank == 0 {
-        crate::destination::directory::check_dest_outside_source(&config.source, &dest)?;
+        crate::destination::directory::check_dest_outside_source(&config.source, &dest).map_err(SetupError::Refused)?;
     }
-    let needs = manifest.files_per_node(t.nodes, config.policy, config.seed).map_err(|e| e.to_string())?;
+    let needs = manifest.files_per_node(t.nodes, config.policy, config.seed)?;
     Ok((dest, needs))
 }
 
@@ -227,12 +231,12 @@ fn prepare(world: &World, manifest: &Manifest, config: &StageConfig) -> Result<(
 fn check_destinations(world: &World, config: &StageConfig, dest: &Path) -> Result<(), StageError> {
     let t = world.topology();
     let is_writer = t.local_rank == 0;
-    let created = (|| -> Result<[u64; 3], String> {
+    let created = (|| -> Result<[u64; 3], SetupError> {
         if !is_writer {
             return Ok([0; 3]);
         }
-        fs::create_dir_all(dest).map_err(|e| format!("creating {}: {e}", dest.display()))?;
-        crate::destination::directory::directory_identity(dest).map_err(|e| format!("{}: {e}", dest.display()))
+        fs::create_dir_all(dest).map_err(SetupError::io("creating", dest))?;
+        crate::destination::directory::directory_identity(dest).map_err(SetupError::io("opening", dest))
     })();
     let identity = agree(world, created)?;
     let mut gathered = vec![0u64; 3 * t.size];
@@ -248,27 +252,27 @@ fn check_destinations(world: &World, config: &StageConfig, dest: &Path) -> Resul
     } else {
         match crate::destination::directory::directory_identity(dest) {
             Ok(mine) if mine == writer_identity => Ok(()),
-            Ok(_) => Err(format!(
+            Ok(_) => Err(SetupError::Refused(format!(
                 "rank {} resolves --dest {} to {}, another directory than the lowest rank of its node (node {}); \
                  the ranks of a node share one destination",
                 t.rank,
                 config.dest,
                 dest.display(),
                 t.node
-            )),
-            Err(e) => Err(format!("rank {} cannot use its node's destination {}: {e}", t.rank, dest.display())),
+            ))),
+            Err(source) => Err(SetupError::Io { doing: "opening its node's destination", path: dest.into(), source }),
         }
     };
     agree(world, same_directory)?;
     agree(
         world,
         match shared {
-            Some((a, b)) => Err(format!(
+            Some((a, b)) => Err(SetupError::Refused(format!(
                 "nodes {a} and {b} resolve --dest {} to the same directory {}; each node needs its own \
                  (put {{node}} in the template, e.g. /tmp/bb/node{{node}}, when nodes share a file system)",
                 config.dest,
                 dest.display()
-            )),
+            ))),
             None => Ok(()),
         },
     )
@@ -288,18 +292,18 @@ fn open_destination(
 ) -> Result<(Option<DestLock>, Vec<u8>), StageError> {
     let t = world.topology();
     let mut remaining_mask = vec![0u8; manifest.files.len()];
-    let local = (|| -> Result<Option<DestLock>, String> {
+    let local = (|| -> Result<Option<DestLock>, SetupError> {
         if t.local_rank != 0 {
             return Ok(None);
         }
-        fs::create_dir_all(dest).map_err(|e| format!("creating {}: {e}", dest.display()))?;
+        fs::create_dir_all(dest).map_err(SetupError::io("creating", dest))?;
         // Before anything in the destination changes: another job's
         // temporary files are not ours to clear.
-        let lock = DestLock::acquire(dest).map_err(|e| e.to_string())?;
-        journal::clear_temp(dest).map_err(|e| format!("clearing {}: {e}", journal::temp_dir(dest).display()))?;
+        let lock = DestLock::acquire(dest)?;
+        journal::clear_temp(dest).map_err(SetupError::io("clearing", journal::temp_dir(dest)))?;
         // Until this stage has finished, the destination claims nothing.
-        PlacementRecord::remove(dest).map_err(|e| e.to_string())?;
-        let done = journal::load(dest).map_err(|e| format!("reading the journal in {}: {e}", dest.display()))?;
+        PlacementRecord::remove(dest)?;
+        let done = journal::load(dest).map_err(SetupError::io("reading the journal in", dest))?;
         let journaled: Vec<usize> = node_needs
             .iter()
             .copied()
@@ -316,10 +320,10 @@ fn open_destination(
                 needed.push(manifest.files[f].bytes);
             }
         }
-        let space = free_space(dest).map_err(|e| format!("checking free space of {}: {e}", dest.display()))?;
-        space
-            .check_fits(&needed)
-            .map_err(|e| format!("{} on node {} {e}; nothing was copied", dest.display(), t.node))?;
+        let space = free_space(dest).map_err(SetupError::io("checking free space of", dest))?;
+        space.check_fits(&needed).map_err(|e| {
+            SetupError::Refused(format!("{} on node {} {e}; nothing was copied", dest.display(), t.node))
+        })?;
         Ok(Some(lock))
     })();
     let lock = agree(world, local)?;
@@ -356,7 +360,7 @@ fn copy(
     let files_to_write = remaining.iter().map(Vec::len).sum::<usize>() as u64;
     let comm = world.thread_comm();
     if !config.naive && comm.is_none() {
-        return Err(StageError::Local("MPI did not grant MPI_THREAD_MULTIPLE; rerun with --naive".into()));
+        return Err(SetupError::Refused("MPI did not grant MPI_THREAD_MULTIPLE; rerun with --naive".into()).into());
     }
     let writing_ranks: Vec<usize> = (0..t.size).filter(|&r| !remaining[world.node_of_rank()[r]].is_empty()).collect();
     let limiter = config.source_bandwidth.map(|rate| RateLimiter::new(rate / t.size as f64));
@@ -418,7 +422,7 @@ fn check_written(
             "the run wrote {} of the {files_to_write} files it planned and {} planned files are not in place; nothing was reported as staged (rerun to finish)",
             totals[0], totals[1]
         );
-        return Err(if world.is_root() { StageError::Local(message) } else { StageError::Remote(0) });
+        return Err(if world.is_root() { SetupError::Refused(message).into() } else { StageError::Remote(0) });
     }
     Ok(())
 }
@@ -430,14 +434,13 @@ fn write_record(
     config: &StageConfig,
     dest: &Path,
     node_needs: &[usize],
-) -> Result<(), String> {
+) -> Result<(), SetupError> {
     let t = world.topology();
     if t.local_rank != 0 {
         return Ok(());
     }
     let manifest_bytes = manifest.to_compact_json();
-    let source =
-        std::path::absolute(&config.source).map_err(|e| format!("--source {}: {e}", config.source.display()))?;
+    let source = std::path::absolute(&config.source).map_err(SetupError::io("resolving --source", &config.source))?;
     PlacementRecord::new(
         manifest,
         &manifest_bytes,
@@ -446,8 +449,8 @@ fn write_record(
         (t.nodes, t.node),
         node_needs,
     )
-    .write(dest, &manifest_bytes)
-    .map_err(|e| e.to_string())
+    .write(dest, &manifest_bytes)?;
+    Ok(())
 }
 
 /// Every rank's stats on rank 0 (only its own on the others).
@@ -496,12 +499,12 @@ fn recheck(dest: &Path, manifest: &Manifest, journaled: &[usize], threads: usize
 /// Agree across ranks on a per-rank result: every rank gets `Ok` only if
 /// all did; the lowest failing rank keeps its own message and the others
 /// defer to it, so a failure every rank shares (a bad option) prints once.
-fn agree<T>(world: &World, result: Result<T, String>) -> Result<T, StageError> {
+fn agree<T>(world: &World, result: Result<T, SetupError>) -> Result<T, StageError> {
     let mine = if result.is_err() { world.rank() as i64 } else { i64::MAX };
     let mut first = i64::MAX;
     world.comm().all_reduce_into(&mine, &mut first, mpi::collective::SystemOperation::min());
     match result {
-        Err(message) if first == world.rank() as i64 => Err(StageError::Local(message)),
+        Err(mine) if first == world.rank() as i64 => Err(StageError::Local(mine)),
         Err(_) => Err(StageError::Remote(first as usize)),
         Ok(_) if first != i64::MAX => Err(StageError::Remote(first as usize)),
         Ok(value) => Ok(value),
@@ -553,11 +556,10 @@ impl Context<'_> {
             for &rank in &told {
                 comm.comm().process_at_rank(rank as i32).send_with_tag(&[0u8; 0][..], TAG_ABORT);
             }
-            // The naive copy has no listeners to answer. A rank that is
-            // failing too cleared its files before its own notice, which
-            // therefore counts as its answer (it does not listen any more).
-            let mut waiting: std::collections::BTreeSet<usize> =
-                if self.config.naive { Default::default() } else { told.into_iter().collect() };
+            // A rank that is failing too cleared its files before its own
+            // notice, which therefore counts as its answer (it does not
+            // listen any more).
+            let mut waiting: std::collections::BTreeSet<usize> = told.into_iter().collect();
             let deadline = Instant::now() + CLEAR_WAIT;
             while !waiting.is_empty() && Instant::now() < deadline {
                 let mut heard = false;
@@ -598,6 +600,25 @@ impl Context<'_> {
         self.fail(message)
     }
 
+    /// Park for good if another thread of this rank is ending the job: it
+    /// writes nothing more.
+    fn stop_if_failing(&self) {
+        if self.failing.load(Ordering::SeqCst) {
+            loop {
+                std::thread::park();
+            }
+        }
+    }
+
+    /// The rank whose failure notice ([`TAG_ABORT`]) has arrived, if one
+    /// has (received, so it is heard once).
+    fn failure_notice(&self) -> Option<i32> {
+        let comm = self.comm?;
+        let (message, status) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_ABORT)?;
+        message.matched_receive_into(&mut [0u8; 0][..]);
+        Some(status.source_rank())
+    }
+
     /// Wait until every rank is done with its share, answering failure
     /// notices meanwhile: this rank has placed all it wrote, so it has no
     /// temporary files to clear and says so at once, instead of leaving
@@ -612,10 +633,9 @@ impl Context<'_> {
                 Err(pending) => request = pending,
             }
             if let Some(comm) = self.comm
-                && let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_ABORT)
+                && let Some(failed) = self.failure_notice()
             {
-                message.matched_receive_into(&mut [0u8; 0][..]);
-                comm.comm().process_at_rank(status.source_rank()).send_with_tag(&[0u8; 0][..], TAG_CLEARED);
+                comm.comm().process_at_rank(failed).send_with_tag(&[0u8; 0][..], TAG_CLEARED);
             }
             std::thread::sleep(Duration::from_micros(sleep_us));
             sleep_us = (sleep_us * 2).min(1000);

@@ -1,4 +1,6 @@
-//! The baseline copy: every node reads what it needs from the source.
+//! The baseline copy: every node reads what it needs from the source. Its
+//! ranks hear another rank's failure between files and stop as the
+//! fan-out's do, clearing their node's temporary files.
 
 use super::*;
 
@@ -26,8 +28,18 @@ impl Context<'_> {
                 self.spawn(s, "stager-copy", || {
                     let mut buffer = Vec::new();
                     while let Some(&f) = mine.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        // Between files, another rank's failure stops this
+                        // one and clears its node's temporary files (a
+                        // file being copied finishes first, within
+                        // CLEAR_WAIT for files of a few GB).
+                        if let Some(failed) = self.failure_notice() {
+                            self.stop_for(failed);
+                        }
+                        self.stop_if_failing();
                         if let Err(e) = self.copy_directly(f, &journal, &mut buffer) {
-                            self.fail_writing(&e);
+                            // A peer of this node that is stopping cleared
+                            // the temporary directory under this copy.
+                            self.fail_unless_stopped(&journal::temp_dir(self.dest), cluster::logging::chain(&e));
                         }
                         let mut st = stats.lock().unwrap_or_else(|p| p.into_inner());
                         st.read_bytes += self.manifest.files[f].bytes;

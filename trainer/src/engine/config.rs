@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::device::DeviceChoice;
 use crate::optim::{Rule, TrustRatio};
 use crate::schedule::Schedule;
+use loader::pipeline::LoaderConfig;
 use loader::source::Origin;
 
 /// The learning-rate schedule in epochs, turned into steps once the
@@ -109,11 +110,28 @@ fn in_range<T: PartialOrd + Copy + std::fmt::Display + Into<f64>>(
 }
 
 impl TrainConfig {
+    /// How the training loader cuts and delivers batches: whole batches
+    /// only (every rank takes the same number of steps), a corrupt sample
+    /// an error.
+    pub fn loader(&self) -> LoaderConfig {
+        LoaderConfig {
+            batch: self.batch,
+            workers: self.workers,
+            prefetch: self.prefetch,
+            skip_corrupt: false,
+            check_finite: self.check_finite,
+            drop_last: true,
+        }
+    }
+
     /// An error naming the first option whose value no run can use: not a
     /// finite number (`nan`, `inf`), or outside what the option means (a
     /// negative rate, a momentum of 1 or more). Checked before MPI starts,
     /// so a typo fails with one line instead of training to NaN.
     pub fn validate(&self) -> Result<(), String> {
+        if self.batch == 0 {
+            return Err("--batch must be at least 1".into());
+        }
         // 0 is allowed: a run that must not move the parameters (its
         // checkpoint holds the initial ones).
         in_range("--lr", self.lr, 0.0..=MAX_LR, &format!("a rate from 0 to {MAX_LR}"))?;

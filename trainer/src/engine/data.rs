@@ -10,6 +10,7 @@ use std::sync::Arc;
 use cluster::World;
 use formats::manifest::Manifest;
 use loader::dataset::{Dataset, DatasetError};
+use loader::pipeline::LoaderConfig;
 use loader::source::{RankData, RankPlace, Reader, Sampling, Source, Split, Validation};
 
 use super::model::TrainModel;
@@ -57,7 +58,12 @@ pub fn check<M: TrainModel>(model: &M, config: &TrainConfig) -> Result<(), Train
 
 /// This rank's training and validation data. Collective: every rank then
 /// takes as many samples per epoch as the rank with the fewest.
-pub fn open<M: TrainModel>(world: &World, model: &M, config: &TrainConfig) -> Result<RankData, TrainError> {
+pub fn open<M: TrainModel>(
+    world: &World,
+    model: &M,
+    config: &TrainConfig,
+    batches: &LoaderConfig,
+) -> Result<RankData, TrainError> {
     use mpi::collective::SystemOperation;
     use mpi::traits::*;
 
@@ -65,8 +71,8 @@ pub fn open<M: TrainModel>(world: &World, model: &M, config: &TrainConfig) -> Re
         topology: *world.topology(),
         ranks_per_node: (0..world.topology().nodes).map(|n| world.ranks_of_node(n).len()).collect(),
     };
-    let data = source(config).open(&place, &ModelReader(model), config.seed, config.batch)?;
-    let mine = data.per_rank() as u64;
+    let data = source(config).open(&place, &ModelReader(model), config.seed)?;
+    let mine = batches.per_rank(&*data.sampler) as u64;
     let mut fewest = 0u64;
     world.comm().all_reduce_into(&mine, &mut fewest, SystemOperation::min());
     Ok(if fewest < mine { data.keep_per_rank(fewest as usize) } else { data })

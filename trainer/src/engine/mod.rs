@@ -243,9 +243,7 @@ pub fn run<M: TrainModel>(
     config: &TrainConfig,
     on_epoch: &mut dyn FnMut(&EpochReport),
 ) -> Result<TrainReport, TrainError> {
-    if config.batch == 0 {
-        return Err(TrainError::Invalid("--batch must be at least 1".into()));
-    }
+    config.validate().map_err(TrainError::Invalid)?;
     // Rank 0 writes the checkpoints and holds their directory for the run.
     let _checkpoints_held = match (&config.checkpoint, world.is_root()) {
         (Some(dir), true) => Some(lock_checkpoints(dir)?),
@@ -261,24 +259,17 @@ pub fn run<M: TrainModel>(
     }
     // The data first: a model may shape its network by it (Etalumis makes
     // layers for the addresses the traces visit).
-    let data = data::open(world, &model, config)?;
+    let loader_config = config.loader();
+    let data = data::open(world, &model, config, &loader_config)?;
     let net = model.build(&device)?;
     let tensors = params::inventory(&net)?;
     let (first, same_everywhere) = data.train.first_samples(FIT_SAMPLES);
     model.fit(world, &*data.train, &first, same_everywhere)?;
-    let loader_config = LoaderConfig {
-        batch: config.batch,
-        workers: config.workers,
-        prefetch: config.prefetch,
-        skip_corrupt: false,
-        check_finite: config.check_finite,
-        drop_last: true,
-    };
-    let steps_per_epoch = loader_config.batches(data.per_rank()) as u64;
+    let steps_per_epoch = loader_config.steps(&*data.sampler) as u64;
     if steps_per_epoch == 0 {
         return Err(TrainError::Invalid(format!(
             "{} training samples over {} ranks do not fill one batch of {} per rank",
-            data.per_rank() * world.size(),
+            loader_config.per_rank(&*data.sampler) * world.size(),
             world.size(),
             config.batch
         )));
@@ -398,7 +389,7 @@ impl<M: TrainModel> Run<'_, M> {
         let run_started = Instant::now();
         for epoch in start_epoch..self.config.epochs {
             let started = Instant::now();
-            let order = data.sampler.order(epoch);
+            let order = self.loader_config.order(&*data.sampler, epoch);
             // A run resumed from a mid-epoch checkpoint starts at the batch
             // it had reached.
             let skip = if epoch == start_epoch { resume_skip } else { 0 };
