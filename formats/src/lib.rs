@@ -56,4 +56,5 @@ pub mod placement_record;
 pub mod regular;
 pub mod sampling;
 pub mod scattering;
+pub mod service;
 pub mod tfrecord;

@@ -103,6 +103,7 @@ fn rank_main() {
         source_bandwidth: None,
         read_method: ReadMethod::Auto,
         recheck: false,
+        order: Default::default(),
     };
     let dest = root.join(format!("node{}", t.node));
     let needs = manifest.files_per_node(t.nodes, policy, 0).unwrap_or_else(|e| world.fail(e));

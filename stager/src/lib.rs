@@ -32,6 +32,7 @@
 pub mod destination;
 pub mod files;
 pub mod plan;
+pub mod serve;
 pub mod sigbus;
 pub mod simulate;
 pub mod source;

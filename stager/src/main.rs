@@ -11,6 +11,7 @@ use formats::placement::Policy;
 use stager::files::ReadMethod;
 use stager::plan::Plan;
 use stager::simulate::{Dataset, Machine, predict};
+use stager::serve::{ServeConfig, ServeError};
 use stager::stage::{StageConfig, StageError};
 use stager::units::{human_bytes, parse_bytes, parse_rate};
 
@@ -30,6 +31,16 @@ struct Cli {
 enum Command {
     /// Copy the dataset into node-local storage: each file read once, sent to every node that needs it.
     Stage(StageArgs),
+    /// Stage while training runs: one rank per node stages in the order
+    /// training will read, and the node's training processes wait only for
+    /// files not in place yet (over a socket in the destination). Runs
+    /// until `stager stop` or SIGTERM.
+    Serve(ServeArgs),
+    /// Print what a node's staging service has placed, what its clients
+    /// wait for, and the time left.
+    Status(StatusArgs),
+    /// Stop a node's staging service (and with it every node's).
+    Stop(StopArgs),
     /// Check what is staged on each node against the manifest.
     Verify(VerifyArgs),
     /// Print the staging plan for a dataset on a given topology (no I/O besides the manifest).
@@ -97,6 +108,35 @@ struct StageArgs {
     /// Also write the JSON report to this file.
     #[arg(long)]
     report: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct ServeArgs {
+    #[command(flatten)]
+    stage: StageArgs,
+    /// Training processes per node: the service stages in the order these
+    /// read the node's samples (a different count only costs waiting).
+    #[arg(long, default_value_t = 1)]
+    train_ranks_per_node: usize,
+    /// Only files under this prefix hold training samples (e.g. `train/`);
+    /// the others are staged after them.
+    #[arg(long)]
+    train_under: Option<String>,
+}
+
+#[derive(Args, Debug)]
+struct StatusArgs {
+    /// A node's destination directory (as expanded on that node).
+    dest: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct StopArgs {
+    /// A node's destination directory (as expanded on that node).
+    dest: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -182,6 +222,9 @@ fn main() {
     cluster::allocator::map_large_blocks();
     let result = match cli.command {
         Command::Stage(args) => with_world(|world| stage(world, &args)),
+        Command::Serve(args) => with_world(|world| serve(world, &args)),
+        Command::Status(args) => status(&args),
+        Command::Stop(args) => stop(&args),
         Command::Verify(args) => with_world(|world| verify(world, &args)),
         Command::Plan(args) => plan(&args),
         Command::Simulate(args) => simulate(&args),
@@ -288,6 +331,7 @@ fn with_world(f: impl FnOnce(&World) -> anyhow::Result<()>) -> anyhow::Result<()
         // Errors returned here were agreed on by every rank, so all of them
         // get here. Another rank printed why a remote failure happened.
         let remote = matches!(e.downcast_ref::<StageError>(), Some(StageError::Remote(_)))
+            || matches!(e.downcast_ref::<ServeError>(), Some(ServeError::Stage(StageError::Remote(_))))
             || matches!(e.downcast_ref::<stager::source::SourceError>(), Some(stager::source::SourceError::Remote));
         let speaks = !remote;
         world.exit_agreed(speaks, cluster::logging::chain(e.as_ref()));
@@ -296,6 +340,13 @@ fn with_world(f: impl FnOnce(&World) -> anyhow::Result<()>) -> anyhow::Result<()
 }
 
 fn stage(world: &World, args: &StageArgs) -> anyhow::Result<()> {
+    let (manifest, config) = prepare(world, args)?;
+    let outcome = stager::stage::stage(world, &manifest, &config)?;
+    print_report(world, &outcome, &config, args)
+}
+
+/// The manifest (read once, shared) and the stage's configuration.
+fn prepare(world: &World, args: &StageArgs) -> anyhow::Result<(formats::manifest::Manifest, StageConfig)> {
     let p = &args.placement;
     let manifest = stager::source::shared(world, &p.source, p.manifest.as_deref())?;
     let t = world.topology();
@@ -319,16 +370,94 @@ fn stage(world: &World, args: &StageArgs) -> anyhow::Result<()> {
         source_bandwidth: args.source_bandwidth,
         read_method: args.read_method,
         recheck: args.recheck,
+        order: Default::default(),
     };
-    let outcome = stager::stage::stage(world, &manifest, &config)?;
+    Ok((manifest, config))
+}
+
+/// Rank 0 prints the JSON report (and writes it to --report).
+fn print_report(
+    world: &World,
+    outcome: &stager::stage::StageOutcome,
+    config: &StageConfig,
+    args: &StageArgs,
+) -> anyhow::Result<()> {
     if world.is_root() {
-        let report = report::build(&outcome, &config, world.size(), world.topology().nodes);
+        let report = report::build(outcome, config, world.size(), world.topology().nodes);
         let text = serde_json::to_string_pretty(&report)?;
         println!("{text}");
         if let Some(path) = &args.report {
             std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
         }
     }
+    Ok(())
+}
+
+fn serve(world: &World, args: &ServeArgs) -> anyhow::Result<()> {
+    let (manifest, stage) = prepare(world, &args.stage)?;
+    let config = ServeConfig {
+        stage,
+        train_ranks_per_node: args.train_ranks_per_node,
+        train_under: args.train_under.clone(),
+    };
+    let outcome = stager::serve::serve(world, &manifest, &config)?;
+    print_report(world, &outcome, &config.stage, &args.stage)
+}
+
+fn service(dest: &std::path::Path, name: &str) -> anyhow::Result<formats::service::ServiceClient> {
+    formats::service::ServiceClient::connect(dest, name)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "no staging service serves {} (no {}); is `stager serve` running with this --dest?",
+            dest.display(),
+            formats::service::socket_path(dest).display()
+        )
+    })
+}
+
+fn status(args: &StatusArgs) -> anyhow::Result<()> {
+    let json = service(&args.dest, "stager status")?.status()?;
+    if args.json {
+        println!("{json}");
+        return Ok(());
+    }
+    let s: serde_json::Value = serde_json::from_str(&json).context("the service's status")?;
+    let num = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+    let (bytes, ready) = (num(&s["bytes"]), num(&s["bytes_ready"]));
+    println!(
+        "{}: node {}, {}: {} of {} files, {} of {} ({:.0} %), {} files waited for now{}",
+        args.dest.display(),
+        s["node"],
+        s["phase"].as_str().unwrap_or("?"),
+        s["files_ready"],
+        s["files"],
+        human_bytes(ready),
+        human_bytes(bytes),
+        if bytes > 0.0 { 100.0 * ready / bytes } else { 100.0 },
+        s["files_waited_for"],
+        match s["eta_secs"].as_f64() {
+            Some(eta) if ready < bytes => format!(", about {eta:.0} s left"),
+            _ => String::new(),
+        }
+    );
+    if let Some(error) = s["error"].as_str() {
+        println!("  failed: {error}");
+    }
+    for c in s["clients"].as_array().into_iter().flatten() {
+        println!(
+            "  {}: waited for {} of {} files, {:.2} s in all{}",
+            c["name"].as_str().unwrap_or("?"),
+            c["waited"],
+            c["asked"],
+            num(&c["wait_secs"]),
+            c["waiting_for"].as_str().map(|f| format!(", waiting for {f}")).unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+fn stop(args: &StopArgs) -> anyhow::Result<()> {
+    service(&args.dest, "stager stop")?.stop()?;
+    println!("asked the staging service of {} to stop", args.dest.display());
     Ok(())
 }
 

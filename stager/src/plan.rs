@@ -349,6 +349,15 @@ impl Plan {
         files
     }
 
+    /// The files `rank` reads, earliest `first_needed` step first (then
+    /// largest first): the order a staging service reads in while training
+    /// runs.
+    pub fn reads_by_need(&self, rank: usize, first_needed: &[u64]) -> Vec<usize> {
+        let mut files = self.reads(rank);
+        files.sort_by_key(|&f| first_needed.get(f).copied().unwrap_or(u64::MAX));
+        files
+    }
+
     /// Bytes each rank reads from the source.
     pub fn read_bytes_per_rank(&self) -> Vec<u64> {
         let mut load = vec![0u64; self.ranks()];

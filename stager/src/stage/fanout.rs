@@ -63,7 +63,10 @@ impl Context<'_> {
     /// The stager proper: read once, send to every node that needs it.
     pub(super) fn staged(&self, comm: &ThreadComm, node_files: &[usize]) -> RankStats {
         let rank = self.rank;
-        let reads = self.plan.reads(rank);
+        let reads = match &self.config.order {
+            ReadOrder::LargestFirst => self.plan.reads(rank),
+            ReadOrder::FirstNeeded(steps) => self.plan.reads_by_need(rank, steps),
+        };
         let budget = Pool::new(self.config.max_inflight, self.config.chunk_size);
         let (tx, rx) = crossbeam_channel::unbounded::<Chunk>();
         let is_writer = self.plan.writer(self.plan.node_of(rank)) == Some(rank);

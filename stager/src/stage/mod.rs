@@ -56,6 +56,33 @@ mod writer;
 
 pub use setup_error::SetupError;
 
+/// What a caller learns while a stage runs, on each node's writer (the
+/// node's lowest rank): how a staging service answers its clients before
+/// the stage has finished. Every method runs on a staging thread and must
+/// return quickly.
+pub trait StageObserver: Sync {
+    /// The node's destination is locked: `held` (manifest indices) are in
+    /// place already (the journal vouches for them), `remaining` are to be
+    /// staged. An error stops the stage before data moves.
+    fn opened(&self, dest: &Path, held: &[usize], remaining: &[usize]) -> Result<(), SetupError>;
+    /// Manifest file `file` is checked and renamed into place on this node.
+    fn placed(&self, file: usize);
+    /// The stage failed on this rank with `message` (the job ends next).
+    fn failed(&self, message: &str);
+}
+
+/// The order in which each rank reads its share of the files.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ReadOrder {
+    /// Largest files first (the whole stage finishes soonest).
+    #[default]
+    LargestFirst,
+    /// By the step at which training first reads each file, earliest
+    /// first ([`formats::sampling::first_needed`]; ties by size): a service
+    /// staging while training runs.
+    FirstNeeded(Vec<u64>),
+}
+
 use pool::Pool;
 use wire::{HEAD_LEN, Head, Pack};
 pub use write_error::WriteError;
@@ -101,6 +128,8 @@ pub struct StageConfig {
     /// Re-hash journaled files instead of trusting the journal and their
     /// size: a same-size file corrupted after staging is staged again.
     pub recheck: bool,
+    /// The order each rank reads its files in.
+    pub order: ReadOrder,
 }
 
 /// A failure before any data moved, agreed on by every rank.
@@ -182,6 +211,18 @@ pub struct StageOutcome {
 /// problems found before data moves; failures while moving end the job.
 /// Every phase is collective, in this order on every rank.
 pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result<StageOutcome, StageError> {
+    stage_observed(world, manifest, config, None)
+}
+
+/// [`stage`], telling `observer` on each node's writer what is in place as
+/// it happens; the placement record is written before data moves (and
+/// again at the end), so a client can open the destination while it fills.
+pub fn stage_observed(
+    world: &World,
+    manifest: &Manifest,
+    config: &StageConfig,
+    observer: Option<&dyn StageObserver>,
+) -> Result<StageOutcome, StageError> {
     let started = Instant::now();
     let t = *world.topology();
     let sizes: Vec<u64> = manifest.files.iter().map(|f| f.bytes).collect();
@@ -189,10 +230,21 @@ pub fn stage(world: &World, manifest: &Manifest, config: &StageConfig) -> Result
     check_destinations(world, config, &dest)?;
     let (_lock, remaining_mask) = open_destination(world, manifest, config, &dest, &needs[t.node])?;
     let remaining = remaining_per_node(world, &needs, &remaining_mask);
+    if let Some(observer) = observer {
+        let opened = (|| -> Result<(), SetupError> {
+            if t.local_rank != 0 {
+                return Ok(());
+            }
+            let held: Vec<usize> = needs[t.node].iter().copied().filter(|&f| remaining_mask[f] == 0).collect();
+            write_record(world, manifest, config, &dest, &needs[t.node])?;
+            observer.opened(&dest, &held, &remaining[t.node])
+        })();
+        agree(world, opened)?;
+    }
     let files_skipped = needs.iter().map(Vec::len).sum::<usize>() - remaining.iter().map(Vec::len).sum::<usize>();
     let plan = Plan::build(&sizes, &remaining, world.node_of_rank()).map_err(SetupError::from)?;
     let files_needed = (0..sizes.len()).filter(|&f| !plan.destinations(f).is_empty()).count();
-    let mut stats = copy(world, manifest, config, &plan, &dest, &remaining)?;
+    let mut stats = copy(world, manifest, config, (&plan, &dest, &remaining), observer)?;
     check_written(world, manifest, &dest, &remaining, stats.files_written)?;
     agree(world, write_record(world, manifest, config, &dest, &needs[t.node]))?;
     stats.total_secs = started.elapsed().as_secs_f64();
@@ -350,9 +402,8 @@ fn copy(
     world: &World,
     manifest: &Manifest,
     config: &StageConfig,
-    plan: &Plan,
-    dest: &Path,
-    remaining: &[Vec<usize>],
+    (plan, dest, remaining): (&Plan, &Path, &[Vec<usize>]),
+    observer: Option<&dyn StageObserver>,
 ) -> Result<RankStats, StageError> {
     let t = *world.topology();
     let sizes = |files: &[usize]| files.iter().map(|&f| manifest.files[f].bytes).sum::<u64>();
@@ -379,6 +430,7 @@ fn copy(
         counters: progress.counters(),
         comm: comm.as_ref(),
         writing_ranks: &writing_ranks,
+        observer,
         failing: AtomicBool::new(false),
         notices: Mutex::new(Vec::new()),
         temp_lock: Mutex::new(()),
@@ -526,6 +578,8 @@ struct Context<'a> {
     /// The ranks that write into their node's destination in this run (all
     /// ranks of the nodes that still need files): a failing rank tells each.
     writing_ranks: &'a [usize],
+    /// Told of every file this rank places, and of its failure.
+    observer: Option<&'a dyn StageObserver>,
     /// Set when this rank is failing: its receiver stops creating files.
     failing: AtomicBool,
     /// Failure notices of other ranks heard by this rank's listening thread
@@ -546,6 +600,9 @@ impl Context<'_> {
     fn fail(&self, message: String) -> ! {
         self.failing.store(true, Ordering::SeqCst);
         cluster::logging::print_error(format_args!("rank {} (node {}): {message}", self.rank, self.node));
+        if let Some(observer) = self.observer {
+            observer.failed(&message);
+        }
         // Clear our own temporary files first (other ranks may end the job
         // as soon as they hear of the failure), holding the temp lock so the
         // receiver creates none afterwards.
@@ -655,6 +712,9 @@ impl Context<'_> {
         }
         let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
         let _ = journal::clear_temp(self.dest);
+        if let Some(observer) = self.observer {
+            observer.failed(&format!("rank {failed_rank} failed (see its message)"));
+        }
         eprintln!(
             "error: rank {} (node {}): stopping because rank {failed_rank} failed; temporary files removed",
             self.rank, self.node
@@ -698,6 +758,9 @@ impl Context<'_> {
     fn place_file(&self, part: PartFile, f: usize) -> Result<Entry, WriteError> {
         let entry = &self.manifest.files[f];
         let placed = part.place(self.dest, &entry.path, entry.bytes)?;
+        if let Some(observer) = self.observer {
+            observer.placed(f);
+        }
         Ok(Entry { path: entry.path.clone(), xxh3: entry.xxh3, file: Some(placed) })
     }
 

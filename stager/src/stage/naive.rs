@@ -9,6 +9,10 @@ impl Context<'_> {
     /// from the source, as `cp` does: pieces of at most [`CACHE_PIECE`], each
     /// hashed and written while it is in cache.
     pub(super) fn naive(&self, node_files: &[usize]) -> RankStats {
+        let mut node_files = node_files.to_vec();
+        if let ReadOrder::FirstNeeded(steps) = &self.config.order {
+            node_files.sort_by_key(|&f| steps.get(f).copied().unwrap_or(u64::MAX));
+        }
         let mine: Vec<usize> = node_files.iter().copied().skip(self.local_rank).step_by(self.local_size).collect();
         let next = AtomicUsize::new(0);
         let stats = Mutex::new(RankStats::default());

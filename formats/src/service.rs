@@ -1,0 +1,333 @@
+//! The staging service's side of a destination: where a serving stager
+//! listens (`DEST/.stagehand/serve.sock`, with its per-job token beside it
+//! in `serve.token`, both readable by the job's user only), the line
+//! protocol its clients speak, and the blocking client the loaders, the
+//! preload library and `stager status` use. The server is the stager's.
+//!
+//! ```text
+//! client: HELLO <token> <client name>      server: OK | DENIED <why>
+//! client: WAIT <file path in the manifest> server: READY | FAILED <why> | UNKNOWN
+//! client: STATUS                           server: STATUS <one line of JSON>
+//! client: STOP                             server: STOPPING
+//! ```
+//!
+//! A `WAIT` is answered once the file is checked and renamed into place
+//! (at once if it already is). A connection the server closes (the service
+//! died) is an error for the client, never a wait without end.
+//!
+//! ```no_run
+//! use formats::service::ServiceClient;
+//!
+//! let dest = std::path::Path::new("/tmp/bb/node0");
+//! if let Some(mut client) = ServiceClient::connect(dest, "rank 0")? {
+//!     client.wait("univ_0001.tfrecord")?;
+//! }
+//! # Ok::<(), formats::service::ServiceError>(())
+//! ```
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+use crate::manifest::STATE_DIR;
+
+/// The service's socket in a destination.
+pub const SOCKET_FILE: &str = "serve.sock";
+/// The file holding the service's per-job token.
+pub const TOKEN_FILE: &str = "serve.token";
+/// The longest socket path `sun_path` holds (108 bytes on Linux, with its
+/// terminating NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+
+/// `DEST/.stagehand/serve.sock`.
+pub fn socket_path(dest: &Path) -> PathBuf {
+    dest.join(STATE_DIR).join(SOCKET_FILE)
+}
+
+/// `DEST/.stagehand/serve.token`.
+pub fn token_path(dest: &Path) -> PathBuf {
+    dest.join(STATE_DIR).join(TOKEN_FILE)
+}
+
+/// A client request, one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// The first line of every connection.
+    Hello {
+        /// The service's token.
+        token: String,
+        /// Who is asking (shown by `stager status`).
+        name: String,
+    },
+    /// Answer when this file (its path in the manifest) is in place.
+    Wait(String),
+    /// The service's progress.
+    Status,
+    /// Stop the service.
+    Stop,
+}
+
+/// A server reply, one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// The token was right.
+    Ok,
+    /// The connection is refused, and why.
+    Denied(String),
+    /// The file waited for is in place.
+    Ready,
+    /// The file waited for cannot be staged, and why.
+    Failed(String),
+    /// The file is not one this node's destination holds.
+    Unknown,
+    /// The progress, as one line of JSON.
+    Status(String),
+    /// The service is stopping.
+    Stopping,
+}
+
+/// A line that is no request or reply of the protocol.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a line of the staging service's protocol: {0:?}")]
+pub struct ProtocolError(pub String);
+
+impl Request {
+    /// The line, without its newline.
+    pub fn to_line(&self) -> String {
+        match self {
+            Request::Hello { token, name } => format!("HELLO {token} {}", one_line(name)),
+            Request::Wait(path) => format!("WAIT {path}"),
+            Request::Status => "STATUS".into(),
+            Request::Stop => "STOP".into(),
+        }
+    }
+
+    /// Parse a line (its newline already removed).
+    pub fn parse(line: &str) -> Result<Request, ProtocolError> {
+        let bad = || ProtocolError(line.to_owned());
+        let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+        match (word, rest) {
+            ("HELLO", rest) => {
+                let (token, name) = rest.split_once(' ').unwrap_or((rest, ""));
+                if token.is_empty() {
+                    return Err(bad());
+                }
+                Ok(Request::Hello { token: token.to_owned(), name: name.to_owned() })
+            }
+            ("WAIT", path) if !path.is_empty() => Ok(Request::Wait(path.to_owned())),
+            ("STATUS", "") => Ok(Request::Status),
+            ("STOP", "") => Ok(Request::Stop),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl Reply {
+    /// The line, without its newline.
+    pub fn to_line(&self) -> String {
+        match self {
+            Reply::Ok => "OK".into(),
+            Reply::Denied(why) => format!("DENIED {}", one_line(why)),
+            Reply::Ready => "READY".into(),
+            Reply::Failed(why) => format!("FAILED {}", one_line(why)),
+            Reply::Unknown => "UNKNOWN".into(),
+            Reply::Status(json) => format!("STATUS {}", one_line(json)),
+            Reply::Stopping => "STOPPING".into(),
+        }
+    }
+
+    /// Parse a line (its newline already removed).
+    pub fn parse(line: &str) -> Result<Reply, ProtocolError> {
+        let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+        match (word, rest) {
+            ("OK", "") => Ok(Reply::Ok),
+            ("DENIED", why) => Ok(Reply::Denied(why.to_owned())),
+            ("READY", "") => Ok(Reply::Ready),
+            ("FAILED", why) => Ok(Reply::Failed(why.to_owned())),
+            ("UNKNOWN", "") => Ok(Reply::Unknown),
+            ("STATUS", json) => Ok(Reply::Status(json.to_owned())),
+            ("STOPPING", "") => Ok(Reply::Stopping),
+            _ => Err(ProtocolError(line.to_owned())),
+        }
+    }
+}
+
+/// Newlines would end a line early: a message keeps its words.
+fn one_line(text: &str) -> String {
+    text.replace(['\n', '\r'], " ")
+}
+
+/// Why a client could not get an answer from a destination's service.
+/// Every variant names the destination.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServiceError {
+    /// The token file or the socket could not be opened or used.
+    #[error("the staging service of {}: {doing}", dest.display())]
+    Io {
+        /// The destination.
+        dest: PathBuf,
+        /// What the client was doing.
+        doing: String,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The service closed the connection before answering: it ended.
+    #[error("the staging service of {} ended before answering {request:?} (is `stager serve` still running?)", dest.display())]
+    Ended {
+        /// The destination.
+        dest: PathBuf,
+        /// The request left unanswered.
+        request: String,
+    },
+    /// The service refused the connection.
+    #[error("the staging service of {} refused this client: {why}", dest.display())]
+    Denied {
+        /// The destination.
+        dest: PathBuf,
+        /// Its reason.
+        why: String,
+    },
+    /// The service could not stage a file.
+    #[error("{}: the staging service could not stage {path}: {why}", dest.display())]
+    Failed {
+        /// The destination.
+        dest: PathBuf,
+        /// The file.
+        path: String,
+        /// Its reason.
+        why: String,
+    },
+    /// The file is not one this destination holds.
+    #[error("{}: {path} is not a file the staging service places on this node", dest.display())]
+    Unknown {
+        /// The destination.
+        dest: PathBuf,
+        /// The file.
+        path: String,
+    },
+    /// The service answered out of protocol.
+    #[error("the staging service of {}: {source}", dest.display())]
+    Protocol {
+        /// The destination.
+        dest: PathBuf,
+        /// The line.
+        source: ProtocolError,
+    },
+}
+
+/// A connection to a destination's staging service.
+pub struct ServiceClient {
+    dest: PathBuf,
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl ServiceClient {
+    /// Connect to `dest`'s service as `name`, or `None` when no service
+    /// serves `dest` (no socket: the destination is staged, or never was).
+    /// A socket nobody listens on (a service that died) is an error.
+    pub fn connect(dest: &Path, name: &str) -> Result<Option<ServiceClient>, ServiceError> {
+        let socket = socket_path(dest);
+        if !socket.exists() {
+            return Ok(None);
+        }
+        let io = |doing: &str| {
+            let (dest, doing) = (dest.to_owned(), doing.to_owned());
+            move |source| ServiceError::Io { dest, doing, source }
+        };
+        let token = std::fs::read_to_string(token_path(dest)).map_err(io("reading its token"))?;
+        let stream = UnixStream::connect(&socket).map_err(io("connecting (did the service end?)"))?;
+        let writer = stream.try_clone().map_err(io("connecting"))?;
+        let mut client = ServiceClient { dest: dest.to_owned(), reader: BufReader::new(stream), writer };
+        match client.ask(&Request::Hello { token: token.trim().to_owned(), name: name.to_owned() })? {
+            Reply::Ok => Ok(Some(client)),
+            Reply::Denied(why) => Err(ServiceError::Denied { dest: dest.to_owned(), why }),
+            other => Err(client.unexpected(other)),
+        }
+    }
+
+    /// Block until `path` (as the manifest names it) is in place.
+    pub fn wait(&mut self, path: &str) -> Result<(), ServiceError> {
+        match self.ask(&Request::Wait(path.to_owned()))? {
+            Reply::Ready => Ok(()),
+            Reply::Failed(why) => Err(ServiceError::Failed { dest: self.dest.clone(), path: path.to_owned(), why }),
+            Reply::Unknown => Err(ServiceError::Unknown { dest: self.dest.clone(), path: path.to_owned() }),
+            other => Err(self.unexpected(other)),
+        }
+    }
+
+    /// The service's progress, one JSON object (see `stager status --json`).
+    pub fn status(&mut self) -> Result<String, ServiceError> {
+        match self.ask(&Request::Status)? {
+            Reply::Status(json) => Ok(json),
+            other => Err(self.unexpected(other)),
+        }
+    }
+
+    /// Ask the service to stop.
+    pub fn stop(&mut self) -> Result<(), ServiceError> {
+        match self.ask(&Request::Stop)? {
+            Reply::Stopping => Ok(()),
+            other => Err(self.unexpected(other)),
+        }
+    }
+
+    fn ask(&mut self, request: &Request) -> Result<Reply, ServiceError> {
+        let line = request.to_line();
+        let ended = |dest: &Path| ServiceError::Ended { dest: dest.to_owned(), request: line.clone() };
+        if self.writer.write_all(format!("{line}\n").as_bytes()).is_err() {
+            return Err(ended(&self.dest));
+        }
+        let mut reply = String::new();
+        match self.reader.read_line(&mut reply) {
+            Ok(0) | Err(_) => Err(ended(&self.dest)),
+            Ok(_) => Reply::parse(reply.trim_end_matches(['\n', '\r']))
+                .map_err(|source| ServiceError::Protocol { dest: self.dest.clone(), source }),
+        }
+    }
+
+    fn unexpected(&self, reply: Reply) -> ServiceError {
+        ServiceError::Protocol { dest: self.dest.clone(), source: ProtocolError(reply.to_line()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_and_replies_survive_their_lines() {
+        let requests = [
+            Request::Hello { token: "ab12".into(), name: "rank 3 (pid 7)".into() },
+            Request::Wait("train/a file.h5".into()),
+            Request::Status,
+            Request::Stop,
+        ];
+        for r in requests {
+            assert_eq!(Request::parse(&r.to_line()), Ok(r));
+        }
+        let replies = [
+            Reply::Ok,
+            Reply::Denied("wrong token".into()),
+            Reply::Ready,
+            Reply::Failed("differs".into()),
+            Reply::Unknown,
+            Reply::Status("{\"files\":3}".into()),
+            Reply::Stopping,
+        ];
+        for r in replies {
+            assert_eq!(Reply::parse(&r.to_line()), Ok(r));
+        }
+    }
+
+    #[test]
+    fn a_message_with_newlines_stays_one_line_and_junk_is_refused() {
+        assert_eq!(Reply::Failed("a\nb".into()).to_line(), "FAILED a b");
+        for junk in ["", "WAIT", "HELLO", "STATUS now", "GET /"] {
+            assert!(Request::parse(junk).is_err(), "{junk:?}");
+        }
+        assert!(Reply::parse("READY now").is_err());
+    }
+}

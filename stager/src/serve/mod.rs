@@ -1,0 +1,218 @@
+//! `stager serve`: staging as a service that runs beside training. One rank
+//! per node stages the dataset as `stager stage` does (the same plan and
+//! fan-out, each file read from the source once), but reads the files in
+//! the order training will first need them ([`first_needed_order`]), and
+//! answers the node's training processes over a Unix socket in the
+//! destination ([`server`]): a client asks for a file and gets its answer
+//! once it is in place. When the stage is done the service stays up,
+//! answering at once, until it is stopped (`stager stop`, SIGTERM).
+//!
+//! A stop while files are still moving ends the job as a failure does:
+//! temporary files are dropped, what the journal recorded stays, and a
+//! restarted service stages only the rest.
+
+pub mod server;
+pub mod state;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cluster::{ThreadComm, World};
+use formats::manifest::Manifest;
+use formats::placement::PlacementError;
+use formats::sampling::{Remainder, first_needed};
+use mpi::traits::*;
+
+use crate::stage::{ReadOrder, SetupError, StageConfig, StageError, StageObserver, StageOutcome};
+use server::{Bound, OnStop};
+use state::ServiceState;
+
+/// Tag of the message a stopping rank sends every other (world
+/// communicator, after staging).
+const TAG_STOP: i32 = 20;
+
+/// How to serve.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// How to stage (its `order` is replaced by the training order).
+    pub stage: StageConfig,
+    /// Training processes per node: how many read the node's samples per
+    /// step.
+    pub train_ranks_per_node: usize,
+    /// Only files under this prefix hold training samples (for example
+    /// `train/` where `validation/` is read after the epoch); all by default.
+    pub train_under: Option<String>,
+}
+
+/// The step of epoch 0 at which training first reads each file, as the
+/// loaders of `nodes` nodes of `config.train_ranks_per_node` ranks will
+/// read a destination staged with `config.stage`'s policy and seed.
+pub fn first_needed_order(manifest: &Manifest, nodes: usize, config: &ServeConfig) -> Result<Vec<u64>, PlacementError> {
+    let samples: Vec<u64> = manifest
+        .files
+        .iter()
+        .map(|f| match &config.train_under {
+            Some(prefix) if !f.path.starts_with(prefix.as_str()) => 0,
+            _ => f.samples,
+        })
+        .collect();
+    let sizes: Vec<u64> = manifest.files.iter().map(|f| f.bytes).collect();
+    first_needed(
+        &samples,
+        &sizes,
+        &manifest.followers(),
+        &vec![config.train_ranks_per_node.max(1); nodes],
+        (config.stage.policy, config.stage.seed),
+        Remainder::Drop,
+    )
+}
+
+/// Why a service could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// More than one rank on a node.
+    #[error(
+        "stager serve runs one rank per node (srun --ntasks-per-node=1, or mpirun --map-by ppr:1:node); \
+         node {node} has {ranks}"
+    )]
+    RanksPerNode {
+        /// The node.
+        node: usize,
+        /// Its ranks.
+        ranks: usize,
+    },
+    /// MPI cannot be used from the service's threads.
+    #[error("MPI did not grant MPI_THREAD_MULTIPLE, which the service needs")]
+    NoThreadMultiple,
+    /// The training order cannot be computed.
+    #[error("the training order: {0}")]
+    Order(#[from] PlacementError),
+    /// The stage failed.
+    #[error(transparent)]
+    Stage(#[from] StageError),
+}
+
+/// The node's service: told by the stage what is in place, and the stop
+/// handler of its socket.
+struct Service {
+    state: Arc<ServiceState>,
+    bound: Mutex<Option<Bound>>,
+    stopper: Arc<Stopper>,
+}
+
+/// What a stop request does: before the stage is done, end the job (the
+/// journal keeps what is placed); after, let the main thread end it cleanly.
+struct Stopper {
+    comm: ThreadComm,
+    rank: usize,
+    node: usize,
+    state: Arc<ServiceState>,
+    staged: AtomicBool,
+    requested: AtomicBool,
+}
+
+impl OnStop for Stopper {
+    fn stop(&self, why: &str) {
+        if self.requested.swap(true, Ordering::SeqCst) || self.staged.load(Ordering::SeqCst) {
+            return;
+        }
+        let status = self.state.status();
+        cluster::logging::print_error(format_args!(
+            "rank {} (node {}): stopped by {why} while staging ({} of {} files in place, kept by the journal); \
+             rerun `stager serve` to stage the rest",
+            self.rank, self.node, status.files_ready, status.files
+        ));
+        self.state.failed(&format!("the service was stopped by {why}"));
+        // Let waiting clients read their answer before the job ends.
+        std::thread::sleep(Duration::from_millis(200));
+        self.comm.comm().abort(3)
+    }
+}
+
+impl StageObserver for Service {
+    fn opened(&self, dest: &std::path::Path, held: &[usize], remaining: &[usize]) -> Result<(), SetupError> {
+        self.state.opened(dest, held, remaining)?;
+        let bound = server::bind(dest).map_err(|e| SetupError::Refused(cluster::logging::chain(&e)))?;
+        server::spawn(&bound, self.state.clone(), self.stopper.clone())
+            .map_err(SetupError::io("starting the service thread for", dest))?;
+        *self.bound.lock().unwrap_or_else(|p| p.into_inner()) = Some(bound);
+        Ok(())
+    }
+
+    fn placed(&self, file: usize) {
+        self.state.placed(file);
+    }
+
+    fn failed(&self, message: &str) {
+        self.state.failed(message);
+    }
+}
+
+/// Stage `manifest` as a service (collective, one rank per node): returns
+/// once the stage is done and a stop was asked for on some node, with the
+/// stage's outcome.
+pub fn serve(world: &World, manifest: &Manifest, config: &ServeConfig) -> Result<StageOutcome, ServeError> {
+    let t = *world.topology();
+    if let Some(node) = (0..t.nodes).find(|&n| world.ranks_of_node(n).len() != 1) {
+        return Err(ServeError::RanksPerNode { node, ranks: world.ranks_of_node(node).len() });
+    }
+    let comm = world.thread_comm().ok_or(ServeError::NoThreadMultiple)?;
+    let order = first_needed_order(manifest, t.nodes, config)?;
+    let stage = StageConfig { order: ReadOrder::FirstNeeded(order), ..config.stage.clone() };
+    let state = Arc::new(ServiceState::new(manifest, t.node));
+    let stopper = Arc::new(Stopper {
+        comm,
+        rank: t.rank,
+        node: t.node,
+        state: state.clone(),
+        staged: AtomicBool::new(false),
+        requested: AtomicBool::new(false),
+    });
+    let service = Service { state, bound: Mutex::new(None), stopper: stopper.clone() };
+    let outcome = crate::stage::stage_observed(world, manifest, &stage, Some(&service));
+    stopper.staged.store(true, Ordering::SeqCst);
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            remove_socket(&service);
+            return Err(e.into());
+        }
+    };
+    if world.is_root() {
+        tracing::info!("staged; serving until `stager stop` or SIGTERM");
+    }
+    wait_for_stop(world, &stopper.requested);
+    remove_socket(&service);
+    Ok(outcome)
+}
+
+fn remove_socket(service: &Service) {
+    if let Some(bound) = service.bound.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        bound.remove();
+    }
+}
+
+/// Wait until this node is asked to stop (then tell every other rank) or
+/// another rank says it was; then every rank leaves together.
+fn wait_for_stop(world: &World, requested: &AtomicBool) {
+    let comm = world.comm();
+    loop {
+        if requested.load(Ordering::SeqCst) {
+            for rank in (0..world.size()).filter(|&r| r != world.rank()) {
+                comm.process_at_rank(rank as i32).send_with_tag(&[0u8; 0][..], TAG_STOP);
+            }
+            break;
+        }
+        if let Some((message, _)) = comm.any_process().immediate_matched_probe_with_tag(TAG_STOP) {
+            message.matched_receive_into(&mut [0u8; 0][..]);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    world.barrier();
+    // Other ranks asked to stop as well: their notices are answered.
+    while let Some((message, _)) = comm.any_process().immediate_matched_probe_with_tag(TAG_STOP) {
+        message.matched_receive_into(&mut [0u8; 0][..]);
+    }
+}
