@@ -224,6 +224,19 @@ impl PlacementRecord {
     /// other and against the files present (each at its recorded size; the
     /// contents are `stager verify`'s business).
     pub fn open(dest: &Path) -> Result<(PlacementRecord, Manifest), RecordError> {
+        let (record, manifest) = Self::open_while_served(dest)?;
+        record.check_present(dest).map_err(|detail| RecordError::Mismatch {
+            dest: dest.to_owned(),
+            what: "the files present",
+            detail,
+        })?;
+        Ok((record, manifest))
+    }
+
+    /// [`open`](Self::open) without looking at the files: for a
+    /// destination a staging service is still filling (it writes the
+    /// record before the files, and answers for each file).
+    pub fn open_while_served(dest: &Path) -> Result<(PlacementRecord, Manifest), RecordError> {
         let path = Self::path(dest);
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
@@ -251,7 +264,6 @@ impl PlacementRecord {
         let manifest = Manifest::from_json(&manifest_bytes, &manifest_path)
             .map_err(|source| RecordError::Manifest { dest: dest.to_owned(), source })?;
         record.check_against(&manifest).map_err(|detail| mismatch("its manifest copy", detail))?;
-        record.check_present(dest).map_err(|detail| mismatch("the files present", detail))?;
         Ok((record, manifest))
     }
 

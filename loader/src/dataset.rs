@@ -27,6 +27,10 @@ pub enum DatasetError {
     /// An HDF5 sample or stats file is missing a dataset or has the wrong shape.
     #[error(transparent)]
     Climate(#[from] formats::climate::ClimateError),
+    /// The staging service filling the destination could not provide a
+    /// file (it failed, or it ended).
+    #[error(transparent)]
+    Service(#[from] formats::service::ServiceError),
     /// Opening or mapping a file failed.
     #[error("{}: {source}", path.display())]
     Io {

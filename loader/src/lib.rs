@@ -47,6 +47,7 @@ pub mod finite;
 pub mod lmdb;
 pub mod pipeline;
 pub mod sampler;
+pub mod served;
 pub mod source;
 pub mod staged;
 pub mod traces;

@@ -51,6 +51,7 @@ use formats::manifest::{MANIFEST_FILE, Manifest, ManifestError};
 use formats::placement_record::PlacementRecord;
 
 use crate::dataset::{Dataset, DatasetError, Slice};
+use crate::served::FileOpener;
 use crate::sampler::{BucketedSampler, DistributedSampler, FirstOf, Remainder, Sampler};
 use crate::staged::{NodePlace, NodeSamples, StagedError, StagedShare};
 
@@ -152,6 +153,14 @@ pub trait Reader {
     /// How batches are cut; shuffled samples by default.
     fn sampling(&self) -> Sampling {
         Sampling::Shuffled
+    }
+
+    /// [`open`](Self::open) as a value that outlives the reader, so a
+    /// destination a staging service still fills can be opened file by
+    /// file as each is first read. `None` (the default) opens such a
+    /// destination once every file is in place.
+    fn opener(&self) -> Option<FileOpener> {
+        None
     }
 }
 
@@ -330,7 +339,7 @@ impl Source {
                 // Only the destinations this machine holds: another node's
                 // is checked by that node's ranks when they open it.
                 for dir in node_local_dirs(dest).map_err(wrap)?.into_iter().filter(|d| d.is_dir()) {
-                    let (record, manifest) = PlacementRecord::open(&dir).map_err(StagedError::from).map_err(wrap)?;
+                    let (record, manifest) = crate::staged::open_record(&dir).map_err(wrap)?;
                     reader.check(checked_dir(&record, &dir), &manifest)?;
                 }
             }
@@ -396,8 +405,9 @@ impl Source {
                 })
                 .map_err(wrap)?;
                 reader.check(checked_dir(share.record(), share.dir()), share.manifest())?;
-                let inner = reader.open(share.dir(), share.manifest(), Some(&share.sample_files())).map_err(wrap)?;
-                let dataset = share.remap(inner).map_err(wrap)?;
+                let dataset = share
+                    .open_dataset(|dir, manifest, files| reader.open(dir, manifest, Some(files)), reader.opener())
+                    .map_err(wrap)?;
                 let sampler = share.sampler(Remainder::Drop).map_err(wrap)?;
                 let validation = match &self.validation {
                     Validation::Dir(v) => Some(open_val(reader, v, rank, world)?),

@@ -25,6 +25,7 @@ use formats::placement::PlacementError;
 use formats::placement_record::{PlacementRecord, RecordError};
 
 use crate::dataset::{Dataset, DatasetError};
+use crate::served::{FileOpener, ServedFiles, Waiter};
 use crate::sampler::{NodeLocalSampler, Remainder};
 
 /// Where a rank is, as plain data (the loader knows no MPI).
@@ -89,6 +90,12 @@ pub enum StagedError {
         /// The node.
         node: usize,
     },
+    /// The destination's staging service could not be reached.
+    #[error(transparent)]
+    Service(#[from] formats::service::ServiceError),
+    /// The node's dataset could not be opened.
+    #[error(transparent)]
+    Dataset(#[from] DatasetError),
     /// The node's dataset holds another number of samples than its files.
     #[error("{}: node {node} holds {found} samples, its placement record says {recorded}", dest.display())]
     Samples {
@@ -113,6 +120,8 @@ pub struct StagedShare {
     /// it leaves out, and for files without samples).
     counts: Vec<u64>,
     sampler: NodeLocalSampler,
+    /// The staging service still filling the destination, if one is.
+    service: Option<Arc<Waiter>>,
 }
 
 impl StagedShare {
@@ -126,7 +135,12 @@ impl StagedShare {
         place: &NodePlace,
         left_out: impl FnOnce(&Manifest) -> Vec<usize>,
     ) -> Result<Self, StagedError> {
-        let (record, manifest) = PlacementRecord::open(dir)?;
+        let name = format!("node {} local rank {} (pid {})", place.node, place.local_rank, std::process::id());
+        let service = Waiter::connect(dir, &name)?;
+        let (record, manifest) = match service {
+            Some(_) => PlacementRecord::open_while_served(dir)?,
+            None => PlacementRecord::open(dir)?,
+        };
         let nodes = place.ranks_per_node.len();
         if record.nodes != nodes || record.node != place.node {
             return Err(StagedError::OtherNode {
@@ -152,7 +166,7 @@ impl StagedShare {
                 node: place.node,
             });
         }
-        Ok(StagedShare { dir: dir.to_owned(), record, manifest, place: place.clone(), counts, sampler })
+        Ok(StagedShare { dir: dir.to_owned(), record, manifest, place: place.clone(), counts, sampler, service })
     }
 
     /// The node-local sampler over this node's kept samples with `remainder`.
@@ -197,6 +211,43 @@ impl StagedShare {
         self.record.source.join(file)
     }
 
+    /// The staging service filling this destination, if one is.
+    pub fn service(&self) -> Option<&Arc<Waiter>> {
+        self.service.as_ref()
+    }
+
+    /// The node's dataset over [`sample_files`](Self::sample_files),
+    /// addressed by global sample id, opened by `open` (all files at once)
+    /// or, while a staging service fills the destination, by `opener` file
+    /// by file as each is first read. Without an `opener` a served
+    /// destination is opened once the service has every sample file.
+    pub fn open_dataset(
+        &self,
+        open: impl FnOnce(&Path, &Manifest, &[usize]) -> Result<Arc<dyn Dataset>, DatasetError>,
+        opener: Option<FileOpener>,
+    ) -> Result<NodeSamples, StagedError> {
+        let files = self.sample_files();
+        let inner: Arc<dyn Dataset> = match (&self.service, opener) {
+            (None, _) => open(&self.dir, &self.manifest, &files)?,
+            (Some(waiter), Some(opener)) => {
+                // The file this rank reads first: the service stages it
+                // among the first, and it tells the samples' shapes.
+                let first_id = self.sampler.indices(0).first().copied().unwrap_or(0);
+                let first_file = self.record.files.iter().rposition(|f| f.first_sample <= first_id as u64 && self.counts[f.index] > 0);
+                let first = first_file
+                    .and_then(|r| files.iter().position(|&f| f == self.record.files[r].index))
+                    .unwrap_or(0);
+                Arc::new(ServedFiles::open(&self.dir, &self.manifest, files, &self.counts, opener, waiter.clone(), first)?)
+            }
+            (Some(waiter), None) => {
+                let paths: Vec<&str> = self.record.files.iter().map(|f| f.path.as_str()).collect();
+                waiter.wait(&paths)?;
+                open(&self.dir, &self.manifest, &files)?
+            }
+        };
+        self.remap(inner)
+    }
+
     /// The node's dataset over [`sample_files`](Self::sample_files),
     /// addressed by global sample id.
     pub fn remap(&self, node_dataset: Arc<dyn Dataset>) -> Result<NodeSamples, StagedError> {
@@ -213,6 +264,17 @@ impl StagedShare {
         }
         Err(StagedError::Samples { dest: self.dir.clone(), node: self.place.node, found, recorded })
     }
+}
+
+/// `dir`'s placement record and manifest copy, checked against the files
+/// present unless a staging service is still filling `dir` (it answers for
+/// each file as it is read).
+pub fn open_record(dir: &Path) -> Result<(PlacementRecord, Manifest), StagedError> {
+    Ok(if formats::service::socket_path(dir).exists() {
+        PlacementRecord::open_while_served(dir)?
+    } else {
+        PlacementRecord::open(dir)?
+    })
 }
 
 fn node_sampler(

@@ -104,7 +104,7 @@ struct Service {
 /// What a stop request does: before the stage is done, end the job (the
 /// journal keeps what is placed); after, let the main thread end it cleanly.
 struct Stopper {
-    comm: ThreadComm,
+    comm: Arc<ThreadComm>,
     rank: usize,
     node: usize,
     state: Arc<ServiceState>,
@@ -124,9 +124,13 @@ impl OnStop for Stopper {
             self.rank, self.node, status.files_ready, status.files
         ));
         self.state.failed(&format!("the service was stopped by {why}"));
-        // Let waiting clients read their answer before the job ends.
-        std::thread::sleep(Duration::from_millis(200));
-        self.comm.comm().abort(3)
+        // Waiting clients get their answer from the socket's thread while
+        // this one waits a moment, then ends the job.
+        let comm = self.comm.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            comm.comm().abort(3)
+        });
     }
 }
 
@@ -162,7 +166,7 @@ pub fn serve(world: &World, manifest: &Manifest, config: &ServeConfig) -> Result
     let stage = StageConfig { order: ReadOrder::FirstNeeded(order), ..config.stage.clone() };
     let state = Arc::new(ServiceState::new(manifest, t.node));
     let stopper = Arc::new(Stopper {
-        comm,
+        comm: Arc::new(comm),
         rank: t.rank,
         node: t.node,
         state: state.clone(),

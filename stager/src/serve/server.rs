@@ -99,7 +99,8 @@ impl Bound {
 
 /// What the socket side asks of the rest of the service.
 pub trait OnStop: Send + Sync + 'static {
-    /// A client sent `STOP`, or the process got SIGTERM.
+    /// A client sent `STOP`, or the process got SIGTERM. Runs on the
+    /// socket's thread: it must not block.
     fn stop(&self, why: &str);
 }
 
@@ -164,8 +165,10 @@ async fn answer(stream: UnixStream, state: Arc<ServiceState>, token: Arc<str>, o
                 Err(e) => Reply::Failed(e.to_string()),
             },
             Ok(Request::Stop) => {
+                // Answered first: stopping may end the process.
+                let _ = write.write_all(send(Reply::Stopping).as_bytes()).await;
                 on_stop.stop("a stop request");
-                Reply::Stopping
+                continue;
             }
             Ok(Request::Hello { .. }) | Err(_) => Reply::Denied(format!("not a request: {line:?}")),
         };

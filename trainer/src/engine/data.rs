@@ -37,6 +37,10 @@ impl<M: TrainModel> Reader for ModelReader<'_, M> {
     fn sampling(&self) -> Sampling {
         self.0.sampling()
     }
+
+    fn opener(&self) -> Option<loader::served::FileOpener> {
+        self.0.file_opener()
+    }
 }
 
 /// The run's source: `--data`, `--staged` or `--node-local`, validated

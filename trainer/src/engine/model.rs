@@ -172,6 +172,14 @@ pub trait TrainModel: Send + Sync + 'static {
         files: Option<&[usize]>,
     ) -> Result<Arc<dyn Dataset>, DatasetError>;
 
+    /// [`open_dataset`](Self::open_dataset) as a value of its own, so a
+    /// destination a staging service still fills is opened file by file as
+    /// training first reads each (`loader::source::Reader::opener`).
+    /// `None` (the default) waits for every file first.
+    fn file_opener(&self) -> Option<loader::served::FileOpener> {
+        None
+    }
+
     /// Fit whatever the model derives from the training data before the
     /// first step (input statistics). `first` are the first samples this
     /// rank holds; `same_everywhere` says whether every rank holds the same

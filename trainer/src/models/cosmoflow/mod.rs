@@ -165,6 +165,10 @@ impl TrainModel for CosmoflowModel {
         open_dataset(dir, manifest, files)
     }
 
+    fn file_opener(&self) -> Option<loader::served::FileOpener> {
+        Some(Arc::new(|dir: &Path, manifest: &Manifest, files: &[usize]| open_dataset(dir, manifest, Some(files))))
+    }
+
     fn fit(&mut self, world: &World, train: &dyn Dataset, first: &[usize], same: bool) -> Result<(), TrainError> {
         if self.standardize {
             self.fitted = Some(Standardize::fit(world, train, first, same, self.config.channels)?);
