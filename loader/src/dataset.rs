@@ -159,6 +159,12 @@ pub trait Dataset: Send + Sync {
     fn locate(&self, index: usize) -> String {
         format!("sample {index}")
     }
+
+    /// Seconds reads of this dataset waited for a staging service to place
+    /// files (0 for files that were all in place).
+    fn staging_wait_secs(&self) -> f64 {
+        0.0
+    }
 }
 
 /// Samples `start..start + len` of a dataset, numbered from 0: the part
@@ -200,6 +206,9 @@ impl Dataset for Slice {
     }
     fn locate(&self, index: usize) -> String {
         self.index(index).map_or_else(|_| format!("sample {index}"), |inner| self.inner.locate(inner))
+    }
+    fn staging_wait_secs(&self) -> f64 {
+        self.inner.staging_wait_secs()
     }
 }
 

@@ -3,7 +3,7 @@
 //! of its samples is read, after the service says it is in place, so
 //! training starts on the first files staged and waits only for files not
 //! there yet. The time spent waiting is counted apart from ordinary data
-//! wait ([`ServedFiles::staging_wait`]).
+//! wait ([`Dataset::staging_wait_secs`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -140,11 +140,6 @@ impl ServedFiles {
         Ok(served)
     }
 
-    /// Seconds this dataset's reads spent waiting for the service.
-    pub fn staging_wait(&self) -> f64 {
-        self.waiter.waited_secs()
-    }
-
     /// The position in `files` of the file holding local sample `index`.
     fn position(&self, index: usize) -> Result<usize, DatasetError> {
         if index >= self.len() {
@@ -188,6 +183,9 @@ impl Dataset for ServedFiles {
     fn read_ragged(&self, index: usize, x: &mut [f32], y: &mut Vec<f32>) -> Result<u64, DatasetError> {
         let (file, local) = self.local(index)?;
         file.read_ragged(local, x, y)
+    }
+    fn staging_wait_secs(&self) -> f64 {
+        self.waiter.waited_secs()
     }
     fn locate(&self, index: usize) -> String {
         match self.position(index) {

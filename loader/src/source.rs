@@ -285,6 +285,9 @@ impl Dataset for TrainSet {
     fn locate(&self, index: usize) -> String {
         self.inner().locate(index)
     }
+    fn staging_wait_secs(&self) -> f64 {
+        self.inner().staging_wait_secs()
+    }
 }
 
 /// Validation samples and this rank's strided share of them.

@@ -336,4 +336,7 @@ impl Dataset for NodeSamples {
     fn locate(&self, index: usize) -> String {
         self.local(index).map_or_else(|_| format!("sample {index}"), |local| self.inner.locate(local))
     }
+    fn staging_wait_secs(&self) -> f64 {
+        self.inner.staging_wait_secs()
+    }
 }

@@ -230,6 +230,8 @@ struct Run<'a, M: TrainModel> {
     fault: Option<(Fault, u64)>,
     /// Whether the model's gradients may be sparse ([`TrainModel::sparse_gradients`]).
     sparse: bool,
+    /// When [`run`] began: the clock of the time to the first batch.
+    entered: Instant,
 }
 
 /// Validation samples `--plot` pictures the predictions of.
@@ -243,6 +245,7 @@ pub fn run<M: TrainModel>(
     config: &TrainConfig,
     on_epoch: &mut dyn FnMut(&EpochReport),
 ) -> Result<TrainReport, TrainError> {
+    let entered = Instant::now();
     config.validate().map_err(TrainError::Invalid)?;
     // Rank 0 writes the checkpoints and holds their directory for the run.
     let _checkpoints_held = match (&config.checkpoint, world.is_root()) {
@@ -325,6 +328,7 @@ pub fn run<M: TrainModel>(
         loader_config,
         fault: fault_at(world),
         sparse: model.sparse_gradients(),
+        entered,
     };
     run.epochs(net, &data, (start.epoch, start.skip), on_epoch)
 }
@@ -387,6 +391,7 @@ impl<M: TrainModel> Run<'_, M> {
         let mut run_times = StepTimes::default();
         let mut run_steps = 0u64;
         let run_started = Instant::now();
+        let mut first_batch_secs = None;
         for epoch in start_epoch..self.config.epochs {
             let started = Instant::now();
             let order = self.loader_config.order(&*data.sampler, epoch);
@@ -407,6 +412,7 @@ impl<M: TrainModel> Run<'_, M> {
                 let Some(batch) = batches.next() else { break };
                 let batch = batch.map_err(TrainError::from)?;
                 times.data_wait += t.elapsed().as_secs_f64();
+                first_batch_secs.get_or_insert_with(|| self.entered.elapsed().as_secs_f64());
                 let (next, loss) = match self.step(net, &batch, epoch, &mut times) {
                     Ok(stepped) => stepped,
                     Err(TrainError::NonFinite(mut e)) if e.reports => {
@@ -462,6 +468,8 @@ impl<M: TrainModel> Run<'_, M> {
             times: run_times,
             fractions: run_times.fractions(),
             samples_per_sec: (run_steps as usize * self.config.batch * self.world.size()) as f64 / seconds,
+            first_batch_secs,
+            staging_wait_secs: loader::dataset::Dataset::staging_wait_secs(&*data.train),
             parallel_efficiency: None,
             params: std::mem::take(&mut self.values),
             state: std::mem::take(&mut self.state),

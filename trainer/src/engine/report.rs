@@ -129,6 +129,13 @@ pub struct TrainReport {
     pub fractions: [f64; 4],
     /// Samples per second over this run, all ranks.
     pub samples_per_sec: f64,
+    /// Seconds from the start of the run (data opened, network built) to
+    /// rank 0's first batch: with a staging service, how soon training
+    /// started on the first staged files.
+    pub first_batch_secs: Option<f64>,
+    /// Seconds rank 0's loader threads waited for a staging service to
+    /// place files (part of the data wait when the consumer had to wait).
+    pub staging_wait_secs: f64,
     /// Against a 1-rank run's report (`--baseline`): samples/s over ranks
     /// times the 1-rank samples/s. The caller fills it in.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,146 @@
+//! Training beside `stager serve` under a real `mpirun`: two pretend nodes
+//! of one rank each for the service and for the trainer, on CosmoFlow
+//! volumes simgen writes for the test (one sample per file, as MLPerf's
+//! layout has it), through a source throttled so staging takes seconds.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+const TRAINER: &str = env!("CARGO_BIN_EXE_trainer");
+const PRETEND_NODES: [(&str, &str); 1] = [("STAGEHAND_RANKS_PER_NODE", "1")];
+
+/// 4 boxes of 8 sub-volumes, one per file: 32 sample files.
+fn dataset(dir: &Path) -> PathBuf {
+    let mut config = e2e::cosmo_config(4, 23);
+    config.samples_per_file = 1;
+    e2e::simulate_cosmo(&dir.join("data"), &config)
+}
+
+fn stager_args<'a>(command: &'a str, data: &'a Path, dest: &'a str) -> Vec<&'a str> {
+    vec![command, "--source", data.to_str().unwrap(), "--dest", dest, "--policy", "shard"]
+}
+
+/// `stager serve` on two pretend nodes, running until stopped.
+fn spawn_service(dir: &Path, data: &Path, dest: &str, bandwidth: &str) -> Child {
+    let mut command = Command::new("mpirun");
+    e2e::own_mpi_session(&mut command);
+    command.args(e2e::MPIRUN_ARGS).args(["-np", "2"]);
+    command.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    command.env("STAGEHAND_RANKS_PER_NODE", "1").args(["-x", "STAGEHAND_RANKS_PER_NODE"]);
+    command.arg(e2e::workspace_binary("stager")).args(stager_args("serve", data, dest));
+    command.args(["--source-bandwidth", bandwidth]);
+    let log = |name: &str| std::fs::File::create(dir.join(name)).unwrap();
+    command.stdout(log("serve.out")).stderr(log("serve.err")).spawn().expect("starting mpirun")
+}
+
+fn train(dest: &str) -> Output {
+    let args = ["train", "--config", "mlperf-small", "--staged", dest, "--val-fraction", "0", "--epochs", "2"];
+    let args: Vec<&str> = args.iter().copied().chain(["--batch", "2", "--workers", "1", "--seed", "3"]).collect();
+    e2e::mpirun(2, &PRETEND_NODES, Path::new(TRAINER), &args)
+}
+
+fn stager(args: &[&str]) -> Output {
+    Command::new(e2e::workspace_binary("stager")).args(args).output().unwrap()
+}
+
+/// `stager status --json` of node 0, once the service answers.
+fn status(node0: &Path) -> Option<serde_json::Value> {
+    let output = stager(&["status", node0.to_str().unwrap(), "--json"]);
+    output.status.success().then(|| serde_json::from_slice(&output.stdout).unwrap())
+}
+
+fn checksums(report: &serde_json::Value) -> Vec<String> {
+    report["epochs"].as_array().unwrap().iter().map(|e| e["checksum"].as_str().unwrap().to_owned()).collect()
+}
+
+/// Started at the same moment as the service, training reads exactly what
+/// it reads from a fully staged destination (same parameters after every
+/// epoch), gets its first batch well before staging ends, and the service
+/// stops when asked, leaving a destination `stager verify` accepts.
+#[test]
+fn training_beside_the_service_matches_training_after_staging_and_starts_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path());
+    let reference = format!("{}/ref{{node}}", dir.path().display());
+    let staged = e2e::mpirun(2, &PRETEND_NODES, &e2e::workspace_binary("stager"), &stager_args("stage", &data, &reference));
+    assert!(staged.status.success(), "{}", String::from_utf8_lossy(&staged.stderr));
+    let expected = checksums(&e2e::trainer_report(&train(&reference)));
+
+    let served = format!("{}/sv{{node}}", dir.path().display());
+    let node0 = dir.path().join("sv0");
+    let started = Instant::now();
+    let mut service = spawn_service(dir.path(), &data, &served, "1MB/s");
+    // The time the service says it has staged everything, seen from here.
+    let watcher = {
+        let node0 = node0.clone();
+        std::thread::spawn(move || loop {
+            if status(&node0).is_some_and(|s| s["phase"] == "staged") || started.elapsed() > Duration::from_secs(120) {
+                return started.elapsed().as_secs_f64();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        })
+    };
+    let report = e2e::trainer_report(&train(&served));
+    let staged_after = watcher.join().unwrap();
+    assert_eq!(checksums(&report), expected, "the same parameters as training from the staged destination");
+    let first_batch = report["first_batch_secs"].as_f64().unwrap();
+    assert!(
+        first_batch + 2.0 < staged_after,
+        "first batch {first_batch:.2} s after the trainer started; everything staged {staged_after:.2} s after both did"
+    );
+    assert!(report["staging_wait_secs"].as_f64().unwrap() > 0.0, "it read files as they were staged: {report}");
+
+    let clients = status(&node0).unwrap()["clients"].clone();
+    assert!(clients.as_array().unwrap().iter().any(|c| c["waited"].as_u64().unwrap() > 0), "{clients}");
+    assert!(stager(&["stop", node0.to_str().unwrap()]).status.success());
+    let exit = service.wait().unwrap();
+    assert!(exit.success(), "{}", std::fs::read_to_string(dir.path().join("serve.err")).unwrap());
+    assert!(!formats::service::socket_path(&node0).exists(), "the socket is gone once stopped");
+    let verified = e2e::mpirun(2, &PRETEND_NODES, &e2e::workspace_binary("stager"), &stager_args("verify", &data, &served));
+    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
+}
+
+/// A client showing the wrong token is refused; a trainer whose service
+/// is killed mid-way fails within seconds naming the service, instead of
+/// waiting for files that will never come.
+#[test]
+fn a_wrong_token_is_refused_and_a_killed_service_fails_its_trainer_within_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path());
+    let served = format!("{}/sv{{node}}", dir.path().display());
+    let node0 = dir.path().join("sv0");
+    let mut service = spawn_service(dir.path(), &data, &served, "100KB/s");
+    let socket = formats::service::socket_path(&node0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while status(&node0).is_none() {
+        assert!(Instant::now() < deadline, "the service never answered");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    stream.write_all(b"HELLO 0123456789abcdef0123456789abcdef intruder\n").unwrap();
+    let mut reply = String::new();
+    BufReader::new(&stream).read_line(&mut reply).unwrap();
+    assert_eq!(reply.trim(), "DENIED wrong token");
+
+    let trainer = {
+        let served = served.clone();
+        std::thread::spawn(move || train(&served))
+    };
+    std::thread::sleep(Duration::from_secs(3));
+    let killed = Instant::now();
+    // The service's ranks die at once (as on a node failure); mpirun goes with them.
+    let pattern = format!("stager serve --source {}", data.display());
+    assert!(Command::new("pkill").args(["-KILL", "-f", &pattern]).status().unwrap().success());
+    let output = trainer.join().unwrap();
+    let took = killed.elapsed();
+    let _ = service.kill();
+    let _ = service.wait();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "the trainer must fail: {stderr}");
+    assert!(took < Duration::from_secs(10), "failed {took:?} after the kill");
+    assert!(stderr.contains("staging service of"), "{stderr}");
+}
