@@ -315,6 +315,11 @@ impl NodeSamples {
     pub fn global_ids(&self) -> &[usize] {
         &self.global
     }
+
+    /// The node's dataset, by local id.
+    pub fn local_dataset(&self) -> &Arc<dyn Dataset> {
+        &self.inner
+    }
 }
 
 impl Dataset for NodeSamples {

@@ -189,12 +189,39 @@ impl Dataset {
         let (opened, by_global_id) = py
             .detach(|| {
                 let files = share.sample_files();
-                let opened =
-                    catalog::from_manifest(share.dir(), share.manifest(), Some(&files), transform, Some(&stats))
-                        .map_err(|e| e.to_string())?;
-                // `remap` refuses files holding other than the recorded samples.
-                let by_global_id = share.remap(opened.dataset.clone()).map_err(|e| e.to_string())?;
-                Ok::<_, String>((opened, Arc::new(by_global_id)))
+                if share.service().is_none() {
+                    let opened =
+                        catalog::from_manifest(share.dir(), share.manifest(), Some(&files), transform, Some(&stats))
+                            .map_err(|e| e.to_string())?;
+                    // `remap` refuses files holding other than the recorded samples.
+                    let by_global_id = share.remap(opened.dataset.clone()).map_err(|e| e.to_string())?;
+                    return Ok::<_, String>((opened, Arc::new(by_global_id)));
+                }
+                // A staging service still fills the destination: each file
+                // is opened as it is first read, once the service has it.
+                let fallback = stats.clone();
+                let opener: loader::served::FileOpener = Arc::new(move |dir, manifest, files| {
+                    Ok(catalog::from_manifest(dir, manifest, Some(files), transform, Some(&fallback))?.dataset)
+                });
+                let open_all = |dir: &Path, manifest: &Manifest, files: &[usize]| {
+                    Ok(catalog::from_manifest(dir, manifest, Some(files), transform, Some(&stats))?.dataset)
+                };
+                let by_global_id = share.open_dataset(open_all, Some(opener)).map_err(|e| e.to_string())?;
+                // The shapes, from a file the service has placed (opening
+                // the dataset waited for the one this rank reads first).
+                let placed = files
+                    .iter()
+                    .copied()
+                    .find(|&f| share.dir().join(&share.manifest().files[f].path).is_file())
+                    .ok_or_else(|| format!("{}: no sample file in place", share.dir().display()))?;
+                let probe = catalog::from_manifest(share.dir(), share.manifest(), Some(&[placed]), transform, Some(&stats))
+                    .map_err(|e| e.to_string())?;
+                let opened = Opened {
+                    dataset: by_global_id.local_dataset().clone(),
+                    paths: files.iter().map(|&f| share.dir().join(&share.manifest().files[f].path)).collect(),
+                    ..probe
+                };
+                Ok((opened, Arc::new(by_global_id)))
             })
             .map_err(data_error)?;
         Ok(Dataset { opened, placement: Some(Placement { share, topology: place.topology, by_global_id }) })
