@@ -73,6 +73,7 @@ test: setup
 test-python:
 	bash python/setup-venv.sh
 	$(CLIPPY_BUILD) $(CARGO) test --workspace --all-targets --no-run
+	$(CLIPPY_BUILD) $(CARGO) build -p stagehand-preload
 	python/.venv/bin/pytest -q python/tests
 
 ## lint: formatting and clippy alone (what `make test` also checks)

@@ -87,7 +87,6 @@ impl NodeLocalSampler {
     }
 }
 
-
 /// Every node's samples under one placement: what each node's sampler is
 /// built from, computed once for all nodes.
 struct JobSamples<'a> {
@@ -126,7 +125,10 @@ impl<'a> JobSamples<'a> {
     }
 
     fn node_samples(&self, node: usize) -> Vec<usize> {
-        self.needs[node].iter().flat_map(|&f| self.first[f]..self.first[f] + self.samples_per_file[f] as usize).collect()
+        self.needs[node]
+            .iter()
+            .flat_map(|&f| self.first[f]..self.first[f] + self.samples_per_file[f] as usize)
+            .collect()
     }
 
     fn sampler(&self, node: usize, local_rank: usize, seed: u64) -> NodeLocalSampler {
@@ -232,7 +234,8 @@ mod tests {
                     .collect();
                 let starts: Vec<usize> =
                     samples.iter().scan(0usize, |at, &n| Some(std::mem::replace(at, *at + n as usize))).collect();
-                let file_of = |id: usize| (0..samples.len()).rev().find(|&f| samples[f] > 0 && starts[f] <= id).unwrap();
+                let file_of =
+                    |id: usize| (0..samples.len()).rev().find(|&f| samples[f] > 0 && starts[f] <= id).unwrap();
                 for (k, f) in read_order(&samplers, file_of) {
                     expected[f] = expected[f].min(k);
                 }

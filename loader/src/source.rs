@@ -51,8 +51,8 @@ use formats::manifest::{MANIFEST_FILE, Manifest, ManifestError};
 use formats::placement_record::PlacementRecord;
 
 use crate::dataset::{Dataset, DatasetError, Slice};
-use crate::served::FileOpener;
 use crate::sampler::{BucketedSampler, DistributedSampler, FirstOf, Remainder, Sampler};
+use crate::served::FileOpener;
 use crate::staged::{NodePlace, NodeSamples, StagedError, StagedShare};
 
 /// Where the training samples are.

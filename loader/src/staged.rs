@@ -25,8 +25,8 @@ use formats::placement::PlacementError;
 use formats::placement_record::{PlacementRecord, RecordError};
 
 use crate::dataset::{Dataset, DatasetError};
-use crate::served::{FileOpener, ServedFiles, Waiter};
 use crate::sampler::{NodeLocalSampler, Remainder};
+use crate::served::{FileOpener, ServedFiles, Waiter};
 
 /// Where a rank is, as plain data (the loader knows no MPI).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,11 +233,22 @@ impl StagedShare {
                 // The file this rank reads first: the service stages it
                 // among the first, and it tells the samples' shapes.
                 let first_id = self.sampler.indices(0).first().copied().unwrap_or(0);
-                let first_file = self.record.files.iter().rposition(|f| f.first_sample <= first_id as u64 && self.counts[f.index] > 0);
-                let first = first_file
-                    .and_then(|r| files.iter().position(|&f| f == self.record.files[r].index))
-                    .unwrap_or(0);
-                Arc::new(ServedFiles::open(&self.dir, &self.manifest, files, &self.counts, opener, waiter.clone(), first)?)
+                let first_file = self
+                    .record
+                    .files
+                    .iter()
+                    .rposition(|f| f.first_sample <= first_id as u64 && self.counts[f.index] > 0);
+                let first =
+                    first_file.and_then(|r| files.iter().position(|&f| f == self.record.files[r].index)).unwrap_or(0);
+                Arc::new(ServedFiles::open(
+                    &self.dir,
+                    &self.manifest,
+                    files,
+                    &self.counts,
+                    opener,
+                    waiter.clone(),
+                    first,
+                )?)
             }
             (Some(waiter), None) => {
                 let paths: Vec<&str> = self.record.files.iter().map(|f| f.path.as_str()).collect();

@@ -214,8 +214,9 @@ impl Dataset {
                     .copied()
                     .find(|&f| share.dir().join(&share.manifest().files[f].path).is_file())
                     .ok_or_else(|| format!("{}: no sample file in place", share.dir().display()))?;
-                let probe = catalog::from_manifest(share.dir(), share.manifest(), Some(&[placed]), transform, Some(&stats))
-                    .map_err(|e| e.to_string())?;
+                let probe =
+                    catalog::from_manifest(share.dir(), share.manifest(), Some(&[placed]), transform, Some(&stats))
+                        .map_err(|e| e.to_string())?;
                 let opened = Opened {
                     dataset: by_global_id.local_dataset().clone(),
                     paths: files.iter().map(|&f| share.dir().join(&share.manifest().files[f].path)).collect(),

@@ -10,8 +10,8 @@ use cluster::World;
 use formats::placement::Policy;
 use stager::files::ReadMethod;
 use stager::plan::Plan;
-use stager::simulate::{Dataset, Machine, predict};
 use stager::serve::{ServeConfig, ServeError};
+use stager::simulate::{Dataset, Machine, predict};
 use stager::stage::{StageConfig, StageError};
 use stager::units::{human_bytes, parse_bytes, parse_rate};
 
@@ -395,11 +395,8 @@ fn print_report(
 
 fn serve(world: &World, args: &ServeArgs) -> anyhow::Result<()> {
     let (manifest, stage) = prepare(world, &args.stage)?;
-    let config = ServeConfig {
-        stage,
-        train_ranks_per_node: args.train_ranks_per_node,
-        train_under: args.train_under.clone(),
-    };
+    let config =
+        ServeConfig { stage, train_ranks_per_node: args.train_ranks_per_node, train_under: args.train_under.clone() };
     let outcome = stager::serve::serve(world, &manifest, &config)?;
     print_report(world, &outcome, &config.stage, &args.stage)
 }
@@ -442,7 +439,9 @@ fn status(args: &StatusArgs) -> anyhow::Result<()> {
     if let Some(error) = s["error"].as_str() {
         println!("  failed: {error}");
     }
-    for c in s["clients"].as_array().into_iter().flatten() {
+    // Clients that never asked for a file (`stager status` itself) say nothing.
+    let asked = |c: &&serde_json::Value| c["asked"].as_u64().unwrap_or(0) > 0 || c["waiting_for"].is_string();
+    for c in s["clients"].as_array().into_iter().flatten().filter(asked) {
         println!(
             "  {}: waited for {} of {} files, {:.2} s in all{}",
             c["name"].as_str().unwrap_or("?"),

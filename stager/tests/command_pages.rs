@@ -9,7 +9,15 @@ use e2e::cli_docs::check_command_pages;
 fn every_command_page_shows_the_help_the_binary_prints() {
     if let Err(error) = check_command_pages(
         env!("CARGO_BIN_EXE_stager").as_ref(),
-        &["stager stage", "stager serve", "stager status", "stager stop", "stager verify", "stager plan", "stager simulate"],
+        &[
+            "stager stage",
+            "stager serve",
+            "stager status",
+            "stager stop",
+            "stager verify",
+            "stager plan",
+            "stager simulate",
+        ],
     ) {
         panic!("{error}");
     }

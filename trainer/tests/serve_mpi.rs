@@ -66,7 +66,8 @@ fn training_beside_the_service_matches_training_after_staging_and_starts_first()
     let dir = tempfile::tempdir().unwrap();
     let data = dataset(dir.path());
     let reference = format!("{}/ref{{node}}", dir.path().display());
-    let staged = e2e::mpirun(2, &PRETEND_NODES, &e2e::workspace_binary("stager"), &stager_args("stage", &data, &reference));
+    let staged =
+        e2e::mpirun(2, &PRETEND_NODES, &e2e::workspace_binary("stager"), &stager_args("stage", &data, &reference));
     assert!(staged.status.success(), "{}", String::from_utf8_lossy(&staged.stderr));
     let expected = checksums(&e2e::trainer_report(&train(&reference)));
 
@@ -77,11 +78,15 @@ fn training_beside_the_service_matches_training_after_staging_and_starts_first()
     // The time the service says it has staged everything, seen from here.
     let watcher = {
         let node0 = node0.clone();
-        std::thread::spawn(move || loop {
-            if status(&node0).is_some_and(|s| s["phase"] == "staged") || started.elapsed() > Duration::from_secs(120) {
-                return started.elapsed().as_secs_f64();
+        std::thread::spawn(move || {
+            loop {
+                if status(&node0).is_some_and(|s| s["phase"] == "staged")
+                    || started.elapsed() > Duration::from_secs(120)
+                {
+                    return started.elapsed().as_secs_f64();
+                }
+                std::thread::sleep(Duration::from_millis(100));
             }
-            std::thread::sleep(Duration::from_millis(100));
         })
     };
     let report = e2e::trainer_report(&train(&served));
@@ -100,7 +105,8 @@ fn training_beside_the_service_matches_training_after_staging_and_starts_first()
     let exit = service.wait().unwrap();
     assert!(exit.success(), "{}", std::fs::read_to_string(dir.path().join("serve.err")).unwrap());
     assert!(!formats::service::socket_path(&node0).exists(), "the socket is gone once stopped");
-    let verified = e2e::mpirun(2, &PRETEND_NODES, &e2e::workspace_binary("stager"), &stager_args("verify", &data, &served));
+    let verified =
+        e2e::mpirun(2, &PRETEND_NODES, &e2e::workspace_binary("stager"), &stager_args("verify", &data, &served));
     assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
 }
 

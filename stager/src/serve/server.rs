@@ -81,7 +81,8 @@ pub fn bind(dest: &Path) -> Result<Bound, SocketError> {
         .open(&token_file)
         .and_then(|mut f| io::Write::write_all(&mut f, token.as_bytes()))
         .map_err(io("writing the service token", &token_file))?;
-    let listener = std::os::unix::net::UnixListener::bind(&socket).map_err(io("binding the service socket", &socket))?;
+    let listener =
+        std::os::unix::net::UnixListener::bind(&socket).map_err(io("binding the service socket", &socket))?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
         .map_err(io("restricting the service socket", &socket))?;
     listener.set_nonblocking(true).map_err(io("setting up the service socket", &socket))?;
