@@ -110,6 +110,8 @@ struct Stopper {
     state: Arc<ServiceState>,
     staged: AtomicBool,
     requested: AtomicBool,
+    /// The node's destination, once opened: its temporary files go.
+    dest: std::sync::OnceLock<std::path::PathBuf>,
 }
 
 impl OnStop for Stopper {
@@ -127,8 +129,16 @@ impl OnStop for Stopper {
         // Waiting clients get their answer from the socket's thread while
         // this one waits a moment, then ends the job.
         let comm = self.comm.clone();
+        let dest = self.dest.get().cloned();
         std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(200));
+            // Cleared again after the pause: a writer may have begun a file
+            // meanwhile. A restart clears what the end of the job still left.
+            for pause in [Duration::ZERO, Duration::from_millis(200)] {
+                std::thread::sleep(pause);
+                if let Some(dest) = &dest {
+                    let _ = crate::destination::journal::clear_temp(dest);
+                }
+            }
             comm.comm().abort(3)
         });
     }
@@ -137,6 +147,7 @@ impl OnStop for Stopper {
 impl StageObserver for Service {
     fn opened(&self, dest: &std::path::Path, held: &[usize], remaining: &[usize]) -> Result<(), SetupError> {
         self.state.opened(dest, held, remaining)?;
+        let _ = self.stopper.dest.set(dest.to_owned());
         let bound = server::bind(dest).map_err(|e| SetupError::Refused(cluster::logging::chain(&e)))?;
         server::spawn(&bound, self.state.clone(), self.stopper.clone())
             .map_err(SetupError::io("starting the service thread for", dest))?;
@@ -172,6 +183,7 @@ pub fn serve(world: &World, manifest: &Manifest, config: &ServeConfig) -> Result
         state: state.clone(),
         staged: AtomicBool::new(false),
         requested: AtomicBool::new(false),
+        dest: std::sync::OnceLock::new(),
     });
     let service = Service { state, bound: Mutex::new(None), stopper: stopper.clone() };
     let outcome = crate::stage::stage_observed(world, manifest, &stage, Some(&service));

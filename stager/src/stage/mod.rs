@@ -364,7 +364,8 @@ fn open_destination(
                 done.holds(dest, &entry.path, entry.xxh3, entry.bytes)
             })
             .collect();
-        let trusted = if config.recheck { recheck(dest, manifest, &journaled, config.threads) } else { journaled };
+        let mut trusted = if config.recheck { recheck(dest, manifest, &journaled, config.threads) } else { journaled };
+        adopt_unjournaled(dest, manifest, node_needs, &mut trusted, config.threads)?;
         let mut needed = Vec::new();
         for &f in node_needs {
             if trusted.binary_search(&f).is_err() {
@@ -546,6 +547,47 @@ fn recheck(dest: &Path, manifest: &Manifest, journaled: &[usize], threads: usize
     let mut good = good.into_inner().unwrap_or_else(|p| p.into_inner());
     good.sort_unstable();
     good
+}
+
+/// Keep, instead of copying again, the files of `node_needs` that an
+/// earlier run placed after its journal's last commit (a stopped service,
+/// a killed job): only checked files are ever renamed to a final name, so
+/// one there at its size is re-hashed against the manifest and, if it
+/// matches, journaled and added to `trusted` (sorted). Reads the node's
+/// own storage only.
+fn adopt_unjournaled(
+    dest: &Path,
+    manifest: &Manifest,
+    node_needs: &[usize],
+    trusted: &mut Vec<usize>,
+    threads: usize,
+) -> Result<(), SetupError> {
+    let candidates: Vec<usize> = node_needs
+        .iter()
+        .copied()
+        .filter(|f| trusted.binary_search(f).is_err())
+        .filter(|&f| {
+            let entry = &manifest.files[f];
+            fs::symlink_metadata(dest.join(&entry.path)).is_ok_and(|m| m.is_file() && m.len() == entry.bytes)
+        })
+        .collect();
+    if candidates.is_empty() {
+        return Ok(());
+    }
+    let adopted = recheck(dest, manifest, &candidates, threads);
+    let journal =
+        Journal::open(dest, "journal.adopted.jsonl").map_err(SetupError::io("opening the journal in", dest))?;
+    for &f in &adopted {
+        let entry = &manifest.files[f];
+        let file = journal::FileIdentity::of(&dest.join(&entry.path)).ok();
+        journal
+            .record(Entry { path: entry.path.clone(), xxh3: entry.xxh3, file })
+            .map_err(SetupError::io("journaling in", dest))?;
+    }
+    journal.commit().map_err(SetupError::io("journaling in", dest))?;
+    trusted.extend(adopted);
+    trusted.sort_unstable();
+    Ok(())
 }
 
 /// Agree across ranks on a per-rank result: every rank gets `Ok` only if

@@ -41,6 +41,11 @@ pub fn stage(ranks_per_node: &str, root: &Path, extra: &[&str]) -> Output {
 /// options (a slow `--source-bandwidth` keeps it running while a test
 /// injects a fault). Stderr is piped.
 pub fn spawn_stage(root: &Path, ranks: usize, per_node: &str, extra: &[&str]) -> std::process::Child {
+    spawn_stager("stage", root, ranks, per_node, extra)
+}
+
+/// [`spawn_stage`] for any of the stager's MPI commands (`serve`).
+pub fn spawn_stager(command: &str, root: &Path, ranks: usize, per_node: &str, extra: &[&str]) -> std::process::Child {
     let (src, dest) = (root.join("src"), root.join("node{node}"));
     let mut mpirun = Command::new("mpirun");
     e2e::own_mpi_session(&mut mpirun);
@@ -51,7 +56,7 @@ pub fn spawn_stage(root: &Path, ranks: usize, per_node: &str, extra: &[&str]) ->
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .arg(STAGER)
-        .args(["stage", "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap()])
+        .args([command, "--source", src.to_str().unwrap(), "--dest", dest.to_str().unwrap()])
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
