@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,20 @@ def pytest_runtest_logreport(report):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         with open(log, "a") as out:
             out.write(f"python {report.nodeid}: {reason}\n")
+
+
+def start_service(source, template, node0, log, *extra, nodes=2):
+    """`stager serve` of `source` into `template` on `nodes` pretend nodes of
+    one rank each, returned once node 0's service answers (stderr to `log`)."""
+    env = {**os.environ, **MPI_ENV, "STAGEHAND_RANKS_PER_NODE": "1"}
+    service = subprocess.Popen(
+        [*map(str, MPIRUN), "-np", str(nodes), "-x", "STAGEHAND_RANKS_PER_NODE", str(binary("stager")), "serve",
+         "--source", str(source), "--dest", template, *map(str, extra)],
+        stdout=subprocess.DEVNULL, stderr=open(log, "w"), env=env)
+    deadline = time.monotonic() + 60
+    while subprocess.run([binary("stager"), "status", node0], capture_output=True).returncode != 0:
+        if service.poll() is not None or time.monotonic() > deadline:
+            service.kill()
+            pytest.fail(f"the service never answered:\n{Path(log).read_text()}")
+        time.sleep(0.1)
+    return service

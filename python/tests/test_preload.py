@@ -8,29 +8,19 @@ import subprocess
 import sys
 import time
 
-from conftest import BIN_DIR, MPI_ENV, MPIRUN, binary, run
-
-NODES = 2
+from conftest import BIN_DIR, binary, run, start_service
 
 
 def test_cat_and_h5py_read_files_still_being_staged(climate, tmp_path):
     library = BIN_DIR / "libstagehand_preload.so"
     assert library.exists(), f"{library} is missing: build it with `cargo build -p stagehand-preload`"
-    env = {**os.environ, **MPI_ENV, "STAGEHAND_RANKS_PER_NODE": "1"}
     served = str(tmp_path / "sv{node}")
-    log = open(tmp_path / "serve.err", "w")
+    node0 = tmp_path / "sv0"
     # Slow enough that the files read below are not there when asked for.
-    service = subprocess.Popen(
-        [*map(str, MPIRUN), "-np", str(NODES), "-x", "STAGEHAND_RANKS_PER_NODE", str(binary("stager")), "serve",
-         "--source", str(climate), "--dest", served, "--policy", "replicate", "--source-bandwidth", "2MB/s"],
-        stdout=subprocess.DEVNULL, stderr=log, env=env)
+    service = start_service(climate, served, node0, tmp_path / "serve.err", "--policy", "replicate",
+                            "--source-bandwidth", "2MB/s")
     try:
-        node0 = tmp_path / "sv0"
         deadline = time.monotonic() + 60
-        while subprocess.run([binary("stager"), "status", node0], capture_output=True).returncode != 0:
-            assert service.poll() is None, (tmp_path / "serve.err").read_text()
-            assert time.monotonic() < deadline, "the service never answered"
-            time.sleep(0.1)
         samples = sorted(p.relative_to(climate) for p in climate.rglob("*.h5") if p.name != "stats.h5")
         waiting = [str(p) for p in samples if not (node0 / p).exists()]
         assert len(waiting) >= 2, f"staged before they were asked for ({waiting}): slow the source down"

@@ -3,14 +3,10 @@ under a real mpirun: the same batches as from a fully staged destination."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import time
-
 import numpy as np
 
 import stagehand
-from conftest import MPI_ENV, MPIRUN, binary, run
+from conftest import MPI_ENV, MPIRUN, binary, run, start_service
 
 NODES = 2
 
@@ -33,18 +29,10 @@ def test_reading_while_the_service_stages_gives_the_batches_of_a_staged_destinat
     expected = [batches(reference, rank) for rank in range(NODES)]
 
     served = str(tmp_path / "sv{node}")
-    log = open(tmp_path / "serve.err", "w")
-    service = subprocess.Popen(
-        [*map(str, MPIRUN), "-np", str(NODES), "-x", "STAGEHAND_RANKS_PER_NODE", str(binary("stager")),
-         *stager_args("serve", cosmo, served), "--source-bandwidth", "20KB/s"],
-        stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, **env})
+    node0 = tmp_path / "sv0"
+    service = start_service(cosmo, served, node0, tmp_path / "serve.err", "--policy", "shard", "--seed", "3",
+                            "--source-bandwidth", "20KB/s")
     try:
-        node0 = tmp_path / "sv0"
-        deadline = time.monotonic() + 60
-        while subprocess.run([binary("stager"), "status", node0], capture_output=True).returncode != 0:
-            assert service.poll() is None, (tmp_path / "serve.err").read_text()
-            assert time.monotonic() < deadline, "the service never answered"
-            time.sleep(0.1)
         status = run(binary("stager"), "status", node0, "--json")
         got = [batches(served, rank) for rank in range(NODES)]
         for rank in range(NODES):

@@ -148,7 +148,7 @@ impl StageObserver for Service {
     fn opened(&self, dest: &std::path::Path, held: &[usize], remaining: &[usize]) -> Result<(), SetupError> {
         self.state.opened(dest, held, remaining)?;
         let _ = self.stopper.dest.set(dest.to_owned());
-        let bound = server::bind(dest).map_err(|e| SetupError::Refused(cluster::logging::chain(&e)))?;
+        let bound = server::bind(dest)?;
         server::spawn(&bound, self.state.clone(), self.stopper.clone())
             .map_err(SetupError::io("starting the service thread for", dest))?;
         *self.bound.lock().unwrap_or_else(|p| p.into_inner()) = Some(bound);

@@ -16,34 +16,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
 use super::state::{FileState, ServiceState};
-
-/// Why the socket could not be set up. Each names the path.
-#[derive(Debug, thiserror::Error)]
-pub enum SocketError {
-    /// The socket path is longer than a Unix socket address holds.
-    #[error(
-        "the service socket {} is {len} bytes long; a Unix socket path holds at most {MAX_SOCKET_PATH}: \
-         use a shorter --dest",
-        path.display()
-    )]
-    TooLong {
-        /// The socket path.
-        path: PathBuf,
-        /// Its length in bytes.
-        len: usize,
-    },
-    /// Creating the token, or binding the socket, failed.
-    #[error("{doing} {}", path.display())]
-    Io {
-        /// What failed.
-        doing: &'static str,
-        /// On which path.
-        path: PathBuf,
-        /// Cause.
-        #[source]
-        source: io::Error,
-    },
-}
+use crate::stage::SetupError;
 
 /// A bound socket and the token its clients must show.
 pub struct Bound {
@@ -56,20 +29,16 @@ pub struct Bound {
 /// Bind `dest`'s service socket and write a fresh token beside it, both
 /// for this user only. The caller holds the destination's lock, so a
 /// socket already there is a dead service's and is replaced.
-pub fn bind(dest: &Path) -> Result<Bound, SocketError> {
+pub fn bind(dest: &Path) -> Result<Bound, SetupError> {
     let socket = socket_path(dest);
     let len = socket.as_os_str().len();
     if len > MAX_SOCKET_PATH {
-        return Err(SocketError::TooLong { path: socket, len });
+        return Err(SetupError::SocketTooLong { path: socket, len });
     }
-    let io = |doing, path: &Path| {
-        let path = path.to_owned();
-        move |source| SocketError::Io { doing, path, source }
-    };
     let token_file = token_path(dest);
     for stale in [&socket, &token_file] {
         match std::fs::remove_file(stale) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io("removing the stale", stale)(e)),
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(SetupError::io("removing the stale", stale)(e)),
             _ => {}
         }
     }
@@ -80,12 +49,12 @@ pub fn bind(dest: &Path) -> Result<Bound, SocketError> {
         .mode(0o600)
         .open(&token_file)
         .and_then(|mut f| io::Write::write_all(&mut f, token.as_bytes()))
-        .map_err(io("writing the service token", &token_file))?;
+        .map_err(SetupError::io("writing the service token", &token_file))?;
     let listener =
-        std::os::unix::net::UnixListener::bind(&socket).map_err(io("binding the service socket", &socket))?;
+        std::os::unix::net::UnixListener::bind(&socket).map_err(SetupError::io("binding the service socket", &socket))?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
-        .map_err(io("restricting the service socket", &socket))?;
-    listener.set_nonblocking(true).map_err(io("setting up the service socket", &socket))?;
+        .map_err(SetupError::io("restricting the service socket", &socket))?;
+    listener.set_nonblocking(true).map_err(SetupError::io("setting up the service socket", &socket))?;
     Ok(Bound { listener, token, socket, token_file })
 }
 

@@ -31,6 +31,19 @@ pub enum SetupError {
         #[source]
         source: io::Error,
     },
+    /// The staging service's socket path is longer than a Unix socket
+    /// address holds.
+    #[error(
+        "the service socket {} is {len} bytes long; a Unix socket path holds at most {}: use a shorter --dest",
+        path.display(),
+        formats::service::MAX_SOCKET_PATH
+    )]
+    SocketTooLong {
+        /// The socket path.
+        path: PathBuf,
+        /// Its length in bytes.
+        len: usize,
+    },
     /// `--dest` does not expand.
     #[error("--dest")]
     Template(#[from] TemplateError),
