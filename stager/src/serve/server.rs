@@ -38,7 +38,9 @@ pub fn bind(dest: &Path) -> Result<Bound, SetupError> {
     let token_file = token_path(dest);
     for stale in [&socket, &token_file] {
         match std::fs::remove_file(stale) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(SetupError::io("removing the stale", stale)(e)),
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                return Err(SetupError::io("removing the stale", stale)(e));
+            }
             _ => {}
         }
     }
@@ -50,8 +52,8 @@ pub fn bind(dest: &Path) -> Result<Bound, SetupError> {
         .open(&token_file)
         .and_then(|mut f| io::Write::write_all(&mut f, token.as_bytes()))
         .map_err(SetupError::io("writing the service token", &token_file))?;
-    let listener =
-        std::os::unix::net::UnixListener::bind(&socket).map_err(SetupError::io("binding the service socket", &socket))?;
+    let listener = std::os::unix::net::UnixListener::bind(&socket)
+        .map_err(SetupError::io("binding the service socket", &socket))?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
         .map_err(SetupError::io("restricting the service socket", &socket))?;
     listener.set_nonblocking(true).map_err(SetupError::io("setting up the service socket", &socket))?;
