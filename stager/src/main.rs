@@ -210,6 +210,10 @@ struct SimulateArgs {
     /// Bandwidth one read thread gets from the file system.
     #[arg(long, value_parser = parse_rate, default_value = "1.5GB/s")]
     thread_bw: f64,
+    /// Seconds one epoch of training takes alone: also predict training
+    /// beside `stager serve` against staging first.
+    #[arg(long)]
+    epoch_secs: Option<f64>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -305,8 +309,17 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
         seed: args.seed,
     };
     let p = predict(&machine, &dataset)?;
+    if let Some(epoch) = args.epoch_secs {
+        anyhow::ensure!(epoch.is_finite() && epoch >= 0.0, "--epoch-secs must be a number of seconds >= 0");
+    }
+    let files = stager::simulate::node_file_count(args.policy, args.files, args.nodes);
+    let serve = args.epoch_secs.map(|epoch| stager::simulate::overlap(p.staged.seconds, epoch, files));
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&p)?);
+        let mut json = serde_json::to_value(&p)?;
+        if let Some(serve) = serve {
+            json["serve"] = serde_json::to_value(serve)?;
+        }
+        println!("{}", serde_json::to_string_pretty(&json)?);
         return Ok(());
     }
     for (name, e) in [("naive copy", &p.naive), ("stager plan", &p.staged)] {
@@ -320,6 +333,16 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
         );
     }
     println!("predicted speedup of the plan over the naive copy: {:.2}x", p.speedup);
+    if let Some(o) = serve {
+        println!(
+            "stager serve beside training ({files} files per node): first batch after {:.1} s, first epoch done \
+             after {:.1} s; staging first: {:.1} s ({:.2}x)",
+            o.first_batch,
+            o.overlapped,
+            o.staged_first,
+            o.staged_first / o.overlapped
+        );
+    }
     Ok(())
 }
 

@@ -264,8 +264,56 @@ pub fn predict(machine: &Machine, dataset: &Dataset) -> Result<Prediction, Simul
     Ok(Prediction { naive, staged, speedup })
 }
 
+/// Staging while training ([`crate::serve`]) against staging first, in a
+/// fluid model: the service delivers each node's `files` files at a steady
+/// rate in the order training needs them, the whole stage taking
+/// `stage_secs`; training reads them at a steady rate, an epoch alone
+/// taking `epoch_secs`. File `k` arrives at `(k + 1) / files` of the stage
+/// and is read in the `files`-th of the epoch after both it has arrived and
+/// file `k - 1` was read, so the epoch ends at
+/// `max(stage + epoch / files, epoch + stage / files)`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Overlap {
+    /// Seconds until the first file is in place: the first batch.
+    pub first_batch: f64,
+    /// Seconds until the first epoch ends when training runs beside the service.
+    pub overlapped: f64,
+    /// Seconds until the first epoch ends when staging finishes first.
+    pub staged_first: f64,
+}
+
+/// [`Overlap`] of a stage of `stage_secs` and an epoch of `epoch_secs`
+/// over `files` files per node.
+pub fn overlap(stage_secs: f64, epoch_secs: f64, files: usize) -> Overlap {
+    let n = files.max(1) as f64;
+    Overlap {
+        first_batch: stage_secs / n,
+        overlapped: (stage_secs + epoch_secs / n).max(epoch_secs + stage_secs / n),
+        staged_first: stage_secs + epoch_secs,
+    }
+}
+
+/// Files each node holds under `policy` (for [`overlap`]).
+pub fn node_file_count(policy: Policy, files: usize, nodes: usize) -> usize {
+    match policy {
+        Policy::Replicate => files,
+        Policy::Shard => files.div_ceil(nodes.max(1)),
+        Policy::PerNode(n) => n.min(files),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_overlapped_epoch_ends_one_file_after_the_slower_of_stage_and_epoch() {
+        let o = super::overlap(100.0, 60.0, 50);
+        assert_eq!((o.first_batch, o.staged_first), (2.0, 160.0));
+        assert!((o.overlapped - 101.2).abs() < 1e-9, "{o:?}");
+        let o = super::overlap(60.0, 100.0, 50);
+        assert!((o.overlapped - 101.2).abs() < 1e-9, "training slower: {o:?}");
+        assert_eq!(super::overlap(10.0, 10.0, 1).overlapped, 20.0, "one file: nothing overlaps");
+    }
+
     use super::*;
 
     fn summit(nodes: usize) -> Machine {
