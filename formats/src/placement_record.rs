@@ -94,7 +94,8 @@ pub enum RecordError {
     /// No record: nothing was staged there, or the last stage did not finish.
     #[error(
         "{}: no placement record ({STATE_DIR}/{RECORD_FILE}): `stager stage` has not finished staging into it \
-         (rerun it; files already in place are not copied again)",
+         (rerun it; files already in place are not copied again; if a `stager serve` is starting, set \
+         STAGEHAND_SERVICE_WAIT=<seconds> to wait for it)",
         dest.display()
     )]
     Missing {
@@ -351,7 +352,7 @@ mod policy_text {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::manifest::{FileEntry, Schema};
 
@@ -366,7 +367,7 @@ mod tests {
     }
 
     /// A destination holding `files` of [`manifest`] and their record.
-    fn staged(files: &[usize]) -> (tempfile::TempDir, Manifest) {
+    pub(crate) fn staged(files: &[usize]) -> (tempfile::TempDir, Manifest) {
         let dir = tempfile::tempdir().unwrap();
         let manifest = manifest();
         fs::create_dir_all(dir.path().join(STATE_DIR)).unwrap();

@@ -28,13 +28,18 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::manifest::STATE_DIR;
+use crate::placement_record::PlacementRecord;
 
 /// The service's socket in a destination.
 pub const SOCKET_FILE: &str = "serve.sock";
 /// The file holding the service's per-job token.
 pub const TOKEN_FILE: &str = "serve.token";
+/// The environment variable giving how many seconds a client waits for a
+/// staging service that has not started yet (0, the default: not at all).
+pub const START_WAIT_VAR: &str = "STAGEHAND_SERVICE_WAIT";
 /// The longest socket path `sun_path` holds (108 bytes on Linux, with its
 /// terminating NUL).
 pub const MAX_SOCKET_PATH: usize = 107;
@@ -47,6 +52,31 @@ pub fn socket_path(dest: &Path) -> PathBuf {
 /// `DEST/.stagehand/serve.token`.
 pub fn token_path(dest: &Path) -> PathBuf {
     dest.join(STATE_DIR).join(TOKEN_FILE)
+}
+
+/// Whether `dest` is served, after waiting up to `patience` for a service
+/// that has not started yet. A training job started at the same moment as
+/// its `stager serve` gets here before the service has written the
+/// destination's placement record and bound its socket; with `patience`
+/// it waits for the socket unless `dest` is already completely staged.
+/// `Ok(false)`: no service (the destination is staged, or `patience` is
+/// zero and the caller's opening of the record tells what is missing).
+pub fn await_start(dest: &Path, patience: Duration) -> Result<bool, ServiceError> {
+    let socket = socket_path(dest);
+    if socket.exists() {
+        return Ok(true);
+    }
+    if patience.is_zero() || PlacementRecord::open(dest).is_ok() {
+        return Ok(false);
+    }
+    let deadline = Instant::now() + patience;
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        if socket.exists() {
+            return Ok(true);
+        }
+    }
+    Err(ServiceError::NotStarted { dest: dest.to_owned(), secs: patience.as_secs_f64() })
 }
 
 /// A client request, one line.
@@ -180,6 +210,26 @@ pub enum ServiceError {
         dest: PathBuf,
         /// The request left unanswered.
         request: String,
+    },
+    /// No service started within the time the client was told to wait.
+    #[error(
+        "{}: no staging service started within {secs:.0} s ({START_WAIT_VAR}) and it is not completely staged \
+         (did `stager serve` fail? see its message)",
+        dest.display()
+    )]
+    NotStarted {
+        /// The destination.
+        dest: PathBuf,
+        /// How long the client waited.
+        secs: f64,
+    },
+    /// The time to wait for a service to start is not a number of seconds.
+    #[error("{}: {START_WAIT_VAR}={value:?} is not a number of seconds", dest.display())]
+    StartWait {
+        /// The destination.
+        dest: PathBuf,
+        /// The variable's value.
+        value: String,
     },
     /// The service refused the connection.
     #[error("the staging service of {} refused this client: {why}", dest.display())]
@@ -320,6 +370,32 @@ mod tests {
         for r in replies {
             assert_eq!(Reply::parse(&r.to_line()), Ok(r));
         }
+    }
+
+    #[test]
+    fn a_client_waits_for_a_starting_service_only_when_told_and_not_on_a_staged_destination() {
+        let empty = tempfile::tempdir().unwrap();
+        assert!(!await_start(empty.path(), Duration::ZERO).unwrap(), "no patience: not served at once");
+        let started = Instant::now();
+        let error = await_start(empty.path(), Duration::from_millis(300)).unwrap_err();
+        assert!(started.elapsed() >= Duration::from_millis(300), "it waited the time it was given");
+        assert!(matches!(error, ServiceError::NotStarted { .. }), "{error}");
+        assert!(error.to_string().contains(&empty.path().display().to_string()), "{error}");
+
+        let (staged, _) = crate::placement_record::tests::staged(&[0, 1]);
+        let started = Instant::now();
+        assert!(!await_start(staged.path(), Duration::from_secs(30)).unwrap(), "staged: no service to wait for");
+        assert!(started.elapsed() < Duration::from_secs(5));
+
+        let starting = tempfile::tempdir().unwrap();
+        let socket = socket_path(starting.path());
+        let appears = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+            std::fs::write(&socket, b"").unwrap();
+        });
+        assert!(await_start(starting.path(), Duration::from_secs(30)).unwrap(), "served once its socket appears");
+        appears.join().unwrap();
     }
 
     #[test]

@@ -8,16 +8,37 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use formats::manifest::Manifest;
-use formats::service::{ServiceClient, ServiceError};
+use formats::service::{START_WAIT_VAR, ServiceClient, ServiceError};
 
 use crate::dataset::{Dataset, DatasetError};
 
 /// Opens the samples of some files of a dataset (manifest indices): a
 /// reader's dataset constructor, kept so files can be opened one by one.
 pub type FileOpener = Arc<dyn Fn(&Path, &Manifest, &[usize]) -> Result<Arc<dyn Dataset>, DatasetError> + Send + Sync>;
+
+/// Whether `dest` is served by a staging service, waiting for one that has
+/// not started yet as long as `STAGEHAND_SERVICE_WAIT` says (seconds; not
+/// at all when unset): a job launching training and `stager serve` at the
+/// same moment sets it (`deploy/slurm/stage-while-train.sbatch` does).
+pub fn served(dest: &Path) -> Result<bool, ServiceError> {
+    let patience = match std::env::var(START_WAIT_VAR) {
+        Err(_) => Duration::ZERO,
+        Ok(text) => text
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+            .ok_or_else(|| ServiceError::StartWait { dest: dest.to_owned(), value: text.clone() })?,
+    };
+    let socket = formats::service::socket_path(dest);
+    if !patience.is_zero() && !socket.exists() {
+        tracing::info!("{}: waiting up to {:.0} s for a staging service", dest.display(), patience.as_secs_f64());
+    }
+    formats::service::await_start(dest, patience)
+}
 
 /// Connections to a destination's staging service, one per thread that
 /// waits at the same time.

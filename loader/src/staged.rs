@@ -136,7 +136,7 @@ impl StagedShare {
         left_out: impl FnOnce(&Manifest) -> Vec<usize>,
     ) -> Result<Self, StagedError> {
         let name = format!("node {} local rank {} (pid {})", place.node, place.local_rank, std::process::id());
-        let service = Waiter::connect(dir, &name)?;
+        let service = if crate::served::served(dir)? { Waiter::connect(dir, &name)? } else { None };
         let (record, manifest) = match service {
             Some(_) => PlacementRecord::open_while_served(dir)?,
             None => PlacementRecord::open(dir)?,
@@ -279,13 +279,10 @@ impl StagedShare {
 
 /// `dir`'s placement record and manifest copy, checked against the files
 /// present unless a staging service is still filling `dir` (it answers for
-/// each file as it is read).
+/// each file as it is read; see [`served`](crate::served::served) for a
+/// service still starting).
 pub fn open_record(dir: &Path) -> Result<(PlacementRecord, Manifest), StagedError> {
-    Ok(if formats::service::socket_path(dir).exists() {
-        PlacementRecord::open_while_served(dir)?
-    } else {
-        PlacementRecord::open(dir)?
-    })
+    Ok(if crate::served::served(dir)? { PlacementRecord::open_while_served(dir)? } else { PlacementRecord::open(dir)? })
 }
 
 fn node_sampler(

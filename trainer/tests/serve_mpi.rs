@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 
 const TRAINER: &str = env!("CARGO_BIN_EXE_trainer");
 const PRETEND_NODES: [(&str, &str); 1] = [("STAGEHAND_RANKS_PER_NODE", "1")];
+/// Pretend nodes, and a trainer told to wait for a service still starting
+/// (both `mpirun`s start at the same moment).
+const BESIDE_THE_SERVICE: [(&str, &str); 2] = [("STAGEHAND_RANKS_PER_NODE", "1"), ("STAGEHAND_SERVICE_WAIT", "60")];
 
 /// 4 boxes of 8 sub-volumes, one per file: 32 sample files.
 fn dataset(dir: &Path) -> PathBuf {
@@ -37,10 +40,10 @@ fn spawn_service(dir: &Path, data: &Path, dest: &str, bandwidth: &str) -> Child 
     command.stdout(log("serve.out")).stderr(log("serve.err")).spawn().expect("starting mpirun")
 }
 
-fn train(dest: &str) -> Output {
+fn train(dest: &str, env: &[(&str, &str)]) -> Output {
     let args = ["train", "--config", "mlperf-small", "--staged", dest, "--val-fraction", "0", "--epochs", "2"];
     let args: Vec<&str> = args.iter().copied().chain(["--batch", "2", "--workers", "1", "--seed", "3"]).collect();
-    e2e::mpirun(2, &PRETEND_NODES, Path::new(TRAINER), &args)
+    e2e::mpirun(2, env, Path::new(TRAINER), &args)
 }
 
 fn stager(args: &[&str]) -> Output {
@@ -57,8 +60,9 @@ fn checksums(report: &serde_json::Value) -> Vec<String> {
     report["epochs"].as_array().unwrap().iter().map(|e| e["checksum"].as_str().unwrap().to_owned()).collect()
 }
 
-/// Started at the same moment as the service, training reads exactly what
-/// it reads from a fully staged destination (same parameters after every
+/// Started at the same moment as the service (a moment before it, so it
+/// must wait for the service to come up), training reads exactly what it
+/// reads from a fully staged destination (same parameters after every
 /// epoch), gets its first batch well before staging ends, and the service
 /// stops when asked, leaving a destination `stager verify` accepts.
 #[test]
@@ -69,13 +73,19 @@ fn training_beside_the_service_matches_training_after_staging_and_starts_first()
     let staged =
         e2e::mpirun(2, &PRETEND_NODES, &e2e::workspace_binary("stager"), &stager_args("stage", &data, &reference));
     assert!(staged.status.success(), "{}", String::from_utf8_lossy(&staged.stderr));
-    let expected = checksums(&e2e::trainer_report(&train(&reference)));
+    let expected = checksums(&e2e::trainer_report(&train(&reference, &PRETEND_NODES)));
 
     let served = format!("{}/sv{{node}}", dir.path().display());
     let node0 = dir.path().join("sv0");
     let started = Instant::now();
+    let trainer = {
+        let served = served.clone();
+        std::thread::spawn(move || train(&served, &BESIDE_THE_SERVICE))
+    };
+    std::thread::sleep(Duration::from_millis(500));
     let mut service = spawn_service(dir.path(), &data, &served, "1MB/s");
-    // The time the service says it has staged everything, seen from here.
+    // The time the service says it has staged everything, seen from the
+    // trainer's start.
     let watcher = {
         let node0 = node0.clone();
         std::thread::spawn(move || {
@@ -89,7 +99,7 @@ fn training_beside_the_service_matches_training_after_staging_and_starts_first()
             }
         })
     };
-    let report = e2e::trainer_report(&train(&served));
+    let report = e2e::trainer_report(&trainer.join().unwrap());
     let staged_after = watcher.join().unwrap();
     assert_eq!(checksums(&report), expected, "the same parameters as training from the staged destination");
     let first_batch = report["first_batch_secs"].as_f64().unwrap();
@@ -134,7 +144,7 @@ fn a_wrong_token_is_refused_and_a_killed_service_fails_its_trainer_within_second
 
     let trainer = {
         let served = served.clone();
-        std::thread::spawn(move || train(&served))
+        std::thread::spawn(move || train(&served, &PRETEND_NODES))
     };
     std::thread::sleep(Duration::from_secs(3));
     let killed = Instant::now();
