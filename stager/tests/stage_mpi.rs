@@ -3,30 +3,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use formats::manifest::{MANIFEST_FILE, Manifest};
+use formats::manifest::MANIFEST_FILE;
 use formats::placement::Policy;
 use formats::placement_record::PlacementRecord;
 
 mod common;
-use common::{STAGER, contents, dataset, is_root, report, spawn_stage, spawn_stager, stage, walk};
-
-fn expected(root: &Path, m: &Manifest, nodes: usize, policy: Policy, seed: u64) -> Vec<BTreeMap<String, Vec<u8>>> {
-    m.files_per_node(nodes, policy, seed)
-        .unwrap()
-        .into_iter()
-        .map(|files| {
-            files
-                .into_iter()
-                .map(|f| (m.files[f].path.clone(), std::fs::read(root.join("src").join(&m.files[f].path)).unwrap()))
-                .collect()
-        })
-        .collect()
-}
+use common::{STAGER, contents, dataset, expected, is_root, report, spawn_stage, stage, walk};
 
 /// Stage under `policy` and check every node's files and the report. The
 /// test data is on a local file system, where `--read-method auto` maps.
@@ -562,47 +548,5 @@ fn an_unreadable_source_file_fails_naming_it_once() {
             let want = std::fs::read(src.join(&path)).unwrap();
             assert!(bytes == want, "node {node}: {path} is not whole");
         }
-    }
-}
-
-/// A staging service stopped mid-way keeps what it placed: the stage run
-/// after it copies only the files not yet in place, none twice (those
-/// placed after the journal's last commit are re-hashed where they are).
-#[test]
-fn a_service_stopped_mid_way_leaves_a_destination_restaged_without_copying_twice() {
-    let dir = tempfile::tempdir().unwrap();
-    let m = dataset(dir.path(), 24, 128);
-    let mut service = spawn_stager(
-        "serve",
-        dir.path(),
-        2,
-        "1",
-        &["--policy", "shard", "--chunk-size", "16KiB", "--source-bandwidth", "500KB/s"],
-    );
-    let node0 = dir.path().join("node0");
-    let placed = |dir: &Path| contents(dir).len();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while placed(&node0) < 3 {
-        assert!(Instant::now() < deadline, "the service placed nothing");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let stop = Command::new(STAGER).args(["stop", node0.to_str().unwrap()]).output().unwrap();
-    assert!(stop.status.success(), "{}", String::from_utf8_lossy(&stop.stderr));
-    let status = service.wait().unwrap();
-    assert_eq!(status.code(), Some(3), "a stop while staging ends the job as a failure does");
-    for node in 0..2 {
-        let tmp = dir.path().join(format!("node{node}/.stagehand/tmp"));
-        assert!(!tmp.exists() || walk(&tmp).is_empty(), "temporary files left in {}", tmp.display());
-    }
-    let held: Vec<_> = (0..2).map(|n| contents(&dir.path().join(format!("node{n}")))).collect();
-    let held_bytes: u64 = held.iter().flat_map(|h| h.values()).map(|b| b.len() as u64).sum();
-    let held_files: usize = held.iter().map(|h| h.len()).sum();
-    assert!(held_files < m.files.len(), "stopped after staging everything: slow the source down");
-    let r = report(&stage("2", dir.path(), &["--policy", "shard"]));
-    assert_eq!(r["files_skipped_from_journal"], held_files, "{r}");
-    assert_eq!(r["bytes_read_from_source"], m.total_bytes() - held_bytes, "{r}");
-    let want = expected(dir.path(), &m, 2, Policy::Shard, 0);
-    for (node, files) in want.iter().enumerate() {
-        assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node} differs");
     }
 }

@@ -161,8 +161,16 @@ impl StageObserver for Service {
 
     fn failed(&self, message: &str) {
         self.state.failed(message);
+        // The job ends next: the socket's thread answers every waiting
+        // client FAILED first (a moment at most), then new clients find no
+        // service rather than a socket nobody listens on.
+        self.state.until_answered(ANSWER_WAIT);
+        remove_socket(self);
     }
 }
+
+/// How long a failing service waits for its waiting clients to be told.
+const ANSWER_WAIT: Duration = Duration::from_secs(2);
 
 /// Stage `manifest` as a service (collective, one rank per node): returns
 /// once the stage is done and a stop was asked for on some node, with the

@@ -144,8 +144,13 @@ async fn answer(stream: UnixStream, state: Arc<ServiceState>, token: Arc<str>, o
             }
             Ok(Request::Hello { .. }) | Err(_) => Reply::Denied(format!("not a request: {line:?}")),
         };
+        let failed = matches!(reply, Reply::Failed(_));
         if write.write_all(send(reply).as_bytes()).await.is_err() {
             break;
+        }
+        if failed {
+            // Told: a failing service waits for no more than this.
+            state.waiting(client, None);
         }
     }
     state.waiting(client, None);

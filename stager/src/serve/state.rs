@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use formats::manifest::Manifest;
 use serde::Serialize;
@@ -165,6 +165,15 @@ impl ServiceState {
                 c.waited += 1;
                 c.wait_secs += secs;
             }
+        }
+    }
+
+    /// Block until no client waits any more (each was answered), or
+    /// `timeout` passed.
+    pub fn until_answered(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while self.progress().clients.iter().any(|c| c.waiting_for.is_some()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
         }
     }
 

@@ -92,6 +92,8 @@ const TAG_HEAD: i32 = 10;
 const TAG_BODY: i32 = 13;
 /// Whole small files, several to a message ([`wire::Pack`]).
 const TAG_PACK: i32 = 14;
+/// A failing rank's notice to the writers: its message, in UTF-8, so each
+/// node's service can tell its clients why.
 const TAG_ABORT: i32 = 11;
 /// A writer's answer to `TAG_ABORT`: its temporary files are gone.
 const TAG_CLEARED: i32 = 12;
@@ -632,6 +634,19 @@ struct Context<'a> {
     temp_lock: Mutex<()>,
 }
 
+/// Receive a probed message of bytes, whatever its length.
+fn receive_bytes(message: mpi::point_to_point::Message, status: &mpi::point_to_point::Status) -> Vec<u8> {
+    let mut bytes = vec![0u8; status.count(u8::equivalent_datatype()).max(0) as usize];
+    message.matched_receive_into(&mut bytes[..]);
+    bytes
+}
+
+/// Another rank's failure, as its notice told it.
+struct FailureNotice {
+    rank: i32,
+    message: String,
+}
+
 impl Context<'_> {
     /// Report a failure of this rank: print it first (the job may be torn
     /// down at any moment after), tell every rank that writes to drop its
@@ -642,19 +657,22 @@ impl Context<'_> {
     fn fail(&self, message: String) -> ! {
         self.failing.store(true, Ordering::SeqCst);
         cluster::logging::print_error(format_args!("rank {} (node {}): {message}", self.rank, self.node));
-        if let Some(observer) = self.observer {
-            observer.failed(&message);
-        }
         // Clear our own temporary files first (other ranks may end the job
         // as soon as they hear of the failure), holding the temp lock so the
         // receiver creates none afterwards.
         let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
         let _ = journal::clear_temp(self.dest);
+        let told: Vec<usize> = self.writing_ranks.iter().copied().filter(|&r| r != self.rank).collect();
         if let Some(comm) = self.comm {
-            let told: Vec<usize> = self.writing_ranks.iter().copied().filter(|&r| r != self.rank).collect();
             for &rank in &told {
-                comm.comm().process_at_rank(rank as i32).send_with_tag(&[0u8; 0][..], TAG_ABORT);
+                comm.comm().process_at_rank(rank as i32).send_with_tag(message.as_bytes(), TAG_ABORT);
             }
+        }
+        // After the notices: a service answers its clients before returning.
+        if let Some(observer) = self.observer {
+            observer.failed(&message);
+        }
+        if let Some(comm) = self.comm {
             // A rank that is failing too cleared its files before its own
             // notice, which therefore counts as its answer (it does not
             // listen any more).
@@ -664,7 +682,7 @@ impl Context<'_> {
                 let mut heard = false;
                 for tag in [TAG_CLEARED, TAG_ABORT] {
                     if let Some((message, status)) = comm.comm().any_process().immediate_matched_probe_with_tag(tag) {
-                        message.matched_receive_into(&mut [0u8; 0][..]);
+                        receive_bytes(message, &status);
                         waiting.remove(&(status.source_rank() as usize));
                         heard = true;
                     }
@@ -710,12 +728,12 @@ impl Context<'_> {
     }
 
     /// The rank whose failure notice ([`TAG_ABORT`]) has arrived, if one
-    /// has (received, so it is heard once).
-    fn failure_notice(&self) -> Option<i32> {
+    /// has (received, so it is heard once), and its message.
+    fn failure_notice(&self) -> Option<FailureNotice> {
         let comm = self.comm?;
         let (message, status) = comm.comm().any_process().immediate_matched_probe_with_tag(TAG_ABORT)?;
-        message.matched_receive_into(&mut [0u8; 0][..]);
-        Some(status.source_rank())
+        let text = receive_bytes(message, &status);
+        Some(FailureNotice { rank: status.source_rank(), message: String::from_utf8_lossy(&text).into_owned() })
     }
 
     /// Wait until every rank is done with its share, answering failure
@@ -734,7 +752,7 @@ impl Context<'_> {
             if let Some(comm) = self.comm
                 && let Some(failed) = self.failure_notice()
             {
-                comm.comm().process_at_rank(failed).send_with_tag(&[0u8; 0][..], TAG_CLEARED);
+                comm.comm().process_at_rank(failed.rank).send_with_tag(&[0u8; 0][..], TAG_CLEARED);
             }
             std::thread::sleep(Duration::from_micros(sleep_us));
             sleep_us = (sleep_us * 2).min(1000);
@@ -743,7 +761,8 @@ impl Context<'_> {
 
     /// Another rank failed: remove this node's temporary files, tell the
     /// failing rank, and wait for it to end the job.
-    fn stop_for(&self, failed_rank: i32) -> ! {
+    fn stop_for(&self, failed: FailureNotice) -> ! {
+        let failed_rank = failed.rank;
         if self.failing.swap(true, Ordering::SeqCst) {
             // This rank is failing itself: its failing thread counts the
             // notice as that rank's answer, and ends the job.
@@ -755,7 +774,7 @@ impl Context<'_> {
         let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
         let _ = journal::clear_temp(self.dest);
         if let Some(observer) = self.observer {
-            observer.failed(&format!("rank {failed_rank} failed (see its message)"));
+            observer.failed(&format!("rank {failed_rank}: {}", failed.message));
         }
         eprintln!(
             "error: rank {} (node {}): stopping because rank {failed_rank} failed; temporary files removed",

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use formats::manifest::{self, MANIFEST_FILE, Manifest, ScanOptions, Schema};
+use formats::placement::Policy;
 use serde_json::Value;
 
 pub const STAGER: &str = env!("CARGO_BIN_EXE_stager");
@@ -26,6 +27,21 @@ pub fn dataset(root: &Path, files: usize, max_kib: usize) -> Manifest {
     let m = manifest::scan(&src, &ScanOptions::new(Schema::opaque())).unwrap();
     m.save(&src.join(MANIFEST_FILE)).unwrap();
     m
+}
+
+/// What each of `nodes` destinations should hold once `root/src` is
+/// staged under `policy` and `seed`: path and bytes of every file.
+pub fn expected(root: &Path, m: &Manifest, nodes: usize, policy: Policy, seed: u64) -> Vec<BTreeMap<String, Vec<u8>>> {
+    m.files_per_node(nodes, policy, seed)
+        .unwrap()
+        .into_iter()
+        .map(|files| {
+            files
+                .into_iter()
+                .map(|f| (m.files[f].path.clone(), std::fs::read(root.join("src").join(&m.files[f].path)).unwrap()))
+                .collect()
+        })
+        .collect()
 }
 
 pub fn stage(ranks_per_node: &str, root: &Path, extra: &[&str]) -> Output {
