@@ -65,6 +65,34 @@ step() {
     fi
 }
 
+# serve_beside SOURCE DEST_TEMPLATE BANDWIDTH TRAIN_ARGS...: `stager serve`
+# (one rank per node) and one training run started at the same moment, the
+# training waiting for the service to come up; then stop the service.
+serve_beside() {
+    local source=$1 dest=$2 bandwidth=$3 log=$DIR/logs/serve.log
+    shift 3
+    STEP=$((STEP + 1))
+    echo "== $STEP. stage and train at once: \`stager serve\` through the same $bandwidth source, one epoch beside it"
+    STAGEHAND_RANKS_PER_NODE=1 mpirun --oversubscribe --bind-to none --mca btl self,vader --mca pml ob1 \
+        -np "$NODES" -x STAGEHAND_RANKS_PER_NODE "$BIN/stager" serve --source "$source" --dest "$dest" \
+        --policy per-node=60 --train-ranks-per-node "$RANKS_PER_NODE" --source-bandwidth "$bandwidth" \
+        --report "$DIR/served-stage.json" > "$log" 2>&1 &
+    local service=$!
+    if ! STAGEHAND_SERVICE_WAIT=60 "${MPIRUN[@]}" -x STAGEHAND_SERVICE_WAIT "$BIN/trainer" train "$@" \
+        > "$DIR/logs/served-train.log" 2>&1; then
+        echo "demo: training beside the service failed" >&2
+        tail -n 15 "$DIR/logs/served-train.log" "$log" >&2
+        kill "$service" 2> /dev/null || true
+        exit 1
+    fi
+    "$BIN/stager" stop "${dest//\{node\}/0}" >> "$log" 2>&1 || true
+    if ! wait "$service"; then
+        echo "demo: the staging service failed" >&2
+        tail -n 15 "$log" >&2
+        exit 1
+    fi
+}
+
 # The training step prints its epoch lines as they come (a few minutes).
 train() {
     local log=$DIR/logs/train.log
@@ -107,6 +135,19 @@ cosmoflow)
         --val "$DIR/cosmo-val" --epochs 8 --batch 2 --workers 1 \
         --optimizer adam --lr 0.001 --schedule poly --poly-end 0.05 --dropout 0 --standardize --augment \
         --checkpoint "$DIR/checkpoints"
+    # Time to the first batch when the source is slow (a shared file
+    # system under load, emulated): staging first, then training, against
+    # training beside `stager serve`, which stages in the order training
+    # reads. One epoch each, on the same files.
+    slow=60MB/s
+    epoch=(--config mlperf-small --val-fraction 0 --epochs 1 --batch 2 --workers 1 --seed 1)
+    step "stage first, through a source throttled to $slow" stage-first "" \
+        "${MPIRUN[@]}" "$BIN/stager" stage --source "$DIR/cosmo" --dest "$DIR/first{node}" \
+        --policy per-node=60 --source-bandwidth "$slow" --report "$DIR/first-stage.json"
+    step "then train one epoch on it" train-first "" \
+        "${MPIRUN[@]}" "$BIN/trainer" train "${epoch[@]}" --staged "$DIR/first{node}" --report "$DIR/first-train.json"
+    serve_beside "$DIR/cosmo" "$DIR/served{node}" "$slow" \
+        "${epoch[@]}" --staged "$DIR/served{node}" --report "$DIR/served-train.json"
     ;;
 deepcam)
     step "simulate 48 climate fields (112 x 208, 16 channels) with cyclone and river masks into DeepCAM HDF5" \

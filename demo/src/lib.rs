@@ -15,10 +15,26 @@ pub struct Reports {
     pub stage: Option<Value>,
     /// `train.json`.
     pub train: Value,
+    /// Staging first against training beside `stager serve`, where the
+    /// pipeline compares them.
+    pub served: Option<ServedReports>,
+}
+
+/// The reports of the demo's comparison of staging first with training
+/// beside `stager serve`, through the same throttled source.
+pub struct ServedReports {
+    /// `first-stage.json`: the stage run before training.
+    pub first_stage: Value,
+    /// `first-train.json`: the epoch trained after it.
+    pub first_train: Value,
+    /// `served-train.json`: the epoch trained beside the service.
+    pub served_train: Value,
 }
 
 impl Reports {
-    /// Read `simgen.json`, `train.json` and, where present, `stage.json` from `dir`.
+    /// Read `simgen.json`, `train.json` and, where present, `stage.json`
+    /// and the comparison's `first-stage.json`, `first-train.json` and
+    /// `served-train.json` from `dir`.
     pub fn read(dir: &Path) -> anyhow::Result<Self> {
         use anyhow::Context as _;
         let read = |name: &str| -> anyhow::Result<Value> {
@@ -27,19 +43,39 @@ impl Reports {
             serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))
         };
         let stage = if dir.join("stage.json").exists() { Some(read("stage.json")?) } else { None };
-        Ok(Reports { simgen: read("simgen.json")?, stage, train: read("train.json")? })
+        let served = if dir.join("served-train.json").exists() {
+            Some(ServedReports {
+                first_stage: read("first-stage.json")?,
+                first_train: read("first-train.json")?,
+                served_train: read("served-train.json")?,
+            })
+        } else {
+            None
+        };
+        Ok(Reports { simgen: read("simgen.json")?, stage, train: read("train.json")?, served })
     }
 
     /// [`summary`] of these reports.
     pub fn summary(&self, run: &Run<'_>, pictures: &[PathBuf]) -> Result<String, FieldError> {
         let stage = self.stage.as_ref().map(|json| Report { name: "stage.json", json });
-        summary(
+        let mut text = summary(
             run,
             &Report { name: "simgen.json", json: &self.simgen },
             stage.as_ref(),
             &Report { name: "train.json", json: &self.train },
             pictures,
-        )
+        )?;
+        if let Some(s) = &self.served {
+            let line = served(
+                &Report { name: "first-stage.json", json: &s.first_stage },
+                &Report { name: "first-train.json", json: &s.first_train },
+                &Report { name: "served-train.json", json: &s.served_train },
+            )?;
+            // After the lines of what was staged and trained.
+            let at = text.find("  result ").unwrap_or(text.len());
+            text.insert_str(at, &format!("  served     {line}\n"));
+        }
+        Ok(text)
     }
 }
 
@@ -131,6 +167,26 @@ fn staged(stage: &Report<'_>) -> Result<String, FieldError> {
         bytes(stage.number("/bytes_written")?),
         stage.number("/gb_per_s/total")?,
         stage.number("/seconds/total")?
+    ))
+}
+
+/// Time to the first batch and to the end of the first epoch beside
+/// `stager serve` against staging first, and whether both trained the same
+/// parameters (they must: the same samples in the same order).
+fn served(first_stage: &Report<'_>, first_train: &Report<'_>, served_train: &Report<'_>) -> Result<String, FieldError> {
+    let stage = first_stage.number("/seconds/total")?;
+    let first_batch = |train: &Report<'_>| train.number("/first_batch_secs");
+    let epoch_done = |train: &Report<'_>| Ok::<_, FieldError>(first_batch(train)? + train.number("/epochs/0/seconds")?);
+    let same = first_train.text("/epochs/0/checksum")? == served_train.text("/epochs/0/checksum")?;
+    Ok(format!(
+        "first batch {:.1} s after the start beside `stager serve`, against {:.1} s staging first through a \
+         {:.0} MB/s source; one epoch done at {:.1} s against {:.1} s, {}",
+        first_batch(served_train)?,
+        stage + first_batch(first_train)?,
+        first_stage.number("/source_bandwidth_emulated")? / 1e6,
+        epoch_done(served_train)?,
+        stage + epoch_done(first_train)?,
+        if same { "same parameters" } else { "DIFFERENT parameters (a bug: please report it)" }
     ))
 }
 
