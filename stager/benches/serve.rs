@@ -175,6 +175,9 @@ struct Rep {
     stage: f64,
     epoch: f64,
     first_batch: f64,
+    /// Seconds until every node's service answered (start-up, planning,
+    /// opening the destination).
+    up: f64,
     overlapped: f64,
     second_wait: f64,
     amplification: f64,
@@ -205,6 +208,7 @@ fn one_rep(src: &Path, dest_root: &Path, m: &Manifest, (policy, pfs, rate): (Pol
         assert!(started.elapsed() < Duration::from_secs(60), "the service never came up");
         std::thread::sleep(Duration::from_millis(5));
     }
+    let up = started.elapsed().as_secs_f64();
     let mut had = fresh();
     let first = consume(m, dest_root, (policy, rate), true, &mut had, started);
     let second_started = Instant::now();
@@ -218,6 +222,7 @@ fn one_rep(src: &Path, dest_root: &Path, m: &Manifest, (policy, pfs, rate): (Pol
         stage,
         epoch,
         first_batch: max_of(&first, |c| c.first),
+        up,
         overlapped: max_of(&first, |c| c.done),
         second_wait: max_of(&second, |c| c.waited) / second_secs,
         amplification: report["read_amplification"].as_f64().unwrap(),
@@ -268,10 +273,11 @@ fn main() {
         .map(|rep| {
             let r = one_rep(&src, &dest_root, &m, (policy, &pfs, rate));
             println!(
-                "rep {rep}: stage {:.2} s, epoch {:.2} s; served: first batch {:.2} s, stage + epoch {:.2} s, \
+                "rep {rep}: stage {:.2} s, epoch {:.2} s; served: up {:.2} s, first batch {:.2} s, stage + epoch {:.2} s, \
                  second-epoch wait {:.2} %",
                 r.stage,
                 r.epoch,
+                r.up,
                 r.first_batch,
                 r.overlapped,
                 100.0 * r.second_wait

@@ -564,6 +564,13 @@ fn adopt_unjournaled(
     trusted: &mut Vec<usize>,
     threads: usize,
 ) -> Result<(), SetupError> {
+    // A destination holding nothing but its state has nothing to adopt;
+    // looking costs a stat per file, a second at the seeds' file counts.
+    let bare = fs::read_dir(dest)
+        .is_ok_and(|mut entries| entries.all(|e| e.is_ok_and(|e| e.file_name() == formats::manifest::STATE_DIR)));
+    if bare {
+        return Ok(());
+    }
     let candidates: Vec<usize> = node_needs
         .iter()
         .copied()
