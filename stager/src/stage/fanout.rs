@@ -1,5 +1,6 @@
 //! The stager proper: buffer pool, readers, sender, receiver.
 
+use super::ramp::Ramp;
 use super::writer::NodeWriter;
 use super::*;
 
@@ -63,9 +64,9 @@ impl Context<'_> {
     /// The stager proper: read once, send to every node that needs it.
     pub(super) fn staged(&self, comm: &ThreadComm, node_files: &[usize]) -> RankStats {
         let rank = self.rank;
-        let reads = match &self.config.order {
-            ReadOrder::LargestFirst => self.plan.reads(rank),
-            ReadOrder::FirstNeeded(steps) => self.plan.reads_by_need(rank, steps),
+        let (reads, ramp) = match &self.config.order {
+            ReadOrder::LargestFirst => (self.plan.reads(rank), Ramp::all()),
+            ReadOrder::FirstNeeded(steps) => (self.plan.reads_by_need(rank, steps), Ramp::one_by_one()),
         };
         let budget = Pool::new(self.config.max_inflight, self.config.chunk_size);
         let (tx, rx) = crossbeam_channel::unbounded::<Chunk>();
@@ -107,15 +108,20 @@ impl Context<'_> {
                 .then(|| self.spawn(s, "stager-listen", move || self.listen_for_failure(sending_ref)));
             let sender = self.spawn(s, "stager-send", move || self.send(comm, rx_ref, budget_ref));
             let (next, budget, totals, reads, direct) = (&next, &budget, &totals, &reads, direct.as_ref());
+            let ramp = &ramp;
             let readers: Vec<_> = (0..self.config.threads.max(1))
-                .map(|_| {
+                .map(|thread| {
                     let tx = tx.clone();
                     self.spawn(s, "stager-read", move || {
                         let begin = Instant::now();
                         let mut bytes = 0u64;
+                        if !ramp.enter(thread, || next.load(Ordering::Relaxed) >= reads.len()) {
+                            return;
+                        }
                         while let Some(&f) = reads.get(next.fetch_add(1, Ordering::Relaxed)) {
                             let here = direct.filter(|_| self.plan.destinations(f).contains(self.node));
                             bytes += self.read_file(f, &tx, budget, here, totals);
+                            ramp.file_done();
                         }
                         let mut t = totals.lock().unwrap_or_else(|p| p.into_inner());
                         t.read += bytes;

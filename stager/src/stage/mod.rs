@@ -49,6 +49,7 @@ use crate::plan::Plan;
 mod fanout;
 mod naive;
 mod pool;
+mod ramp;
 mod setup_error;
 mod wire;
 mod write_error;
