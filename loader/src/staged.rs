@@ -263,7 +263,7 @@ impl StagedShare {
     /// addressed by global sample id.
     pub fn remap(&self, node_dataset: Arc<dyn Dataset>) -> Result<NodeSamples, StagedError> {
         self.check_samples(node_dataset.len())?;
-        Ok(NodeSamples { inner: node_dataset, global: self.node_samples().to_vec() })
+        Ok(NodeSamples { inner: node_dataset, global: self.node_samples().to_vec(), service: self.service.clone() })
     }
 
     /// An error unless a dataset of `found` samples is the one over
@@ -312,6 +312,9 @@ pub struct NodeSamples {
     inner: Arc<dyn Dataset>,
     /// The global id of each local sample, ascending.
     global: Vec<usize>,
+    /// The staging service this share waited on, if one served it: it
+    /// counts every wait, for files opened one by one or all up front.
+    service: Option<Arc<Waiter>>,
 }
 
 impl NodeSamples {
@@ -350,6 +353,6 @@ impl Dataset for NodeSamples {
         self.local(index).map_or_else(|_| format!("sample {index}"), |local| self.inner.locate(local))
     }
     fn staging_wait_secs(&self) -> f64 {
-        self.inner.staging_wait_secs()
+        self.service.as_ref().map_or_else(|| self.inner.staging_wait_secs(), |waiter| waiter.waited_secs())
     }
 }

@@ -29,13 +29,17 @@ fn stager_args<'a>(command: &'a str, data: &'a Path, dest: &'a str) -> Vec<&'a s
 
 /// `stager serve` on two pretend nodes, running until stopped.
 fn spawn_service(dir: &Path, data: &Path, dest: &str, bandwidth: &str) -> Child {
+    spawn_service_with(dir, data, dest, &["--source-bandwidth", bandwidth])
+}
+
+/// [`spawn_service`] with other options.
+fn spawn_service_with(dir: &Path, data: &Path, dest: &str, extra: &[&str]) -> Child {
     let mut command = Command::new("mpirun");
     e2e::own_mpi_session(&mut command);
     command.args(e2e::MPIRUN_ARGS).args(["-np", "2"]);
     command.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     command.env("STAGEHAND_RANKS_PER_NODE", "1").args(["-x", "STAGEHAND_RANKS_PER_NODE"]);
-    command.arg(e2e::workspace_binary("stager")).args(stager_args("serve", data, dest));
-    command.args(["--source-bandwidth", bandwidth]);
+    command.arg(e2e::workspace_binary("stager")).args(stager_args("serve", data, dest)).args(extra);
     let log = |name: &str| std::fs::File::create(dir.join(name)).unwrap();
     command.stdout(log("serve.out")).stderr(log("serve.err")).spawn().expect("starting mpirun")
 }
@@ -118,6 +122,38 @@ fn training_beside_the_service_matches_training_after_staging_and_starts_first()
     let verified =
         e2e::mpirun(2, &PRETEND_NODES, &e2e::workspace_binary("stager"), &stager_args("verify", &data, &served));
     assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
+}
+
+/// DeepCAM's layout (one field per HDF5 file, `stats.h5` beside them)
+/// trains beside the service exactly as after staging, opening each file as
+/// it arrives: the source's `stats.h5` normalises the fields until the
+/// node's copy is in place (the service stages it last: no sample in it).
+#[test]
+fn tiramisu_beside_the_service_matches_training_after_staging() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = e2e::simulated_climate(dir.path(), 20, 16, 5);
+    let train = |dest: &str, env: &[(&str, &str)]| {
+        let args = ["train", "--model", "tiramisu", "--config", "small", "--staged", dest, "--val"];
+        let more = ["--epochs", "1", "--batch", "2", "--workers", "1", "--seed", "3"];
+        let args: Vec<&str> = args.iter().copied().chain([data.to_str().unwrap()]).chain(more).collect();
+        e2e::trainer_report(&e2e::mpirun(2, env, Path::new(TRAINER), &args))
+    };
+    let reference = format!("{}/ref{{node}}", dir.path().display());
+    let staged =
+        e2e::mpirun(2, &PRETEND_NODES, &e2e::workspace_binary("stager"), &stager_args("stage", &data, &reference));
+    assert!(staged.status.success(), "{}", String::from_utf8_lossy(&staged.stderr));
+    let expected = checksums(&train(&reference, &PRETEND_NODES));
+
+    let served = format!("{}/sv{{node}}", dir.path().display());
+    let extra = ["--source-bandwidth", "4MB/s", "--train-under", "train/"];
+    let mut service = spawn_service_with(dir.path(), &data, &served, &extra);
+    let report = train(&served, &BESIDE_THE_SERVICE);
+    assert_eq!(checksums(&report), expected, "the same parameters as training from the staged destination");
+    assert!(report["staging_wait_secs"].as_f64().unwrap() > 0.0, "it read files as they were staged: {report}");
+    let node0 = dir.path().join("sv0");
+    assert!(stager(&["stop", node0.to_str().unwrap()]).status.success());
+    let exit = service.wait().unwrap();
+    assert!(exit.success(), "{}", std::fs::read_to_string(dir.path().join("serve.err")).unwrap());
 }
 
 /// A client showing the wrong token is refused; a trainer whose service

@@ -293,6 +293,16 @@ impl<N: Network> TrainModel for SegmentationModel<N> {
         data::open(dir, manifest, files, self.source_stats.get().map(PathBuf::as_path))
     }
 
+    /// One field per file: opened as each arrives. The source's `stats.h5`
+    /// (checked before training) stands in until the node's copy is there:
+    /// a serving stager stages it last, having no sample in it.
+    fn file_opener(&self) -> Option<loader::served::FileOpener> {
+        let stats = self.source_stats.get().cloned();
+        Some(Arc::new(move |dir: &Path, manifest: &Manifest, files: &[usize]| {
+            data::open(dir, manifest, Some(files), stats.as_deref())
+        }))
+    }
+
     /// Count the classes' pixels in the first training samples (every
     /// rank's when they differ) and weigh the loss by them.
     fn fit(&mut self, world: &World, train: &dyn Dataset, first: &[usize], same: bool) -> Result<(), TrainError> {
