@@ -98,12 +98,18 @@ fn retry_after(path: *const c_char, errno: c_int) -> Result<(), c_int> {
     }
 }
 
+/// The error and its causes on one line, each once: the rule of
+/// `cluster::logging::chain`, repeated because linking `cluster` would load
+/// MPI into every program this library is preloaded into.
 fn chain(error: &dyn std::error::Error) -> String {
     let mut line = error.to_string();
     let mut cause = error.source();
     while let Some(c) = cause {
-        line.push_str(": ");
-        line.push_str(&c.to_string());
+        let text = c.to_string();
+        if !line.ends_with(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
         cause = c.source();
     }
     line

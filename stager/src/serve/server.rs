@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use subtle::ConstantTimeEq;
+
 use formats::service::{MAX_SOCKET_PATH, Reply, Request, socket_path, token_path};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -114,7 +116,10 @@ async fn answer(stream: UnixStream, state: Arc<ServiceState>, token: Arc<str>, o
     let send = |reply: Reply| format!("{}\n", reply.to_line());
     let client = match lines.next_line().await {
         Ok(Some(line)) => match Request::parse(&line) {
-            Ok(Request::Hello { token: shown, name }) if shown == *token => state.client(&name),
+            // In constant time: how long a wrong guess takes tells nothing.
+            Ok(Request::Hello { token: shown, name }) if bool::from(shown.as_bytes().ct_eq(token.as_bytes())) => {
+                state.client(&name)
+            }
             Ok(Request::Hello { .. }) => {
                 let _ = write.write_all(send(Reply::Denied("wrong token".into())).as_bytes()).await;
                 return;
