@@ -182,3 +182,40 @@ fn node_local_storage_filling_up_while_serving_fails_the_service_and_answers_its
         assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node} differs after the rerun");
     }
 }
+
+/// A second service on a destination a running one serves is refused with
+/// one line naming the holder, and leaves the first serving; a destination
+/// whose socket path `sun_path` cannot hold is refused before data moves.
+#[test]
+fn a_second_service_and_a_socket_path_too_long_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    dataset(dir.path(), 8, 64);
+    let mut first = serve(dir.path(), "100KB/s");
+    let node0 = dir.path().join("node0");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !formats::service::socket_path(&node0).exists() {
+        assert!(Instant::now() < deadline, "the first service never opened its socket");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = serve(dir.path(), "100KB/s").wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "a second service started on a served destination");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert!(lines.iter().any(|l| l.contains("being staged by another job") && l.contains("pid")), "{stderr}");
+    assert!(formats::service::socket_path(&node0).exists(), "the refused service removed the first one's socket");
+    assert!(ServiceClient::connect(&node0, "test").unwrap().is_some(), "the first service still answers");
+    first.kill().unwrap();
+    let _ = first.wait();
+
+    let long = dir.path().join("d".repeat(100));
+    dataset(&long, 8, 64);
+    let out = serve(&long, "100KB/s").wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "served with a socket path longer than sun_path");
+    let line = stderr.lines().find(|l| l.contains("a Unix socket path holds at most 107"));
+    assert!(line.is_some_and(|l| l.starts_with("error:") && l.contains("use a shorter --dest")), "{stderr}");
+    for node in 0..2 {
+        let placed = contents(&long.join(format!("node{node}")));
+        assert!(placed.is_empty(), "node {node}: files moved before the refusal: {:?}", placed.keys());
+    }
+}
