@@ -43,6 +43,7 @@
 pub mod catalog;
 pub mod dataset;
 pub mod deepcam;
+pub mod elastic;
 pub mod finite;
 pub mod lmdb;
 pub mod pipeline;

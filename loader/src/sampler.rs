@@ -98,16 +98,24 @@ impl DistributedSampler {
         }
     }
 
-    /// This rank's sample indices for `epoch`, in order.
+    /// This rank's sample indices for `epoch`, in order: positions `rank`,
+    /// `rank + world`, ... of the epoch's [`sequence`](Self::sequence).
     pub fn indices(&self, epoch: u64) -> Vec<usize> {
-        let world = self.world.max(1);
+        self.sequence(epoch).into_iter().skip(self.rank).step_by(self.world.max(1)).collect()
+    }
+
+    /// The epoch's sample ids over all ranks, dealt round-robin (position
+    /// `i` to rank `i % world`): the permutation, padded from its start or
+    /// cut to equal shares. Its length is fixed by the world size the epoch
+    /// began with; [`crate::elastic`] resumes the rest at another.
+    pub fn sequence(&self, epoch: u64) -> Vec<usize> {
         if self.len == 0 {
             return Vec::new();
         }
         let order =
             if self.shuffle { permutation(self.len, epoch_seed(self.seed, epoch)) } else { (0..self.len).collect() };
-        let total = self.per_rank() * world;
-        (self.rank..total).step_by(world).map(|i| order[i % self.len]).collect()
+        let total = self.per_rank() * self.world.max(1);
+        (0..total).map(|i| order[i % self.len]).collect()
     }
 }
 
