@@ -274,6 +274,27 @@ impl Loader {
         Self::start(self.dataset.clone(), order, self.config, position, free)
     }
 
+    /// Like [`resume_with_buffers`](Self::resume_with_buffers), delivering
+    /// exactly `batches` (sample indices each; a batch may be shorter than
+    /// the configured size, or empty): an epoch resumed at another world
+    /// size ([`crate::elastic`]), where ranks take the same number of steps
+    /// with shares that differ by a sample.
+    pub fn of_batches(
+        dataset: Arc<dyn Dataset>,
+        batches: Vec<Vec<usize>>,
+        config: LoaderConfig,
+        position: usize,
+        buffers: Recycler,
+    ) -> Loader {
+        let cuts = std::iter::once(0)
+            .chain(batches.iter().scan(0, |at, b| {
+                *at += b.len();
+                Some(*at)
+            }))
+            .collect();
+        Self::start_cut(dataset, batches.concat(), cuts, config, position, buffers)
+    }
+
     fn start(
         dataset: Arc<dyn Dataset>,
         order: Vec<usize>,
@@ -282,8 +303,23 @@ impl Loader {
         free: Recycler,
     ) -> Loader {
         let batch = config.batch.max(1);
-        let order = Arc::new(config.delivered(order));
-        let batches = order.len().div_ceil(batch);
+        let order = config.delivered(order);
+        let cuts = (0..order.len().div_ceil(batch)).map(|k| k * batch).chain([order.len()]).collect();
+        Self::start_cut(dataset, order, cuts, config, position, free)
+    }
+
+    /// Batch `k` is `order[cuts[k]..cuts[k + 1]]`.
+    fn start_cut(
+        dataset: Arc<dyn Dataset>,
+        order: Vec<usize>,
+        cuts: Vec<usize>,
+        config: LoaderConfig,
+        position: usize,
+        free: Recycler,
+    ) -> Loader {
+        let order = Arc::new(order);
+        let cuts: Arc<[usize]> = cuts.into();
+        let batches = cuts.len().saturating_sub(1);
         let prefetch = config.prefetch.max(1);
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -302,9 +338,10 @@ impl Loader {
         });
         let workers = (0..config.workers.max(1))
             .map(|_| {
-                let (shared, dataset, order) = (shared.clone(), dataset.clone(), order.clone());
+                let (shared, dataset, order, cuts) = (shared.clone(), dataset.clone(), order.clone(), cuts.clone());
                 let checks = Checks { skip_corrupt: config.skip_corrupt, check_finite: config.check_finite };
-                std::thread::spawn(move || work(&shared, &*dataset, &order, (batch, batches, prefetch), checks))
+                let batch = config.batch.max(1);
+                std::thread::spawn(move || work(&shared, &*dataset, (&order, &cuts), (batch, prefetch), checks))
             })
             .collect();
         Loader {
@@ -465,11 +502,12 @@ fn read_checked(
 fn work(
     shared: &Shared,
     dataset: &dyn Dataset,
-    order: &[usize],
-    (batch, batches, prefetch): (usize, usize, usize),
+    (order, cuts): (&[usize], &[usize]),
+    (batch, prefetch): (usize, usize),
     Checks { skip_corrupt, check_finite }: Checks,
 ) {
     let x_len = dataset.x_len();
+    let batches = cuts.len().saturating_sub(1);
     loop {
         // Take the next batch number once it is within the prefetch window.
         let (number, mut buffers) = {
@@ -489,7 +527,7 @@ fn work(
             (number, shared.free.take())
         };
         let started = Instant::now();
-        let indices: Vec<usize> = order[number * batch..((number + 1) * batch).min(order.len())].to_vec();
+        let indices: Vec<usize> = order[cuts[number]..cuts[number + 1]].to_vec();
         // Room for a full batch from the start: a buffer first used for a
         // short last batch keeps its place when it is reused for a full one.
         let mut out = buffers.take().unwrap_or_else(|| Batch {
