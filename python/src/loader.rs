@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use loader::elastic::remaining_batches;
 use loader::pipeline::{Loader, LoaderConfig, Metrics, Recycler};
 use loader::sampler::{DistributedSampler, Remainder, Sampler};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -21,6 +22,9 @@ pub struct EpochLoader {
     /// This rank's order of the dataset's samples (global ids for a staged
     /// dataset).
     sampler: Box<dyn Sampler>,
+    /// The same sampler where the dataset is not staged: the one an epoch
+    /// can be resumed from at another world size.
+    plain: Option<DistributedSampler>,
     config: LoaderConfig,
     current: Option<Loader>,
     /// The epoch `current` loads.
@@ -101,9 +105,18 @@ impl EpochLoader {
                 remainder,
             }),
         };
+        let plain = held.placement.is_none().then(|| DistributedSampler {
+            len: held.opened.dataset.len(),
+            world: world_size,
+            rank,
+            seed,
+            shuffle,
+            remainder,
+        });
         Ok(EpochLoader {
             dataset: dataset.unbind(),
             sampler,
+            plain,
             config: LoaderConfig { batch: batch_size, workers, prefetch, skip_corrupt, check_finite, drop_last },
             current: None,
             epoch: 0,
@@ -145,6 +158,57 @@ impl EpochLoader {
         self.current = Some(self.loader_of(epoch, position));
         self.epoch = epoch;
         Ok(())
+    }
+
+    /// Start the rest of `epoch` as an epoch begun on `from_world` ranks
+    /// left it, `taken` positions of its sequence taken by all ranks: this
+    /// rank's share of the rest ([`loader::elastic`]), from its batch
+    /// `position`. Returns this rank's batches in the resumed epoch (the
+    /// same on every rank).
+    fn start_resumed(
+        &mut self,
+        py: Python<'_>,
+        epoch: u64,
+        taken: usize,
+        from_world: usize,
+        position: usize,
+    ) -> PyResult<usize> {
+        let Some(plain) = self.plain else {
+            return Err(PyValueError::new_err(
+                "a staged dataset is placed for its world size: resume it at the world size it was opened for",
+            ));
+        };
+        if from_world == 0 {
+            return Err(PyValueError::new_err("the saved world size is 0"));
+        }
+        let mut sequence = DistributedSampler { world: from_world, rank: 0, ..plain }.sequence(epoch);
+        if self.config.drop_last {
+            // What the epoch delivers: each rank's whole batches.
+            let per_rank = sequence.len() / from_world;
+            let batch = self.config.batch.max(1);
+            sequence.truncate(per_rank / batch * batch * from_world);
+        }
+        if taken > sequence.len() {
+            return Err(PyValueError::new_err(format!(
+                "{taken} samples of the epoch taken, but it holds {} at world size {from_world}",
+                sequence.len()
+            )));
+        }
+        let batches = remaining_batches(&sequence, taken, plain.world, plain.rank, self.config.batch);
+        let count = batches.len();
+        if position > count {
+            return Err(PyValueError::new_err(format!(
+                "batch position {position} is past the resumed epoch's {count} batches"
+            )));
+        }
+        self.stop(py);
+        if let Some((_, ahead)) = self.ahead.take() {
+            py.detach(move || drop(ahead));
+        }
+        let dataset = self.dataset.get().opened.dataset.clone();
+        self.current = Some(Loader::of_batches(dataset, batches, self.config, position, self.buffers.clone()));
+        self.epoch = epoch;
+        Ok(count)
     }
 
     /// The next batch of the epoch, or `None` at its end: `(x, y, offsets,

@@ -9,8 +9,8 @@ import numpy as np
 from ._env import topology
 from ._stagehand import Dataset, EpochLoader
 
-#: ``state_dict()`` layout version.
-STATE_VERSION = 1
+#: ``state_dict()`` layout version (1 is read too).
+STATE_VERSION = 2
 
 
 class Batch(NamedTuple):
@@ -103,15 +103,33 @@ class Loader:
         self.epoch = 0
         self._resume_at = 0
         self._running = False
+        # An epoch begun at another world size: (its world size, samples of
+        # its sequence all ranks had taken when this loader took it over).
+        self._origin: Optional[Tuple[int, int]] = None
 
     def __len__(self) -> int:
-        """Batches per epoch, the same on every rank."""
+        """Batches of the current epoch, the same on every rank."""
+        if self._origin is not None:
+            return self._resumed_steps(*self._origin)
         return self._inner.batches()
+
+    def _sequence_len(self, world_size: int) -> int:
+        """Samples an epoch begun on ``world_size`` ranks visits over all of them."""
+        n = len(self.dataset)
+        if self.drop_last:
+            return (n // world_size) // self.batch_size * self.batch_size * world_size
+        return -(-n // world_size) * world_size
+
+    def _resumed_steps(self, world_size: int, taken: int) -> int:
+        """Steps of the rest of an epoch begun on ``world_size`` ranks, ``taken`` samples in."""
+        left = self._sequence_len(world_size) - taken
+        return -(-(-(-left // self.world_size)) // self.batch_size)
 
     def set_epoch(self, epoch: int) -> None:
         """Run ``epoch`` next, from its first batch."""
         self.epoch = epoch
         self._resume_at = 0
+        self._origin = None
 
     def order(self, epoch: Optional[int] = None) -> List[int]:
         """This rank's sample ids of ``epoch`` (default: the current one), in order."""
@@ -124,7 +142,11 @@ class Loader:
         holds every choice of the batch and sample ``k``'s are rows
         ``offsets[k]:offsets[k + 1]``.
         """
-        self._inner.start(self.epoch, self._resume_at)
+        if self._origin is None:
+            self._inner.start(self.epoch, self._resume_at)
+        else:
+            world_size, taken = self._origin
+            self._inner.start_resumed(self.epoch, taken, world_size, self._resume_at)
         self._running = True
         try:
             while True:
@@ -139,6 +161,7 @@ class Loader:
             self._resume_at = self._inner.position()
         self.epoch += 1
         self._resume_at = 0
+        self._origin = None
 
     def batches(self) -> Iterator[Batch]:
         """One epoch of ``Batch`` (inputs, targets, sample ids)."""
@@ -157,9 +180,11 @@ class Loader:
 
         ``load_state_dict`` on a new loader over the same data (any number
         of workers) continues with exactly the batches this one would have
-        given next.
+        given next; on a loader of another world size (an unstaged
+        dataset), with this rank's share of the samples the epoch has left.
         """
         position = self._inner.position() if self._running else self._resume_at
+        origin_world, taken_before = self._origin if self._origin is not None else (self.world_size, 0)
         return {
             "version": STATE_VERSION,
             "epoch": self.epoch,
@@ -170,30 +195,73 @@ class Loader:
             "rank": self.rank,
             "world_size": self.world_size,
             "drop_last": int(self.drop_last),
+            "origin_world_size": origin_world,
+            "taken_before": taken_before,
         }
 
     def load_state_dict(self, state: Dict[str, int]) -> None:
         """Continue where ``state`` (from ``state_dict()``) left off.
 
+        At the same world size, with exactly the batches the saved loader
+        would have given next. At another (4 ranks to 2 or 8, say; unstaged
+        datasets only), every rank takes its share of the samples the epoch
+        has left, each exactly once, all ranks the same number of steps;
+        shares differ by a sample, so the last batches may be shorter.
         Raises ``ValueError`` if the state belongs to a loader with another
-        seed, batch size, dataset size, rank or world size: its batch
-        positions would name other samples here.
+        seed, batch size, dataset size or ``drop_last``, or to another rank
+        of the same world size.
         """
-        if state.get("version") != STATE_VERSION:
-            raise ValueError(f"loader state version {state.get('version')!r}, this loader reads {STATE_VERSION}")
+        version = state.get("version")
+        if version not in (1, STATE_VERSION):
+            raise ValueError(f"loader state version {version!r}, this loader reads 1 and {STATE_VERSION}")
         mine = self.state_dict()
-        differ = [
-            f"{key} {state.get(key)!r} (this loader: {mine[key]!r})"
-            for key in ("seed", "batch_size", "samples", "rank", "world_size", "drop_last")
-            if state.get(key) != mine[key]
-        ]
+        same_world = state.get("world_size") == self.world_size
+        keys = ("seed", "batch_size", "samples", "drop_last") + (("rank", "world_size") if same_world else ())
+        differ = [f"{key} {state.get(key)!r} (this loader: {mine[key]!r})" for key in keys if state.get(key) != mine[key]]
         if differ:
             raise ValueError("the saved loader state does not fit this loader: " + ", ".join(differ))
+        saved_world = int(state["world_size"])
+        origin_world = int(state.get("origin_world_size", saved_world))
+        taken_before = int(state.get("taken_before", 0))
+        elastic = (origin_world, taken_before) != (saved_world, 0)
         batch = int(state["batch"])
-        if not 0 <= batch <= len(self):
-            raise ValueError(f"saved batch position {batch} is outside the epoch's {len(self)} batches")
         self.epoch = int(state["epoch"])
-        self._resume_at = batch
+        if same_world and not elastic:
+            if not 0 <= batch <= len(self):
+                raise ValueError(f"saved batch position {batch} is outside the epoch's {len(self)} batches")
+            self._origin = None
+            self._resume_at = batch
+            return
+        if self.dataset.staged_for is not None:
+            raise ValueError(
+                f"the saved state is for {saved_world} ranks; a staged dataset is placed for its world size "
+                f"({self.world_size} here): resume it at the world size it was saved at"
+            )
+        total = self._sequence_len(origin_world)
+        left = total - taken_before
+        steps = -(-(-(-left // saved_world)) // self.batch_size)
+        if not 0 <= batch <= steps:
+            raise ValueError(f"saved batch position {batch} is outside the epoch's {steps} batches")
+        if same_world:
+            self._origin = (origin_world, taken_before)
+            self._resume_at = batch
+            return
+        # Whole steps taken so far are a prefix of the epoch's sequence while
+        # every rank's batches were full: all but an epoch's last step (the
+        # count of full steps and of all steps differ by one at most), and
+        # a position past them is the epoch's end.
+        full_steps = (left // saved_world) // self.batch_size
+        if batch <= full_steps:
+            taken = taken_before + batch * self.batch_size * saved_world
+        else:
+            taken = total
+        taken = min(taken, total)
+        if taken >= total:
+            self.epoch += 1
+            self._origin = None
+        else:
+            self._origin = (origin_world, taken)
+        self._resume_at = 0
 
     def metrics(self) -> Dict[str, float]:
         """Samples, bytes, seconds, the consumer's waiting share and skipped samples so far."""

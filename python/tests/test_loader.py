@@ -208,3 +208,62 @@ def test_the_gil_is_free_while_the_consumer_waits(scattering):
         sys.setswitchinterval(interval)
     inside = sum(1 for t in ticks if any(a < t < b for a, b in waits))
     assert inside > 0, f"no tick of the other thread in {len(waits)} waits: next() held the GIL"
+
+
+@pytest.mark.parametrize("new_world", [2, 8])
+@pytest.mark.parametrize("batch_size, drop_last", [(4, False), (2, True)])
+def test_a_state_saved_on_4_ranks_resumes_on_2_or_8_visiting_each_remaining_sample_once(
+    cosmo, new_world, batch_size, drop_last
+):
+    data = stagehand.Dataset.from_manifest(cosmo)
+    options = dict(batch_size=batch_size, seed=3, drop_last=drop_last, workers=1)
+    old = [stagehand.Loader(data, rank=r, world_size=4, **options) for r in range(4)]
+    delivered = sorted(i for loader in old for i in loader.order(0))
+    taken, states = [], []
+    for loader in old:  # every rank takes one step, then the job stops
+        batches = loader.batches()
+        taken.extend(next(batches).indices)
+        batches.close()
+        states.append(json.loads(json.dumps(loader.state_dict())))
+        loader.close()
+    remaining = list(delivered)
+    for i in taken:
+        remaining.remove(i)
+    new = [stagehand.Loader(data, rank=r, world_size=new_world, **options) for r in range(new_world)]
+    got, steps = [], []
+    for rank, loader in enumerate(new):
+        loader.load_state_dict(states[rank % 4])
+        steps.append(len(loader))
+        count = 0
+        for batch in loader.batches():
+            assert len(batch.indices) <= batch_size
+            got.extend(batch.indices)
+            count += 1
+        assert count == steps[-1]
+        assert loader.epoch == 1, "the next iteration runs the next epoch, at the new world size"
+        assert len(loader) == len(stagehand.Loader(data, rank=rank, world_size=new_world, **options))
+    assert sorted(got) == remaining, "each remaining sample once"
+    assert len(set(steps)) == 1, f"steps per rank {steps}"
+
+
+def test_an_epoch_moved_from_4_ranks_to_3_then_to_2_visits_every_sample_once(cosmo):
+    data = stagehand.Dataset.from_manifest(cosmo)
+    options = dict(batch_size=2, seed=8, workers=1)
+    delivered = sorted(i for r in range(4) for i in stagehand.Loader(data, rank=r, world_size=4, **options).order(0))
+    seen, state = [], None
+    for world, steps in [(4, 1), (3, 1), (2, None)]:
+        saved = []
+        for rank in range(world):
+            loader = stagehand.Loader(data, rank=rank, world_size=world, **options)
+            if state is not None:
+                loader.load_state_dict(state)
+            for k, batch in enumerate(loader.batches()):
+                seen.extend(batch.indices)
+                if k + 1 == steps:
+                    break
+            saved.append(loader.state_dict())
+            loader.close()
+        assert len({(s["epoch"], s["batch"]) for s in saved}) == 1, "every rank at the same step"
+        state = saved[0]
+    assert state["epoch"] == 1
+    assert sorted(seen) == delivered

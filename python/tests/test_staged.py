@@ -95,6 +95,14 @@ def test_a_loader_over_a_staged_dataset_takes_the_rank_it_was_opened_for(cosmo, 
     assert [b.indices for b in loader.batches()] == [b.indices for b in explicit.batches()]
 
 
+def test_a_staged_loader_resumes_only_at_the_world_size_it_was_placed_for(cosmo, staged):
+    template, _ = staged
+    state = stagehand.Loader(open_rank(cosmo, template, 1), batch_size=2, seed=3).state_dict()
+    fewer = stagehand.Loader(open_rank(cosmo, template, 0, world_size=2, ranks_per_node=1), batch_size=2, seed=3)
+    with pytest.raises(ValueError, match="placed for its world size"):
+        fewer.load_state_dict(state)
+
+
 def test_a_destination_without_its_files_or_staged_for_other_nodes_is_a_data_error(cosmo, staged, tmp_path):
     template, dest = staged
     with pytest.raises(stagehand.DataError, match="no placement record"):
