@@ -81,6 +81,9 @@ impl EpochLoader {
         }
         let held = dataset.get();
         let remainder = if drop_last { Remainder::Drop } else { Remainder::Pad };
+        let distributed =
+            DistributedSampler { len: held.opened.dataset.len(), world: world_size, rank, seed, shuffle, remainder };
+        let plain = held.placement.is_none().then_some(distributed);
         let sampler: Box<dyn Sampler> = match &held.placement {
             Some(placement) => {
                 if placement.rank_world() != (rank, world_size) {
@@ -96,23 +99,8 @@ impl EpochLoader {
                 }
                 Box::new(placement.sampler(remainder)?)
             }
-            None => Box::new(DistributedSampler {
-                len: held.opened.dataset.len(),
-                world: world_size,
-                rank,
-                seed,
-                shuffle,
-                remainder,
-            }),
+            None => Box::new(distributed),
         };
-        let plain = held.placement.is_none().then(|| DistributedSampler {
-            len: held.opened.dataset.len(),
-            world: world_size,
-            rank,
-            seed,
-            shuffle,
-            remainder,
-        });
         Ok(EpochLoader {
             dataset: dataset.unbind(),
             sampler,
