@@ -29,6 +29,7 @@
 //! execution behind `stager stage`) and [`verify`] (behind `stager
 //! verify`).
 
+pub mod capacity;
 pub mod destination;
 pub mod files;
 pub mod plan;
