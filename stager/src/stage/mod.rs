@@ -94,8 +94,11 @@ const TAG_BODY: i32 = 13;
 /// Whole small files, several to a message ([`wire::Pack`]).
 const TAG_PACK: i32 = 14;
 /// A failing rank's notice to the writers: its message, in UTF-8, so each
-/// node's service can tell its clients why.
+/// node's service can tell its clients why (cut to [`NOTICE_MAX`] bytes).
 const TAG_ABORT: i32 = 11;
+/// Failure notices stay under the shared-memory transport's eager limit
+/// (4 KiB), so a send never waits for a rank that is not listening.
+const NOTICE_MAX: usize = 2048;
 /// A writer's answer to `TAG_ABORT`: its temporary files are gone.
 const TAG_CLEARED: i32 = 12;
 /// How long a failing rank waits for every writer to clear its temporary
@@ -672,8 +675,9 @@ impl Context<'_> {
         let _ = journal::clear_temp(self.dest);
         let told: Vec<usize> = self.writing_ranks.iter().copied().filter(|&r| r != self.rank).collect();
         if let Some(comm) = self.comm {
+            let notice = &message.as_bytes()[..message.len().min(NOTICE_MAX)];
             for &rank in &told {
-                comm.comm().process_at_rank(rank as i32).send_with_tag(message.as_bytes(), TAG_ABORT);
+                comm.comm().process_at_rank(rank as i32).send_with_tag(notice, TAG_ABORT);
             }
         }
         // After the notices: a service answers its clients before returning.
