@@ -1,5 +1,5 @@
 """How much of the cosmological parameters a simgen CosmoFlow dataset gives
-away, without a CNN (issue #6's learning target).
+away, without a CNN (the learning target).
 
 Reads every sample of a `simgen cosmo` directory (TFRecords of int16 counts
 [D, D, D, 4] and 4 unit parameters), reduces each to summary statistics per
@@ -8,7 +8,7 @@ empty-voxel fraction, the mean count, and the log power of the overdensity
 in 4 wavenumber bins), and fits a ridge regression on the first files,
 holding out the last ones (whole simulations: one file per box). Prints the
 held-out MAE per parameter against predicting the training mean, and the
-ratio of their averages (issue #6 asks a CNN for at most 0.7).
+ratio of their averages (the target asks a CNN for at most 0.7).
 
     bash bench/setup-peers.sh
     simgen cosmo --out /tmp/c200 --boxes 200 --grid 64 --particles 64 \\

@@ -1,4 +1,4 @@
-"""Peer of the trainer's learning check (issue #6): the same Keras model as
+"""Peer of the trainer's learning check: the same Keras model as
 the step bench (cosmoflow_keras.py) trained on a simgen CosmoFlow directory
 with the trainer's split (the last --held-out share of the files is the
 validation set), Adam, batch 8, a reshuffle every epoch. Prints, per epoch,

@@ -1,4 +1,4 @@
-"""Peer of the trainer step bench (issue #6): the MLPerf HPC CosmoFlow
+"""Peer of the trainer step bench: the MLPerf HPC CosmoFlow
 Keras model (mlcommons/hpc cosmoflow/models/cosmoflow.py layout) at the
 trainer's reduced size, trained with SGD + momentum on random batches, on a
 fixed number of CPU threads. Prints one JSON line: median step seconds,

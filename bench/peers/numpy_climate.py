@@ -1,4 +1,4 @@
-"""Peer of `simgen climate` (issue #23): the same steps for one sample,
+"""Peer of `simgen climate`: the same steps for one sample,
 written the way a scientist writes them with NumPy and h5py: five
 red-spectrum random fields synthesised by FFT on a grid 4x coarser per axis
 (latitude doubled so the poles do not wrap), bilinear upsampling, 16

@@ -1,4 +1,4 @@
-"""Peer of `simgen cosmo` (issue #5): the same steps for one box, written the
+"""Peer of `simgen cosmo`: the same steps for one box, written the
 way a scientist writes them with NumPy (numpy.fft in single precision, as
 simgen computes): E&H no-wiggle P(k) normalised to sigma_8, growth D1/D2 by
 RK4, Gaussian field, Zel'dovich + 2LPT displacements, NGP counts for each

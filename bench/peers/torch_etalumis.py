@@ -1,4 +1,4 @@
-"""Peer of the Etalumis step bench (issue P12): the trainer's `small`
+"""Peer of the Etalumis step bench: the trainer's `small`
 Etalumis network built layer for layer in PyTorch (the layout of
 trainer/src/models/etalumis/{net,lstm,proposal}.rs, itself pyprob's
 InferenceNetworkLSTM), trained with Adam on the same batches of real traces

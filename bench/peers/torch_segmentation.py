@@ -1,5 +1,5 @@
-"""Peer of the segmentation and inverse-imaging step benches (issues P11,
-P13): the trainer's `small` Tiramisu, DeepLabv3+ and inverse-imaging
+"""Peer of the segmentation and inverse-imaging step benches: the
+trainer's `small` Tiramisu, DeepLabv3+ and inverse-imaging
 FC-DenseNet built layer for layer in PyTorch (the same layouts as
 trainer/src/models/segmentation/{tiramisu,deeplab}.rs and
 trainer/src/models/inverse/mod.rs), trained with Adam on random inputs

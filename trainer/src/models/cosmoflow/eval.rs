@@ -28,7 +28,7 @@ pub fn validate(
         let prediction = predict(&batch)
             .into_data()
             .try_into_vec_as::<f32>()
-            .map_err(|e| TrainError::Model(format!("a prediction did not convert to f32: {e:?}")))?;
+            .map_err(|e| TrainError::context("a prediction did not convert to f32", e))?;
         if prediction.len() != batch.y.len() {
             return Err(TrainError::Model(format!(
                 "{} predictions for {} targets in validation batch {}",

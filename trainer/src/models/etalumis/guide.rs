@@ -101,7 +101,7 @@ impl NetworkProposal<'_> {
             .head(h)
             .into_data()
             .try_to_vec::<f32>()
-            .map_err(|e| format!("reading the head's output: {e:?}"))?
+            .map_err(|e| format!("reading the head's output: {e}"))?
             .into_iter()
             .map(f64::from)
             .collect())

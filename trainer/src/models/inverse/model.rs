@@ -296,7 +296,7 @@ impl TrainModel for InverseModel {
             .forward(x, &mut Pass::inference())
             .into_data()
             .try_to_vec::<f32>()
-            .map_err(|e| TrainError::Model(format!("reading the predictions: {e:?}")))?;
+            .map_err(|e| TrainError::context("reading the predictions", e))?;
         let pixels = n.target_mean.len();
         let predictions: Vec<f32> = standardised
             .iter()

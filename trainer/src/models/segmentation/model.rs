@@ -349,7 +349,7 @@ impl<N: Network> TrainModel for SegmentationModel<N> {
             let loss = loss
                 .into_data()
                 .try_to_vec::<f32>()
-                .map_err(|e| TrainError::Model(format!("the validation loss did not convert to f32: {e:?}")))?;
+                .map_err(|e| TrainError::context("the validation loss did not convert to f32", e))?;
             loss_sum += f64::from(loss.first().copied().unwrap_or(f32::NAN)) * batch.y.len() as f64;
             pixels += batch.y.len() as u64;
             let predicted = logits
@@ -357,7 +357,7 @@ impl<N: Network> TrainModel for SegmentationModel<N> {
                 .into_data()
                 .convert::<i64>()
                 .try_to_vec::<i64>()
-                .map_err(|e| TrainError::Model(format!("a prediction did not convert to class ids: {e:?}")))?;
+                .map_err(|e| TrainError::context("a prediction did not convert to class ids", e))?;
             if predicted.len() != batch.y.len() {
                 return Err(TrainError::Model(format!(
                     "{} predicted pixels for {} labels in validation batch {}",
