@@ -61,6 +61,22 @@ pub struct TrainState {
     /// older versions).
     #[serde(default)]
     pub run: Option<RunShape>,
+    /// Set when the epoch in progress was taken over from a run with
+    /// another number of ranks: where its sample sequence came from.
+    /// `steps_into_epoch` then counts steps of the deal that began there.
+    #[serde(default)]
+    pub epoch_begun: Option<EpochBegun>,
+}
+
+/// Where an epoch resumed at another number of ranks began: its sample
+/// sequence is the one `ranks` ranks were dealt, of which `taken`
+/// positions were trained on before the current deal of the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpochBegun {
+    /// Ranks the epoch began on (they fix its sequence).
+    pub ranks: u64,
+    /// Positions of the sequence trained on before the current deal.
+    pub taken: u64,
 }
 
 /// What decides a run's sample order and the meaning of its optimiser
@@ -341,6 +357,7 @@ mod tests {
                 files: BTreeMap::new(),
                 layout: serde_json::json!([{ "address": "tau__px__Uniform__1", "kind": "uniform" }]),
                 run: Some(RunShape { batch: 4, ranks: 2, steps_per_epoch: 5, optimizer: "adam".into() }),
+                epoch_begun: Some(EpochBegun { ranks: 4, taken: 12 }),
             },
             params,
             model_state,

@@ -23,6 +23,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::pipeline::LoaderConfig;
+use crate::sampler::DistributedSampler;
+
 /// Where an epoch stands, at any world size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EpochPosition {
@@ -43,29 +46,106 @@ impl EpochPosition {
     }
 }
 
+/// An epoch in progress as a resumed run takes it over: the world size
+/// it began with (which fixes its sequence) and the positions of that
+/// sequence all ranks had taken when the current deal began. A run that
+/// saves mid-way through a dealt epoch records this and its steps into the
+/// deal; [`EpochStart::after_steps`] turns the two back into one position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpochStart {
+    /// Ranks the epoch began on.
+    pub world: usize,
+    /// Positions of its sequence taken before the current deal.
+    pub taken: usize,
+}
+
+impl EpochStart {
+    /// An epoch begun on `world` ranks, nothing taken.
+    pub fn fresh(world: usize) -> EpochStart {
+        EpochStart { world, taken: 0 }
+    }
+
+    /// Where the epoch stands after `steps` steps of the deal of its
+    /// remaining `total - taken` positions to `world` ranks in batches of
+    /// `batch` ([`remaining_batches`]): each step takes the next
+    /// `world * batch` positions.
+    pub fn after_steps(self, total: usize, world: usize, batch: usize, steps: usize) -> EpochStart {
+        let left = total.saturating_sub(self.taken);
+        let dealt = steps.saturating_mul(world.max(1)).saturating_mul(batch.max(1)).min(left);
+        EpochStart { world: self.world, taken: self.taken + dealt }
+    }
+}
+
+/// Steps of the deal of `left` positions to `world` ranks in batches of
+/// `batch` ([`remaining_batches`] gives every rank this many).
+pub fn dealt_steps(left: usize, world: usize, batch: usize) -> usize {
+    left.div_ceil(world.max(1).saturating_mul(batch.max(1)))
+}
+
+/// The sequence of `epoch` as an epoch begun on `start.world` ranks
+/// delivers it: `sampler`'s sequence at that world size, cut (with
+/// `config.drop_last`) to each rank's whole batches.
+pub fn delivered_sequence(sampler: &DistributedSampler, config: &LoaderConfig, epoch: u64, world: usize) -> Vec<usize> {
+    let world = world.max(1);
+    let mut sequence = DistributedSampler { world, rank: 0, ..*sampler }.sequence(epoch);
+    if config.drop_last {
+        let per_rank = sequence.len() / world;
+        let batch = config.batch.max(1);
+        sequence.truncate(per_rank / batch * batch * world);
+    }
+    sequence
+}
+
+/// `sampler`'s rank's batches of the rest of `epoch` (begun and dealt as
+/// `start` says) at `sampler`'s world size: the one way the trainer and
+/// the Python loader resume an epoch at another number of ranks.
+pub fn resumed_batches(
+    sampler: &DistributedSampler,
+    config: &LoaderConfig,
+    epoch: u64,
+    start: EpochStart,
+) -> Result<Vec<Vec<usize>>, ElasticError> {
+    if start.world == 0 {
+        return Err(ElasticError::NoRanks);
+    }
+    let sequence = delivered_sequence(sampler, config, epoch, start.world);
+    if start.taken > sequence.len() {
+        return Err(ElasticError::PastTheEnd { taken: start.taken, total: sequence.len(), world: start.world });
+    }
+    Ok(remaining_batches(&sequence, start.taken, sampler.world, sampler.rank, config.batch))
+}
+
+/// Why an epoch cannot be resumed where a saved state says it stands.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ElasticError {
+    /// The saved world size is 0.
+    #[error("the saved epoch began on 0 ranks")]
+    NoRanks,
+    /// More positions taken than the epoch holds (another dataset, seed or batch size).
+    #[error("{taken} samples of the epoch taken, but it holds {total} at world size {world}")]
+    PastTheEnd {
+        /// Positions the state says were taken.
+        taken: usize,
+        /// Positions the epoch holds.
+        total: usize,
+        /// The world size it began on.
+        world: usize,
+    },
+}
+
 /// Rank `rank` of `world`'s batches for the rest of an epoch whose
-/// sequence is `sequence`, from position `taken`. Position `taken + i`
-/// goes to rank `i % world`; each rank cuts its share into batches of
-/// `batch`. Shares differ by one sample at most; a rank left one batch
-/// short splits its last batch in two (or, holding fewer samples than that,
-/// takes an empty one), so that every rank takes the same number of steps.
+/// sequence is `sequence`, from position `taken`. Step `j` takes the `j`-th
+/// run of `world * batch` positions of the rest, dealt round-robin
+/// (position `i` of the run to rank `i % world`), so every rank takes the
+/// same number of steps, no batch holds more than `batch`, only the last
+/// step's batches can be short (or empty, with fewer positions left than
+/// ranks), and after any step exactly a prefix of the sequence is taken
+/// ([`EpochStart::after_steps`]). At the world size the epoch began with
+/// this is each rank's stride cut into batches: the uninterrupted epoch.
 pub fn remaining_batches(sequence: &[usize], taken: usize, world: usize, rank: usize, batch: usize) -> Vec<Vec<usize>> {
     let (world, batch) = (world.max(1), batch.max(1));
-    let rest = sequence.get(taken..).unwrap_or_default();
-    let largest = rest.len().div_ceil(world);
-    let steps = largest.div_ceil(batch);
-    let mine: Vec<usize> = rest.iter().skip(rank).step_by(world).copied().collect();
-    let mut batches: Vec<Vec<usize>> = mine.chunks(batch).map(<[usize]>::to_vec).collect();
-    while batches.len() < steps {
-        match batches.last_mut() {
-            Some(last) if last.len() >= 2 => {
-                let tail = last.split_off(last.len().div_ceil(2));
-                batches.push(tail);
-            }
-            _ => batches.push(Vec::new()),
-        }
-    }
-    batches
+    let rest = &sequence[taken.min(sequence.len())..];
+    rest.chunks(world * batch).map(|run| run.iter().skip(rank).step_by(world).copied().collect()).collect()
 }
 
 #[cfg(test)]
@@ -111,8 +191,43 @@ mod tests {
                 }
             }
             prop_assert!(counts.iter().all(|&c| c == counts[0]), "steps per rank {:?}", counts);
+            prop_assert_eq!(counts[0], dealt_steps(sequence.len() - at.taken, to, batch));
             prop_assert!(visited[..at.taken].iter().all(|&v| v == 0));
             prop_assert!(visited[at.taken..].iter().all(|&v| v == 1));
+        }
+
+        /// A dealt epoch saved after any step but its last, then taken over
+        /// at another world size: the position `after_steps` gives is
+        /// exactly the positions the deal's first steps took, so the next
+        /// deal visits each of the rest once.
+        #[test]
+        fn after_steps_of_a_deal_is_exactly_what_those_steps_took(
+            total in 1usize..300,
+            taken_frac in 0.0f64..1.0,
+            world in 1usize..9,
+            batch in 1usize..9,
+            stop in 0.0f64..1.0,
+        ) {
+            let sequence: Vec<usize> = (0..total).collect();
+            let start = EpochStart { world: 4, taken: (taken_frac * total as f64) as usize };
+            let steps = dealt_steps(total - start.taken, world, batch);
+            prop_assert!(steps > 0);
+            let k = (stop * steps as f64) as usize;
+            let mut took = vec![false; total];
+            for rank in 0..world {
+                let batches = remaining_batches(&sequence, start.taken, world, rank, batch);
+                prop_assert_eq!(batches.len(), steps);
+                for id in batches[..k].concat() {
+                    took[id] = true;
+                }
+            }
+            let after = start.after_steps(total, world, batch, k);
+            prop_assert_eq!(after.world, 4);
+            for (position, &t) in took.iter().enumerate() {
+                prop_assert_eq!(t || position < start.taken, position < after.taken, "position {}", position);
+            }
+            // And the last step ends the epoch.
+            prop_assert_eq!(start.after_steps(total, world, batch, steps).taken, total);
         }
 
         /// At the world size the epoch began with, after whole steps, the

@@ -19,6 +19,14 @@ pub trait Sampler: Send + Sync {
     fn per_rank(&self, batch: usize) -> usize {
         self.order(0, batch).len()
     }
+
+    /// The distributed sampler this is, if it is one: its epochs are one
+    /// sequence dealt to the ranks, so an epoch in progress can move to
+    /// another number of ranks ([`crate::elastic`]). Samplers that place
+    /// data per node or make batches themselves cannot.
+    fn as_distributed(&self) -> Option<&DistributedSampler> {
+        None
+    }
 }
 
 /// The first `len` samples of another sampler's order each epoch: how
@@ -49,6 +57,10 @@ impl Sampler for DistributedSampler {
 
     fn per_rank(&self, _batch: usize) -> usize {
         DistributedSampler::per_rank(self)
+    }
+
+    fn as_distributed(&self) -> Option<&DistributedSampler> {
+        Some(self)
     }
 }
 

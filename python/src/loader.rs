@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use loader::elastic::remaining_batches;
+use loader::elastic::{EpochStart, resumed_batches};
 use loader::pipeline::{Loader, LoaderConfig, Metrics, Recycler};
 use loader::sampler::{DistributedSampler, Remainder, Sampler};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -166,23 +166,9 @@ impl EpochLoader {
                 "a staged dataset is placed for its world size: resume it at the world size it was opened for",
             ));
         };
-        if from_world == 0 {
-            return Err(PyValueError::new_err("the saved world size is 0"));
-        }
-        let mut sequence = DistributedSampler { world: from_world, rank: 0, ..plain }.sequence(epoch);
-        if self.config.drop_last {
-            // What the epoch delivers: each rank's whole batches.
-            let per_rank = sequence.len() / from_world;
-            let batch = self.config.batch.max(1);
-            sequence.truncate(per_rank / batch * batch * from_world);
-        }
-        if taken > sequence.len() {
-            return Err(PyValueError::new_err(format!(
-                "{taken} samples of the epoch taken, but it holds {} at world size {from_world}",
-                sequence.len()
-            )));
-        }
-        let batches = remaining_batches(&sequence, taken, plain.world, plain.rank, self.config.batch);
+        let start = EpochStart { world: from_world, taken };
+        let batches =
+            resumed_batches(&plain, &self.config, epoch, start).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let count = batches.len();
         if position > count {
             return Err(PyValueError::new_err(format!(

@@ -122,8 +122,11 @@ class Loader:
 
     def _resumed_steps(self, world_size: int, taken: int) -> int:
         """Steps of the rest of an epoch begun on ``world_size`` ranks, ``taken`` samples in."""
-        left = self._sequence_len(world_size) - taken
-        return -(-(-(-left // self.world_size)) // self.batch_size)
+        return self._dealt_steps(self._sequence_len(world_size) - taken, self.world_size)
+
+    def _dealt_steps(self, left: int, world_size: int) -> int:
+        """Steps of ``left`` samples dealt to ``world_size`` ranks (``loader::elastic::dealt_steps``)."""
+        return -(-left // (world_size * self.batch_size))
 
     def set_epoch(self, epoch: int) -> None:
         """Run ``epoch`` next, from its first batch."""
@@ -239,22 +242,17 @@ class Loader:
             )
         total = self._sequence_len(origin_world)
         left = total - taken_before
-        steps = -(-(-(-left // saved_world)) // self.batch_size)
+        steps = self._dealt_steps(left, saved_world)
         if not 0 <= batch <= steps:
             raise ValueError(f"saved batch position {batch} is outside the epoch's {steps} batches")
         if same_world:
             self._origin = (origin_world, taken_before)
             self._resume_at = batch
             return
-        # Whole steps taken so far are a prefix of the epoch's sequence while
-        # every rank's batches were full: all but an epoch's last step (the
-        # count of full steps and of all steps differ by one at most), and
-        # a position past them is the epoch's end.
-        full_steps = (left // saved_world) // self.batch_size
-        if batch <= full_steps:
-            taken = taken_before + batch * self.batch_size * saved_world
-        else:
-            taken = total
+        # Each step of a deal takes the next batch_size * world_size positions
+        # of the epoch's sequence (loader::elastic), so the steps taken are a
+        # prefix of it.
+        taken = taken_before + batch * self.batch_size * saved_world
         taken = min(taken, total)
         if taken >= total:
             self.epoch += 1

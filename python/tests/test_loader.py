@@ -246,12 +246,13 @@ def test_a_state_saved_on_4_ranks_resumes_on_2_or_8_visiting_each_remaining_samp
     assert len(set(steps)) == 1, f"steps per rank {steps}"
 
 
-def test_an_epoch_moved_from_4_ranks_to_3_then_to_2_visits_every_sample_once(cosmo):
+@pytest.mark.parametrize("moves", [[(4, 1), (3, 1), (2, None)], [(4, 1), (3, 2), (2, None)], [(4, 1), (5, 1), (1, None)], [(4, 1), (7, 1), (2, None)]])
+def test_an_epoch_moved_between_world_sizes_visits_every_sample_once(cosmo, moves):
     data = stagehand.Dataset.from_manifest(cosmo)
     options = dict(batch_size=2, seed=8, workers=1)
     delivered = sorted(i for r in range(4) for i in stagehand.Loader(data, rank=r, world_size=4, **options).order(0))
     seen, state = [], None
-    for world, steps in [(4, 1), (3, 1), (2, None)]:
+    for world, steps in moves:
         saved = []
         for rank in range(world):
             loader = stagehand.Loader(data, rank=rank, world_size=world, **options)

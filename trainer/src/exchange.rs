@@ -53,11 +53,24 @@ impl GradientExchange {
     /// memory, and [`average_slots`](Self::average_slots) is the allreduce
     /// alone (what Horovod calls prescaling).
     pub fn put(&mut self, t: usize, gradient: &[f32]) {
-        let scale = 1.0 / self.comm.size() as f32;
+        self.put_weighted(t, gradient, 1.0 / self.comm.size() as f32);
+    }
+
+    /// Put tensor `t`'s gradient with this rank's share `weight` of the
+    /// sum (its samples over the step's samples on all ranks), for steps
+    /// whose ranks hold batches of different sizes: the sum is then the
+    /// gradient of the mean loss over every sample of the step.
+    pub fn put_weighted(&mut self, t: usize, gradient: &[f32], weight: f32) {
         let (b, offset, len) = self.plan.place(t);
         debug_assert_eq!(gradient.len(), len, "tensor {t}");
         let slot = &mut self.send[b][offset..offset + len];
-        slot.iter_mut().zip(gradient).for_each(|(s, g)| *s = g * scale);
+        slot.iter_mut().zip(gradient).for_each(|(s, g)| *s = g * weight);
+    }
+
+    /// Put zeros for tensor `t`: a rank with no sample in this step.
+    pub fn put_zeros(&mut self, t: usize) {
+        let (b, offset, len) = self.plan.place(t);
+        self.send[b][offset..offset + len].fill(0.0);
     }
 
     /// Tensor `t`'s averaged gradient after [`average_slots`](Self::average_slots).

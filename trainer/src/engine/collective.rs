@@ -17,6 +17,13 @@ pub fn mean_over_ranks(world: &World, step_losses: &[f32]) -> Vec<f32> {
     mean
 }
 
+/// A count summed over the ranks.
+pub fn sum_over_ranks(world: &World, mine: u64) -> u64 {
+    let mut all = 0u64;
+    world.comm().all_reduce_into(&mine, &mut all, SystemOperation::sum());
+    all
+}
+
 /// Replace every rank's state by its mean over the ranks. BatchNorm's
 /// running statistics differ between ranks after a step (each normalises
 /// its own share of the batch); their mean is what a single process

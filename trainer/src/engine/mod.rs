@@ -11,6 +11,7 @@ pub mod collective;
 pub mod config;
 pub mod data;
 pub mod device;
+pub mod elastic;
 pub mod guard;
 pub mod model;
 pub mod report;
@@ -205,6 +206,9 @@ struct Start {
     state: Vec<Vec<f32>>,
     epoch: u64,
     skip: u64,
+    /// The checkpoint's epoch dealt to this run's ranks (saved on another
+    /// number of them, or within such a deal).
+    deal: Option<elastic::Deal>,
     losses: Vec<f32>,
 }
 
@@ -232,6 +236,18 @@ struct Run<'a, M: TrainModel> {
     sparse: bool,
     /// When [`run`] began: the clock of the time to the first batch.
     entered: Instant,
+}
+
+/// Where a step stands in its epoch: what a mid-epoch checkpoint records.
+#[derive(Debug, Clone, Copy)]
+struct EpochAt {
+    epoch: u64,
+    /// Steps of the epoch taken (of the deal, in a dealt epoch).
+    into_epoch: u64,
+    /// Steps the epoch has (the deal's, in a dealt epoch).
+    steps: u64,
+    /// Where a dealt epoch began.
+    begun: Option<loader::elastic::EpochStart>,
 }
 
 /// Validation samples `--plot` pictures the predictions of.
@@ -269,14 +285,6 @@ pub fn run<M: TrainModel>(
     let (first, same_everywhere) = data.train.first_samples(FIT_SAMPLES);
     model.fit(world, &*data.train, &first, same_everywhere)?;
     let steps_per_epoch = loader_config.steps(&*data.sampler) as u64;
-    if steps_per_epoch == 0 {
-        return Err(TrainError::Invalid(format!(
-            "{} training samples over {} ranks do not fill one batch of {} per rank",
-            loader_config.per_rank(&*data.sampler) * world.size(),
-            world.size(),
-            config.batch
-        )));
-    }
     let summary = model.summary();
     let lengths: Vec<usize> = tensors.iter().filter(|t| t.role.trainable()).map(TensorInfo::len).collect();
     let state_lengths: Vec<usize> = tensors.iter().filter(|t| !t.role.trainable()).map(TensorInfo::len).collect();
@@ -287,8 +295,26 @@ pub fn run<M: TrainModel>(
         steps_per_epoch,
         optimizer: optimizer_name(config).into(),
     };
-    let mut start = start(config, &model, &summary, &tensors, (&lengths, &state_lengths), (&mut optimizer, &shape))?;
-    if start.skip >= steps_per_epoch {
+    let mut start = start(
+        config,
+        &model,
+        &summary,
+        &tensors,
+        (&lengths, &state_lengths),
+        (&mut optimizer, &shape),
+        (&*data.sampler, &loader_config),
+    )?;
+    // A run that only finishes a dealt epoch takes none of its own.
+    let only_dealt = start.deal.is_some() && start.epoch + 1 >= config.epochs;
+    if steps_per_epoch == 0 && !only_dealt {
+        return Err(TrainError::Invalid(format!(
+            "{} training samples over {} ranks do not fill one batch of {} per rank",
+            loader_config.per_rank(&*data.sampler) * world.size(),
+            world.size(),
+            config.batch
+        )));
+    }
+    if start.deal.is_none() && start.skip >= steps_per_epoch {
         return Err(TrainError::Invalid(format!(
             "the checkpoint was saved {} steps into an epoch; this run's epochs have only {steps_per_epoch} steps",
             start.skip
@@ -330,7 +356,7 @@ pub fn run<M: TrainModel>(
         sparse: model.sparse_gradients(),
         entered,
     };
-    run.epochs(net, &data, (start.epoch, start.skip), on_epoch)
+    run.epochs(net, &data, (start.epoch, start.skip, start.deal), on_epoch)
 }
 
 /// Fresh tensors, or the latest checkpoint's (checked against this run).
@@ -341,6 +367,7 @@ fn start<M: TrainModel>(
     tensors: &[TensorInfo],
     (lengths, state_lengths): (&[usize], &[usize]),
     (optimizer, shape): (&mut Optimizer, &RunShape),
+    (sampler, loader_config): (&dyn loader::sampler::Sampler, &LoaderConfig),
 ) -> Result<Start, TrainError> {
     let resumed = match &config.checkpoint {
         Some(dir) => checkpoint::load_latest(dir)?,
@@ -348,10 +375,12 @@ fn start<M: TrainModel>(
     };
     let Some(cp) = resumed else {
         let (values, state) = params::initial(tensors, model.weight_init(), config.seed);
-        return Ok(Start { values, state, epoch: 0, skip: 0, losses: Vec::new() });
+        return Ok(Start { values, state, epoch: 0, skip: 0, deal: None, losses: Vec::new() });
     };
     same_layout(&cp.state.layout, &model.layout())?;
-    resume::check_resumable(&cp.state, shape, config.seed).map_err(TrainError::Invalid)?;
+    let steps_at = |ranks| elastic::steps_at(sampler, loader_config, ranks);
+    resume::check_resumable(&cp.state, shape, config.seed, &steps_at).map_err(TrainError::Invalid)?;
+    let deal = elastic::deal(&cp.state, sampler, loader_config, shape.ranks)?;
     if cp.state.lengths != lengths || cp.state.model != summary.config || cp.state.state_lengths != state_lengths {
         return Err(TrainError::Invalid(format!(
             "the checkpoint holds model '{}' with {} tensors and {} state tensors; this run is '{}' with {} and {}",
@@ -373,6 +402,7 @@ fn start<M: TrainModel>(
         state: cp.model_state,
         epoch: cp.state.epochs_done,
         skip: cp.state.steps_into_epoch,
+        deal,
         losses: cp.state.losses,
     })
 }
@@ -383,7 +413,7 @@ impl<M: TrainModel> Run<'_, M> {
         &mut self,
         mut net: M::Net,
         data: &RankData,
-        (start_epoch, resume_skip): (u64, u64),
+        (start_epoch, resume_skip, mut deal): (u64, u64, Option<elastic::Deal>),
         on_epoch: &mut dyn FnMut(&EpochReport),
     ) -> Result<TrainReport, TrainError> {
         let mut loader: Option<Loader> = None;
@@ -394,16 +424,30 @@ impl<M: TrainModel> Run<'_, M> {
         let mut first_batch_secs = None;
         for epoch in start_epoch..self.config.epochs {
             let started = Instant::now();
-            let order = self.loader_config.order(&*data.sampler, epoch);
             // A run resumed from a mid-epoch checkpoint starts at the batch
-            // it had reached.
-            let skip = if epoch == start_epoch { resume_skip } else { 0 };
-            let mut batches = match loader.take() {
-                None => Loader::resume(data.train.clone(), order, self.loader_config, skip as usize),
-                Some(previous) => previous.next_epoch_at(order, skip as usize),
+            // it had reached, of its own order or of the deal of the rest.
+            let dealt = deal.take().filter(|_| epoch == start_epoch);
+            let (mut batches, epoch_steps, skip, begun) = match (dealt, loader.take()) {
+                (Some(d), previous) => {
+                    let buffers = previous.map(|l| l.recycler()).unwrap_or_default();
+                    let steps = d.batches.len() as u64;
+                    let batches =
+                        Loader::of_batches(data.train.clone(), d.batches, self.loader_config, d.skip, buffers);
+                    (batches, steps, d.skip as u64, Some(d.start))
+                }
+                (None, previous) => {
+                    let order = self.loader_config.order(&*data.sampler, epoch);
+                    let skip = if epoch == start_epoch { resume_skip } else { 0 };
+                    let batches = match previous {
+                        None => Loader::resume(data.train.clone(), order, self.loader_config, skip as usize),
+                        Some(previous) => previous.next_epoch_at(order, skip as usize),
+                    };
+                    (batches, self.steps_per_epoch, skip, None)
+                }
             };
             let mut times = StepTimes::default();
-            let mut epoch_losses = Vec::with_capacity(self.steps_per_epoch as usize);
+            let mut epoch_losses = Vec::with_capacity(epoch_steps as usize);
+            let mut epoch_samples = 0u64;
             loop {
                 if self.config.max_steps.is_some_and(|max| run_steps >= max) {
                     break;
@@ -413,7 +457,10 @@ impl<M: TrainModel> Run<'_, M> {
                 let batch = batch.map_err(TrainError::from)?;
                 times.data_wait += t.elapsed().as_secs_f64();
                 first_batch_secs.get_or_insert_with(|| self.entered.elapsed().as_secs_f64());
-                let (next, loss) = match self.step(net, &batch, epoch, &mut times) {
+                // A dealt step's batches differ in size between ranks.
+                let share = begun.map(|_| elastic::share_of_step(self.world, batch.len()));
+                epoch_samples += batch.len() as u64;
+                let (next, loss) = match self.step(net, &batch, (epoch, share), &mut times) {
                     Ok(stepped) => stepped,
                     Err(TrainError::NonFinite(mut e)) if e.reports => {
                         e.detail = guard::diagnose(&batch, &*data.train, e.loss);
@@ -426,12 +473,19 @@ impl<M: TrainModel> Run<'_, M> {
                 epoch_losses.push(loss);
                 run_steps += 1;
                 let into_epoch = skip + epoch_losses.len() as u64;
-                net = self.maybe_checkpoint_mid_epoch(net, epoch, into_epoch, &epoch_losses, &mut times)?;
+                let at = EpochAt { epoch, into_epoch, steps: epoch_steps, begun };
+                net = self.maybe_checkpoint_mid_epoch(net, at, &epoch_losses, &mut times)?;
             }
             loader = Some(batches);
-            let stopped_early = (epoch_losses.len() as u64) < self.steps_per_epoch - skip;
-            let (next, report) =
-                self.end_epoch(net, data.validation.as_ref(), (epoch, stopped_early), &epoch_losses, times, started)?;
+            let stopped_early = (epoch_losses.len() as u64) < epoch_steps - skip;
+            let (next, report) = self.end_epoch(
+                net,
+                data.validation.as_ref(),
+                (epoch, stopped_early),
+                (&epoch_losses, epoch_samples),
+                times,
+                started,
+            )?;
             net = next;
             on_epoch(&report);
             run_times.add(&times);
@@ -442,6 +496,7 @@ impl<M: TrainModel> Run<'_, M> {
         }
         self.picture(&net, data.validation.as_ref())?;
         let seconds = run_started.elapsed().as_secs_f64();
+        let run_samples: u64 = epochs.iter().map(|e| e.samples).sum();
         Ok(TrainReport {
             model: self.summary.clone(),
             device: self.config.device.to_string(),
@@ -467,7 +522,7 @@ impl<M: TrainModel> Run<'_, M> {
             losses: std::mem::take(&mut self.losses),
             times: run_times,
             fractions: run_times.fractions(),
-            samples_per_sec: (run_steps as usize * self.config.batch * self.world.size()) as f64 / seconds,
+            samples_per_sec: run_samples as f64 / seconds,
             first_batch_secs,
             staging_wait_secs: loader::dataset::Dataset::staging_wait_secs(&*data.train),
             parallel_efficiency: None,
@@ -477,20 +532,32 @@ impl<M: TrainModel> Run<'_, M> {
     }
 
     /// One training step: forward, backward, exchange, update, write back.
-    /// Returns the network with the new parameters and the step's loss.
+    /// `share` is this rank's share of the step's samples in a dealt step
+    /// (ranks' batches of different sizes; [`elastic`]), `None` in an
+    /// ordinary one. Returns the network with the new parameters and the
+    /// step's loss (weighted by `share` so the mean over ranks is the mean
+    /// over the step's samples).
     fn step(
         &mut self,
         net: M::Net,
         batch: &Batch,
-        epoch: u64,
+        (epoch, share): (u64, Option<f32>),
         times: &mut StepTimes,
     ) -> Result<(M::Net, f32), TrainError> {
         let t = Instant::now();
         let context =
             StepContext { seed: self.config.seed, epoch, step: self.optimizer.steps, rank: self.world.rank() };
-        let loss = self.model.loss(&net, batch, &context, &self.device)?;
-        let grads = loss.backward();
-        let loss = scalar(loss)?;
+        // A rank with no sample in a dealt step adds nothing but zeros.
+        let computed = if batch.is_empty() {
+            None
+        } else {
+            let loss = self.model.loss(&net, batch, &context, &self.device)?;
+            let grads = loss.backward();
+            Some((scalar(loss)?, grads))
+        };
+        let ranks = self.world.size() as f32;
+        let weight = share.map_or(1.0 / ranks, |share| share);
+        let loss = computed.as_ref().map_or(0.0, |(loss, _)| *loss);
         let mut finite = loss.is_finite();
         match self.fault {
             Some((Fault::Abort, at)) if at == self.optimizer.steps => {
@@ -506,10 +573,16 @@ impl<M: TrainModel> Run<'_, M> {
         let (world, step) = (self.world, self.optimizer.steps);
         match &mut self.exchange {
             Exchange::Blocking(ex) => {
-                let present = params::gradients(&net, &grads, |i, g| {
-                    finite &= loader::finite::all_finite(g);
-                    ex.put(i, g);
-                });
+                let present = match &computed {
+                    Some((_, grads)) => params::gradients(&net, grads, |i, g| {
+                        finite &= loader::finite::all_finite(g);
+                        ex.put_weighted(i, g, weight);
+                    }),
+                    None => {
+                        (0..self.lengths.len()).for_each(|i| ex.put_zeros(i));
+                        vec![false; self.lengths.len()]
+                    }
+                };
                 times.compute += t.elapsed().as_secs_f64();
                 guard::stop_unless_finite(world, step, (finite, loss), epoch).map_err(TrainError::NonFinite)?;
                 let t = Instant::now();
@@ -527,10 +600,17 @@ impl<M: TrainModel> Run<'_, M> {
                 times.optimizer += t.elapsed().as_secs_f64();
             }
             Exchange::Lagged { exchange: ex, local, pending } => {
-                params::gradients(&net, &grads, |i, g| {
-                    finite &= loader::finite::all_finite(g);
-                    local[i].copy_from_slice(g);
-                });
+                // The lagged exchange averages what it is given over the ranks.
+                let scale = weight * ranks;
+                match &computed {
+                    Some((_, grads)) => {
+                        params::gradients(&net, grads, |i, g| {
+                            finite &= loader::finite::all_finite(g);
+                            local[i].iter_mut().zip(g).for_each(|(l, g)| *l = g * scale);
+                        });
+                    }
+                    None => local.iter_mut().for_each(|l| l.fill(0.0)),
+                }
                 times.compute += t.elapsed().as_secs_f64();
                 guard::stop_unless_finite(world, step, (finite, loss), epoch).map_err(TrainError::NonFinite)?;
                 let t = Instant::now();
@@ -548,7 +628,7 @@ impl<M: TrainModel> Run<'_, M> {
         let t = Instant::now();
         let net = params::with_values(net, &self.values, &self.device);
         times.compute += t.elapsed().as_secs_f64();
-        Ok((net, loss))
+        Ok((net, share.map_or(loss, |share| loss * share * ranks)))
     }
 
     /// Apply the gradient still in flight in a lagged exchange (at an
@@ -590,14 +670,13 @@ impl<M: TrainModel> Run<'_, M> {
     fn maybe_checkpoint_mid_epoch(
         &mut self,
         net: M::Net,
-        epoch: u64,
-        into_epoch: u64,
+        EpochAt { epoch, into_epoch, steps, begun }: EpochAt,
         epoch_losses: &[f32],
         times: &mut StepTimes,
     ) -> Result<M::Net, TrainError> {
         let (Some(dir), Some(every)) = (&self.config.checkpoint, self.config.checkpoint_every) else { return Ok(net) };
         let global_step = epoch * self.steps_per_epoch + into_epoch;
-        if !global_step.is_multiple_of(every.max(1)) || into_epoch >= self.steps_per_epoch {
+        if !global_step.is_multiple_of(every.max(1)) || into_epoch >= steps {
             return Ok(net);
         }
         let net = self.drain_lag(net, times);
@@ -605,7 +684,7 @@ impl<M: TrainModel> Run<'_, M> {
         let mut so_far = self.losses.clone();
         so_far.extend(collective::mean_over_ranks(self.world, epoch_losses));
         if self.world.is_root() {
-            checkpoint::save(dir, &self.snapshot((epoch, into_epoch, sum), so_far))?;
+            checkpoint::save(dir, &self.snapshot((epoch, into_epoch, sum), so_far, begun))?;
         }
         Ok(net)
     }
@@ -617,7 +696,7 @@ impl<M: TrainModel> Run<'_, M> {
         net: M::Net,
         val: Option<&ValSet>,
         (epoch, stopped_early): (u64, bool),
-        epoch_losses: &[f32],
+        (epoch_losses, epoch_samples): (&[f32], u64),
         times: StepTimes,
         started: Instant,
     ) -> Result<(M::Net, EpochReport), TrainError> {
@@ -634,13 +713,15 @@ impl<M: TrainModel> Run<'_, M> {
         };
         let seconds = started.elapsed().as_secs_f64();
         let steps = mean_losses.len() as u64;
+        let samples = collective::sum_over_ranks(self.world, epoch_samples);
         let report = EpochReport {
             epoch: epoch + 1,
             steps,
             train_loss: mean_losses.iter().sum::<f32>() / steps.max(1) as f32,
             validation,
             seconds,
-            samples_per_sec: (steps as usize * self.config.batch * self.world.size()) as f64 / seconds,
+            samples,
+            samples_per_sec: samples as f64 / seconds,
             times,
             lr: self.schedule.at(self.optimizer.steps),
             checksum: format!("{sum:016x}"),
@@ -650,7 +731,7 @@ impl<M: TrainModel> Run<'_, M> {
             && self.world.is_root()
             && !stopped_early
         {
-            checkpoint::save(dir, &self.snapshot((epoch + 1, 0, sum), self.losses.clone()))?;
+            checkpoint::save(dir, &self.snapshot((epoch + 1, 0, sum), self.losses.clone(), None))?;
         }
         Ok((net, report))
     }
@@ -688,8 +769,14 @@ impl<M: TrainModel> Run<'_, M> {
         Ok(())
     }
 
-    /// A checkpoint at (epochs done, steps into the next epoch, checksum).
-    fn snapshot(&self, (epochs_done, steps_into_epoch, checksum): (u64, u64, u64), losses: Vec<f32>) -> Checkpoint {
+    /// A checkpoint at (epochs done, steps into the next epoch, checksum);
+    /// `begun` when those steps are of a deal ([`elastic`]).
+    fn snapshot(
+        &self,
+        (epochs_done, steps_into_epoch, checksum): (u64, u64, u64),
+        losses: Vec<f32>,
+        begun: Option<loader::elastic::EpochStart>,
+    ) -> Checkpoint {
         let state = TrainState {
             format: checkpoint::FORMAT,
             model: self.summary.config.clone(),
@@ -704,6 +791,7 @@ impl<M: TrainModel> Run<'_, M> {
             files: Default::default(),
             layout: self.model.layout(),
             run: Some(self.shape.clone()),
+            epoch_begun: begun.map(elastic::begun),
         };
         Checkpoint {
             state,

@@ -55,6 +55,8 @@ pub struct EpochReport {
     pub validation: Option<Validation>,
     /// Wall seconds.
     pub seconds: f64,
+    /// Training samples this run trained in the epoch, all ranks.
+    pub samples: u64,
     /// Training samples per second, all ranks.
     pub samples_per_sec: f64,
     /// Rank 0's step time split.
