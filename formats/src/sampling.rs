@@ -1,6 +1,8 @@
 //! Sample orders the stager and the loaders both compute: the node-local
 //! order of a staged destination's samples, which the loaders read and a
-//! serving stager stages ahead of ([`first_needed`]). Each is a pure
+//! serving stager stages ahead of ([`first_needed`]), and the global
+//! shuffle's sequence ([`shuffled_sequence`]), whose reads the stager
+//! models under a node's capacity. Each is a pure
 //! function of (seed, epoch, rank, world), so every rank computes its share
 //! without communicating, a restarted job gets the same order, and every
 //! rank takes the same number of steps.
@@ -20,6 +22,30 @@ pub enum Remainder {
 /// The seed of one epoch's permutation: distinct per epoch, stable forever.
 pub fn epoch_seed(seed: u64, epoch: u64) -> u64 {
     seed ^ epoch.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// The samples of `len` every rank of `world` draws from in `epoch`, dealt
+/// round-robin (position `i` to rank `i % world`): the permutation of
+/// (`seed`, `epoch`) (or the natural order without `shuffle`), padded from
+/// its start or cut to equal shares. The loader's distributed sampler is
+/// this sequence's rank-strided view.
+pub fn shuffled_sequence(
+    len: usize,
+    world: usize,
+    (seed, epoch): (u64, u64),
+    shuffle: bool,
+    remainder: Remainder,
+) -> Vec<usize> {
+    if len == 0 {
+        return Vec::new();
+    }
+    let world = world.max(1);
+    let per_rank = match remainder {
+        Remainder::Pad => len.div_ceil(world),
+        Remainder::Drop => len / world,
+    };
+    let order = if shuffle { permutation(len, epoch_seed(seed, epoch)) } else { (0..len).collect() };
+    (0..per_rank * world).map(|i| order[i % len]).collect()
 }
 
 /// The samples of the files the stager placed on one node, split among the

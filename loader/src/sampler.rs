@@ -121,13 +121,7 @@ impl DistributedSampler {
     /// cut to equal shares. Its length is fixed by the world size the epoch
     /// began with; [`crate::elastic`] resumes the rest at another.
     pub fn sequence(&self, epoch: u64) -> Vec<usize> {
-        if self.len == 0 {
-            return Vec::new();
-        }
-        let order =
-            if self.shuffle { permutation(self.len, epoch_seed(self.seed, epoch)) } else { (0..self.len).collect() };
-        let total = self.per_rank() * self.world.max(1);
-        (0..total).map(|i| order[i % self.len]).collect()
+        formats::sampling::shuffled_sequence(self.len, self.world, (self.seed, epoch), self.shuffle, self.remainder)
     }
 }
 

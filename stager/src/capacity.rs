@@ -45,6 +45,28 @@ pub struct Traffic {
 /// room. Under [`Eviction::FurthestNextUse`] a file read again later than
 /// everything held is not kept at all (it would be the first to go).
 pub fn replay(reads: &[usize], sizes: &[u64], capacity: u64, rule: Eviction) -> Traffic {
+    let mut traffic = Traffic::default();
+    replay_each(reads, sizes, capacity, rule, |at, held| {
+        let size = sizes[reads[at]];
+        if held {
+            traffic.bytes_held += size;
+        } else {
+            traffic.bytes_read += size;
+            traffic.misses += 1;
+        }
+    });
+    traffic
+}
+
+/// [`replay`], telling `on_read(at, held)` for each read whether the store
+/// held its file (`false`: it was read in).
+pub fn replay_each(
+    reads: &[usize],
+    sizes: &[u64],
+    capacity: u64,
+    rule: Eviction,
+    mut on_read: impl FnMut(usize, bool),
+) {
     // The position of each read's next read of the same file.
     let mut next_use = vec![usize::MAX; reads.len()];
     let mut seen_at = vec![usize::MAX; sizes.len()];
@@ -57,7 +79,6 @@ pub fn replay(reads: &[usize], sizes: &[u64], capacity: u64, rule: Eviction) -> 
     let mut held: BTreeSet<(usize, usize)> = BTreeSet::new();
     let mut key_of = vec![None::<usize>; sizes.len()];
     let mut used = 0u64;
-    let mut traffic = Traffic::default();
     for (at, &file) in reads.iter().enumerate() {
         let size = sizes[file];
         let key = match rule {
@@ -65,14 +86,13 @@ pub fn replay(reads: &[usize], sizes: &[u64], capacity: u64, rule: Eviction) -> 
             Eviction::LeastRecentlyUsed => at,
         };
         if let Some(old) = key_of[file] {
-            traffic.bytes_held += size;
+            on_read(at, true);
             held.remove(&(old, file));
             held.insert((key, file));
             key_of[file] = Some(key);
             continue;
         }
-        traffic.bytes_read += size;
-        traffic.misses += 1;
+        on_read(at, false);
         if size > capacity {
             continue;
         }
@@ -96,7 +116,6 @@ pub fn replay(reads: &[usize], sizes: &[u64], capacity: u64, rule: Eviction) -> 
             used += size;
         }
     }
-    traffic
 }
 
 #[cfg(test)]

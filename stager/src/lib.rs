@@ -38,4 +38,5 @@ pub mod sigbus;
 pub mod simulate;
 pub mod source;
 pub mod stage;
+pub mod traffic;
 pub mod units;

@@ -168,6 +168,105 @@ struct PlanArgs {
     /// Print the full plan (every file's reader and destinations) as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    capacity: CapacityArgs,
+}
+
+/// A global shuffle over a sharded dataset under a per-node capacity
+/// (`stager plan` and `stager simulate`).
+#[derive(Args, Debug)]
+struct CapacityArgs {
+    /// Storage per node (e.g. 1.6TB): print what a global shuffle reads
+    /// each epoch from the source, from other nodes and locally, with each
+    /// file on one node (needs --policy shard).
+    #[arg(long, value_parser = parse_bytes)]
+    capacity: Option<u64>,
+    /// Of --capacity, the room kept for other nodes' files, fetched ahead
+    /// of need (default: a sixteenth of it, room for the prefetch window;
+    /// more when the shard leaves more).
+    #[arg(long, value_parser = parse_bytes, requires = "capacity")]
+    cache: Option<u64>,
+    /// Epochs to read.
+    #[arg(long, default_value_t = 3, requires = "capacity")]
+    epochs: u64,
+    /// What a full cache gives up.
+    #[arg(long, value_enum, default_value_t = EvictionArg::Furthest, requires = "capacity")]
+    eviction: EvictionArg,
+    /// The training seed (the loaders' shuffle).
+    #[arg(long, default_value_t = 0, requires = "capacity")]
+    shuffle_seed: u64,
+}
+
+/// `--eviction` choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum EvictionArg {
+    /// The file needed again last (the order is known in advance).
+    Furthest,
+    /// The file read longest ago.
+    Lru,
+}
+
+impl CapacityArgs {
+    /// The traffic under --capacity of `sizes`/`samples` sharded with
+    /// `seed`, printed as a table (or returned for JSON), with the other
+    /// rule's total for comparison.
+    fn report(
+        &self,
+        (sizes, samples): (&[u64], &[usize]),
+        (policy, seed): (Policy, u64),
+        (nodes, ranks_per_node): (usize, usize),
+    ) -> anyhow::Result<Option<(stager::traffic::TrafficReport, stager::traffic::TrafficReport)>> {
+        use stager::capacity::Eviction;
+        use stager::traffic::{GlobalShuffle, global_shuffle};
+        let Some(capacity) = self.capacity else { return Ok(None) };
+        anyhow::ensure!(
+            policy == Policy::Shard,
+            "--capacity models a global shuffle over a dataset with each file on one node: give --policy shard"
+        );
+        let cache = self.cache.unwrap_or(capacity / 16);
+        anyhow::ensure!(cache <= capacity, "--cache {cache} is more than --capacity {capacity}");
+        let (rule, other) = match self.eviction {
+            EvictionArg::Furthest => (Eviction::FurthestNextUse, Eviction::LeastRecentlyUsed),
+            EvictionArg::Lru => (Eviction::LeastRecentlyUsed, Eviction::FurthestNextUse),
+        };
+        let shuffle = GlobalShuffle {
+            nodes,
+            ranks_per_node,
+            seed: self.shuffle_seed,
+            epochs: self.epochs,
+            capacity,
+            cache,
+            rule,
+        };
+        let chosen = global_shuffle(sizes, samples, seed, &shuffle)?;
+        let compared = global_shuffle(sizes, samples, seed, &GlobalShuffle { rule: other, ..shuffle })?;
+        Ok(Some((chosen, compared)))
+    }
+}
+
+/// Print a traffic report and the other eviction rule's totals.
+fn print_traffic(
+    args: &CapacityArgs,
+    (chosen, compared): &(stager::traffic::TrafficReport, stager::traffic::TrafficReport),
+) {
+    let other = match args.eviction {
+        EvictionArg::Furthest => "LRU",
+        EvictionArg::Lru => "furthest next use",
+    };
+    println!("{}", chosen.table());
+    let ((source, peers), (other_source, other_peers)) = (chosen.fetched(), compared.fetched());
+    println!(
+        "fetched over {} epochs: source {} + peers {}; with {other} eviction: source {} + peers {}",
+        chosen.epochs.len(),
+        human_bytes(source as f64),
+        human_bytes(peers as f64),
+        human_bytes(other_source as f64),
+        human_bytes(other_peers as f64)
+    );
+}
+
+fn traffic_json(reports: &(stager::traffic::TrafficReport, stager::traffic::TrafficReport)) -> serde_json::Value {
+    serde_json::json!({ "chosen": reports.0, "other_rule": reports.1 })
 }
 
 #[derive(Args, Debug)]
@@ -214,6 +313,11 @@ struct SimulateArgs {
     /// beside `stager serve` against staging first.
     #[arg(long)]
     epoch_secs: Option<f64>,
+    /// Samples in each file (for --capacity).
+    #[arg(long, default_value_t = 1)]
+    samples_per_file: usize,
+    #[command(flatten)]
+    capacity: CapacityArgs,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -246,6 +350,13 @@ fn plan(args: &PlanArgs) -> anyhow::Result<()> {
     let needs = stager::plan::node_needs(&sizes, &manifest.followers(), args.nodes, args.policy, args.seed)?;
     let node_of_rank: Vec<usize> = (0..args.nodes * args.ranks_per_node).map(|r| r / args.ranks_per_node).collect();
     let plan = Plan::build_from(&sizes, needs, &node_of_rank)?;
+    let samples = manifest
+        .files
+        .iter()
+        .map(|f| usize::try_from(f.samples).with_context(|| format!("{}: {} samples", f.path, f.samples)))
+        .collect::<anyhow::Result<Vec<usize>>>()?;
+    let traffic =
+        args.capacity.report((&sizes, &samples), (args.policy, args.seed), (args.nodes, args.ranks_per_node))?;
     if args.json {
         let files: Vec<_> = manifest
             .files
@@ -257,6 +368,7 @@ fn plan(args: &PlanArgs) -> anyhow::Result<()> {
             "policy": args.policy.to_string(), "seed": args.seed, "nodes": args.nodes, "ranks_per_node": args.ranks_per_node,
             "source_bytes": plan.source_bytes(), "moved_bytes": plan.moved_bytes(), "written_bytes": plan.written_bytes(),
             "read_bytes_per_rank": plan.read_bytes_per_rank(), "files": files,
+            "capacity": traffic.as_ref().map(traffic_json),
         });
         println!("{}", serde_json::to_string_pretty(&json)?);
         return Ok(());
@@ -288,6 +400,10 @@ fn plan(args: &PlanArgs) -> anyhow::Result<()> {
             human_bytes(needed[node] as f64)
         );
     }
+    if let Some(reports) = &traffic {
+        println!();
+        print_traffic(&args.capacity, reports);
+    }
     Ok(())
 }
 
@@ -309,6 +425,13 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
         seed: args.seed,
     };
     let p = predict(&machine, &dataset)?;
+    let traffic = if args.capacity.capacity.is_some() {
+        let sizes = stager::simulate::file_sizes(dataset.files, dataset.file_size, dataset.size_spread, dataset.seed);
+        let samples = vec![args.samples_per_file; sizes.len()];
+        args.capacity.report((&sizes, &samples), (args.policy, args.seed), (args.nodes, args.ranks_per_node))?
+    } else {
+        None
+    };
     if let Some(epoch) = args.epoch_secs {
         anyhow::ensure!(epoch.is_finite() && epoch >= 0.0, "--epoch-secs must be a number of seconds >= 0");
     }
@@ -318,6 +441,9 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
         let mut json = serde_json::to_value(&p)?;
         if let Some(serve) = serve {
             json["serve"] = serde_json::to_value(serve)?;
+        }
+        if let Some(reports) = &traffic {
+            json["capacity"] = traffic_json(reports);
         }
         println!("{}", serde_json::to_string_pretty(&json)?);
         return Ok(());
@@ -342,6 +468,9 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
             o.staged_first,
             o.staged_first / o.overlapped
         );
+    }
+    if let Some(reports) = &traffic {
+        print_traffic(&args.capacity, reports);
     }
     Ok(())
 }
