@@ -15,7 +15,7 @@ use formats::placement::Policy;
 use formats::service::{ServiceClient, ServiceError};
 
 mod common;
-use common::{STAGER, contents, dataset, expected, report, spawn_stager, stage, walk};
+use common::{STAGER, assert_nodes_hold, contents, dataset, expected, report, spawn_stager, stage, walk};
 
 /// `stager serve` of `root/src` into `root/node{node}`, two pretend nodes.
 fn serve(root: &Path, bandwidth: &str) -> Child {
@@ -119,9 +119,7 @@ fn a_service_stopped_mid_way_leaves_a_destination_restaged_without_copying_twice
     assert_eq!(r["files_skipped_from_journal"], held_files, "{r}");
     assert_eq!(r["bytes_read_from_source"], m.total_bytes() - held_bytes, "{r}");
     let want = expected(dir.path(), &m, 2, Policy::Shard, 0);
-    for (node, files) in want.iter().enumerate() {
-        assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node} differs");
-    }
+    assert_nodes_hold(dir.path(), &want, "after the stage");
 }
 
 /// Source files rewritten while the service stages them (same sizes, other
@@ -178,9 +176,7 @@ fn node_local_storage_filling_up_while_serving_fails_the_service_and_answers_its
 
     std::fs::remove_file(&filler).unwrap();
     report(&stage("2", dir.path(), &["--policy", "shard"]));
-    for (node, files) in want.iter().enumerate() {
-        assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node} differs after the rerun");
-    }
+    assert_nodes_hold(dir.path(), &want, "after the rerun");
 }
 
 /// A second service on a destination a running one serves is refused with

@@ -12,7 +12,7 @@ use formats::placement::Policy;
 use formats::placement_record::PlacementRecord;
 
 mod common;
-use common::{STAGER, contents, dataset, expected, is_root, report, spawn_stage, stage, walk};
+use common::{STAGER, assert_nodes_hold, contents, dataset, expected, is_root, report, spawn_stage, stage, walk};
 
 /// Stage under `policy` and check every node's files and the report. The
 /// test data is on a local file system, where `--read-method auto` maps.
@@ -106,9 +106,7 @@ fn naive_copy_reads_each_file_once_per_node_and_writes_the_same() {
     let m = dataset(dir.path(), 16, 64);
     let r = report(&stage("1", dir.path(), &["--policy", "per-node=8", "--naive"]));
     let want = expected(dir.path(), &m, 4, Policy::PerNode(8), 0);
-    for (node, files) in want.iter().enumerate() {
-        assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node}");
-    }
+    assert_nodes_hold(dir.path(), &want, "after the naive copy");
     assert_eq!(r["mode"], "naive");
     assert_eq!(r["bytes_read_from_source"], r["bytes_written"]);
     assert_eq!(r["read_amplification"], 2.0);
@@ -301,9 +299,7 @@ fn kill_rank_mid_stage_then_resume(victim: usize) {
     assert!(skipped >= done_before, "{skipped} files kept, {done_before} journaled before the kill");
     assert!(r["bytes_read_from_source"].as_u64().unwrap() < m.total_bytes());
     let want = expected(dir.path(), &m, 2, Policy::Replicate, 0);
-    for (node, files) in want.iter().enumerate() {
-        assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node} differs after resume");
-    }
+    assert_nodes_hold(dir.path(), &want, "after resume");
 }
 
 /// A destination claims nothing while a stage into it has not finished:
@@ -417,9 +413,7 @@ fn two_jobs_started_at_once_on_one_destination_never_corrupt_it() {
     if outputs.iter().all(|o| !o.status.success()) {
         report(&stage("2", dir.path(), &["--policy", "replicate"]));
     }
-    for (node, files) in want.iter().enumerate() {
-        assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node} differs");
-    }
+    assert_nodes_hold(dir.path(), &want, "after the stage");
 }
 
 fn verify(root: &Path, extra: &[&str]) -> Output {
@@ -505,9 +499,7 @@ fn a_destination_filling_up_mid_run_fails_cleanly_and_a_rerun_completes() {
     }
     std::fs::remove_file(&filler).unwrap();
     report(&stage("2", dir.path(), &["--policy", "replicate"]));
-    for (node, files) in want.iter().enumerate() {
-        assert!(contents(&dir.path().join(format!("node{node}"))) == *files, "node {node} differs after the rerun");
-    }
+    assert_nodes_hold(dir.path(), &want, "after the rerun");
 }
 
 /// A source file the user may not read (the job runs as `nobody`, since

@@ -196,3 +196,17 @@ fn a_wrong_token_is_refused_and_a_killed_service_fails_its_trainer_within_second
     assert!(took < Duration::from_secs(10), "failed {took:?} after the kill");
     assert!(stderr.contains("staging service of"), "{stderr}");
 }
+
+/// A `STAGEHAND_SERVICE_WAIT` that is not a number of seconds is one line
+/// naming the variable and its value, before any training.
+#[test]
+fn a_malformed_service_wait_fails_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = format!("{}/node{{node}}", dir.path().display());
+    std::fs::create_dir_all(dir.path().join("node0")).unwrap();
+    let output = train(&dest, &[("STAGEHAND_RANKS_PER_NODE", "1"), ("STAGEHAND_SERVICE_WAIT", "soon")]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("STAGEHAND_SERVICE_WAIT") && stderr.contains("soon"), "{stderr}");
+    assert_eq!(stderr.lines().filter(|l| l.contains("STAGEHAND_SERVICE_WAIT")).count(), 1, "{stderr}");
+}

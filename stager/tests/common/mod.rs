@@ -44,6 +44,14 @@ pub fn expected(root: &Path, m: &Manifest, nodes: usize, policy: Policy, seed: u
         .collect()
 }
 
+/// Assert that each node's destination `root/node{n}` holds exactly
+/// `want[n]` (from [`expected`]); `why` says after what.
+pub fn assert_nodes_hold(root: &Path, want: &[BTreeMap<String, Vec<u8>>], why: &str) {
+    for (node, files) in want.iter().enumerate() {
+        assert!(contents(&root.join(format!("node{node}"))) == *files, "node {node} differs {why}");
+    }
+}
+
 pub fn stage(ranks_per_node: &str, root: &Path, extra: &[&str]) -> Output {
     let src = root.join("src");
     let dest = root.join("node{node}");
