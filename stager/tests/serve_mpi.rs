@@ -181,7 +181,8 @@ fn node_local_storage_filling_up_while_serving_fails_the_service_and_answers_its
 
 /// A second service on a destination a running one serves is refused with
 /// one line naming the holder, and leaves the first serving; a destination
-/// whose socket path `sun_path` cannot hold is refused before data moves.
+/// whose socket path `sun_path` cannot hold is refused before data moves
+/// or a placement record is written.
 #[test]
 fn a_second_service_and_a_socket_path_too_long_are_refused_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -211,7 +212,10 @@ fn a_second_service_and_a_socket_path_too_long_are_refused_in_one_line() {
     let line = stderr.lines().find(|l| l.contains("a Unix socket path holds at most 107"));
     assert!(line.is_some_and(|l| l.starts_with("error:") && l.contains("use a shorter --dest")), "{stderr}");
     for node in 0..2 {
-        let placed = contents(&long.join(format!("node{node}")));
+        let node_dir = long.join(format!("node{node}"));
+        let placed = contents(&node_dir);
         assert!(placed.is_empty(), "node {node}: files moved before the refusal: {:?}", placed.keys());
+        let record = formats::placement_record::PlacementRecord::path(&node_dir);
+        assert!(!record.exists(), "node {node}: the refused service left a placement record");
     }
 }

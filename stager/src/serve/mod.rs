@@ -145,6 +145,12 @@ impl OnStop for Stopper {
 }
 
 impl StageObserver for Service {
+    /// A socket path too long is refused before the placement record is
+    /// written, so a refused service leaves the destination as it was.
+    fn check(&self, dest: &std::path::Path) -> Result<(), SetupError> {
+        server::check_socket_path(dest)
+    }
+
     fn opened(&self, dest: &std::path::Path, held: &[usize], remaining: &[usize]) -> Result<(), SetupError> {
         self.state.opened(dest, held, remaining)?;
         let _ = self.stopper.dest.set(dest.to_owned());

@@ -28,15 +28,19 @@ pub struct Bound {
     token_file: PathBuf,
 }
 
+/// Whether `dest`'s service socket path fits `sun_path`.
+pub fn check_socket_path(dest: &Path) -> Result<(), SetupError> {
+    let socket = socket_path(dest);
+    let len = socket.as_os_str().len();
+    if len > MAX_SOCKET_PATH { Err(SetupError::SocketTooLong { path: socket, len }) } else { Ok(()) }
+}
+
 /// Bind `dest`'s service socket and write a fresh token beside it, both
 /// for this user only. The caller holds the destination's lock, so a
 /// socket already there is a dead service's and is replaced.
 pub fn bind(dest: &Path) -> Result<Bound, SetupError> {
+    check_socket_path(dest)?;
     let socket = socket_path(dest);
-    let len = socket.as_os_str().len();
-    if len > MAX_SOCKET_PATH {
-        return Err(SetupError::SocketTooLong { path: socket, len });
-    }
     let token_file = token_path(dest);
     for stale in [&socket, &token_file] {
         match std::fs::remove_file(stale) {

@@ -62,6 +62,12 @@ pub use setup_error::SetupError;
 /// the stage has finished. Every method runs on a staging thread and must
 /// return quickly.
 pub trait StageObserver: Sync {
+    /// Whether the observer can work with the node's destination `dest`
+    /// (checked before the stage writes anything for clients there, such
+    /// as the placement record). An error stops the stage before data moves.
+    fn check(&self, _dest: &Path) -> Result<(), SetupError> {
+        Ok(())
+    }
     /// The node's destination is locked: `held` (manifest indices) are in
     /// place already (the journal vouches for them), `remaining` are to be
     /// staged. An error stops the stage before data moves.
@@ -242,6 +248,7 @@ pub fn stage_observed(
                 return Ok(());
             }
             let held: Vec<usize> = needs[t.node].iter().copied().filter(|&f| remaining_mask[f] == 0).collect();
+            observer.check(&dest)?;
             write_record(world, manifest, config, &dest, &needs[t.node])?;
             observer.opened(&dest, &held, &remaining[t.node])
         })();
