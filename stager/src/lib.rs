@@ -32,6 +32,7 @@
 pub mod capacity;
 pub mod destination;
 pub mod files;
+pub mod peers;
 pub mod plan;
 pub mod serve;
 pub mod sigbus;

@@ -1,0 +1,435 @@
+//! Files other nodes hold, fetched over MPI ahead of need into a bounded
+//! cache: the data path of a global shuffle over a dataset sharded across
+//! the nodes (each file on one node, [`crate::traffic`] models what it
+//! reads). One rank per node. Its training reads files in an order known
+//! in advance; a fetcher walks that order a window ahead of the consumer,
+//! asks each file it lacks of the node that holds it (or reads it from the
+//! source when no node does), checks it against the manifest's xxh3 as
+//! staging does, and renames it into the cache directory, making room by
+//! evicting the file read again last ([`cache`]). A responder thread
+//! answers the other nodes' asks from this node's copies.
+//!
+//! Point-to-point messages on a private communicator (MPI_THREAD_MULTIPLE):
+//!
+//! ```text
+//! asker -> holder   TAG_ASK   u64 file index (DONE: this node will ask no more)
+//! holder -> asker   TAG_LEN   u64 byte count (UNREADABLE: it could not read it)
+//! holder -> asker   TAG_CHUNK the bytes, in chunks of at most 16 MiB
+//! ```
+//!
+//! The responder sends and the fetcher receives on threads of their own,
+//! so two nodes fetching from each other never wait on each other's sends.
+
+pub mod cache;
+
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use cluster::{ThreadComm, World};
+use formats::checksum::StreamingChecksum;
+use formats::manifest::Manifest;
+use mpi::traits::*;
+
+use cache::{Cache, Room};
+
+const TAG_ASK: i32 = 40;
+const TAG_LEN: i32 = 41;
+const TAG_CHUNK: i32 = 42;
+/// An ask that says the asker is done.
+const DONE: u64 = u64::MAX;
+/// A length that says the holder could not read the file.
+const UNREADABLE: u64 = u64::MAX;
+/// The largest message: well under MPI's C-int count.
+const CHUNK: usize = 16 << 20;
+
+/// Where a node's files are.
+#[derive(Debug, Clone, Copy)]
+pub struct Holdings<'a> {
+    /// The dataset.
+    pub manifest: &'a Manifest,
+    /// The node holding each file (`None`: no node, read from the source).
+    pub owner: &'a [Option<usize>],
+    /// This node's destination (its files at their manifest paths).
+    pub dest: &'a Path,
+    /// The dataset on the shared file system.
+    pub source: &'a Path,
+}
+
+/// How to fetch.
+#[derive(Debug, Clone)]
+pub struct PeerConfig {
+    /// Where fetched files go (at their manifest paths).
+    pub cache_dir: PathBuf,
+    /// Bytes the cache may hold.
+    pub capacity: u64,
+    /// Reads the fetcher may run ahead of the consumer.
+    pub window: usize,
+}
+
+/// What a node's fetcher and responder moved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PeerStats {
+    /// Files fetched from other nodes, and their bytes.
+    pub peer_files: u64,
+    /// Bytes fetched from other nodes.
+    pub peer_bytes: u64,
+    /// Files read from the source (no node holds them), and their bytes.
+    pub source_files: u64,
+    /// Bytes read from the source.
+    pub source_bytes: u64,
+    /// Files evicted to make room.
+    pub evicted: u64,
+    /// The most the cache held at once.
+    pub most_held: u64,
+    /// Bytes this node sent to others.
+    pub served_bytes: u64,
+}
+
+/// Why fetching failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    /// MPI did not grant MPI_THREAD_MULTIPLE.
+    #[error("fetching from other nodes needs MPI_THREAD_MULTIPLE, which this MPI did not grant")]
+    Threading,
+    /// Not one rank per node.
+    #[error("fetching from other nodes runs one rank per node; node {node} has {ranks}")]
+    RanksPerNode {
+        /// The node.
+        node: usize,
+        /// Its ranks.
+        ranks: usize,
+    },
+    /// A file or directory could not be read or written.
+    #[error("{what} {}", path.display())]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// On what.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A fetched file is not the manifest's.
+    #[error("{path} from {from}: {bytes} bytes with xxh3 {got}, the manifest says {want_bytes} bytes with xxh3 {want}")]
+    Differs {
+        /// The file.
+        path: String,
+        /// Where it came from ("node 2", "the source").
+        from: String,
+        /// Bytes received.
+        bytes: u64,
+        /// Their xxh3.
+        got: formats::checksum::Checksum,
+        /// The manifest's size.
+        want_bytes: u64,
+        /// The manifest's xxh3.
+        want: formats::checksum::Checksum,
+    },
+    /// The holder could not read the file.
+    #[error("node {node} could not read its copy of {path}")]
+    Unreadable {
+        /// The holder.
+        node: usize,
+        /// The file.
+        path: String,
+    },
+    /// A file larger than the cache.
+    #[error("{path} ({bytes} bytes) is larger than the cache ({capacity} bytes); give more --capacity")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// Its size.
+        bytes: u64,
+        /// The cache's.
+        capacity: u64,
+    },
+    /// The fetcher failed; a consumer waiting for a file learns why.
+    #[error("fetching failed: {0}")]
+    Failed(String),
+}
+
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> PeerError + use<> {
+    let path = path.to_owned();
+    move |source| PeerError::Io { what, path, source }
+}
+
+/// Where the consumer stands, and what the cache holds: shared by the
+/// fetcher and the node's readers.
+pub struct Progress {
+    state: Mutex<Shared>,
+    changed: Condvar,
+}
+
+struct Shared {
+    cache: Cache,
+    consumed: usize,
+    failed: Option<String>,
+}
+
+impl Progress {
+    /// Progress over `cache`, nothing consumed.
+    pub fn new(cache: Cache) -> Progress {
+        Progress { state: Mutex::new(Shared { cache, consumed: 0, failed: None }), changed: Condvar::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Block until the cache holds `file` (or the fetcher failed).
+    pub fn wait_cached(&self, file: usize) -> Result<(), PeerError> {
+        let mut state = self.lock();
+        loop {
+            if let Some(why) = &state.failed {
+                return Err(PeerError::Failed(why.clone()));
+            }
+            if state.cache.holds(file) {
+                return Ok(());
+            }
+            state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// Every read before `position` is done.
+    pub fn consumed(&self, position: usize) {
+        let mut state = self.lock();
+        state.consumed = state.consumed.max(position);
+        self.changed.notify_all();
+    }
+
+    /// Tell waiting consumers the fetcher failed.
+    pub fn fail(&self, why: &str) {
+        self.lock().failed = Some(why.to_owned());
+        self.changed.notify_all();
+    }
+}
+
+/// Fetch what this node reads (`reads`: file indices in read order) and
+/// does not hold, as `progress` lets it, while answering the other nodes'
+/// asks. Collective over the world (one rank per node); returns when this
+/// node has fetched everything and every node is done asking.
+pub fn exchange(
+    world: &World,
+    holdings: &Holdings<'_>,
+    reads: &[usize],
+    config: &PeerConfig,
+    progress: &Progress,
+) -> Result<PeerStats, PeerError> {
+    let t = world.topology();
+    if t.local_size != 1 {
+        return Err(PeerError::RanksPerNode { node: t.node, ranks: t.local_size });
+    }
+    let comm = world.thread_comm().ok_or(PeerError::Threading)?;
+    let node = t.node;
+    let others = world.size() - 1;
+    let rank_of_node: Vec<usize> = (0..t.nodes).map(|n| world.ranks_of_node(n)[0]).collect();
+    let (fetched, served) = std::thread::scope(|scope| {
+        let responder = scope.spawn(|| respond(&comm, holdings, others));
+        let fetched = fetch(&comm, holdings, (node, &rank_of_node, reads), config, progress);
+        if let Err(e) = &fetched {
+            progress.fail(&e.to_string());
+        }
+        // Whatever happened, this node asks no more.
+        for rank in (0..world.size()).filter(|&r| r != world.rank()) {
+            comm.comm().process_at_rank(rank as i32).send_with_tag(&DONE, TAG_ASK);
+        }
+        let served = responder.join().unwrap_or_else(|_| Err(PeerError::Failed("the responder panicked".into())));
+        (fetched, served)
+    });
+    let mut stats = fetched?;
+    stats.served_bytes = served?;
+    Ok(stats)
+}
+
+/// Answer asks until every other node is done; returns the bytes sent.
+fn respond(comm: &ThreadComm, holdings: &Holdings<'_>, others: usize) -> Result<u64, PeerError> {
+    let comm = comm.comm();
+    let (mut done, mut sent, mut failure) = (0, 0u64, None);
+    let mut buffer = vec![0u8; CHUNK];
+    while done < others {
+        let (ask, status) = comm.any_process().receive_with_tag::<u64>(TAG_ASK);
+        if ask == DONE {
+            done += 1;
+            continue;
+        }
+        let asker = comm.process_at_rank(status.source_rank());
+        let entry = usize::try_from(ask).ok().and_then(|f| holdings.manifest.files.get(f));
+        let Some(entry) = entry else {
+            asker.send_with_tag(&UNREADABLE, TAG_LEN);
+            continue;
+        };
+        let path = holdings.dest.join(&entry.path);
+        let opened = fs::File::open(&path).and_then(|f| f.metadata().map(|m| (f, m.len())));
+        let (mut file, len) = match opened {
+            Ok(opened) => opened,
+            Err(e) => {
+                asker.send_with_tag(&UNREADABLE, TAG_LEN);
+                failure.get_or_insert(io("reading this node's copy of", &path)(e));
+                continue;
+            }
+        };
+        asker.send_with_tag(&len, TAG_LEN);
+        let mut left = len;
+        while left > 0 {
+            let want = left.min(CHUNK as u64) as usize;
+            // A file that shrank or fails mid-way is sent padded with zeros,
+            // which the asker's check refuses.
+            let n = fill(&mut file, &mut buffer[..want]);
+            buffer[n..want].fill(0);
+            asker.send_with_tag(&buffer[..want], TAG_CHUNK);
+            left -= want as u64;
+            sent += want as u64;
+        }
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(sent),
+    }
+}
+
+/// Read into all of `buffer` unless the file ends (or fails) first; the bytes read.
+fn fill(file: &mut fs::File, buffer: &mut [u8]) -> usize {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match file.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    filled
+}
+
+/// Walk `reads`, fetching each file this node lacks into the cache.
+fn fetch(
+    comm: &ThreadComm,
+    holdings: &Holdings<'_>,
+    (node, rank_of_node, reads): (usize, &[usize], &[usize]),
+    config: &PeerConfig,
+    progress: &Progress,
+) -> Result<PeerStats, PeerError> {
+    let mut stats = PeerStats::default();
+    // A window of none would wait for a consumer waiting for this fetcher.
+    let window = config.window.max(1);
+    fs::create_dir_all(&config.cache_dir).map_err(io("creating the cache", &config.cache_dir))?;
+    for (at, &file) in reads.iter().enumerate() {
+        let owner = holdings.owner.get(file).copied().flatten();
+        if owner == Some(node) {
+            continue;
+        }
+        let entry = &holdings.manifest.files[file];
+        // Wait until the read is within the window and there is room.
+        let evicted = {
+            let mut state = progress.lock();
+            loop {
+                if at < state.consumed.saturating_add(window) {
+                    if state.cache.holds(file) {
+                        break None;
+                    }
+                    let consumed = state.consumed;
+                    match state.cache.make_room(entry.bytes, at, consumed) {
+                        Room::Evict(files) => break Some(files),
+                        Room::TooLarge => {
+                            return Err(PeerError::TooLarge {
+                                path: entry.path.clone(),
+                                bytes: entry.bytes,
+                                capacity: config.capacity,
+                            });
+                        }
+                        Room::Wait => {}
+                    }
+                }
+                state = progress.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+        };
+        let Some(evicted) = evicted else { continue };
+        for victim in evicted {
+            let path = config.cache_dir.join(&holdings.manifest.files[victim].path);
+            fs::remove_file(&path).map_err(io("evicting", &path))?;
+            stats.evicted += 1;
+        }
+        let placed = config.cache_dir.join(&entry.path);
+        let part = config.cache_dir.join(format!(".{file}.part"));
+        let (bytes, sum) = match owner {
+            Some(holder) => {
+                let (bytes, sum) = receive_file(comm, holdings, (holder, rank_of_node[holder], file), &part)?;
+                stats.peer_files += 1;
+                stats.peer_bytes += bytes;
+                (bytes, sum)
+            }
+            None => {
+                let from = holdings.source.join(&entry.path);
+                let (bytes, sum) = copy_file(&from, &part)?;
+                stats.source_files += 1;
+                stats.source_bytes += bytes;
+                (bytes, sum)
+            }
+        };
+        if bytes != entry.bytes || sum != entry.xxh3 {
+            let _ = fs::remove_file(&part);
+            let from = owner.map_or_else(|| "the source".to_owned(), |n| format!("node {n}"));
+            return Err(PeerError::Differs {
+                path: entry.path.clone(),
+                from,
+                bytes,
+                got: sum,
+                want_bytes: entry.bytes,
+                want: entry.xxh3,
+            });
+        }
+        if let Some(parent) = placed.parent() {
+            fs::create_dir_all(parent).map_err(io("creating", parent))?;
+        }
+        fs::rename(&part, &placed).map_err(io("placing", &placed))?;
+        let mut state = progress.lock();
+        state.cache.insert(file, entry.bytes);
+        stats.most_held = stats.most_held.max(state.cache.used());
+        progress.changed.notify_all();
+    }
+    Ok(stats)
+}
+
+/// Ask `holder` for `file` and write what it sends to `part`, hashing it.
+fn receive_file(
+    comm: &ThreadComm,
+    holdings: &Holdings<'_>,
+    (holder, rank, file): (usize, usize, usize),
+    part: &Path,
+) -> Result<(u64, formats::checksum::Checksum), PeerError> {
+    let peer = comm.comm().process_at_rank(rank as i32);
+    peer.send_with_tag(&(file as u64), TAG_ASK);
+    let (len, _) = peer.receive_with_tag::<u64>(TAG_LEN);
+    if len == UNREADABLE {
+        return Err(PeerError::Unreadable { node: holder, path: holdings.manifest.files[file].path.clone() });
+    }
+    let mut out = fs::File::create(part).map_err(io("creating", part))?;
+    let mut hash = StreamingChecksum::new();
+    let mut left = len;
+    while left > 0 {
+        let (chunk, _) = peer.receive_vec_with_tag::<u8>(TAG_CHUNK);
+        hash.update(&chunk);
+        out.write_all(&chunk).map_err(io("writing", part))?;
+        left = left.saturating_sub(chunk.len() as u64);
+    }
+    Ok((hash.bytes(), hash.finish()))
+}
+
+/// Copy `from` (on the source) to `part`, hashing it.
+fn copy_file(from: &Path, part: &Path) -> Result<(u64, formats::checksum::Checksum), PeerError> {
+    let mut input = fs::File::open(from).map_err(io("reading", from))?;
+    let mut out = fs::File::create(part).map_err(io("creating", part))?;
+    let mut hash = StreamingChecksum::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = input.read(&mut buffer).map_err(io("reading", from))?;
+        if n == 0 {
+            break;
+        }
+        hash.update(&buffer[..n]);
+        out.write_all(&buffer[..n]).map_err(io("writing", part))?;
+    }
+    Ok((hash.bytes(), hash.finish()))
+}
