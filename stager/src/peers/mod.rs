@@ -248,8 +248,18 @@ fn respond(comm: &ThreadComm, holdings: &Holdings<'_>, others: usize) -> Result<
     let comm = comm.comm();
     let (mut done, mut sent, mut failure) = (0, 0u64, None);
     let mut buffer = vec![0u8; CHUNK];
+    let mut idle = std::time::Duration::ZERO;
     while done < others {
-        let (ask, status) = comm.any_process().receive_with_tag::<u64>(TAG_ASK);
+        // A blocking receive spins in Open MPI; a responder waits most of
+        // its life, on cores the node's fetcher and readers need. Polled,
+        // backing off to 1 ms, an ask waits at most that long.
+        let Some((message, status)) = comm.any_process().immediate_matched_probe_with_tag(TAG_ASK) else {
+            idle = (idle * 2).clamp(std::time::Duration::from_micros(20), std::time::Duration::from_millis(1));
+            std::thread::sleep(idle);
+            continue;
+        };
+        idle = std::time::Duration::ZERO;
+        let (ask, _) = message.matched_receive::<u64>();
         if ask == DONE {
             done += 1;
             continue;
@@ -314,6 +324,7 @@ fn fetch(
     let mut stats = PeerStats::default();
     // A window of none would wait for a consumer waiting for this fetcher.
     let window = config.window.max(1);
+    let mut buffer = vec![0u8; CHUNK];
     fs::create_dir_all(&config.cache_dir).map_err(io("creating the cache", &config.cache_dir))?;
     for (at, &file) in reads.iter().enumerate() {
         let owner = holdings.owner.get(file).copied().flatten();
@@ -355,7 +366,8 @@ fn fetch(
         let part = config.cache_dir.join(format!(".{file}.part"));
         let (bytes, sum) = match owner {
             Some(holder) => {
-                let (bytes, sum) = receive_file(comm, holdings, (holder, rank_of_node[holder], file), &part)?;
+                let (bytes, sum) =
+                    receive_file(comm, holdings, (holder, rank_of_node[holder], file), (&part, &mut buffer))?;
                 stats.peer_files += 1;
                 stats.peer_bytes += bytes;
                 (bytes, sum)
@@ -397,7 +409,7 @@ fn receive_file(
     comm: &ThreadComm,
     holdings: &Holdings<'_>,
     (holder, rank, file): (usize, usize, usize),
-    part: &Path,
+    (part, buffer): (&Path, &mut [u8]),
 ) -> Result<(u64, formats::checksum::Checksum), PeerError> {
     let peer = comm.comm().process_at_rank(rank as i32);
     peer.send_with_tag(&(file as u64), TAG_ASK);
@@ -409,10 +421,13 @@ fn receive_file(
     let mut hash = StreamingChecksum::new();
     let mut left = len;
     while left > 0 {
-        let (chunk, _) = peer.receive_vec_with_tag::<u8>(TAG_CHUNK);
-        hash.update(&chunk);
-        out.write_all(&chunk).map_err(io("writing", part))?;
-        left = left.saturating_sub(chunk.len() as u64);
+        // The holder sends whole chunks of CHUNK bytes but the last.
+        let n = left.min(CHUNK as u64) as usize;
+        let chunk = &mut buffer[..n];
+        peer.receive_into_with_tag(chunk, TAG_CHUNK);
+        hash.update(chunk);
+        out.write_all(chunk).map_err(io("writing", part))?;
+        left -= n as u64;
     }
     Ok((hash.bytes(), hash.finish()))
 }
