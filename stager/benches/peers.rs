@@ -123,11 +123,18 @@ fn main() {
             .peer(format!("the same bytes over bare MPI point-to-point: {bare:.0} MB/s"))
             .ratio(format!("{:.2}", peers / bare))
             .target("≥ 0.80", Some(peers / bare >= 0.80)),
-        Row::new("peer-data-wait", format!("readers paced at {consume} per node wait {:.2} % of their time", 100.0 * wait))
-            .target("< 2 %", Some(wait < 0.02)),
+        Row::new(
+            "peer-data-wait",
+            format!("readers paced at {consume} per node wait {:.2} % of their time", 100.0 * wait),
+        )
+        .target("< 2 %", Some(wait < 0.02)),
     ];
-    bench_rows::record("peers", &format!("STAGEHAND_BENCH_REPS={reps} cargo bench -p stagehand-stager --bench peers"), &table)
-        .unwrap_or_else(|e| panic!("{e}"));
+    bench_rows::record(
+        "peers",
+        &format!("STAGEHAND_BENCH_REPS={reps} cargo bench -p stagehand-stager --bench peers"),
+        &table,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// Each rank: `reps` times, fetch (unpaced), then the bare MPI ring of the
