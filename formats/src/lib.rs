@@ -17,6 +17,8 @@
 //! - [`cif`]: crystal structures in CIF text (cell, sites, symmetry operations).
 //! - [`placement`]: which files each node needs (`replicate`, `shard`,
 //!   `per-node=N`), shared by the stager and the loader.
+//! - [`global_order`]: the reads of a global shuffle served from other
+//!   nodes, which a service and its clients both compute.
 //! - [`placement_record`]: what the stager placed in a node's destination,
 //!   read by whoever trains from it.
 //! - [`lock`]: one job at a time in a directory (a destination, a checkpoint
@@ -47,6 +49,7 @@ pub mod cif;
 pub mod climate;
 pub mod cosmoflow;
 pub mod example;
+pub mod global_order;
 pub mod lmdb;
 pub mod lock;
 pub mod manifest;

@@ -9,7 +9,15 @@
 //! client: WAIT <file path in the manifest> server: READY | FAILED <why> | UNKNOWN
 //! client: STATUS                           server: STATUS <one line of JSON>
 //! client: STOP                             server: STOPPING
+//! client: NEED <read position>             server: READY | CACHED | FAILED <why>
+//! client: DONE <read position>             server: OK
 //! ```
+//!
+//! `NEED` and `DONE` are a global shuffle's
+//! ([`crate::global_order`]): a client names a read by its position in the
+//! node's read sequence; `READY` says the file is in the destination,
+//! `CACHED` that it is in the node's cache of other nodes' files, kept
+//! there until the read is `DONE`.
 //!
 //! A `WAIT` is answered once the file is checked and renamed into place
 //! (at once if it already is). A connection the server closes (the service
@@ -95,6 +103,11 @@ pub enum Request {
     Status,
     /// Stop the service.
     Stop,
+    /// Answer when the file of this read (a global shuffle's position) is
+    /// on this node.
+    Need(u64),
+    /// This read is done: its file may be evicted.
+    Done(u64),
 }
 
 /// A server reply, one line.
@@ -114,6 +127,8 @@ pub enum Reply {
     Status(String),
     /// The service is stopping.
     Stopping,
+    /// The file of a `NEED` is in the node's cache of other nodes' files.
+    Cached,
 }
 
 /// A line that is no request or reply of the protocol.
@@ -129,6 +144,8 @@ impl Request {
             Request::Wait(path) => format!("WAIT {path}"),
             Request::Status => "STATUS".into(),
             Request::Stop => "STOP".into(),
+            Request::Need(position) => format!("NEED {position}"),
+            Request::Done(position) => format!("DONE {position}"),
         }
     }
 
@@ -147,6 +164,8 @@ impl Request {
             ("WAIT", path) if !path.is_empty() => Ok(Request::Wait(path.to_owned())),
             ("STATUS", "") => Ok(Request::Status),
             ("STOP", "") => Ok(Request::Stop),
+            ("NEED", n) => n.parse().map(Request::Need).map_err(|_| bad()),
+            ("DONE", n) => n.parse().map(Request::Done).map_err(|_| bad()),
             _ => Err(bad()),
         }
     }
@@ -163,6 +182,7 @@ impl Reply {
             Reply::Unknown => "UNKNOWN".into(),
             Reply::Status(json) => format!("STATUS {}", one_line(json)),
             Reply::Stopping => "STOPPING".into(),
+            Reply::Cached => "CACHED".into(),
         }
     }
 
@@ -177,6 +197,7 @@ impl Reply {
             ("UNKNOWN", "") => Ok(Reply::Unknown),
             ("STATUS", json) => Ok(Reply::Status(json.to_owned())),
             ("STOPPING", "") => Ok(Reply::Stopping),
+            ("CACHED", "") => Ok(Reply::Cached),
             _ => Err(ProtocolError(line.to_owned())),
         }
     }
@@ -257,6 +278,18 @@ pub enum ServiceError {
         /// The file.
         path: String,
     },
+    /// A global shuffle's read could not be served.
+    #[error("{}: the staging service could not serve read {position} ({path}): {why}", dest.display())]
+    ReadFailed {
+        /// The destination.
+        dest: PathBuf,
+        /// The read's position.
+        position: u64,
+        /// What the client was reading.
+        path: String,
+        /// The service's reason.
+        why: String,
+    },
     /// The service answered out of protocol.
     #[error("the staging service of {}: {source}", dest.display())]
     Protocol {
@@ -308,6 +341,29 @@ impl ServiceClient {
         }
     }
 
+    /// Block until the file of read `position` (a global shuffle's, see
+    /// [`crate::global_order`]) is on this node: `false` in the
+    /// destination, `true` in the node's cache. `path` names the file in
+    /// an error.
+    pub fn need(&mut self, position: u64, path: &str) -> Result<bool, ServiceError> {
+        match self.ask(&Request::Need(position))? {
+            Reply::Ready => Ok(false),
+            Reply::Cached => Ok(true),
+            Reply::Failed(why) => {
+                Err(ServiceError::ReadFailed { dest: self.dest.clone(), position, path: path.to_owned(), why })
+            }
+            other => Err(self.unexpected(other)),
+        }
+    }
+
+    /// Read `position` is done.
+    pub fn done(&mut self, position: u64) -> Result<(), ServiceError> {
+        match self.ask(&Request::Done(position))? {
+            Reply::Ok => Ok(()),
+            other => Err(self.unexpected(other)),
+        }
+    }
+
     /// The service's progress, one JSON object (see `stager status --json`).
     pub fn status(&mut self) -> Result<String, ServiceError> {
         match self.ask(&Request::Status)? {
@@ -354,6 +410,8 @@ mod tests {
             Request::Wait("train/a file.h5".into()),
             Request::Status,
             Request::Stop,
+            Request::Need(12),
+            Request::Done(u64::MAX),
         ];
         for r in requests {
             assert_eq!(Request::parse(&r.to_line()), Ok(r));
@@ -366,6 +424,7 @@ mod tests {
             Reply::Unknown,
             Reply::Status("{\"files\":3}".into()),
             Reply::Stopping,
+            Reply::Cached,
         ];
         for r in replies {
             assert_eq!(Reply::parse(&r.to_line()), Ok(r));
@@ -401,7 +460,7 @@ mod tests {
     #[test]
     fn a_message_with_newlines_stays_one_line_and_junk_is_refused() {
         assert_eq!(Reply::Failed("a\nb".into()).to_line(), "FAILED a b");
-        for junk in ["", "WAIT", "HELLO", "STATUS now", "GET /"] {
+        for junk in ["", "WAIT", "HELLO", "STATUS now", "GET /", "NEED", "NEED -1", "DONE x"] {
             assert!(Request::parse(junk).is_err(), "{junk:?}");
         }
         assert!(Reply::parse("READY now").is_err());

@@ -15,6 +15,8 @@
 //! - [`staged`]: a staged destination opened for one rank from the
 //!   placement record the stager wrote there, its node-local sampler, and
 //!   the node's dataset addressed by global sample id.
+//! - [`global`]: a rank's reads of a global shuffle that `stager serve
+//!   --global-shuffle` serves from the node's shard and other nodes'.
 //! - [`source`]: where a rank's samples come from (a directory with its
 //!   held-out files, a staged destination, node-local data), opened for a
 //!   rank given as plain data: its training set, its [`Sampler`](sampler::Sampler)
@@ -45,6 +47,7 @@ pub mod dataset;
 pub mod deepcam;
 pub mod elastic;
 pub mod finite;
+pub mod global;
 pub mod lmdb;
 pub mod pipeline;
 pub mod sampler;

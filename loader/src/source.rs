@@ -50,7 +50,10 @@ use cluster::paths::{PathVars, TemplateError};
 use formats::manifest::{MANIFEST_FILE, Manifest, ManifestError};
 use formats::placement_record::PlacementRecord;
 
+use formats::global_order::ShuffleRecord;
+
 use crate::dataset::{Dataset, DatasetError, Slice};
+use crate::global::{GlobalRank, GlobalShare};
 use crate::sampler::{BucketedSampler, DistributedSampler, FirstOf, Remainder, Sampler};
 use crate::served::FileOpener;
 use crate::staged::{NodePlace, NodeSamples, StagedError, StagedShare};
@@ -180,6 +183,15 @@ pub enum SourceError {
     /// A dataset's files cannot be opened.
     #[error(transparent)]
     Dataset(#[from] DatasetError),
+    /// A served global shuffle cannot be read.
+    #[error(transparent)]
+    Global(#[from] crate::global::GlobalError),
+    /// A served global shuffle needs its files opened one by one.
+    #[error("{}: a global shuffle opens each file as it is read, which this dataset's reader cannot", dest.display())]
+    NoFileOpener {
+        /// The destination.
+        dest: PathBuf,
+    },
     /// The held-out fraction leaves nothing to train on.
     #[error("{}: validation fraction {fraction} leaves no training files out of {files}", dir.display())]
     NothingToTrain {
@@ -243,6 +255,8 @@ pub enum TrainSet {
     Staged(NodeSamples),
     /// Data only this node has.
     NodeLocal(Slice),
+    /// A global shuffle served from this node's shard and other nodes'.
+    Global(Box<GlobalShare>),
 }
 
 impl TrainSet {
@@ -251,6 +265,7 @@ impl TrainSet {
             TrainSet::Files(d) => &**d,
             TrainSet::Staged(d) => d,
             TrainSet::NodeLocal(d) => d,
+            TrainSet::Global(d) => &**d,
         }
     }
 
@@ -262,6 +277,7 @@ impl TrainSet {
             TrainSet::Files(d) => ((0..n.min(d.len())).collect(), true),
             TrainSet::Staged(d) => (d.global_ids().iter().take(n).copied().collect(), false),
             TrainSet::NodeLocal(d) => ((0..n.min(d.len())).collect(), false),
+            TrainSet::Global(d) => (d.own_samples(n), false),
         }
     }
 }
@@ -366,6 +382,11 @@ impl Source {
             Sampling::Bucketed { buckets } => Some(buckets),
             Sampling::Shuffled => None,
         };
+        if let (Origin::Staged { dest }, None) = (&self.origin, bucketed)
+            && let Some((dir, shuffle)) = served_globally(dest, place).map_err(wrap)?
+        {
+            return self.open_global(place, reader, seed, (dir, shuffle));
+        }
         match (&self.origin, bucketed) {
             (Origin::Staged { .. }, Some(_)) => {
                 Err(wrap(SourceError::BucketedNeedsDir { origin: "a staged destination" }))
@@ -451,6 +472,35 @@ impl Source {
         }
     }
 
+    /// A destination served with a global shuffle (`dir`, with its record),
+    /// opened for the rank at `place`.
+    fn open_global<R: Reader>(
+        &self,
+        place: &RankPlace,
+        reader: &R,
+        seed: u64,
+        (dir, shuffle): (PathBuf, ShuffleRecord),
+    ) -> Result<RankData, R::Error> {
+        let (rank, world) = (place.topology.rank, place.topology.size);
+        let (record, manifest) = PlacementRecord::open_while_served(&dir).map_err(|e| wrap(StagedError::from(e)))?;
+        reader.check(checked_dir(&record, &dir), &manifest)?;
+        let opener = reader.opener().ok_or_else(|| wrap(SourceError::NoFileOpener { dest: dir.clone() }))?;
+        let me = GlobalRank {
+            rank,
+            nodes: place.ranks_per_node.len(),
+            ranks_per_node: place.ranks_per_node[place.topology.node],
+            batch: shuffle.order.batch,
+            seed,
+        };
+        let share = GlobalShare::open(&dir, manifest, shuffle, me, opener).map_err(wrap)?;
+        let sampler = share.sampler();
+        let validation = match &self.validation {
+            Validation::Dir(v) => Some(open_val(reader, v, rank, world)?),
+            _ => None,
+        };
+        Ok(RankData { train: Arc::new(TrainSet::Global(Box::new(share))), sampler: Box::new(sampler), validation })
+    }
+
     /// A directory's (training, validation) files: its layout's split, or
     /// the last fraction of its sample files held out; files without
     /// samples in neither.
@@ -495,6 +545,17 @@ pub fn open_staged(
 ) -> Result<StagedShare, SourceError> {
     let dir = place.expand(dest)?;
     Ok(StagedShare::open(&dir, &place.node_place(), left_out)?)
+}
+
+/// The destination `dest` names for the rank at `place` and its
+/// global-shuffle record, when a service serves one there (waiting for a
+/// service that has not started as `STAGEHAND_SERVICE_WAIT` says).
+fn served_globally(dest: &str, place: &RankPlace) -> Result<Option<(PathBuf, ShuffleRecord)>, SourceError> {
+    let dir = place.expand(dest)?;
+    if !crate::served::served(&dir).map_err(StagedError::from)? {
+        return Ok(None);
+    }
+    Ok(ShuffleRecord::read(&dir).map_err(StagedError::from)?.map(|record| (dir, record)))
 }
 
 fn wrap<E: Into<SourceError>, F: From<SourceError>>(e: E) -> F {

@@ -90,6 +90,20 @@ pub enum StagedError {
         /// The node.
         node: usize,
     },
+    /// The destination is served with a global shuffle, whose reads need
+    /// its service for every sample ([`crate::global`]).
+    #[error(
+        "{}: it is served with a global shuffle (`stager serve --global-shuffle`), whose files are spread over \
+         the nodes; read it with the trainer's --staged, which asks the service for each sample",
+        dest.display()
+    )]
+    GlobalShuffle {
+        /// The destination.
+        dest: PathBuf,
+    },
+    /// The global-shuffle record cannot be read.
+    #[error(transparent)]
+    ShuffleRecord(#[from] formats::global_order::ShuffleRecordError),
     /// The destination's staging service could not be reached.
     #[error(transparent)]
     Service(#[from] formats::service::ServiceError),
@@ -136,7 +150,11 @@ impl StagedShare {
         left_out: impl FnOnce(&Manifest) -> Vec<usize>,
     ) -> Result<Self, StagedError> {
         let name = format!("node {} local rank {} (pid {})", place.node, place.local_rank, std::process::id());
-        let service = if crate::served::served(dir)? { Waiter::connect(dir, &name)? } else { None };
+        let served = crate::served::served(dir)?;
+        if served && formats::global_order::ShuffleRecord::read(dir)?.is_some() {
+            return Err(StagedError::GlobalShuffle { dest: dir.to_owned() });
+        }
+        let service = if served { Waiter::connect(dir, &name)? } else { None };
         let (record, manifest) = match service {
             Some(_) => PlacementRecord::open_while_served(dir)?,
             None => PlacementRecord::open(dir)?,

@@ -47,6 +47,12 @@ def main(root: str, epochs: int = 2) -> None:
             rate = loader.metrics()["samples_per_second"]
             print(f"epoch {epoch}: loss {mean:.4f}, {rate:.0f} samples/s on rank 0")
             torch.save({"model": model.state_dict(), "loader": loader.state_dict()}, "checkpoint.pt")
+    # Every rank arrives before any tears its process group down, and the
+    # model (whose DDP reducer holds the group) goes first: a rank that
+    # exits while another still talks to it, or a group freed only at
+    # interpreter exit, can abort in gloo's threads after training ended.
+    dist.barrier()
+    del model, optimiser
     dist.destroy_process_group()
 
 

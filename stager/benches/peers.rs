@@ -159,7 +159,7 @@ fn probe(dirs: &Path) {
         .step_by(NODES)
         .collect();
     let dest = dest_root.join(format!("node{node}"));
-    let holdings = Holdings { manifest: &manifest, owner: &owner, dest: &dest, source: src };
+    let holdings = Holdings { manifest: &manifest, owner: &owner, dest: &dest, source: src, ready: &|_| Ok(()) };
     let cache_dir = dest_root.join(format!("cache{node}"));
     let per_epoch = reads.len() / EPOCHS as usize;
     let config = PeerConfig { cache_dir: cache_dir.clone(), capacity: (per_epoch / 4 * FILE) as u64, window: 64 };
@@ -232,7 +232,7 @@ fn fetch(
             for (at, &f) in reads.iter().enumerate() {
                 if holdings.owner[f] != Some(node) {
                     let t = Instant::now();
-                    progress.wait_cached(f).unwrap();
+                    progress.wait_cached(f, at).unwrap();
                     waited += t.elapsed();
                 }
                 if let Some(rate) = rate {

@@ -104,6 +104,7 @@ fn rank_main() {
         read_method: ReadMethod::Auto,
         recheck: false,
         order: Default::default(),
+        kept: None,
     };
     let dest = root.join(format!("node{}", t.node));
     let needs = manifest.files_per_node(t.nodes, policy, 0).unwrap_or_else(|e| world.fail(e));

@@ -122,6 +122,98 @@ struct ServeArgs {
     /// the others are staged after them.
     #[arg(long)]
     train_under: Option<String>,
+    #[command(flatten)]
+    global: GlobalArgs,
+}
+
+/// A global shuffle served from other nodes (`stager serve`).
+#[derive(Args, Debug)]
+struct GlobalArgs {
+    /// Serve a global shuffle over a sharded dataset (--policy shard): every
+    /// epoch the training ranks read one permutation of the whole dataset,
+    /// and each node fetches the files its ranks will read from the nodes
+    /// holding them, ahead of need, into a bounded cache. Train with
+    /// `--staged` on the same destination, with the same batch and seed.
+    #[arg(long)]
+    global_shuffle: bool,
+    /// Epochs the training reads (the service fetches ahead for these).
+    #[arg(long, requires = "global_shuffle")]
+    epochs: Option<u64>,
+    /// Samples per rank per step (the trainer's --batch).
+    #[arg(long, requires = "global_shuffle")]
+    batch: Option<usize>,
+    /// The training shuffle's seed (the trainer's --seed).
+    #[arg(long, default_value_t = 0, requires = "global_shuffle")]
+    shuffle_seed: u64,
+    /// Storage per node for its shard and the cache: what does not fit of
+    /// the shard is read from the source again when needed.
+    #[arg(long, value_parser = parse_bytes, requires = "global_shuffle", conflicts_with = "tiers")]
+    capacity: Option<u64>,
+    /// Of --capacity, the room for other nodes' files (default: a
+    /// sixteenth of it; all that is needed without --capacity).
+    #[arg(long, value_parser = parse_bytes, requires = "global_shuffle", conflicts_with = "tiers")]
+    cache: Option<u64>,
+    /// Two tiers, e.g. ram=8GiB,nvme=1TiB: the shard on the destination's
+    /// storage (nvme), other nodes' files cached in memory (ram, in --ram-dir).
+    #[arg(long, value_parser = parse_tiers, requires = "global_shuffle")]
+    tiers: Option<Tiers>,
+    /// Where the ram tier lives (a tmpfs directory; {node} is the node).
+    #[arg(long, default_value = "/dev/shm/stagehand-node{node}", requires = "tiers")]
+    ram_dir: String,
+    /// Where fetched files go without --tiers (default DEST/.stagehand/peers; {node} is the node).
+    #[arg(long, requires = "global_shuffle", conflicts_with = "tiers")]
+    cache_dir: Option<String>,
+    /// Reads the fetcher runs ahead of the node's training ranks.
+    #[arg(long, default_value_t = 16, requires = "global_shuffle")]
+    window: usize,
+}
+
+/// `--tiers ram=SIZE,nvme=SIZE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Tiers {
+    ram: u64,
+    nvme: u64,
+}
+
+fn parse_tiers(text: &str) -> Result<Tiers, String> {
+    let (mut ram, mut nvme) = (None, None);
+    for part in text.split(',') {
+        let (name, size) = part.split_once('=').ok_or_else(|| format!("{part:?} is not NAME=SIZE"))?;
+        let size = parse_bytes(size)?;
+        match name.trim() {
+            "ram" => ram = Some(size),
+            "nvme" => nvme = Some(size),
+            other => return Err(format!("unknown tier {other:?} (ram, nvme)")),
+        }
+    }
+    match (ram, nvme) {
+        (Some(ram), Some(nvme)) => Ok(Tiers { ram, nvme }),
+        _ => Err("give both tiers: ram=SIZE,nvme=SIZE".into()),
+    }
+}
+
+impl GlobalArgs {
+    fn config(&self) -> anyhow::Result<Option<stager::serve::global::GlobalConfig>> {
+        if !self.global_shuffle {
+            return Ok(None);
+        }
+        let epochs = self.epochs.context("--global-shuffle needs --epochs (the epochs training reads)")?;
+        let batch = self.batch.context("--global-shuffle needs --batch (the trainer's batch per rank)")?;
+        anyhow::ensure!(epochs > 0 && batch > 0, "--epochs and --batch must be at least 1");
+        let (capacity, cache, cache_dir) = match self.tiers {
+            Some(Tiers { ram, nvme }) => (Some(nvme.saturating_add(ram)), Some(ram), Some(self.ram_dir.clone())),
+            None => (self.capacity, self.cache, self.cache_dir.clone()),
+        };
+        Ok(Some(stager::serve::global::GlobalConfig {
+            epochs,
+            batch,
+            shuffle_seed: self.shuffle_seed,
+            capacity,
+            cache,
+            window: self.window,
+            cache_dir,
+        }))
+    }
 }
 
 #[derive(Args, Debug)]
@@ -523,6 +615,7 @@ fn prepare(world: &World, args: &StageArgs) -> anyhow::Result<(formats::manifest
         read_method: args.read_method,
         recheck: args.recheck,
         order: Default::default(),
+        kept: None,
     };
     Ok((manifest, config))
 }
@@ -534,9 +627,24 @@ fn print_report(
     config: &StageConfig,
     args: &StageArgs,
 ) -> anyhow::Result<()> {
+    print_report_with(world, outcome, config, args, None)
+}
+
+/// [`print_report`], with what a global shuffle fetched (`peers`).
+fn print_report_with(
+    world: &World,
+    outcome: &stager::stage::StageOutcome,
+    config: &StageConfig,
+    args: &StageArgs,
+    peers: Option<serde_json::Value>,
+) -> anyhow::Result<()> {
     if world.is_root() {
         let report = report::build(outcome, config, world.size(), world.topology().nodes);
-        let text = serde_json::to_string_pretty(&report)?;
+        let mut json = serde_json::to_value(&report)?;
+        if let (Some(peers), Some(object)) = (peers, json.as_object_mut()) {
+            object.insert("peers".into(), peers);
+        }
+        let text = serde_json::to_string_pretty(&json)?;
         println!("{text}");
         if let Some(path) = &args.report {
             std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
@@ -547,10 +655,15 @@ fn print_report(
 
 fn serve(world: &World, args: &ServeArgs) -> anyhow::Result<()> {
     let (manifest, stage) = prepare(world, &args.stage)?;
-    let config =
-        ServeConfig { stage, train_ranks_per_node: args.train_ranks_per_node, train_under: args.train_under.clone() };
-    let outcome = stager::serve::serve(world, &manifest, &config)?;
-    print_report(world, &outcome, &config.stage, &args.stage)
+    let config = ServeConfig {
+        stage,
+        train_ranks_per_node: args.train_ranks_per_node,
+        train_under: args.train_under.clone(),
+        global: args.global.config()?,
+    };
+    let served = stager::serve::serve(world, &manifest, &config)?;
+    let peers = served.peers.as_ref().map(|per_node| serde_json::json!({ "per_node": per_node }));
+    print_report_with(world, &served.outcome, &config.stage, &args.stage, peers)
 }
 
 fn service(dest: &std::path::Path, name: &str) -> anyhow::Result<formats::service::ServiceClient> {

@@ -134,6 +134,31 @@ impl TrafficReport {
     }
 }
 
+/// The node keeping each file of `sizes` bytes holding `samples` samples
+/// (`None`: no node, or a file without samples) when each node keeps the
+/// sample files of its shard (`shards`, as `--policy shard` places them)
+/// that fit in `shard_room` bytes, in shard order; and the bytes each node
+/// keeps. What `stager serve --global-shuffle` stages and this model
+/// replays.
+pub fn kept_shards(
+    shards: &[Vec<usize>],
+    sizes: &[u64],
+    samples: &[usize],
+    shard_room: u64,
+) -> (Vec<Option<usize>>, Vec<u64>) {
+    let mut owner: Vec<Option<usize>> = vec![None; sizes.len()];
+    let mut held_per_node = vec![0u64; shards.len()];
+    for (node, shard) in shards.iter().enumerate() {
+        for &file in shard.iter().filter(|&&f| samples[f] > 0) {
+            if held_per_node[node] + sizes[file] <= shard_room {
+                held_per_node[node] += sizes[file];
+                owner[file] = Some(node);
+            }
+        }
+    }
+    (owner, held_per_node)
+}
+
 /// Replay `shuffle`'s reads of files of `sizes` bytes holding `samples`
 /// samples each (a file of 0 samples is never read), sharded over the
 /// nodes with `placement_seed`.
@@ -145,19 +170,9 @@ pub fn global_shuffle(
 ) -> Result<TrafficReport, PlacementError> {
     let nodes = shuffle.nodes.max(1);
     let ranks_per_node = shuffle.ranks_per_node.max(1);
-    let shards = files_per_node(sizes, nodes, Policy::Shard, placement_seed)?;
-    // Each node keeps the files of its shard that fit, in shard order.
     let shard_room = shuffle.capacity.saturating_sub(shuffle.cache);
-    let mut owner: Vec<Option<usize>> = vec![None; sizes.len()];
-    let mut held_per_node = vec![0u64; nodes];
-    for (node, shard) in shards.iter().enumerate() {
-        for &file in shard.iter().filter(|&&f| samples[f] > 0) {
-            if held_per_node[node] + sizes[file] <= shard_room {
-                held_per_node[node] += sizes[file];
-                owner[file] = Some(node);
-            }
-        }
-    }
+    let shards = files_per_node(sizes, nodes, Policy::Shard, placement_seed)?;
+    let (owner, held_per_node) = kept_shards(&shards, sizes, samples, shard_room);
     let file_of_sample: Vec<usize> = samples.iter().enumerate().flat_map(|(f, &n)| std::iter::repeat_n(f, n)).collect();
     let first_sample: Vec<usize> = samples.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect();
     // A sample's share of its file's bytes (the remainder to the first ones).

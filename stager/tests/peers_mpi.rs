@@ -123,7 +123,7 @@ fn probe(root: &Path) {
     let cache_dir = root.join(format!("cache{node}"));
     let config = PeerConfig { cache_dir: cache_dir.clone(), capacity: 3 * largest, window: 4 };
     let dest = root.join(format!("node{node}"));
-    let holdings = Holdings { manifest: &manifest, owner: &owner, dest: &dest, source: &source };
+    let holdings = Holdings { manifest: &manifest, owner: &owner, dest: &dest, source: &source, ready: &|_| Ok(()) };
     let progress = Progress::new(Cache::new(config.capacity, &reads, |f| owner[f] != Some(node)));
     let mut on_disk = 0u64;
     let stats = std::thread::scope(|scope| {
@@ -133,7 +133,7 @@ fn probe(root: &Path) {
                 // The node's own files were checked when staged.
                 if owner[f] != Some(node) {
                     let path = &manifest.files[f].path;
-                    progress.wait_cached(f).map_err(|e| e.to_string())?;
+                    progress.wait_cached(f, at).map_err(|e| e.to_string())?;
                     let got = std::fs::read(cache_dir.join(path)).map_err(|e| format!("{path}: {e}"))?;
                     assert!(got == std::fs::read(source.join(path)).unwrap(), "node {node}: {path} differs");
                 }

@@ -124,6 +124,57 @@ fn training_beside_the_service_matches_training_after_staging_and_starts_first()
     assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
 }
 
+/// A global shuffle served from two pretend nodes, each keeping half the
+/// files (and with a capacity, a quarter: the rest read from the source
+/// again), trains to the same parameters after every epoch as training
+/// from the whole dataset in a directory every rank reads: the batches are
+/// the same, though most of each node's samples come from the other node
+/// or the source.
+#[test]
+fn a_served_global_shuffle_trains_as_the_whole_dataset_in_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path());
+    let whole = ["train", "--config", "mlperf-small", "--data", data.to_str().unwrap(), "--val-fraction", "0"];
+    let more = ["--epochs", "2", "--batch", "2", "--workers", "1", "--seed", "3"];
+    let args: Vec<&str> = whole.iter().chain(&more).copied().collect();
+    let expected = checksums(&e2e::trainer_report(&e2e::mpirun(2, &PRETEND_NODES, Path::new(TRAINER), &args)));
+
+    let manifest = formats::manifest::Manifest::load(&data.join("manifest.json")).unwrap();
+    // Room for a quarter of the dataset's files on each node, and three more in the cache.
+    let cache = 3 * manifest.files.iter().map(|f| f.bytes).max().unwrap();
+    let (capacity, cache) = ((manifest.total_bytes() / 4 + cache).to_string(), cache.to_string());
+    let capped = vec!["--capacity", capacity.as_str(), "--cache", cache.as_str()];
+    for (name, sizing) in [("gs", vec![]), ("cap", capped)] {
+        let served = format!("{}/{name}{{node}}", dir.path().display());
+        let global = ["--global-shuffle", "--epochs", "2", "--batch", "2", "--shuffle-seed", "3", "--window", "4"];
+        let extra: Vec<&str> = global.iter().copied().chain(sizing).chain(["--source-bandwidth", "8MB/s"]).collect();
+        let mut service = spawn_service_with(dir.path(), &data, &served, &extra);
+        let report = e2e::trainer_report(&train(&served, &BESIDE_THE_SERVICE));
+        assert_eq!(checksums(&report), expected, "{name}: the parameters of training from the whole dataset");
+        let node0 = dir.path().join(format!("{name}0"));
+        assert!(stager(&["stop", node0.to_str().unwrap()]).status.success());
+        let exit = service.wait().unwrap();
+        assert!(exit.success(), "{name}: {}", std::fs::read_to_string(dir.path().join("serve.err")).unwrap());
+    }
+}
+
+/// A trainer asking a served global shuffle for other batches or more
+/// epochs than the service was told is refused in one line.
+#[test]
+fn a_global_shuffle_served_for_another_batch_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path());
+    let served = format!("{}/gs{{node}}", dir.path().display());
+    let global = ["--global-shuffle", "--epochs", "1", "--batch", "4", "--shuffle-seed", "3"];
+    let mut service = spawn_service_with(dir.path(), &data, &served, &global);
+    let output = train(&served, &BESIDE_THE_SERVICE);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("batches of 4 per rank; this run's --batch is 2"), "{stderr}");
+    assert!(stager(&["stop", dir.path().join("gs0").to_str().unwrap()]).status.success());
+    assert!(service.wait().unwrap().success());
+}
+
 /// DeepCAM's layout (one field per HDF5 file, `stats.h5` beside them)
 /// trains beside the service exactly as after staging, opening each file as
 /// it arrives: the source's `stats.h5` normalises the fields until the

@@ -44,8 +44,12 @@ const UNREADABLE: u64 = u64::MAX;
 /// The largest message: well under MPI's C-int count.
 const CHUNK: usize = 16 << 20;
 
+/// Whether this node's copy of a file it holds is in place, waiting for
+/// it while the stage still writes it (`Err`: it never will be, and why).
+pub type HolderReady<'a> = &'a (dyn Fn(usize) -> Result<(), String> + Sync);
+
 /// Where a node's files are.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Holdings<'a> {
     /// The dataset.
     pub manifest: &'a Manifest,
@@ -55,6 +59,9 @@ pub struct Holdings<'a> {
     pub dest: &'a Path,
     /// The dataset on the shared file system.
     pub source: &'a Path,
+    /// Blocks until this node's copy of a file it holds is in place: the
+    /// responder answers from it only then.
+    pub ready: HolderReady<'a>,
 }
 
 /// How to fetch.
@@ -160,32 +167,67 @@ fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> PeerErr
 pub struct Progress {
     state: Mutex<Shared>,
     changed: Condvar,
+    /// Also told of every change: a service's socket side, which cannot
+    /// block on [`changed`](Self::changed).
+    on_change: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
 struct Shared {
     cache: Cache,
     consumed: usize,
+    /// Every read before this position has been seen to by the fetcher.
+    fetched: usize,
     failed: Option<String>,
 }
 
 impl Progress {
     /// Progress over `cache`, nothing consumed.
     pub fn new(cache: Cache) -> Progress {
-        Progress { state: Mutex::new(Shared { cache, consumed: 0, failed: None }), changed: Condvar::new() }
+        Progress {
+            state: Mutex::new(Shared { cache, consumed: 0, fetched: 0, failed: None }),
+            changed: Condvar::new(),
+            on_change: None,
+        }
+    }
+
+    /// This progress, calling `on_change` whenever a file is cached, the
+    /// fetcher moves on or fails.
+    pub fn with_on_change(self, on_change: impl Fn() + Send + Sync + 'static) -> Progress {
+        Progress { on_change: Some(Box::new(on_change)), ..self }
     }
 
     fn lock(&self) -> MutexGuard<'_, Shared> {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Block until the cache holds `file` (or the fetcher failed).
-    pub fn wait_cached(&self, file: usize) -> Result<(), PeerError> {
+    fn notify(&self) {
+        self.changed.notify_all();
+        if let Some(on_change) = &self.on_change {
+            on_change();
+        }
+    }
+
+    /// Whether the cache holds `file` for the read at `position`: `None`
+    /// while the fetcher has not passed that read. Once it has, the file
+    /// stays until that read is consumed (only files read after the
+    /// fetcher's position are evicted), so a reader told `Ok` may open it.
+    pub fn cached_for(&self, file: usize, position: usize) -> Option<Result<(), PeerError>> {
+        let state = self.lock();
+        if let Some(why) = &state.failed {
+            return Some(Err(PeerError::Failed(why.clone())));
+        }
+        (state.fetched > position && state.cache.holds(file)).then_some(Ok(()))
+    }
+
+    /// Block until the cache holds `file` for the read at `position` (or
+    /// the fetcher failed).
+    pub fn wait_cached(&self, file: usize, position: usize) -> Result<(), PeerError> {
         let mut state = self.lock();
         loop {
             if let Some(why) = &state.failed {
                 return Err(PeerError::Failed(why.clone()));
             }
-            if state.cache.holds(file) {
+            if state.fetched > position && state.cache.holds(file) {
                 return Ok(());
             }
             state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -196,13 +238,19 @@ impl Progress {
     pub fn consumed(&self, position: usize) {
         let mut state = self.lock();
         state.consumed = state.consumed.max(position);
-        self.changed.notify_all();
+        drop(state);
+        self.notify();
     }
 
     /// Tell waiting consumers the fetcher failed.
     pub fn fail(&self, why: &str) {
-        self.lock().failed = Some(why.to_owned());
-        self.changed.notify_all();
+        self.lock().failed.get_or_insert_with(|| why.to_owned());
+        self.notify();
+    }
+
+    fn fetched(&self, position: usize) {
+        self.lock().fetched = position;
+        self.notify();
     }
 }
 
@@ -217,22 +265,66 @@ pub fn exchange(
     config: &PeerConfig,
     progress: &Progress,
 ) -> Result<PeerStats, PeerError> {
-    let t = world.topology();
-    if t.local_size != 1 {
-        return Err(PeerError::RanksPerNode { node: t.node, ranks: t.local_size });
-    }
     let comm = world.thread_comm().ok_or(PeerError::Threading)?;
-    let node = t.node;
-    let others = world.size() - 1;
-    let rank_of_node: Vec<usize> = (0..t.nodes).map(|n| world.ranks_of_node(n)[0]).collect();
+    exchange_on(&Nodes::of(world), &comm, holdings, reads, config, progress)
+}
+
+/// Where this rank and the other nodes are: plain data, so an exchange can
+/// run on a thread of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nodes {
+    /// This rank.
+    pub rank: usize,
+    /// Its node.
+    pub node: usize,
+    /// Ranks on its node.
+    pub local_size: usize,
+    /// Ranks in the world.
+    pub size: usize,
+    /// The rank serving each node (its lowest).
+    pub rank_of_node: Vec<usize>,
+}
+
+impl Nodes {
+    /// `world`'s.
+    pub fn of(world: &World) -> Nodes {
+        let t = world.topology();
+        Nodes {
+            rank: t.rank,
+            node: t.node,
+            local_size: t.local_size,
+            size: world.size(),
+            rank_of_node: (0..t.nodes).map(|n| world.ranks_of_node(n)[0]).collect(),
+        }
+    }
+}
+
+/// [`exchange`] on `comm` (a duplicate of the world's communicator, made
+/// beforehand): what runs on a thread of its own beside other collectives
+/// on the world's, as a staging service's exchange runs beside its stage.
+/// [`Progress::fail`] ends it early (the service stops).
+pub fn exchange_on(
+    nodes: &Nodes,
+    comm: &ThreadComm,
+    holdings: &Holdings<'_>,
+    reads: &[usize],
+    config: &PeerConfig,
+    progress: &Progress,
+) -> Result<PeerStats, PeerError> {
+    if nodes.local_size != 1 {
+        return Err(PeerError::RanksPerNode { node: nodes.node, ranks: nodes.local_size });
+    }
+    let node = nodes.node;
+    let others = nodes.size - 1;
+    let rank_of_node = &nodes.rank_of_node;
     let (fetched, served) = std::thread::scope(|scope| {
-        let responder = scope.spawn(|| respond(&comm, holdings, others));
-        let fetched = fetch(&comm, holdings, (node, &rank_of_node, reads), config, progress);
+        let responder = scope.spawn(|| respond(comm, holdings, others));
+        let fetched = fetch(comm, holdings, (node, rank_of_node, reads), config, progress);
         if let Err(e) = &fetched {
             progress.fail(&e.to_string());
         }
         // Whatever happened, this node asks no more.
-        for rank in (0..world.size()).filter(|&r| r != world.rank()) {
+        for rank in (0..nodes.size).filter(|&r| r != nodes.rank) {
             comm.comm().process_at_rank(rank as i32).send_with_tag(&DONE, TAG_ASK);
         }
         let served = responder.join().unwrap_or_else(|_| Err(PeerError::Failed("the responder panicked".into())));
@@ -271,6 +363,11 @@ fn respond(comm: &ThreadComm, holdings: &Holdings<'_>, others: usize) -> Result<
             continue;
         };
         let path = holdings.dest.join(&entry.path);
+        if let Err(why) = (holdings.ready)(ask as usize) {
+            asker.send_with_tag(&UNREADABLE, TAG_LEN);
+            failure.get_or_insert(PeerError::Failed(format!("{}: {why}", entry.path)));
+            continue;
+        }
         let opened = fs::File::open(&path).and_then(|f| f.metadata().map(|m| (f, m.len())));
         let (mut file, len) = match opened {
             Ok(opened) => opened,
@@ -313,7 +410,8 @@ fn fill(file: &mut fs::File, buffer: &mut [u8]) -> usize {
     filled
 }
 
-/// Walk `reads`, fetching each file this node lacks into the cache.
+/// Walk `reads`, fetching each file this node lacks into the cache, with
+/// the files that travel with it (index sidecars).
 fn fetch(
     comm: &ThreadComm,
     holdings: &Holdings<'_>,
@@ -325,28 +423,34 @@ fn fetch(
     // A window of none would wait for a consumer waiting for this fetcher.
     let window = config.window.max(1);
     let mut buffer = vec![0u8; CHUNK];
+    let groups = travel_groups(holdings.manifest);
     fs::create_dir_all(&config.cache_dir).map_err(io("creating the cache", &config.cache_dir))?;
     for (at, &file) in reads.iter().enumerate() {
         let owner = holdings.owner.get(file).copied().flatten();
         if owner == Some(node) {
+            progress.fetched(at + 1);
             continue;
         }
-        let entry = &holdings.manifest.files[file];
+        let group = &groups[file];
+        let bytes: u64 = group.iter().map(|&g| holdings.manifest.files[g].bytes).sum();
         // Wait until the read is within the window and there is room.
         let evicted = {
             let mut state = progress.lock();
             loop {
+                if let Some(why) = &state.failed {
+                    return Err(PeerError::Failed(why.clone()));
+                }
                 if at < state.consumed.saturating_add(window) {
                     if state.cache.holds(file) {
                         break None;
                     }
                     let consumed = state.consumed;
-                    match state.cache.make_room(entry.bytes, at, consumed) {
+                    match state.cache.make_room(bytes, at, consumed) {
                         Room::Evict(files) => break Some(files),
                         Room::TooLarge => {
                             return Err(PeerError::TooLarge {
-                                path: entry.path.clone(),
-                                bytes: entry.bytes,
+                                path: holdings.manifest.files[file].path.clone(),
+                                bytes,
                                 capacity: config.capacity,
                             });
                         }
@@ -356,52 +460,85 @@ fn fetch(
                 state = progress.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
             }
         };
-        let Some(evicted) = evicted else { continue };
+        let Some(evicted) = evicted else {
+            progress.fetched(at + 1);
+            continue;
+        };
         for victim in evicted {
-            let path = config.cache_dir.join(&holdings.manifest.files[victim].path);
-            fs::remove_file(&path).map_err(io("evicting", &path))?;
+            for &member in &groups[victim] {
+                let path = config.cache_dir.join(&holdings.manifest.files[member].path);
+                fs::remove_file(&path).map_err(io("evicting", &path))?;
+            }
             stats.evicted += 1;
         }
-        let placed = config.cache_dir.join(&entry.path);
-        let part = config.cache_dir.join(format!(".{file}.part"));
-        let (bytes, sum) = match owner {
-            Some(holder) => {
-                let (bytes, sum) =
-                    receive_file(comm, holdings, (holder, rank_of_node[holder], file), (&part, &mut buffer))?;
-                stats.peer_files += 1;
-                stats.peer_bytes += bytes;
-                (bytes, sum)
-            }
-            None => {
-                let from = holdings.source.join(&entry.path);
-                let (bytes, sum) = copy_file(&from, &part)?;
-                stats.source_files += 1;
-                stats.source_bytes += bytes;
-                (bytes, sum)
-            }
-        };
-        if bytes != entry.bytes || sum != entry.xxh3 {
-            let _ = fs::remove_file(&part);
-            let from = owner.map_or_else(|| "the source".to_owned(), |n| format!("node {n}"));
-            return Err(PeerError::Differs {
-                path: entry.path.clone(),
-                from,
-                bytes,
-                got: sum,
-                want_bytes: entry.bytes,
-                want: entry.xxh3,
-            });
+        for &member in group {
+            fetch_one(comm, holdings, (owner, rank_of_node, member), config, &mut buffer, &mut stats)?;
         }
-        if let Some(parent) = placed.parent() {
-            fs::create_dir_all(parent).map_err(io("creating", parent))?;
-        }
-        fs::rename(&part, &placed).map_err(io("placing", &placed))?;
         let mut state = progress.lock();
-        state.cache.insert(file, entry.bytes);
+        state.cache.insert(file, bytes);
         stats.most_held = stats.most_held.max(state.cache.used());
-        progress.changed.notify_all();
+        drop(state);
+        progress.fetched(at + 1);
     }
     Ok(stats)
+}
+
+/// Each file's travel group: itself, then the files that travel with it
+/// (`X.idx` with `X`); a sidecar's own group is itself alone.
+pub fn travel_groups(manifest: &Manifest) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = (0..manifest.files.len()).map(|f| vec![f]).collect();
+    for (sidecar, leader) in manifest.followers().into_iter().enumerate() {
+        if let Some(leader) = leader {
+            groups[leader].push(sidecar);
+        }
+    }
+    groups
+}
+
+/// Fetch `file` from `owner` (the source when `None`) into the cache,
+/// checked against the manifest.
+fn fetch_one(
+    comm: &ThreadComm,
+    holdings: &Holdings<'_>,
+    (owner, rank_of_node, file): (Option<usize>, &[usize], usize),
+    config: &PeerConfig,
+    buffer: &mut [u8],
+    stats: &mut PeerStats,
+) -> Result<(), PeerError> {
+    let entry = &holdings.manifest.files[file];
+    let placed = config.cache_dir.join(&entry.path);
+    let part = config.cache_dir.join(format!(".{file}.part"));
+    let (bytes, sum) = match owner {
+        Some(holder) => {
+            let (bytes, sum) = receive_file(comm, holdings, (holder, rank_of_node[holder], file), (&part, buffer))?;
+            stats.peer_files += 1;
+            stats.peer_bytes += bytes;
+            (bytes, sum)
+        }
+        None => {
+            let from = holdings.source.join(&entry.path);
+            let (bytes, sum) = copy_file(&from, &part)?;
+            stats.source_files += 1;
+            stats.source_bytes += bytes;
+            (bytes, sum)
+        }
+    };
+    if bytes != entry.bytes || sum != entry.xxh3 {
+        let _ = fs::remove_file(&part);
+        let from = owner.map_or_else(|| "the source".to_owned(), |n| format!("node {n}"));
+        return Err(PeerError::Differs {
+            path: entry.path.clone(),
+            from,
+            bytes,
+            got: sum,
+            want_bytes: entry.bytes,
+            want: entry.xxh3,
+        });
+    }
+    if let Some(parent) = placed.parent() {
+        fs::create_dir_all(parent).map_err(io("creating", parent))?;
+    }
+    fs::rename(&part, &placed).map_err(io("placing", &placed))
 }
 
 /// Ask `holder` for `file` and write what it sends to `part`, hashing it.

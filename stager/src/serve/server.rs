@@ -17,6 +17,7 @@ use formats::service::{MAX_SOCKET_PATH, Reply, Request, socket_path, token_path}
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
+use super::global::Where;
 use super::state::{FileState, ServiceState};
 use crate::stage::SetupError;
 
@@ -141,6 +142,12 @@ async fn answer(stream: UnixStream, state: Arc<ServiceState>, token: Arc<str>, o
     while let Ok(Some(line)) = lines.next_line().await {
         let reply = match Request::parse(&line) {
             Ok(Request::Wait(path)) => wait(&state, client, &path).await,
+            Ok(Request::Need(position)) => need(&state, client, position).await,
+            Ok(Request::Done(position)) => match state.global().map(|g| g.done(position)) {
+                Some(Ok(())) => Reply::Ok,
+                Some(Err(why)) => Reply::Failed(why),
+                None => Reply::Failed(NOT_GLOBAL.into()),
+            },
             Ok(Request::Status) => match serde_json::to_string(&state.status()) {
                 Ok(json) => Reply::Status(json),
                 Err(e) => Reply::Failed(e.to_string()),
@@ -163,6 +170,44 @@ async fn answer(stream: UnixStream, state: Arc<ServiceState>, token: Arc<str>, o
         }
     }
     state.waiting(client, None);
+}
+
+const NOT_GLOBAL: &str = "this service serves no global shuffle (start it with --global-shuffle)";
+
+/// Answer a `NEED` once the file of read `position` is on this node: in
+/// the destination (`READY`) or the cache (`CACHED`).
+async fn need(state: &ServiceState, client: usize, position: u64) -> Reply {
+    let Some(global) = state.global() else { return Reply::Failed(NOT_GLOBAL.into()) };
+    let asked = Instant::now();
+    let mut waited = false;
+    loop {
+        // Registered before looking, as in `wait`.
+        let changed = state.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        let answer = match global.need(position) {
+            Err(why) => Some(Reply::Failed(why)),
+            Ok(Some(Where::Cached)) => Some(Reply::Cached),
+            Ok(Some(Where::Local(file))) => match state.file_at(file) {
+                FileState::Ready => Some(Reply::Ready),
+                FileState::Failed(why) => Some(Reply::Failed(why)),
+                FileState::Unknown => Some(Reply::Failed(format!("file {file} is not one this node holds"))),
+                FileState::Pending => None,
+            },
+            Ok(None) => None,
+        };
+        if let Some(reply) = answer {
+            if !matches!(reply, Reply::Failed(_)) {
+                state.waited(client, waited.then(|| asked.elapsed().as_secs_f64()));
+            }
+            return reply;
+        }
+        if !waited {
+            state.waiting(client, Some(&format!("read {position}")));
+            waited = true;
+        }
+        changed.await;
+    }
 }
 
 /// Answer a `WAIT` once `path` is in place, failed or unknown.

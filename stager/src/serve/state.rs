@@ -4,7 +4,7 @@
 //! it and wakes the waiting clients. No I/O here.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use formats::manifest::Manifest;
@@ -91,6 +91,10 @@ pub struct ServiceState {
     progress: Mutex<Progress>,
     /// Woken whenever a file is placed or the stage fails.
     pub changed: Notify,
+    /// The same, for threads that block ([`wait_placed`](Self::wait_placed)).
+    placed: Condvar,
+    /// A global shuffle's reads, when the service serves one.
+    global: OnceLock<Arc<super::global::GlobalReads>>,
 }
 
 impl ServiceState {
@@ -122,6 +126,8 @@ impl ServiceState {
             started: Instant::now(),
             progress: Mutex::new(progress),
             changed: Notify::new(),
+            placed: Condvar::new(),
+            global: OnceLock::new(),
         }
     }
 
@@ -131,14 +137,47 @@ impl ServiceState {
 
     /// Where `path` (as the manifest names it) stands.
     pub fn file(&self, path: &str) -> FileState {
+        match self.paths.get(path) {
+            Some(&f) => self.file_at(f),
+            None => self.file_at(usize::MAX),
+        }
+    }
+
+    /// Where manifest file `file` stands.
+    pub fn file_at(&self, file: usize) -> FileState {
         let p = self.progress();
-        let ready = self.paths.get(path).and_then(|&f| p.ready[f]);
+        let ready = p.ready.get(file).copied().flatten();
         match (ready, &p.failed) {
             (Some(true), _) => FileState::Ready,
             (_, Some(why)) => FileState::Failed(why.clone()),
             (None, None) if p.opened => FileState::Unknown,
             _ => FileState::Pending,
         }
+    }
+
+    /// Block until this node's copy of manifest file `file` is in place
+    /// (`Err`: it never will be, and why): what another node's fetch of it
+    /// waits for while the stage still writes it.
+    pub fn wait_placed(&self, file: usize) -> Result<(), String> {
+        let mut p = self.progress();
+        loop {
+            match (p.ready.get(file).copied().flatten(), &p.failed) {
+                (Some(true), _) => return Ok(()),
+                (_, Some(why)) => return Err(why.clone()),
+                (None, None) if p.opened => return Err(format!("file {file} is not one this node holds")),
+                _ => p = self.placed.wait(p).unwrap_or_else(|e| e.into_inner()),
+            }
+        }
+    }
+
+    /// Serve a global shuffle's reads (once, before any client connects).
+    pub fn set_global(&self, reads: Arc<super::global::GlobalReads>) {
+        let _ = self.global.set(reads);
+    }
+
+    /// The global shuffle's reads, when the service serves one.
+    pub fn global(&self) -> Option<&Arc<super::global::GlobalReads>> {
+        self.global.get()
     }
 
     /// Register a client; its index for [`waited`](Self::waited).
@@ -222,6 +261,7 @@ impl StageObserver for ServiceState {
         p.opened = true;
         drop(p);
         self.changed.notify_waiters();
+        self.placed.notify_all();
         Ok(())
     }
 
@@ -234,11 +274,13 @@ impl StageObserver for ServiceState {
         }
         drop(p);
         self.changed.notify_waiters();
+        self.placed.notify_all();
     }
 
     fn failed(&self, message: &str) {
         self.progress().failed.get_or_insert_with(|| message.to_owned());
         self.changed.notify_waiters();
+        self.placed.notify_all();
     }
 }
 

@@ -142,6 +142,10 @@ pub struct StageConfig {
     pub recheck: bool,
     /// The order each rank reads its files in.
     pub order: ReadOrder,
+    /// The files each node keeps, when not all that `policy` gives it: a
+    /// global shuffle's shards cut to a node's capacity
+    /// ([`crate::traffic::kept_shards`]). `None`: what the policy gives.
+    pub kept: Option<Vec<Vec<usize>>>,
 }
 
 /// A failure before any data moved, agreed on by every rank.
@@ -287,7 +291,10 @@ fn prepare(world: &World, manifest: &Manifest, config: &StageConfig) -> Result<(
     if t.local_rank == 0 {
         crate::destination::directory::check_dest_outside_source(&config.source, &dest).map_err(SetupError::Refused)?;
     }
-    let needs = manifest.files_per_node(t.nodes, config.policy, config.seed)?;
+    let needs = match &config.kept {
+        Some(kept) => kept.clone(),
+        None => manifest.files_per_node(t.nodes, config.policy, config.seed)?,
+    };
     Ok((dest, needs))
 }
 

@@ -280,6 +280,9 @@ pub fn run<M: TrainModel>(
     // layers for the addresses the traces visit).
     let loader_config = config.loader();
     let data = data::open(world, &model, config, &loader_config)?;
+    if let loader::source::TrainSet::Global(share) = &*data.train {
+        global_shuffle_fits(share, config)?;
+    }
     let net = model.build(&device)?;
     let tensors = params::inventory(&net)?;
     let (first, same_everywhere) = data.train.first_samples(FIT_SAMPLES);
@@ -357,6 +360,39 @@ pub fn run<M: TrainModel>(
         entered,
     };
     run.epochs(net, &data, (start.epoch, start.skip, start.deal), on_epoch)
+}
+
+/// A run reading a served global shuffle reads what the service fetches
+/// for: its batches, as many epochs or fewer, from the first read on (the
+/// service fetches ahead from there, so a resumed run would wait for
+/// reads it never makes).
+fn global_shuffle_fits(share: &loader::global::GlobalShare, config: &TrainConfig) -> Result<(), TrainError> {
+    if config.batch != share.batch() {
+        return Err(TrainError::Invalid(format!(
+            "the staging service serves a global shuffle in batches of {} per rank; this run's --batch is {}",
+            share.batch(),
+            config.batch
+        )));
+    }
+    if config.epochs > share.epochs() {
+        return Err(TrainError::Invalid(format!(
+            "the staging service fetches a global shuffle for {} epochs; this run trains {} (give `stager serve` \
+             --epochs {})",
+            share.epochs(),
+            config.epochs,
+            config.epochs
+        )));
+    }
+    if let Some(dir) = &config.checkpoint
+        && checkpoint::load_latest(dir)?.is_some()
+    {
+        return Err(TrainError::Invalid(format!(
+            "{} holds a checkpoint: resuming a served global shuffle is not supported (its service fetches \
+             from the first read on); start the service and the run afresh",
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Fresh tensors, or the latest checkpoint's (checked against this run).
