@@ -99,13 +99,25 @@ impl GlobalOrder {
 
     /// The samples node `node` reads over `epochs` epochs, by position.
     pub fn node_reads(&self, node: usize, epochs: u64) -> Vec<usize> {
+        self.reads_of_nodes(node..node + 1, epochs).pop().unwrap_or_default()
+    }
+
+    /// Every node's reads over `epochs` epochs, by position: each epoch's
+    /// permutation drawn once for all of them.
+    pub fn reads_by_node(&self, epochs: u64) -> Vec<Vec<usize>> {
+        self.reads_of_nodes(0..self.nodes, epochs)
+    }
+
+    fn reads_of_nodes(&self, nodes: std::ops::Range<usize>, epochs: u64) -> Vec<Vec<usize>> {
         let rpn = self.ranks_per_node.max(1);
-        let mut reads = Vec::with_capacity(epochs as usize * self.per_rank() * rpn);
+        let each = epochs as usize * self.per_rank() * rpn;
+        let mut reads: Vec<Vec<usize>> = nodes.clone().map(|_| Vec::with_capacity(each)).collect();
         for epoch in 0..epochs {
             let sequence = self.sequence(epoch);
             for j in 0..self.per_rank() {
-                for local in 0..rpn {
-                    reads.push(sequence[j * self.world() + node * rpn + local]);
+                for (node, node_reads) in nodes.clone().zip(reads.iter_mut()) {
+                    let first = j * self.world() + node * rpn;
+                    node_reads.extend_from_slice(&sequence[first..first + rpn]);
                 }
             }
         }

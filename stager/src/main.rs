@@ -287,6 +287,15 @@ struct CapacityArgs {
     /// The training seed (the loaders' shuffle).
     #[arg(long, default_value_t = 0, requires = "capacity")]
     shuffle_seed: u64,
+    /// Samples per rank per step (each rank's share is cut to whole
+    /// batches, as `stager serve --global-shuffle --batch` deals them).
+    #[arg(long, default_value_t = 1, requires = "capacity")]
+    batch: usize,
+    /// Reads the fetcher runs ahead of the node's training ranks (`stager
+    /// serve --window`): a file still to be read is never evicted, so a
+    /// wide window in a small cache evicts more.
+    #[arg(long, default_value_t = 16, requires = "capacity")]
+    window: usize,
 }
 
 /// `--eviction` choices.
@@ -324,10 +333,12 @@ impl CapacityArgs {
         let shuffle = GlobalShuffle {
             nodes,
             ranks_per_node,
+            batch: self.batch,
             seed: self.shuffle_seed,
             epochs: self.epochs,
             capacity,
             cache,
+            window: self.window,
             rule,
         };
         let chosen = global_shuffle(sizes, samples, seed, &shuffle)?;

@@ -3,7 +3,7 @@
 //! node) and each node has `capacity` bytes of storage. Every epoch each
 //! rank draws its samples from one permutation of the whole dataset (the
 //! loader's distributed sampler over all ranks,
-//! [`shuffled_sequence`]), so most of a node's samples live in files other
+//! [`formats::sampling::shuffled_sequence`]), so most of a node's samples live in files other
 //! nodes hold. A node keeps what fits of its own shard beside `cache`
 //! bytes kept for other nodes' files (at least that room: more when its
 //! shard leaves more), where they are fetched ahead of need. Keeping
@@ -27,17 +27,21 @@
 //! use stager::traffic::{GlobalShuffle, global_shuffle};
 //!
 //! // 8 files of 1 sample and 100 bytes, 2 nodes with room for all of it.
-//! let shuffle = GlobalShuffle { nodes: 2, ranks_per_node: 1, seed: 0, epochs: 2, capacity: 800, cache: 100, rule: Eviction::FurthestNextUse };
+//! let shuffle = GlobalShuffle {
+//!     nodes: 2, ranks_per_node: 1, batch: 1, seed: 0, epochs: 2, capacity: 800, cache: 100, window: 16,
+//!     rule: Eviction::FurthestNextUse,
+//! };
 //! let report = global_shuffle(&[100; 8], &[1; 8], 0, &shuffle).unwrap();
 //! assert_eq!(report.epochs[0].source, 800); // staged once
 //! assert_eq!(report.epochs[1].source, 0); // never again
 //! ```
 
+use formats::global_order::{GlobalOrder, file_of_sample};
 use formats::placement::{PlacementError, Policy, files_per_node};
-use formats::sampling::{Remainder, shuffled_sequence};
 use serde::Serialize;
 
 use crate::capacity::{Eviction, replay_each};
+use crate::peers::cache::replay_fetcher;
 
 /// The job the model reads for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +50,8 @@ pub struct GlobalShuffle {
     pub nodes: usize,
     /// Training ranks per node.
     pub ranks_per_node: usize,
+    /// Samples per rank per step (each rank's share is cut to whole batches).
+    pub batch: usize,
     /// The training seed (the sampler's).
     pub seed: u64,
     /// Epochs to read.
@@ -55,6 +61,9 @@ pub struct GlobalShuffle {
     /// Of those, bytes kept for other nodes' files (and for files no node
     /// holds); the rest holds the node's shard.
     pub cache: u64,
+    /// Reads the fetcher runs ahead of the node's readers (`stager serve
+    /// --window`).
+    pub window: usize,
     /// What a full cache gives up.
     pub rule: Eviction,
 }
@@ -161,7 +170,12 @@ pub fn kept_shards(
 
 /// Replay `shuffle`'s reads of files of `sizes` bytes holding `samples`
 /// samples each (a file of 0 samples is never read), sharded over the
-/// nodes with `placement_seed`.
+/// nodes with `placement_seed`. The reads are the service's
+/// ([`GlobalOrder`]: each rank's share cut to whole batches); under
+/// furthest next use the cache is replayed as the service's fetcher runs
+/// it ([`replay_fetcher`]: every fetched file goes through the cache, and
+/// a file the consumer has still to read is never evicted), under LRU as
+/// a plain store.
 pub fn global_shuffle(
     sizes: &[u64],
     samples: &[usize],
@@ -169,11 +183,10 @@ pub fn global_shuffle(
     shuffle: &GlobalShuffle,
 ) -> Result<TrafficReport, PlacementError> {
     let nodes = shuffle.nodes.max(1);
-    let ranks_per_node = shuffle.ranks_per_node.max(1);
     let shard_room = shuffle.capacity.saturating_sub(shuffle.cache);
     let shards = files_per_node(sizes, nodes, Policy::Shard, placement_seed)?;
     let (owner, held_per_node) = kept_shards(&shards, sizes, samples, shard_room);
-    let file_of_sample: Vec<usize> = samples.iter().enumerate().flat_map(|(f, &n)| std::iter::repeat_n(f, n)).collect();
+    let file_of_sample = file_of_sample(samples);
     let first_sample: Vec<usize> = samples.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect();
     // A sample's share of its file's bytes (the remainder to the first ones).
     let sample_bytes = |sample: usize| {
@@ -181,45 +194,47 @@ pub fn global_shuffle(
         let (k, j) = (samples[file] as u64, (sample - first_sample[file]) as u64);
         sizes[file] / k + u64::from(j < sizes[file] % k)
     };
-    let world = nodes * ranks_per_node;
-    let sequences: Vec<Vec<usize>> = (0..shuffle.epochs)
-        .map(|epoch| shuffled_sequence(file_of_sample.len(), world, (shuffle.seed, epoch), true, Remainder::Drop))
-        .collect();
+    let order = GlobalOrder {
+        samples: file_of_sample.len(),
+        nodes,
+        ranks_per_node: shuffle.ranks_per_node.max(1),
+        batch: shuffle.batch.max(1),
+        seed: shuffle.seed,
+    };
+    let reads_per_epoch = (order.per_rank() * order.ranks_per_node).max(1);
     let mut epochs: Vec<EpochTraffic> =
         (0..shuffle.epochs).map(|e| EpochTraffic { epoch: e + 1, ..EpochTraffic::default() }).collect();
     if let Some(first) = epochs.first_mut() {
         first.source = held_per_node.iter().sum();
     }
-    for node in 0..nodes {
-        // The node's reads of files it does not hold, with their epochs,
-        // in the order its ranks take them (step by step, rank by rank).
-        let mut remote = Vec::new();
-        let mut remote_read = Vec::new();
-        for (epoch, sequence) in sequences.iter().enumerate() {
-            for step in sequence.chunks(world) {
-                for &sample in &step[node * ranks_per_node..(node + 1) * ranks_per_node] {
-                    let file = file_of_sample[sample];
-                    if owner[file] == Some(node) {
-                        epochs[epoch].local += sample_bytes(sample);
-                    } else {
-                        remote.push(file);
-                        remote_read.push((epoch, sample));
-                    }
-                }
-            }
-        }
-        // A file not held is fetched whole (as staging copies files); a
-        // read of a sample of a held one reads that sample.
-        let cache = shuffle.capacity - held_per_node[node];
-        replay_each(&remote, sizes, cache, shuffle.rule, |at, cached| {
-            let (file, (epoch, sample)) = (remote[at], remote_read[at]);
-            let traffic = &mut epochs[epoch];
+    for (node, reads) in order.reads_by_node(shuffle.epochs).into_iter().enumerate() {
+        let files: Vec<usize> = reads.iter().map(|&s| file_of_sample[s]).collect();
+        let mut count = |at: usize, cached: bool| {
+            let (sample, file) = (reads[at], files[at]);
+            let traffic = &mut epochs[at / reads_per_epoch];
             match (cached, owner[file]) {
                 (true, _) => traffic.local += sample_bytes(sample),
                 (false, Some(_)) => traffic.peers += sizes[file],
                 (false, None) => traffic.source += sizes[file],
             }
-        });
+        };
+        for (at, &file) in files.iter().enumerate() {
+            if owner[file] == Some(node) {
+                count(at, true);
+            }
+        }
+        // A file not held is fetched whole (as staging copies files); a
+        // read of a sample of a held one reads that sample.
+        let cache = shuffle.capacity - held_per_node[node];
+        let fetched = |f: usize| owner[f] != Some(node);
+        match shuffle.rule {
+            Eviction::FurthestNextUse => replay_fetcher(&files, sizes, cache, shuffle.window, fetched, count),
+            Eviction::LeastRecentlyUsed => {
+                let remote: Vec<usize> = (0..files.len()).filter(|&at| fetched(files[at])).collect();
+                let remote_files: Vec<usize> = remote.iter().map(|&at| files[at]).collect();
+                replay_each(&remote_files, sizes, cache, shuffle.rule, |k, cached| count(remote[k], cached));
+            }
+        }
     }
     let dataset_bytes = (0..sizes.len()).filter(|&f| samples[f] > 0).map(|f| sizes[f]).sum();
     let unheld_bytes = (0..sizes.len()).filter(|&f| samples[f] > 0 && owner[f].is_none()).map(|f| sizes[f]).sum();
@@ -233,7 +248,17 @@ mod tests {
     use super::*;
 
     fn shuffle(nodes: usize, capacity: u64, rule: Eviction) -> GlobalShuffle {
-        GlobalShuffle { nodes, ranks_per_node: 2, seed: 3, epochs: 3, capacity, cache: capacity / 4, rule }
+        GlobalShuffle {
+            nodes,
+            ranks_per_node: 2,
+            batch: 1,
+            seed: 3,
+            epochs: 3,
+            capacity,
+            cache: capacity / 4,
+            window: 4,
+            rule,
+        }
     }
 
     fn total(e: &EpochTraffic) -> u64 {

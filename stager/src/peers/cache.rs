@@ -98,6 +98,52 @@ impl Cache {
     }
 }
 
+/// Replay the fetcher over a node's `reads` (file indices in read order)
+/// through a cache of `capacity` bytes, as `stager serve --global-shuffle`
+/// runs it: files that `cached(file)` says go through the cache are
+/// fetched in read order, each once the consumer stands less than
+/// `window` reads behind it, and the consumer is taken to be as far
+/// behind as the window lets it (a fetcher ahead of training, the case it
+/// is built for), moving on when the fetcher must wait for it. Tells
+/// `on_read(at, held)` for each cached read whether its file was already
+/// held (`false`: fetched). A file larger than the whole cache is counted
+/// as fetched and not kept (the service refuses it). The model behind
+/// [`crate::traffic`]'s furthest-next-use figures.
+pub fn replay_fetcher(
+    reads: &[usize],
+    sizes: &[u64],
+    capacity: u64,
+    window: usize,
+    cached: impl Fn(usize) -> bool,
+    mut on_read: impl FnMut(usize, bool),
+) {
+    let mut cache = Cache::new(capacity, reads, &cached);
+    let window = window.max(1);
+    let mut consumed = 0usize;
+    for (at, &file) in reads.iter().enumerate() {
+        if !cached(file) {
+            continue;
+        }
+        consumed = consumed.max((at + 1).saturating_sub(window));
+        if cache.holds(file) {
+            on_read(at, true);
+            continue;
+        }
+        on_read(at, false);
+        loop {
+            match cache.make_room(sizes[file], at, consumed) {
+                Room::Evict(_) => {
+                    cache.insert(file, sizes[file]);
+                    break;
+                }
+                Room::TooLarge => break,
+                // Every held file is read before `at`: the consumer reads on.
+                Room::Wait => consumed += 1,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,5 +181,50 @@ mod tests {
         // Once it has read 0, 0 is never needed again.
         assert_eq!(cache.make_room(10, 2, 1), Room::Evict(vec![0]));
         assert_eq!(cache.make_room(30, 2, 1), Room::TooLarge);
+    }
+
+    fn fetched(reads: &[usize], sizes: &[u64], capacity: u64, window: usize) -> Vec<usize> {
+        let mut fetched = Vec::new();
+        replay_fetcher(
+            reads,
+            sizes,
+            capacity,
+            window,
+            |_| true,
+            |at, held| {
+                if !held {
+                    fetched.push(at);
+                }
+            },
+        );
+        fetched
+    }
+
+    #[test]
+    fn a_window_of_one_replays_beladys_rule_with_every_file_admitted() {
+        // Room for 2 of 3 files read in a cycle: each miss evicts the file
+        // read again last, which is the next one but one.
+        let reads = [0, 1, 2, 0, 1, 2, 0, 1, 2];
+        assert_eq!(fetched(&reads, &[1, 1, 1], 2, 1), vec![0, 1, 2, 4, 6, 8]);
+        let capacity = crate::capacity::replay(&reads, &[1, 1, 1], 2, crate::capacity::Eviction::FurthestNextUse);
+        assert_eq!(capacity.misses, 6);
+    }
+
+    #[test]
+    fn a_wider_window_keeps_the_files_the_consumer_has_still_to_read() {
+        // Room for 2 of 3 files. With the consumer at the fetcher, file 2
+        // at 2 evicts file 1 (read again at 4, after file 0 at 3), and 0
+        // and 2 are then held when read again. With the consumer two reads
+        // behind, both held files still have a read to come when 2 is
+        // fetched, so the fetcher waits for the consumer to read one and
+        // evicts it: every read is a fetch.
+        let reads = [0, 1, 2, 0, 1, 2, 0];
+        assert_eq!(fetched(&reads, &[1, 1, 1], 2, 1), vec![0, 1, 2, 4, 6]);
+        assert_eq!(fetched(&reads, &[1, 1, 1], 2, 3), vec![0, 1, 2, 3, 4, 5, 6]);
+        // Reads of files not cached are never replayed, and a file larger
+        // than the cache is fetched every time it is read.
+        let mut seen = Vec::new();
+        replay_fetcher(&[0, 1, 0, 1], &[5, 1], 2, 1, |f| f == 0, |at, held| seen.push((at, held)));
+        assert_eq!(seen, vec![(0, false), (2, false)]);
     }
 }
