@@ -14,19 +14,11 @@
 //! let reads = [0, 1, 2, 0, 1, 2, 0, 1, 2];
 //! let sizes = [1, 1, 1];
 //! assert_eq!(replay(&reads, &sizes, 2, Eviction::LeastRecentlyUsed).bytes_read, 9);
-//! assert_eq!(replay(&reads, &sizes, 2, Eviction::FurthestNextUse).bytes_read, 5);
+//! assert_eq!(replay(&reads, &sizes, 2, Eviction::FurthestNextUse).bytes_read, 6);
 //! ```
 
-use std::collections::BTreeSet;
-
-/// Which file a full store gives up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Eviction {
-    /// The one read again last (or never): Belady's rule.
-    FurthestNextUse,
-    /// The one read longest ago.
-    LeastRecentlyUsed,
-}
+pub use crate::peers::cache::Eviction;
+use crate::peers::cache::replay_fetcher;
 
 /// What a replay read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -44,77 +36,28 @@ pub struct Traffic {
 /// `sizes`. A miss reads the file into the store, the rule making room;
 /// only a file larger than the whole store is read past it. Every file
 /// goes through the store, even one read again later than everything held
-/// (which Belady's bypass would leave out), because the service that this
-/// models serves each read from its cache: the file must be there until
-/// the read is done.
+/// (which Belady's bypass would leave out), because the service this
+/// models serves each read from its cache. The service's own cache
+/// ([`crate::peers::cache`]) with its fetcher one read ahead.
 pub fn replay(reads: &[usize], sizes: &[u64], capacity: u64, rule: Eviction) -> Traffic {
     let mut traffic = Traffic::default();
-    replay_each(reads, sizes, capacity, rule, |at, held| {
-        let size = sizes[reads[at]];
-        if held {
-            traffic.bytes_held += size;
-        } else {
-            traffic.bytes_read += size;
-            traffic.misses += 1;
-        }
-    });
+    replay_fetcher(
+        reads,
+        sizes,
+        (capacity, rule),
+        1,
+        |_| true,
+        |at, held| {
+            let size = sizes[reads[at]];
+            if held {
+                traffic.bytes_held += size;
+            } else {
+                traffic.bytes_read += size;
+                traffic.misses += 1;
+            }
+        },
+    );
     traffic
-}
-
-/// [`replay`], telling `on_read(at, held)` for each read whether the store
-/// held its file (`false`: it was read in).
-pub fn replay_each(
-    reads: &[usize],
-    sizes: &[u64],
-    capacity: u64,
-    rule: Eviction,
-    mut on_read: impl FnMut(usize, bool),
-) {
-    // The position of each read's next read of the same file.
-    let mut next_use = vec![usize::MAX; reads.len()];
-    let mut seen_at = vec![usize::MAX; sizes.len()];
-    for (at, &file) in reads.iter().enumerate().rev() {
-        next_use[at] = seen_at[file];
-        seen_at[file] = at;
-    }
-    // Held files keyed by what the rule compares: the next use (evict the
-    // largest) or the last use (evict the smallest).
-    let mut held: BTreeSet<(usize, usize)> = BTreeSet::new();
-    let mut key_of = vec![None::<usize>; sizes.len()];
-    let mut used = 0u64;
-    for (at, &file) in reads.iter().enumerate() {
-        let size = sizes[file];
-        let key = match rule {
-            Eviction::FurthestNextUse => next_use[at],
-            Eviction::LeastRecentlyUsed => at,
-        };
-        if let Some(old) = key_of[file] {
-            on_read(at, true);
-            held.remove(&(old, file));
-            held.insert((key, file));
-            key_of[file] = Some(key);
-            continue;
-        }
-        on_read(at, false);
-        if size > capacity {
-            continue;
-        }
-        while used + size > capacity {
-            let victim = match rule {
-                Eviction::FurthestNextUse => held.last().copied(),
-                Eviction::LeastRecentlyUsed => held.first().copied(),
-            };
-            let Some((victim_key, victim)) = victim else { break };
-            held.remove(&(victim_key, victim));
-            key_of[victim] = None;
-            used -= sizes[victim];
-        }
-        if used + size <= capacity {
-            held.insert((key, file));
-            key_of[file] = Some(key);
-            used += size;
-        }
-    }
 }
 
 #[cfg(test)]

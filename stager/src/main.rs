@@ -166,6 +166,10 @@ struct GlobalArgs {
     /// Reads the fetcher runs ahead of the node's training ranks.
     #[arg(long, default_value_t = 16, requires = "global_shuffle")]
     window: usize,
+    /// What a full cache gives up: the file needed again last (the order
+    /// is known) or, to compare, the one read longest ago.
+    #[arg(long, value_enum, default_value_t = EvictionArg::Furthest, requires = "global_shuffle")]
+    eviction: EvictionArg,
 }
 
 /// `--tiers ram=SIZE,nvme=SIZE`.
@@ -211,6 +215,7 @@ impl GlobalArgs {
             capacity,
             cache,
             window: self.window,
+            eviction: self.eviction.rule(),
             cache_dir,
         }))
     }
@@ -305,6 +310,15 @@ enum EvictionArg {
     Furthest,
     /// The file read longest ago.
     Lru,
+}
+
+impl EvictionArg {
+    fn rule(self) -> stager::capacity::Eviction {
+        match self {
+            EvictionArg::Furthest => stager::capacity::Eviction::FurthestNextUse,
+            EvictionArg::Lru => stager::capacity::Eviction::LeastRecentlyUsed,
+        }
+    }
 }
 
 impl CapacityArgs {

@@ -40,7 +40,7 @@ use formats::global_order::{GlobalOrder, file_of_sample};
 use formats::placement::{PlacementError, Policy, files_per_node};
 use serde::Serialize;
 
-use crate::capacity::{Eviction, replay_each};
+use crate::capacity::Eviction;
 use crate::peers::cache::replay_fetcher;
 
 /// The job the model reads for.
@@ -171,11 +171,11 @@ pub fn kept_shards(
 /// Replay `shuffle`'s reads of files of `sizes` bytes holding `samples`
 /// samples each (a file of 0 samples is never read), sharded over the
 /// nodes with `placement_seed`. The reads are the service's
-/// ([`GlobalOrder`]: each rank's share cut to whole batches); under
-/// furthest next use the cache is replayed as the service's fetcher runs
-/// it ([`replay_fetcher`]: every fetched file goes through the cache, and
-/// a file the consumer has still to read is never evicted), under LRU as
-/// a plain store.
+/// ([`GlobalOrder`]: each rank's share cut to whole batches), and the
+/// cache is replayed as the service's fetcher runs it ([`replay_fetcher`]:
+/// every fetched file goes through the cache, and a file the readers have
+/// still to read is never evicted, the readers as far behind as the window
+/// lets them).
 pub fn global_shuffle(
     sizes: &[u64],
     samples: &[usize],
@@ -227,14 +227,7 @@ pub fn global_shuffle(
         // read of a sample of a held one reads that sample.
         let cache = shuffle.capacity - held_per_node[node];
         let fetched = |f: usize| owner[f] != Some(node);
-        match shuffle.rule {
-            Eviction::FurthestNextUse => replay_fetcher(&files, sizes, cache, shuffle.window, fetched, count),
-            Eviction::LeastRecentlyUsed => {
-                let remote: Vec<usize> = (0..files.len()).filter(|&at| fetched(files[at])).collect();
-                let remote_files: Vec<usize> = remote.iter().map(|&at| files[at]).collect();
-                replay_each(&remote_files, sizes, cache, shuffle.rule, |k, cached| count(remote[k], cached));
-            }
-        }
+        replay_fetcher(&files, sizes, (cache, shuffle.rule), shuffle.window, fetched, count);
     }
     let dataset_bytes = (0..sizes.len()).filter(|&f| samples[f] > 0).map(|f| sizes[f]).sum();
     let unheld_bytes = (0..sizes.len()).filter(|&f| samples[f] > 0 && owner[f].is_none()).map(|f| sizes[f]).sum();

@@ -145,15 +145,17 @@ fn every_sample_is_read_once_per_epoch_from_the_source_bytes_and_the_source_once
 
 /// Serve 3 epochs to readers with room for about half the dataset on the
 /// nodes and the fetcher `window` reads ahead; the bytes the source served
-/// and those `stager plan --capacity` predicts for the same job.
-fn served_and_predicted(window: &str) -> (u64, u64) {
+/// and those `stager plan --capacity` predicts for the same job, evicting
+/// by `eviction`.
+fn served_and_predicted(window: &str, eviction: &str) -> (u64, u64) {
     let dir = tempfile::tempdir().unwrap();
     let m = dataset(dir.path());
     let largest = m.files.iter().map(|f| f.bytes).max().unwrap();
     let cache = 3 * largest;
     let capacity = m.total_bytes() / 8 + cache;
     let (capacity, cache) = (capacity.to_string(), cache.to_string());
-    let sizing = ["--capacity", capacity.as_str(), "--cache", cache.as_str(), "--window", window];
+    let sizing =
+        ["--capacity", capacity.as_str(), "--cache", cache.as_str(), "--window", window, "--eviction", eviction];
     let service = serve(dir.path(), &sizing);
     let (reads, report) = read_all_and_stop(dir.path(), &m, service);
     assert!(reads.iter().all(|node| node.len() == EPOCHS as usize));
@@ -177,12 +179,15 @@ fn served_and_predicted(window: &str) -> (u64, u64) {
 fn with_room_for_half_the_dataset_the_source_is_read_no_more_than_plan_predicts() {
     // A window of one read: the fetcher fetches each file when the reader
     // reaches it, which is what the model replays, byte for byte.
-    let (read, predicted) = served_and_predicted("1");
+    let (read, predicted) = served_and_predicted("1", "furthest");
     assert_eq!(read, predicted, "the source served {read} bytes, stager plan predicts {predicted}");
+    let (lru, lru_predicted) = served_and_predicted("1", "lru");
+    assert_eq!(lru, lru_predicted, "with LRU the source served {lru} bytes, stager plan predicts {lru_predicted}");
+    assert!(read < lru, "furthest next use reads less than LRU: {read} against {lru}");
     // A wider window: the model takes the reader to be as far behind as
     // the window lets it (the fetcher never evicts a file still to be
     // read), the most the service can keep from eviction.
-    let (read, predicted) = served_and_predicted("6");
+    let (read, predicted) = served_and_predicted("6", "furthest");
     assert!(read <= predicted, "the source served {read} bytes, stager plan predicts {predicted}");
 }
 

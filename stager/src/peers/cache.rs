@@ -1,21 +1,36 @@
 //! Which fetched files a node keeps, by the order its training reads them
 //! (known in advance): before a file needed at read position `at` is
 //! fetched, room is made by evicting the held file whose next read is
-//! furthest from where the consumer stands (Belady's rule, as
-//! [`crate::capacity`] models it). A held file read no later than `at` is
-//! never evicted: it was fetched for a read still to come, and the
+//! furthest from where the consumer stands (Belady's rule), or, for
+//! comparison, the one read longest ago. A held file read no later than
+//! `at` is never evicted: it was fetched for a read still to come, and the
 //! consumer may be waiting for it. When only such files are held, the
-//! fetcher waits for the consumer instead. No I/O here.
+//! fetcher waits for the consumer instead. [`replay_fetcher`] runs a
+//! node's reads through it as the service's fetcher does, for the models
+//! of [`crate::capacity`] and [`crate::traffic`]. No I/O here.
 
 use std::collections::HashMap;
+
+/// Which file a full cache gives up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eviction {
+    /// The one read again last (or never): Belady's rule, possible because
+    /// the order is known (the choice NoPFS makes from the same knowledge).
+    FurthestNextUse,
+    /// The one read longest ago.
+    LeastRecentlyUsed,
+}
 
 /// The fetched files a node holds, and when each is read.
 #[derive(Debug, Clone)]
 pub struct Cache {
     capacity: u64,
     used: u64,
+    rule: Eviction,
     /// Held files and their sizes.
     held: HashMap<usize, u64>,
+    /// Each held file's latest read (fetch or hit) position.
+    last_use: HashMap<usize, usize>,
     /// Each cached file's read positions, ascending.
     uses: HashMap<usize, Vec<usize>>,
 }
@@ -41,7 +56,26 @@ impl Cache {
         for (at, &file) in reads.iter().enumerate().filter(|&(_, &f)| cached(f)) {
             uses.entry(file).or_default().push(at);
         }
-        Cache { capacity, used: 0, held: HashMap::new(), uses }
+        Cache {
+            capacity,
+            used: 0,
+            rule: Eviction::FurthestNextUse,
+            held: HashMap::new(),
+            last_use: HashMap::new(),
+            uses,
+        }
+    }
+
+    /// The same cache giving up files by `rule` (furthest next use by default).
+    pub fn with_rule(self, rule: Eviction) -> Cache {
+        Cache { rule, ..self }
+    }
+
+    /// A read at `at` found `file` held.
+    pub fn hit(&mut self, file: usize, at: usize) {
+        if let Some(last) = self.last_use.get_mut(&file) {
+            *last = (*last).max(at);
+        }
     }
 
     /// Whether `file` is held.
@@ -67,10 +101,18 @@ impl Cache {
         if size > self.capacity {
             return Room::TooLarge;
         }
-        // Files read after `at` (or never again), the furthest first.
-        let mut candidates: Vec<(usize, usize)> =
-            self.held.keys().map(|&f| (self.next_use(f, consumed), f)).filter(|&(next, _)| next > at).collect();
-        candidates.sort_unstable_by(|a, b| b.cmp(a));
+        // Files read after `at` (or never again), the first to go first:
+        // the furthest next use, or the oldest last use.
+        let mut candidates: Vec<(usize, usize)> = self
+            .held
+            .keys()
+            .filter(|&&f| self.next_use(f, consumed) > at)
+            .map(|&f| match self.rule {
+                Eviction::FurthestNextUse => (usize::MAX - self.next_use(f, consumed), f),
+                Eviction::LeastRecentlyUsed => (self.last_use.get(&f).copied().unwrap_or(0), f),
+            })
+            .collect();
+        candidates.sort_unstable();
         let mut evicted = Vec::new();
         let mut freed = 0u64;
         for &(_, file) in &candidates {
@@ -85,16 +127,19 @@ impl Cache {
         }
         for file in &evicted {
             self.held.remove(file);
+            self.last_use.remove(file);
         }
         self.used -= freed;
         Room::Evict(evicted)
     }
 
-    /// Record `file` of `size` bytes as held (room was made for it).
-    pub fn insert(&mut self, file: usize, size: u64) {
+    /// Record `file` of `size` bytes as held (room was made for it),
+    /// fetched for the read at `at`.
+    pub fn insert(&mut self, file: usize, size: u64, at: usize) {
         if self.held.insert(file, size).is_none() {
             self.used += size;
         }
+        self.last_use.insert(file, at);
     }
 }
 
@@ -107,17 +152,18 @@ impl Cache {
 /// is built for), moving on when the fetcher must wait for it. Tells
 /// `on_read(at, held)` for each cached read whether its file was already
 /// held (`false`: fetched). A file larger than the whole cache is counted
-/// as fetched and not kept (the service refuses it). The model behind
-/// [`crate::traffic`]'s furthest-next-use figures.
+/// as fetched and not kept (the service refuses it). With a window of one
+/// read this is the textbook replay: Belady's rule with every file
+/// admitted, or plain LRU.
 pub fn replay_fetcher(
     reads: &[usize],
     sizes: &[u64],
-    capacity: u64,
+    (capacity, rule): (u64, Eviction),
     window: usize,
     cached: impl Fn(usize) -> bool,
     mut on_read: impl FnMut(usize, bool),
 ) {
-    let mut cache = Cache::new(capacity, reads, &cached);
+    let mut cache = Cache::new(capacity, reads, &cached).with_rule(rule);
     let window = window.max(1);
     let mut consumed = 0usize;
     for (at, &file) in reads.iter().enumerate() {
@@ -126,6 +172,7 @@ pub fn replay_fetcher(
         }
         consumed = consumed.max((at + 1).saturating_sub(window));
         if cache.holds(file) {
+            cache.hit(file, at);
             on_read(at, true);
             continue;
         }
@@ -133,7 +180,7 @@ pub fn replay_fetcher(
         loop {
             match cache.make_room(sizes[file], at, consumed) {
                 Room::Evict(_) => {
-                    cache.insert(file, sizes[file]);
+                    cache.insert(file, sizes[file], at);
                     break;
                 }
                 Room::TooLarge => break,
@@ -155,12 +202,12 @@ mod tests {
         let mut cache = Cache::new(20, &reads, |_| true);
         for (at, file) in [(0, 0), (1, 1)] {
             assert_eq!(cache.make_room(10, at, 0), Room::Evict(vec![]));
-            cache.insert(file, 10);
+            cache.insert(file, 10, at);
         }
         // For file 2 at position 2, the consumer at 2: file 1 is read again
         // at 4, file 0 at 3: file 1 goes.
         assert_eq!(cache.make_room(10, 2, 2), Room::Evict(vec![1]));
-        cache.insert(2, 10);
+        cache.insert(2, 10, 2);
         assert_eq!(cache.used(), 20);
         // File 1 again at 4, the consumer still at 2: file 2 is read there
         // and 0 at 3, both before 4: wait.
@@ -173,8 +220,8 @@ mod tests {
     fn files_read_before_the_new_one_make_the_fetcher_wait_for_the_consumer() {
         let reads = [0, 1, 2];
         let mut cache = Cache::new(20, &reads, |_| true);
-        cache.insert(0, 10);
-        cache.insert(1, 10);
+        cache.insert(0, 10, 0);
+        cache.insert(1, 10, 1);
         // The consumer has read nothing: 0 and 1 are needed before 2.
         assert_eq!(cache.make_room(10, 2, 0), Room::Wait);
         assert_eq!(cache.used(), 20);
@@ -183,12 +230,28 @@ mod tests {
         assert_eq!(cache.make_room(30, 2, 1), Room::TooLarge);
     }
 
+    #[test]
+    fn lru_gives_up_the_file_read_longest_ago_but_never_one_still_to_be_read() {
+        let reads = [0, 1, 0, 2, 1, 2];
+        let mut cache = Cache::new(20, &reads, |_| true).with_rule(Eviction::LeastRecentlyUsed);
+        cache.insert(0, 10, 0);
+        cache.insert(1, 10, 1);
+        cache.hit(0, 2);
+        // For 2 at 3, the consumer at 3: 1 was used at 1, 0 at 2: 1 goes,
+        // though it is read again and 0 never is.
+        assert_eq!(cache.make_room(10, 3, 3), Room::Evict(vec![1]));
+        cache.insert(2, 10, 3);
+        // For 1 at 4 with the consumer at 3: 2 is still to be read (at 3)
+        // and stays; 0 goes.
+        assert_eq!(cache.make_room(10, 4, 3), Room::Evict(vec![0]));
+    }
+
     fn fetched(reads: &[usize], sizes: &[u64], capacity: u64, window: usize) -> Vec<usize> {
         let mut fetched = Vec::new();
         replay_fetcher(
             reads,
             sizes,
-            capacity,
+            (capacity, Eviction::FurthestNextUse),
             window,
             |_| true,
             |at, held| {
@@ -206,8 +269,8 @@ mod tests {
         // read again last, which is the next one but one.
         let reads = [0, 1, 2, 0, 1, 2, 0, 1, 2];
         assert_eq!(fetched(&reads, &[1, 1, 1], 2, 1), vec![0, 1, 2, 4, 6, 8]);
-        let capacity = crate::capacity::replay(&reads, &[1, 1, 1], 2, crate::capacity::Eviction::FurthestNextUse);
-        assert_eq!(capacity.misses, 6);
+        let lru = crate::capacity::replay(&reads, &[1, 1, 1], 2, Eviction::LeastRecentlyUsed);
+        assert_eq!(lru.misses, 9);
     }
 
     #[test]
@@ -224,7 +287,8 @@ mod tests {
         // Reads of files not cached are never replayed, and a file larger
         // than the cache is fetched every time it is read.
         let mut seen = Vec::new();
-        replay_fetcher(&[0, 1, 0, 1], &[5, 1], 2, 1, |f| f == 0, |at, held| seen.push((at, held)));
+        let cache = (2, Eviction::FurthestNextUse);
+        replay_fetcher(&[0, 1, 0, 1], &[5, 1], cache, 1, |f| f == 0, |at, held| seen.push((at, held)));
         assert_eq!(seen, vec![(0, false), (2, false)]);
     }
 }

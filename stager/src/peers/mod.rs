@@ -442,6 +442,7 @@ fn fetch(
                 }
                 if at < state.consumed.saturating_add(window) {
                     if state.cache.holds(file) {
+                        state.cache.hit(file, at);
                         break None;
                     }
                     let consumed = state.consumed;
@@ -475,7 +476,7 @@ fn fetch(
             fetch_one(comm, holdings, (owner, rank_of_node, member), config, &mut buffer, &mut stats)?;
         }
         let mut state = progress.lock();
-        state.cache.insert(file, bytes);
+        state.cache.insert(file, bytes, at);
         stats.most_held = stats.most_held.max(state.cache.used());
         drop(state);
         progress.fetched(at + 1);

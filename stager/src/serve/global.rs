@@ -39,6 +39,8 @@ pub struct GlobalConfig {
     pub cache: Option<u64>,
     /// Reads the fetcher may run ahead of the node's clients.
     pub window: usize,
+    /// What a full cache gives up (furthest next use, unless comparing).
+    pub eviction: crate::capacity::Eviction,
     /// Where fetched files go (a template like `--dest`; default
     /// `DEST/.stagehand/peers`). A RAM tier: a directory in `/dev/shm`.
     pub cache_dir: Option<String>,
@@ -280,7 +282,16 @@ mod tests {
     }
 
     fn config(capacity: Option<u64>) -> GlobalConfig {
-        GlobalConfig { epochs: 2, batch: 2, shuffle_seed: 5, capacity, cache: None, window: 4, cache_dir: None }
+        GlobalConfig {
+            epochs: 2,
+            batch: 2,
+            shuffle_seed: 5,
+            capacity,
+            cache: None,
+            window: 4,
+            eviction: crate::capacity::Eviction::FurthestNextUse,
+            cache_dir: None,
+        }
     }
 
     #[test]

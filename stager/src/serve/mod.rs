@@ -299,14 +299,16 @@ pub fn serve(world: &World, manifest: &Manifest, config: &ServeConfig) -> Result
     let reads = plan.node_files(t.node, global.epochs);
     let holders = plan.holders.clone();
     let notify = Arc::downgrade(&state);
-    let progress =
-        Arc::new(Progress::new(Cache::new(plan.cache[t.node], &reads, |f| holders[f] != Some(t.node))).with_on_change(
-            move || {
-                if let Some(state) = notify.upgrade() {
-                    state.changed.notify_waiters();
-                }
-            },
-        ));
+    let progress = Arc::new(
+        Progress::new(
+            Cache::new(plan.cache[t.node], &reads, |f| holders[f] != Some(t.node)).with_rule(global.eviction),
+        )
+        .with_on_change(move || {
+            if let Some(state) = notify.upgrade() {
+                state.changed.notify_waiters();
+            }
+        }),
+    );
     state.set_global(Arc::new(GlobalReads::new(
         manifest,
         (t.node, reads.clone()),
