@@ -240,6 +240,11 @@ struct StopArgs {
 struct VerifyArgs {
     #[command(flatten)]
     placement: Placement,
+    /// Also write what was checked to this file (JSON: the totals, then
+    /// each node's destination, files, bytes, and the paths found missing
+    /// or corrupt).
+    #[arg(long)]
+    report: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -750,12 +755,17 @@ fn stop(args: &StopArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn verify(world: &World, args: &VerifyArgs) -> anyhow::Result<()> {
-    let args = &args.placement;
+fn verify(world: &World, verify_args: &VerifyArgs) -> anyhow::Result<()> {
+    let args = &verify_args.placement;
     let manifest = stager::source::shared(world, &args.source, args.manifest.as_deref())?;
     let totals = stager::destination::verify::verify(world, &manifest, &args.dest, args.policy, args.seed)?;
     if world.is_root() {
-        println!("{}", serde_json::to_string(&totals)?);
+        let json = serde_json::json!({ "ok": totals.ok, "missing": totals.missing, "corrupt": totals.corrupt });
+        println!("{json}");
+        if let Some(path) = &verify_args.report {
+            let text = serde_json::to_string_pretty(&totals)?;
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        }
     }
     // Every rank fails alike; rank 0 says why, once.
     if !totals.all_ok() && !world.is_root() {

@@ -428,7 +428,8 @@ fn verify(root: &Path, extra: &[&str]) -> Output {
 /// says once how to repair. Its journal record names the file as it was
 /// placed (inode and change time), and the write moved the change time, so
 /// even a plain rerun re-stages exactly that file; `--recheck` then finds
-/// nothing to repair.
+/// nothing to repair. `--report` writes what was checked, node by node,
+/// naming the corrupt file.
 #[test]
 fn verify_finds_a_same_size_corruption_and_stage_recheck_repairs_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -440,8 +441,16 @@ fn verify_finds_a_same_size_corruption_and_stage_recheck_repairs_it() {
     bytes[0] ^= 0xff;
     std::fs::write(&path, &bytes).unwrap();
 
-    let checked = verify(dir.path(), &["--policy", "replicate"]);
+    let report_path = dir.path().join("verify.json");
+    let checked = verify(dir.path(), &["--policy", "replicate", "--report", report_path.to_str().unwrap()]);
     assert!(!checked.status.success());
+    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    assert_eq!((written["ok"].as_u64(), written["corrupt"].as_u64()), (Some(2 * 10 - 1), Some(1)), "{written}");
+    let nodes = written["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2, "{written}");
+    assert_eq!(nodes[0]["corrupt"], serde_json::json!([victim.path]), "{written}");
+    assert_eq!((nodes[1]["ok"].as_u64(), nodes[1]["files"].as_u64()), (Some(10), Some(10)), "{written}");
+    assert_eq!(nodes[0]["dest"], dir.path().join("node0").to_str().unwrap(), "{written}");
     let stderr = String::from_utf8_lossy(&checked.stderr);
     assert!(stderr.lines().any(|l| l.contains("checksum differs") && l.contains(&victim.path)), "{stderr}");
     let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();

@@ -6,7 +6,6 @@
 use cluster::World;
 use formats::manifest::Manifest;
 use formats::placement::{PlacementError, Policy};
-use mpi::traits::*;
 
 /// What could not be checked at all (a file that fails the check is
 /// counted, not an error).
@@ -19,10 +18,22 @@ pub enum VerifyError {
     /// The destination template cannot be expanded.
     #[error(transparent)]
     Template(#[from] cluster::paths::TemplateError),
+    /// A rank's findings could not be encoded.
+    #[error("encoding this rank's findings: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// Another rank's findings could not be read.
+    #[error("reading rank {rank}'s findings: {source}")]
+    Decode {
+        /// The rank.
+        rank: usize,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// Files checked across the job.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Verified {
     /// Present, of the manifest's size and xxh3.
     pub ok: u64,
@@ -30,6 +41,27 @@ pub struct Verified {
     pub missing: u64,
     /// Of the manifest's size but another xxh3.
     pub corrupt: u64,
+    /// Each node's counts, by node.
+    pub nodes: Vec<NodeVerified>,
+}
+
+/// What one node holds of what it should.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NodeVerified {
+    /// The node.
+    pub node: usize,
+    /// Its destination, expanded.
+    pub dest: std::path::PathBuf,
+    /// Files it should hold.
+    pub files: u64,
+    /// Bytes of them.
+    pub bytes: u64,
+    /// Present, of the manifest's size and xxh3.
+    pub ok: u64,
+    /// Relative paths absent or of another size.
+    pub missing: Vec<String>,
+    /// Relative paths of the manifest's size but another xxh3.
+    pub corrupt: Vec<String>,
 }
 
 impl Verified {
@@ -53,25 +85,56 @@ pub fn verify(
     let needs = manifest.files_per_node(t.nodes, policy, seed)?;
     let dest = crate::destination::node_destination(world, dest)?;
     // The ranks of a node share its files: each checks every local_size-th.
-    let mut counts = [0u64; 3]; // ok, missing, corrupt
+    let node_files = &needs[t.node];
+    let mut mine = NodeVerified {
+        node: t.node,
+        dest: dest.clone(),
+        files: node_files.len() as u64,
+        bytes: node_files.iter().map(|&f| manifest.files[f].bytes).sum(),
+        ..NodeVerified::default()
+    };
     let mut buffer = Vec::new();
-    for &f in needs[t.node].iter().skip(t.local_rank).step_by(t.local_size) {
+    for &f in node_files.iter().skip(t.local_rank).step_by(t.local_size) {
         let entry = &manifest.files[f];
         let path = dest.join(&entry.path);
         if !crate::destination::directory::is_complete(&path, entry.bytes) {
             tracing::error!("missing or wrong size: {}", path.display());
-            counts[1] += 1;
+            mine.missing.push(entry.path.clone());
             continue;
         }
         match formats::checksum::hash_file(&path, &mut buffer) {
-            Ok((_, sum)) if sum == entry.xxh3 => counts[0] += 1,
+            Ok((_, sum)) if sum == entry.xxh3 => mine.ok += 1,
             _ => {
                 tracing::error!("checksum differs from the manifest: {}", path.display());
-                counts[2] += 1;
+                mine.corrupt.push(entry.path.clone());
             }
         }
     }
-    let mut totals = [0u64; 3];
-    world.comm().all_reduce_into(&counts[..], &mut totals[..], mpi::collective::SystemOperation::sum());
-    Ok(Verified { ok: totals[0], missing: totals[1], corrupt: totals[2] })
+    // Every rank's findings to every rank, merged by node: paths are few
+    // (only the wrong files), so one all-gather of JSON carries them.
+    let text = serde_json::to_vec(&mine).map_err(VerifyError::Encode)?;
+    let mut nodes: Vec<NodeVerified> = Vec::new();
+    for (rank, bytes) in world.all_gather_bytes(&text).into_iter().enumerate() {
+        let theirs: NodeVerified =
+            serde_json::from_slice(&bytes).map_err(|source| VerifyError::Decode { rank, source })?;
+        match nodes.iter_mut().find(|n| n.node == theirs.node) {
+            Some(node) => {
+                node.ok += theirs.ok;
+                node.missing.extend(theirs.missing);
+                node.corrupt.extend(theirs.corrupt);
+            }
+            None => nodes.push(theirs),
+        }
+    }
+    nodes.sort_by_key(|n| n.node);
+    for node in &mut nodes {
+        node.missing.sort();
+        node.corrupt.sort();
+    }
+    Ok(Verified {
+        ok: nodes.iter().map(|n| n.ok).sum(),
+        missing: nodes.iter().map(|n| n.missing.len() as u64).sum(),
+        corrupt: nodes.iter().map(|n| n.corrupt.len() as u64).sum(),
+        nodes,
+    })
 }
