@@ -8,6 +8,8 @@
 //! - [`tfrecord`]: zero-copy TFRecord framing (both masked CRC32C values checked,
 //!   errors carry file and byte offset), GZIP files, and the sidecar offset index.
 //! - [`example`]: `tf.train.Example` as hand-written `prost` messages.
+//! - [`tensorboard`]: TensorBoard event files (TFRecords of `Event` protos)
+//!   holding scalars by step.
 //! - [`cosmoflow`]: the MLPerf HPC CosmoFlow sample (`x` int16 (D,D,D,C), `y` f32[4]).
 //! - [`climate`]: the DeepCAM HDF5 sample and `stats.h5`, with raw byte extents of
 //!   contiguous datasets so readers can bypass the HDF5 lock.
@@ -60,4 +62,5 @@ pub mod regular;
 pub mod sampling;
 pub mod scattering;
 pub mod service;
+pub mod tensorboard;
 pub mod tfrecord;

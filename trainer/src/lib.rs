@@ -45,3 +45,4 @@ pub mod params;
 pub mod plot;
 pub mod scaling;
 pub mod schedule;
+pub mod tensorboard;

@@ -251,6 +251,12 @@ struct TrainArgs {
     /// NAME-predictions.png next to it.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Write TensorBoard event files into this directory (created if
+    /// missing): the loss at every step, validation figures, samples/s,
+    /// data wait, communication share and learning rate at each epoch's
+    /// end. Open with `tensorboard --logdir DIR`.
+    #[arg(long)]
+    tensorboard: Option<PathBuf>,
     /// The --report of a 1-rank run of the same model and --batch: the
     /// report then gives this run's parallel efficiency (samples/s over
     /// ranks x the 1-rank samples/s).
@@ -376,9 +382,26 @@ fn train(
     args: &TrainArgs,
 ) -> anyhow::Result<()> {
     let root = world.is_root();
+    let mut board = match (&args.tensorboard, root) {
+        (Some(dir), true) => Some(
+            trainer::tensorboard::TensorBoard::create(dir)
+                .with_context(|| format!("creating a TensorBoard event file in {}", dir.display()))?,
+        ),
+        _ => None,
+    };
+    // A failed event write does not stop training; the run fails once its
+    // report is out.
+    let mut board_error = None;
     let mut report = model.train(world, config, &mut |e| {
         if root {
             eprintln!("{}", e.line());
+        }
+        if let Some(b) = board.as_mut()
+            && board_error.is_none()
+            && let Err(error) = b.epoch(e)
+        {
+            eprintln!("error: writing {}: {error}; no more TensorBoard events this run", b.path().display());
+            board_error = Some(anyhow::Error::new(error).context(format!("writing {}", b.path().display())));
         }
     })?;
     if let Some(baseline) = baseline {
@@ -405,7 +428,7 @@ fn train(
                 .with_context(|| format!("writing {}", path.display()))?;
         }
     }
-    Ok(())
+    board_error.map_or(Ok(()), Err)
 }
 
 /// `trainer models`: every model and configuration with its sizes.

@@ -620,3 +620,82 @@ fn a_job_killed_while_writing_a_checkpoint_resumes_from_the_previous_one() {
     assert_eq!(params(&killed_dir), params(&dir.path().join("straight")));
     assert_eq!(leftovers(), 0, "the half-written checkpoint was not removed");
 }
+
+/// Every scalar in the TensorBoard event files of `dir`: (step, tag, value).
+fn tensorboard_scalars(dir: &Path) -> Vec<(i64, String, f32)> {
+    use formats::tensorboard::{Event, Value, What};
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let mut scalars = Vec::new();
+    for file in files {
+        assert!(file.file_name().unwrap().to_str().unwrap().starts_with("events.out.tfevents."), "{file:?}");
+        let bytes = std::fs::read(&file).unwrap();
+        for record in formats::tfrecord::records(&bytes) {
+            let event = Event::decode_record(record.unwrap().data).unwrap();
+            if let Some(What::Summary(summary)) = event.what {
+                for v in summary.value {
+                    let Some(Value::SimpleValue(x)) = v.value else { panic!("{v:?}") };
+                    scalars.push((event.step, v.tag, x));
+                }
+            }
+        }
+    }
+    scalars
+}
+
+/// `--tensorboard`: the loss of every step (the report's `losses`, exact)
+/// and each epoch's figures at its last step; a resumed run writes a new
+/// file whose steps continue the first run's.
+#[test]
+fn tensorboard_events_hold_every_step_loss_and_each_epochs_figures_and_a_resume_continues_the_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 3, 13);
+    let (board, checkpoint) = (dir.path().join("board"), dir.path().join("cp"));
+    let run = |epochs: &str| {
+        let args = [
+            "--data",
+            data.to_str().unwrap(),
+            "--epochs",
+            epochs,
+            "--batch",
+            "2",
+            "--checkpoint",
+            checkpoint.to_str().unwrap(),
+            "--tensorboard",
+            board.to_str().unwrap(),
+        ];
+        ok(&train(2, &[], &args))
+    };
+    run("1");
+    let report = run("2");
+    let scalars = tensorboard_scalars(&board);
+    assert_eq!(std::fs::read_dir(&board).unwrap().count(), 2, "one file per run");
+    let losses: Vec<(i64, f32)> =
+        scalars.iter().filter(|(_, tag, _)| tag == "train/loss").map(|&(step, _, x)| (step, x)).collect();
+    let expected: Vec<(i64, f32)> = report["losses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(k, x)| (k as i64 + 1, x.as_f64().unwrap() as f32))
+        .collect();
+    assert_eq!(losses, expected);
+    let steps = report["steps_per_epoch"].as_i64().unwrap();
+    let at = |tag: &str| -> Vec<(i64, f32)> {
+        scalars.iter().filter(|(_, t, _)| t == tag).map(|&(step, _, x)| (step, x)).collect()
+    };
+    assert_eq!(at("train/epoch"), vec![(steps, 1.0), (2 * steps, 2.0)]);
+    let second = &report["epochs"][0];
+    assert_eq!(at("train/epoch_loss")[1], (2 * steps, second["train_loss"].as_f64().unwrap() as f32));
+    assert_eq!(at("train/learning_rate")[1].1, second["lr"].as_f64().unwrap() as f32);
+    let validation = second["validation"].as_object().unwrap();
+    let figures: Vec<&String> = validation.keys().filter(|k| validation[*k].is_f64()).collect();
+    assert!(!figures.is_empty(), "{validation:?}");
+    for name in figures {
+        let got = at(&format!("validation/{name}"));
+        assert_eq!(got[1], (2 * steps, validation[name].as_f64().unwrap() as f32), "{name}");
+    }
+    for tag in ["perf/samples_per_sec", "perf/data_wait_percent", "perf/communication_percent"] {
+        assert_eq!(at(tag).len(), 2, "{tag}");
+    }
+}

@@ -49,6 +49,12 @@ impl<W: Write> RecordWriter<W> {
     pub fn into_inner(self) -> W {
         self.inner
     }
+
+    /// The writer (to flush it); writing to it directly would break the
+    /// framing and the index.
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.inner
+    }
 }
 
 enum Sink {

@@ -741,6 +741,7 @@ impl<M: TrainModel> Run<'_, M> {
         // nothing is in flight across an epoch boundary (or a checkpoint).
         let net = self.drain_lag(net, &mut times);
         let mean_losses = collective::mean_over_ranks(self.world, epoch_losses);
+        let first_step = self.losses.len() as u64;
         self.losses.extend_from_slice(&mean_losses);
         let (net, sum) = self.agree(net, epoch)?;
         let validation = match val {
@@ -761,6 +762,8 @@ impl<M: TrainModel> Run<'_, M> {
             times,
             lr: self.schedule.at(self.optimizer.steps),
             checksum: format!("{sum:016x}"),
+            first_step,
+            step_losses: mean_losses,
         };
         // An epoch cut short by --max-steps is not an epoch's end to resume from.
         if let Some(dir) = &self.config.checkpoint

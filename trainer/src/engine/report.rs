@@ -65,6 +65,14 @@ pub struct EpochReport {
     pub lr: f32,
     /// Checksum of the parameters and the model's state, equal on every rank.
     pub checksum: String,
+    /// The run's steps before this epoch's first (a resumed run's count
+    /// included): step `first_step + k + 1` had loss `step_losses[k]`.
+    #[serde(skip)]
+    pub first_step: u64,
+    /// Each step's loss, the mean over the ranks (the run's report keeps
+    /// them all in `losses`).
+    #[serde(skip)]
+    pub step_losses: Vec<f32>,
 }
 
 impl EpochReport {
