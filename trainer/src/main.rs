@@ -37,6 +37,64 @@ enum Command {
     /// Importance sampling for held-out observations with a trained
     /// Etalumis network's proposals, against the prior as proposal.
     Infer(InferArgs),
+    /// Draw the loss curves of one or several training reports (`trainer
+    /// train --report`) into one PNG: each run's loss smoothed, the raw
+    /// loss faint behind it, its validation loss per epoch, one colour per
+    /// run with a legend.
+    Plot(PlotArgs),
+}
+
+#[derive(Args, Debug)]
+struct PlotArgs {
+    /// Training reports (JSON), one run each.
+    #[arg(required = true)]
+    reports: Vec<PathBuf>,
+    /// The picture to write.
+    #[arg(long, default_value = "loss.png")]
+    out: PathBuf,
+    /// Each run's name in the legend, in the order of the reports
+    /// (default: each report's file name without its extension).
+    #[arg(long = "label")]
+    labels: Vec<String>,
+    /// Smoothing of the loss, as TensorBoard's slider: an exponential
+    /// moving average of this weight, in [0, 1); 0 draws the raw loss only.
+    #[arg(long, default_value_t = trainer::plot::DEFAULT_SMOOTHING)]
+    smoothing: f32,
+    /// The validation figure drawn per epoch (`loss` for the models that
+    /// report one; CosmoFlow reports `relative_mae`, in other units).
+    #[arg(long, default_value = "loss")]
+    validation: String,
+}
+
+/// `trainer plot`.
+fn plot(args: &PlotArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        (0.0..1.0).contains(&args.smoothing),
+        "--smoothing {} is outside [0, 1): 0 draws the raw loss, 0.99 smooths it hard",
+        args.smoothing
+    );
+    anyhow::ensure!(
+        args.labels.is_empty() || args.labels.len() == args.reports.len(),
+        "{} --label for {} reports: give one per report, or none",
+        args.labels.len(),
+        args.reports.len()
+    );
+    let mut curves = Vec::new();
+    for (k, path) in args.reports.iter().enumerate() {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let label = match args.labels.get(k) {
+            Some(label) => label.clone(),
+            None => path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into()),
+        };
+        curves.push(trainer::plot::Curve::from_report(&text, path, label, &args.validation)?);
+    }
+    trainer::plot::draw(&curves, args.smoothing, &args.out)?;
+    let missing: Vec<&str> = curves.iter().filter(|c| c.validation.is_empty()).map(|c| c.label.as_str()).collect();
+    if !missing.is_empty() {
+        eprintln!("no validation `{}` in: {} (drawn without)", args.validation, missing.join(", "));
+    }
+    eprintln!("wrote {}", args.out.display());
+    Ok(())
 }
 
 /// `trainer infer`: for each held-out observation, --samples runs of the
@@ -424,8 +482,8 @@ fn train(
             std::fs::write(path, &json).with_context(|| format!("writing {}", path.display()))?;
         }
         if let Some(path) = &args.plot {
-            trainer::plot::loss_curve(&report.losses, report.steps_per_epoch as usize, path)
-                .with_context(|| format!("writing {}", path.display()))?;
+            let curve = trainer::plot::Curve::from_report(&json, path, "training".into(), "loss")?;
+            trainer::plot::draw(&[curve], trainer::plot::DEFAULT_SMOOTHING, path)?;
         }
     }
     board_error.map_or(Ok(()), Err)
@@ -545,6 +603,13 @@ fn main() {
         Command::Train => {}
         Command::Models => {
             if let Err(e) = list_models() {
+                cluster::logging::print_error(format_args!("{}", cluster::logging::chain(e.as_ref())));
+                std::process::exit(1);
+            }
+            return;
+        }
+        Command::Plot(args) => {
+            if let Err(e) = plot(&args) {
                 cluster::logging::print_error(format_args!("{}", cluster::logging::chain(e.as_ref())));
                 std::process::exit(1);
             }

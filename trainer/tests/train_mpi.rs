@@ -699,3 +699,44 @@ fn tensorboard_events_hold_every_step_loss_and_each_epochs_figures_and_a_resume_
         assert_eq!(at(tag).len(), 2, "{tag}");
     }
 }
+
+/// `trainer plot` of two runs' reports: one PNG holding both runs, each in
+/// its own colour (decoded and counted); `--plot` draws the same way.
+#[test]
+fn trainer_plot_of_two_reports_draws_both_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 3, 13);
+    let mut reports = Vec::new();
+    for lr in ["0.01", "0.002"] {
+        let report = dir.path().join(format!("lr-{lr}.json"));
+        let plot = dir.path().join(format!("lr-{lr}.png"));
+        let args = ["--data", data.to_str().unwrap(), "--epochs", "2", "--batch", "2", "--lr", lr];
+        let extra = ["--report", report.to_str().unwrap(), "--plot", plot.to_str().unwrap()];
+        ok(&train(1, &[], &[&args[..], &extra[..]].concat()));
+        assert!(plot.is_file(), "--plot draws");
+        reports.push(report);
+    }
+    let out = dir.path().join("both.png");
+    let plotted = std::process::Command::new(TRAINER)
+        .args(["plot", reports[0].to_str().unwrap(), reports[1].to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args(["--validation", "relative_mae"])
+        .output()
+        .unwrap();
+    assert!(plotted.status.success(), "{}", String::from_utf8_lossy(&plotted.stderr));
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&out).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut rgb = vec![0u8; reader.output_buffer_size()];
+    reader.next_frame(&mut rgb).unwrap();
+    let count = |c: plotters::style::RGBColor| rgb.chunks_exact(3).filter(|p| *p == [c.0, c.1, c.2]).count();
+    for colour in &trainer::plot::PALETTE[..2] {
+        assert!(count(*colour) > 300, "{colour:?}: {} pixels", count(*colour));
+    }
+    assert_eq!(count(trainer::plot::PALETTE[2]), 0, "two runs, two colours");
+    // A report that is not one fails in one line naming it.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{}").unwrap();
+    let failed = std::process::Command::new(TRAINER).args(["plot", bad.to_str().unwrap()]).output().unwrap();
+    assert!(!failed.status.success());
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("bad.json") && stderr.contains("not a trainer report"), "{stderr}");
+}
