@@ -12,7 +12,7 @@ DEMO_DIR ?= /tmp/stagehand-demo
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: setup demo test test-python lint check-gpu bench
+.PHONY: setup demo test test-python wheel lint check-gpu bench
 
 setup:
 	@bash deploy/setup.sh
@@ -70,11 +70,19 @@ test: setup
 # The binaries come from the same command `make test` builds with, so
 # after it nothing is rebuilt: a narrower `cargo build -p ...` resolves
 # features without the dev-dependencies and rebuilt burn (3.5 minutes).
+# The wheel `make wheel` builds is tested too (python/tests/test_wheel.py:
+# installed into a fresh venv with no cargo on the PATH).
 test-python:
 	bash python/setup-venv.sh
+	bash python/build-wheel.sh
 	$(CLIPPY_BUILD) $(CARGO) test --workspace --all-targets --no-run
 	$(CLIPPY_BUILD) $(CARGO) build -p stagehand-preload
 	python/.venv/bin/pytest -q python/tests
+
+## wheel: the `stagehand` Python package as one abi3 manylinux wheel, with the
+# shared libraries it needs bundled, into target/wheels/dist (docs/python.md)
+wheel: setup
+	bash python/build-wheel.sh
 
 ## lint: formatting and clippy alone (what `make test` also checks)
 lint:

