@@ -298,6 +298,39 @@ pub fn simulated_cosmo(dir: &Path, boxes: usize, seed: u64) -> std::path::PathBu
     simulate_cosmo(&dir.join(format!("cosmo-{boxes}-{seed}")), &cosmo_config(boxes, seed))
 }
 
+/// `files` opaque files of `bytes` bytes each and one sample each under
+/// `src` (`{prefix}-0000.bin`, ...), with their manifest: the benches'
+/// datasets. Kept when `src` already holds them whole.
+pub fn opaque_dataset(
+    src: &Path,
+    (files, bytes): (usize, usize),
+    seed: u64,
+    prefix: &str,
+) -> formats::manifest::Manifest {
+    use formats::manifest::{self, MANIFEST_FILE, Manifest, ScanOptions, Schema};
+    if let Ok(m) = Manifest::load(&src.join(MANIFEST_FILE))
+        && m.files.len() == files
+        && m.files.iter().all(|f| f.bytes == bytes as u64)
+        && m.validate_against_root(src).is_ok()
+    {
+        return m;
+    }
+    let _ = std::fs::remove_dir_all(src);
+    std::fs::create_dir_all(src).unwrap_or_else(|e| panic!("creating {}: {e}", src.display()));
+    let mut rng = SplitMix64::new(seed);
+    let block: Vec<u8> = (0..bytes).map(|_| rng.next() as u8).collect();
+    for i in 0..files {
+        let data: Vec<u8> = block.iter().map(|b| b ^ (i as u8)).collect();
+        let path = src.join(format!("{prefix}-{i:04}.bin"));
+        std::fs::write(&path, &data).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    }
+    let mut m = manifest::scan(src, &ScanOptions::new(Schema::opaque()))
+        .unwrap_or_else(|e| panic!("scanning {}: {e}", src.display()));
+    m.files.iter_mut().for_each(|f| f.samples = 1);
+    m.save(&src.join(MANIFEST_FILE)).unwrap_or_else(|e| panic!("saving the manifest of {}: {e}", src.display()));
+    m
+}
+
 /// The configuration [`simulated_cosmo`] writes; tests change fields of it.
 pub fn cosmo_config(boxes: usize, seed: u64) -> simgen::cosmo::generate::CosmoConfig {
     simgen::cosmo::generate::CosmoConfig {

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use bench_rows::Row;
 use formats::global_order::{ShuffleRecord, file_of_sample, train_samples};
-use formats::manifest::{self, MANIFEST_FILE, Manifest, ScanOptions, Schema};
+use formats::manifest::Manifest;
 use formats::service::ServiceClient;
 
 const STAGER: &str = env!("CARGO_BIN_EXE_stager");
@@ -53,29 +53,7 @@ fn env_or(key: &str, default: &str) -> String {
 }
 
 fn make_dataset(src: &Path) -> Manifest {
-    if let Ok(m) = Manifest::load(&src.join(MANIFEST_FILE))
-        && m.files.len() == FILES
-        && m.validate_against_root(src).is_ok()
-    {
-        return m;
-    }
-    let _ = std::fs::remove_dir_all(src);
-    std::fs::create_dir_all(src).unwrap();
-    let mut rng = e2e::SplitMix64::new(2029);
-    let block: Vec<u8> = (0..FILE).map(|_| rng.next() as u8).collect();
-    for i in 0..FILES {
-        let data: Vec<u8> = block.iter().map(|b| b ^ (i as u8)).collect();
-        std::fs::write(src.join(format!("univ-{i:04}.bin")), &data).unwrap();
-    }
-    let mut m = manifest::scan(src, &ScanOptions::new(Schema::opaque())).unwrap();
-    m.files.iter_mut().for_each(|f| f.samples = 1);
-    m.save(&src.join(MANIFEST_FILE)).unwrap();
-    m
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+    e2e::opaque_dataset(src, (FILES, FILE), 2029, "univ")
 }
 
 /// The job's sizing flags, shared by `stager serve` and `stager plan`.
@@ -256,7 +234,8 @@ fn main() {
         fnu_lru.push(fnu.refetched as f64 / lru.refetched as f64);
         waits.push(served.second_wait);
     }
-    let (source, ratio, wait, planned) = (median(per_unheld), median(fnu_lru), median(waits), median(predicted));
+    let (source, ratio, wait, planned) =
+        (e2e::median(per_unheld), e2e::median(fnu_lru), e2e::median(waits), e2e::median(predicted));
     let table = [
         Row::new(
             "global-source-bytes",

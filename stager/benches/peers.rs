@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use bench_rows::Row;
 use cluster::World;
-use formats::manifest::{self, MANIFEST_FILE, Manifest, ScanOptions, Schema};
+use formats::manifest::{MANIFEST_FILE, Manifest};
 use formats::placement::Policy;
 use formats::sampling::{Remainder, shuffled_sequence};
 use mpi::collective::SystemOperation;
@@ -47,29 +47,7 @@ fn env_or(key: &str, default: &str) -> String {
 }
 
 fn make_dataset(src: &Path) -> Manifest {
-    if let Ok(m) = Manifest::load(&src.join(MANIFEST_FILE))
-        && m.files.len() == FILES
-        && m.validate_against_root(src).is_ok()
-    {
-        return m;
-    }
-    let _ = std::fs::remove_dir_all(src);
-    std::fs::create_dir_all(src).unwrap();
-    let mut rng = e2e::SplitMix64::new(2028);
-    let block: Vec<u8> = (0..FILE).map(|_| rng.next() as u8).collect();
-    for i in 0..FILES {
-        let data: Vec<u8> = block.iter().map(|b| b ^ (i as u8)).collect();
-        std::fs::write(src.join(format!("sample-{i:04}.bin")), &data).unwrap();
-    }
-    let mut m = manifest::scan(src, &ScanOptions::new(Schema::opaque())).unwrap();
-    m.files.iter_mut().for_each(|f| f.samples = 1);
-    m.save(&src.join(MANIFEST_FILE)).unwrap();
-    m
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+    e2e::opaque_dataset(src, (FILES, FILE), 2028, "sample")
 }
 
 fn main() {
@@ -115,7 +93,7 @@ fn main() {
     for r in &reports {
         println!("{r}");
     }
-    let figure = |key: &str| median(reports.iter().map(|r| r[key].as_f64().unwrap()).collect());
+    let figure = |key: &str| e2e::median(reports.iter().map(|r| r[key].as_f64().unwrap()).collect());
     let (peers, bare, wait) = (figure("peer_mb_s"), figure("bare_mb_s"), figure("paced_wait"));
     let _ = std::fs::remove_dir_all(&dest_root);
     let table = [
