@@ -10,6 +10,8 @@
 //! - [`memory`]: a rank's peak resident memory, for reports.
 //! - [`panic`]: a panic on any thread of a rank prints one line naming it
 //!   and ends the job with `MPI_Abort` (installed by [`World::init`]).
+//! - [`polite`]: waiting for an MPI request without spinning on a core
+//!   other threads need.
 //! - [`progress`]: per-rank counters that workers bump without blocking,
 //!   gathered to one progress bar on rank 0.
 //!
@@ -32,6 +34,8 @@ pub mod memory;
 #[cfg(feature = "mpi")]
 pub mod panic;
 pub mod paths;
+#[cfg(feature = "mpi")]
+pub mod polite;
 #[cfg(feature = "mpi")]
 pub mod progress;
 mod topology;

@@ -79,19 +79,42 @@ fn a_damaged_copy_on_its_holder_fails_the_asker_naming_file_and_node() {
         probe(Path::new(&root));
         return;
     }
+    // Every file node 1 holds, damaged in place (same size).
+    fails_naming_node_1("a_damaged_copy_on_its_holder_fails_the_asker_naming_file_and_node", |bytes| {
+        if let Some(first) = bytes.first_mut() {
+            *first ^= 0xff;
+        }
+    });
+}
+
+#[test]
+fn a_shorter_copy_on_its_holder_fails_the_asker_naming_file_and_node() {
+    if let Some(root) = std::env::var_os(PROBE) {
+        probe(Path::new(&root));
+        return;
+    }
+    // Every file node 1 holds, a byte short: the asker takes the bytes
+    // without giving them room and refuses them.
+    fails_naming_node_1("a_shorter_copy_on_its_holder_fails_the_asker_naming_file_and_node", |bytes| {
+        bytes.pop();
+    });
+}
+
+/// Stage, change every file node 1 holds with `damage`, run `test`'s probe:
+/// it fails with one line naming node 1 and one of its files.
+fn fails_naming_node_1(test: &str, damage: impl Fn(&mut Vec<u8>)) {
     let dir = tempfile::tempdir().unwrap();
     let manifest = staged(dir.path());
-    // Every file node 1 holds, damaged in place (same size).
     let node1 = &manifest.files_per_node(NODES, Policy::Shard, 0).unwrap()[1];
     for &f in node1 {
         let path = dir.path().join("node1").join(&manifest.files[f].path);
         let mut bytes = std::fs::read(&path).unwrap();
-        if let Some(first) = bytes.first_mut() {
-            *first ^= 0xff;
+        if !bytes.is_empty() {
+            damage(&mut bytes);
             std::fs::write(&path, bytes).unwrap();
         }
     }
-    let out = run_probe(dir.path(), "a_damaged_copy_on_its_holder_fails_the_asker_naming_file_and_node");
+    let out = run_probe(dir.path(), test);
     assert!(!out.status.success(), "a damaged copy went unnoticed");
     let stderr = String::from_utf8_lossy(&out.stderr);
     let line = stderr.lines().find(|l| l.contains("from node 1")).unwrap_or_else(|| panic!("{stderr}"));

@@ -339,7 +339,6 @@ pub fn exchange_on(
 fn respond(comm: &ThreadComm, holdings: &Holdings<'_>, others: usize) -> Result<u64, PeerError> {
     let comm = comm.comm();
     let (mut done, mut sent, mut failure) = (0, 0u64, None);
-    let mut buffer = vec![0u8; CHUNK];
     let mut idle = std::time::Duration::ZERO;
     while done < others {
         // A blocking receive spins in Open MPI; a responder waits most of
@@ -368,26 +367,22 @@ fn respond(comm: &ThreadComm, holdings: &Holdings<'_>, others: usize) -> Result<
             failure.get_or_insert(PeerError::Failed(format!("{}: {why}", entry.path)));
             continue;
         }
-        let opened = fs::File::open(&path).and_then(|f| f.metadata().map(|m| (f, m.len())));
-        let (mut file, len) = match opened {
-            Ok(opened) => opened,
+        let mapped = fs::File::open(&path).and_then(|file| map_to_send(&file));
+        let map = match mapped {
+            Ok(map) => map,
             Err(e) => {
                 asker.send_with_tag(&UNREADABLE, TAG_LEN);
                 failure.get_or_insert(io("reading this node's copy of", &path)(e));
                 continue;
             }
         };
-        asker.send_with_tag(&len, TAG_LEN);
-        let mut left = len;
-        while left > 0 {
-            let want = left.min(CHUNK as u64) as usize;
-            // A file that shrank or fails mid-way is sent padded with zeros,
-            // which the asker's check refuses.
-            let n = fill(&mut file, &mut buffer[..want]);
-            buffer[n..want].fill(0);
-            asker.send_with_tag(&buffer[..want], TAG_CHUNK);
-            left -= want as u64;
-            sent += want as u64;
+        let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
+        asker.send_with_tag(&(bytes.len() as u64), TAG_LEN);
+        for chunk in bytes.chunks(CHUNK) {
+            mpi::request::scope(|scope| {
+                cluster::polite::wait(asker.immediate_send_with_tag(scope, chunk, TAG_CHUNK));
+            });
+            sent += chunk.len() as u64;
         }
     }
     match failure {
@@ -396,18 +391,21 @@ fn respond(comm: &ThreadComm, holdings: &Holdings<'_>, others: usize) -> Result<
     }
 }
 
-/// Read into all of `buffer` unless the file ends (or fails) first; the bytes read.
-fn fill(file: &mut fs::File, buffer: &mut [u8]) -> usize {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match file.read(&mut buffer[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
+/// This node's copy of a file, mapped with its pages in place (`None`:
+/// it is empty), so that its bytes go to the asker without first being
+/// copied into a buffer: with Open MPI's single-copy transport the asker's
+/// process reads them straight from the page cache.
+#[allow(unsafe_code)]
+fn map_to_send(file: &fs::File) -> std::io::Result<Option<memmap2::Mmap>> {
+    if file.metadata()?.len() == 0 {
+        return Ok(None);
     }
-    filled
+    // SAFETY: the map is only read (by MPI). The file is this node's staged
+    // copy, which nothing writes once it is in place (`Holdings::ready`);
+    // should someone truncate it meanwhile, the transfer fails (or, without
+    // a single-copy transport, the responder faults), never sending other
+    // bytes unnoticed, as the asker hashes what it receives.
+    unsafe { memmap2::MmapOptions::new().populate().map(file) }.map(Some)
 }
 
 /// Walk `reads`, fetching each file this node lacks into the cache, with
@@ -422,7 +420,6 @@ fn fetch(
     let mut stats = PeerStats::default();
     // A window of none would wait for a consumer waiting for this fetcher.
     let window = config.window.max(1);
-    let mut buffer = vec![0u8; CHUNK];
     let groups = travel_groups(holdings.manifest);
     fs::create_dir_all(&config.cache_dir).map_err(io("creating the cache", &config.cache_dir))?;
     for (at, &file) in reads.iter().enumerate() {
@@ -465,15 +462,25 @@ fn fetch(
             progress.fetched(at + 1);
             continue;
         };
+        // An evicted file's storage takes the next fetched bytes: on tmpfs
+        // its pages are overwritten rather than freed and allocated (zeroed)
+        // again.
+        let mut spares = Vec::new();
         for victim in evicted {
             for &member in &groups[victim] {
                 let path = config.cache_dir.join(&holdings.manifest.files[member].path);
-                fs::remove_file(&path).map_err(io("evicting", &path))?;
+                let spare = config.cache_dir.join(format!(".spare{}", spares.len()));
+                fs::rename(&path, &spare).map_err(io("evicting", &path))?;
+                spares.push(spare);
             }
             stats.evicted += 1;
         }
         for &member in group {
-            fetch_one(comm, holdings, (owner, rank_of_node, member), config, &mut buffer, &mut stats)?;
+            let recycled = spares.pop();
+            fetch_one(comm, holdings, (owner, rank_of_node, member), config, recycled.as_deref(), &mut stats)?;
+        }
+        for spare in spares {
+            fs::remove_file(&spare).map_err(io("evicting", &spare))?;
         }
         let mut state = progress.lock();
         state.cache.insert(file, bytes, at);
@@ -497,21 +504,25 @@ pub fn travel_groups(manifest: &Manifest) -> Vec<Vec<usize>> {
 }
 
 /// Fetch `file` from `owner` (the source when `None`) into the cache,
-/// checked against the manifest.
+/// checked against the manifest; into `recycled`'s storage when given (an
+/// evicted file, renamed out of the way).
 fn fetch_one(
     comm: &ThreadComm,
     holdings: &Holdings<'_>,
     (owner, rank_of_node, file): (Option<usize>, &[usize], usize),
     config: &PeerConfig,
-    buffer: &mut [u8],
+    recycled: Option<&Path>,
     stats: &mut PeerStats,
 ) -> Result<(), PeerError> {
     let entry = &holdings.manifest.files[file];
     let placed = config.cache_dir.join(&entry.path);
     let part = config.cache_dir.join(format!(".{file}.part"));
+    if let Some(recycled) = recycled {
+        fs::rename(recycled, &part).map_err(io("reusing an evicted file as", &part))?;
+    }
     let (bytes, sum) = match owner {
         Some(holder) => {
-            let (bytes, sum) = receive_file(comm, holdings, (holder, rank_of_node[holder], file), (&part, buffer))?;
+            let (bytes, sum) = receive_file(comm, holdings, (holder, rank_of_node[holder], file), &part)?;
             stats.peer_files += 1;
             stats.peer_bytes += bytes;
             (bytes, sum)
@@ -542,32 +553,65 @@ fn fetch_one(
     fs::rename(&part, &placed).map_err(io("placing", &placed))
 }
 
-/// Ask `holder` for `file` and write what it sends to `part`, hashing it.
+/// Ask `holder` for `file` and receive what it sends into `part` (made or
+/// reused), hashing it.
 fn receive_file(
     comm: &ThreadComm,
     holdings: &Holdings<'_>,
     (holder, rank, file): (usize, usize, usize),
-    (part, buffer): (&Path, &mut [u8]),
+    part: &Path,
 ) -> Result<(u64, formats::checksum::Checksum), PeerError> {
     let peer = comm.comm().process_at_rank(rank as i32);
     peer.send_with_tag(&(file as u64), TAG_ASK);
-    let (len, _) = peer.receive_with_tag::<u64>(TAG_LEN);
+    let mut len = 0u64;
+    mpi::request::scope(|scope| cluster::polite::wait(peer.immediate_receive_into_with_tag(scope, &mut len, TAG_LEN)));
     if len == UNREADABLE {
         return Err(PeerError::Unreadable { node: holder, path: holdings.manifest.files[file].path.clone() });
     }
-    let mut out = fs::File::create(part).map_err(io("creating", part))?;
-    let mut hash = StreamingChecksum::new();
-    let mut left = len;
-    while left > 0 {
-        // The holder sends whole chunks of CHUNK bytes but the last.
-        let n = left.min(CHUNK as u64) as usize;
-        let chunk = &mut buffer[..n];
-        peer.receive_into_with_tag(chunk, TAG_CHUNK);
-        hash.update(chunk);
-        out.write_all(chunk).map_err(io("writing", part))?;
-        left -= n as u64;
+    let want = holdings.manifest.files[file].bytes;
+    if len != want {
+        // Not the manifest's file: take the bytes (the holder sends them
+        // regardless) without giving them room in the cache, and refuse.
+        let mut hash = StreamingChecksum::new();
+        let mut scratch = vec![0u8; CHUNK.min(len as usize)];
+        let mut left = len;
+        while left > 0 {
+            let chunk = &mut scratch[..left.min(CHUNK as u64) as usize];
+            mpi::request::scope(|scope| {
+                cluster::polite::wait(peer.immediate_receive_into_with_tag(scope, chunk, TAG_CHUNK))
+            });
+            hash.update(chunk);
+            left -= chunk.len() as u64;
+        }
+        return Ok((hash.bytes(), hash.finish()));
     }
+    let out = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(part);
+    let out = out.map_err(io("creating", part))?;
+    out.set_len(len).map_err(io("sizing", part))?;
+    if len == 0 {
+        return Ok((0, StreamingChecksum::new().finish()));
+    }
+    let mut map = map_to_receive(&out).map_err(io("mapping", part))?;
+    // Received in place: MPI's single copy lands in the cache file's pages,
+    // with no buffer and no write(2) between.
+    for chunk in map.chunks_mut(CHUNK) {
+        mpi::request::scope(|scope| {
+            cluster::polite::wait(peer.immediate_receive_into_with_tag(scope, chunk, TAG_CHUNK))
+        });
+    }
+    let mut hash = StreamingChecksum::new();
+    hash.update(&map);
     Ok((hash.bytes(), hash.finish()))
+}
+
+/// A cache file being fetched, mapped for writing with its pages in place
+/// (one page fault per 4 KiB page would cost more than the copy).
+#[allow(unsafe_code)]
+fn map_to_receive(file: &fs::File) -> std::io::Result<memmap2::MmapMut> {
+    // SAFETY: the file is this fetcher's own part file in its cache
+    // directory, sized before the map; nothing else opens it until it is
+    // renamed into place after the map is dropped.
+    unsafe { memmap2::MmapOptions::new().populate().map_mut(file) }
 }
 
 /// Copy `from` (on the source) to `part`, hashing it.

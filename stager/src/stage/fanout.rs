@@ -3,6 +3,7 @@
 use super::ramp::Ramp;
 use super::writer::NodeWriter;
 use super::*;
+use cluster::polite::Backoff;
 
 /// Most chunks a sender has in flight at once.
 const SEND_BATCH: usize = 8;
@@ -364,7 +365,7 @@ impl Context<'_> {
                     requests.push(target.immediate_send_with_tag(scope, pack.as_bytes(), TAG_PACK));
                 }
                 for request in requests {
-                    wait_politely(request);
+                    cluster::polite::wait(request);
                 }
             });
             for chunk in batch.drain(..) {
@@ -435,7 +436,9 @@ impl Context<'_> {
                     pack_buffer.resize(len, 0);
                 }
                 let received = &mut pack_buffer[..len];
-                mpi::request::scope(|scope| wait_politely(message.immediate_matched_receive_into(scope, received)));
+                mpi::request::scope(|scope| {
+                    cluster::polite::wait(message.immediate_matched_receive_into(scope, received))
+                });
                 let records = wire::unpack(received).unwrap_or_else(|at| {
                     self.fail(format!("malformed pack from rank {source} (a record at byte {at} of {len})"))
                 });
@@ -499,7 +502,7 @@ fn receive_body(comm: &ThreadComm, source: i32, body: &mut [u8]) -> Result<(), W
     if count != body.len() {
         return Err(WriteError::BodyLength { from: source as usize, sent: count, announced: body.len() });
     }
-    mpi::request::scope(|scope| wait_politely(message.immediate_matched_receive_into(scope, body)));
+    mpi::request::scope(|scope| cluster::polite::wait(message.immediate_matched_receive_into(scope, body)));
     Ok(())
 }
 
@@ -513,49 +516,4 @@ fn map_window(file: &File, offset: u64, len: usize) -> io::Result<memmap2::Mmap>
     // pages raises SIGBUS and the job ends (documented under --read-method);
     // it cannot yield wrong bytes unnoticed, as the hash checks them.
     unsafe { memmap2::MmapOptions::new().offset(offset).len(len).populate().map(file) }
-}
-
-/// Wait for a request by testing it with short sleeps in between. A blocking
-/// MPI wait spins (and, oversubscribed, yields in a loop), taking the CPU
-/// from the threads that read and write; sleeping leaves it to them.
-fn wait_politely<'a, B: ?Sized, S: mpi::request::Scope<'a>>(mut request: mpi::request::Request<'a, B, S>) {
-    let mut idle = Backoff::polite();
-    loop {
-        match request.test() {
-            Ok(_) => return,
-            Err(pending) => request = pending,
-        }
-        idle.snooze();
-    }
-}
-
-/// How a thread polling MPI waits between polls: `spins` polls at once,
-/// then sleeps of `step_us` times the polls so far, up to `cap` of them.
-struct Backoff {
-    polls: u64,
-    spins: u64,
-    step_us: u64,
-    cap: u64,
-}
-
-impl Backoff {
-    fn new(spins: u64, step_us: u64, cap: u64) -> Self {
-        Backoff { polls: 0, spins, step_us, cap }
-    }
-
-    /// Waiting for one message or request: spin twice, then sleep up to 200 us.
-    fn polite() -> Self {
-        Backoff::new(2, 20, 10)
-    }
-
-    fn snooze(&mut self) {
-        self.polls = (self.polls + 1).min(self.cap);
-        if self.polls > self.spins {
-            std::thread::sleep(Duration::from_micros(self.step_us * self.polls));
-        }
-    }
-
-    fn reset(&mut self) {
-        self.polls = 0;
-    }
 }
