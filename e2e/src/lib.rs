@@ -7,6 +7,7 @@
 
 pub mod cli_docs;
 pub mod skip;
+mod stuck_mpirun;
 
 pub use skip::skip;
 
@@ -87,7 +88,13 @@ pub fn mpirun(ranks: usize, env: &[(&str, &str)], program: &Path, args: &[&str])
         command.env(key, value).args(["-x", key]);
     }
     command.arg(program).args(args);
-    let result = output(&mut command);
+    let result = {
+        let child = {
+            let _no_writer = no_fork_now();
+            command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()
+        };
+        child.and_then(stuck_mpirun::wait_with_output)
+    };
     let _ = std::fs::remove_dir_all(&session);
     match result {
         Ok(output) => output,

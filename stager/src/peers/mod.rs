@@ -421,6 +421,9 @@ fn fetch(
     // A window of none would wait for a consumer waiting for this fetcher.
     let window = config.window.max(1);
     let groups = travel_groups(holdings.manifest);
+    // The maps of the cached files fetched from other nodes, kept for
+    // their storage's next use.
+    let mut maps: std::collections::HashMap<usize, memmap2::MmapMut> = std::collections::HashMap::new();
     fs::create_dir_all(&config.cache_dir).map_err(io("creating the cache", &config.cache_dir))?;
     for (at, &file) in reads.iter().enumerate() {
         let owner = holdings.owner.get(file).copied().flatten();
@@ -462,25 +465,32 @@ fn fetch(
             progress.fetched(at + 1);
             continue;
         };
-        // An evicted file's storage takes the next fetched bytes: on tmpfs
-        // its pages are overwritten rather than freed and allocated (zeroed)
-        // again.
+        // An evicted file's storage, and its map, take the next fetched
+        // bytes: on tmpfs its pages are overwritten rather than freed and
+        // allocated (zeroed) again, and mapped once rather than per file.
         let mut spares = Vec::new();
         for victim in evicted {
             for &member in &groups[victim] {
                 let path = config.cache_dir.join(&holdings.manifest.files[member].path);
                 let spare = config.cache_dir.join(format!(".spare{}", spares.len()));
                 fs::rename(&path, &spare).map_err(io("evicting", &path))?;
-                spares.push(spare);
+                spares.push(Spare { path: spare, map: maps.remove(&member) });
             }
             stats.evicted += 1;
         }
+        // More evicted files than the group has members: the rest go
+        // before the fetch, so that the disk never holds more than the
+        // cache counts.
+        for spare in spares.drain(group.len().min(spares.len())..) {
+            drop(spare.map);
+            fs::remove_file(&spare.path).map_err(io("evicting", &spare.path))?;
+        }
         for &member in group {
             let recycled = spares.pop();
-            fetch_one(comm, holdings, (owner, rank_of_node, member), config, recycled.as_deref(), &mut stats)?;
-        }
-        for spare in spares {
-            fs::remove_file(&spare).map_err(io("evicting", &spare))?;
+            let map = fetch_one(comm, holdings, (owner, rank_of_node, member), config, recycled, &mut stats)?;
+            if let Some(map) = map {
+                maps.insert(member, map);
+            }
         }
         let mut state = progress.lock();
         state.cache.insert(file, bytes, at);
@@ -503,39 +513,50 @@ pub fn travel_groups(manifest: &Manifest) -> Vec<Vec<usize>> {
     groups
 }
 
+/// An evicted file renamed out of the way, and its map where it has one.
+struct Spare {
+    path: PathBuf,
+    map: Option<memmap2::MmapMut>,
+}
+
 /// Fetch `file` from `owner` (the source when `None`) into the cache,
-/// checked against the manifest; into `recycled`'s storage when given (an
-/// evicted file, renamed out of the way).
+/// checked against the manifest; into `recycled`'s storage when given.
+/// Returns the map of the placed file (fetched from a node) for reuse.
 fn fetch_one(
     comm: &ThreadComm,
     holdings: &Holdings<'_>,
     (owner, rank_of_node, file): (Option<usize>, &[usize], usize),
     config: &PeerConfig,
-    recycled: Option<&Path>,
+    recycled: Option<Spare>,
     stats: &mut PeerStats,
-) -> Result<(), PeerError> {
+) -> Result<Option<memmap2::MmapMut>, PeerError> {
     let entry = &holdings.manifest.files[file];
     let placed = config.cache_dir.join(&entry.path);
     let part = config.cache_dir.join(format!(".{file}.part"));
+    let mut reuse = None;
     if let Some(recycled) = recycled {
-        fs::rename(recycled, &part).map_err(io("reusing an evicted file as", &part))?;
+        fs::rename(&recycled.path, &part).map_err(io("reusing an evicted file as", &part))?;
+        reuse = recycled.map;
     }
-    let (bytes, sum) = match owner {
+    let (bytes, sum, map) = match owner {
         Some(holder) => {
-            let (bytes, sum) = receive_file(comm, holdings, (holder, rank_of_node[holder], file), &part)?;
+            let received = receive_file(comm, holdings, (holder, rank_of_node[holder], file), &part, reuse)?;
             stats.peer_files += 1;
-            stats.peer_bytes += bytes;
-            (bytes, sum)
+            stats.peer_bytes += received.0;
+            received
         }
         None => {
+            // The copy truncates the file: its old map must be gone first.
+            drop(reuse);
             let from = holdings.source.join(&entry.path);
             let (bytes, sum) = copy_file(&from, &part)?;
             stats.source_files += 1;
             stats.source_bytes += bytes;
-            (bytes, sum)
+            (bytes, sum, None)
         }
     };
     if bytes != entry.bytes || sum != entry.xxh3 {
+        drop(map);
         let _ = fs::remove_file(&part);
         let from = owner.map_or_else(|| "the source".to_owned(), |n| format!("node {n}"));
         return Err(PeerError::Differs {
@@ -550,17 +571,34 @@ fn fetch_one(
     if let Some(parent) = placed.parent() {
         fs::create_dir_all(parent).map_err(io("creating", parent))?;
     }
-    fs::rename(&part, &placed).map_err(io("placing", &placed))
+    fs::rename(&part, &placed).map_err(io("placing", &placed))?;
+    Ok(map)
 }
 
 /// Ask `holder` for `file` and receive what it sends into `part` (made or
-/// reused), hashing it.
+/// reused, through `reuse` when that maps it at the manifest's size),
+/// hashing it; the bytes, their hash, and the map.
 fn receive_file(
     comm: &ThreadComm,
     holdings: &Holdings<'_>,
     (holder, rank, file): (usize, usize, usize),
     part: &Path,
-) -> Result<(u64, formats::checksum::Checksum), PeerError> {
+    reuse: Option<memmap2::MmapMut>,
+) -> Result<(u64, formats::checksum::Checksum, Option<memmap2::MmapMut>), PeerError> {
+    let want = holdings.manifest.files[file].bytes;
+    // The file is ready for the bytes before the ask: the holder's
+    // responder, which serves one asker at a time, then waits only for
+    // the transfer.
+    let map = match reuse {
+        Some(map) if map.len() as u64 == want => Some(map),
+        _ if want == 0 => None,
+        _ => {
+            let out = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(part);
+            let out = out.map_err(io("creating", part))?;
+            out.set_len(want).map_err(io("sizing", part))?;
+            Some(map_to_receive(&out).map_err(io("mapping", part))?)
+        }
+    };
     let peer = comm.comm().process_at_rank(rank as i32);
     peer.send_with_tag(&(file as u64), TAG_ASK);
     let mut len = 0u64;
@@ -568,40 +606,40 @@ fn receive_file(
     if len == UNREADABLE {
         return Err(PeerError::Unreadable { node: holder, path: holdings.manifest.files[file].path.clone() });
     }
-    let want = holdings.manifest.files[file].bytes;
-    if len != want {
-        // Not the manifest's file: take the bytes (the holder sends them
-        // regardless) without giving them room in the cache, and refuse.
-        let mut hash = StreamingChecksum::new();
-        let mut scratch = vec![0u8; CHUNK.min(len as usize)];
-        let mut left = len;
-        while left > 0 {
-            let chunk = &mut scratch[..left.min(CHUNK as u64) as usize];
-            mpi::request::scope(|scope| {
-                cluster::polite::wait(peer.immediate_receive_into_with_tag(scope, chunk, TAG_CHUNK))
-            });
-            hash.update(chunk);
-            left -= chunk.len() as u64;
-        }
-        return Ok((hash.bytes(), hash.finish()));
-    }
-    let out = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(part);
-    let out = out.map_err(io("creating", part))?;
-    out.set_len(len).map_err(io("sizing", part))?;
-    if len == 0 {
-        return Ok((0, StreamingChecksum::new().finish()));
-    }
-    let mut map = map_to_receive(&out).map_err(io("mapping", part))?;
-    // Received in place: MPI's single copy lands in the cache file's pages,
-    // with no buffer and no write(2) between.
-    for chunk in map.chunks_mut(CHUNK) {
-        mpi::request::scope(|scope| {
-            cluster::polite::wait(peer.immediate_receive_into_with_tag(scope, chunk, TAG_CHUNK))
-        });
-    }
     let mut hash = StreamingChecksum::new();
-    hash.update(&map);
-    Ok((hash.bytes(), hash.finish()))
+    match map {
+        Some(mut map) if len == want => {
+            // Received in place: MPI's single copy lands in the cache
+            // file's pages, with no buffer and no write(2) between.
+            for chunk in map.chunks_mut(CHUNK) {
+                mpi::request::scope(|scope| {
+                    cluster::polite::wait(peer.immediate_receive_into_with_tag(scope, chunk, TAG_CHUNK));
+                });
+            }
+            hash.update(&map);
+            Ok((hash.bytes(), hash.finish(), Some(map)))
+        }
+        _ => {
+            // Not the manifest's file (or an empty one): take the bytes (the
+            // holder sends them regardless) without giving them room in the
+            // cache; the caller refuses them.
+            let mut scratch = vec![0u8; CHUNK.min(len as usize)];
+            let mut left = len;
+            while left > 0 {
+                let chunk = &mut scratch[..left.min(CHUNK as u64) as usize];
+                mpi::request::scope(|scope| {
+                    cluster::polite::wait(peer.immediate_receive_into_with_tag(scope, chunk, TAG_CHUNK));
+                });
+                hash.update(chunk);
+                left -= chunk.len() as u64;
+            }
+            if len == 0 {
+                // An empty file is placed as one.
+                fs::File::create(part).map_err(io("creating", part))?;
+            }
+            Ok((hash.bytes(), hash.finish(), None))
+        }
+    }
 }
 
 /// A cache file being fetched, mapped for writing with its pages in place
