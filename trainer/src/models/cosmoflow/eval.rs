@@ -56,13 +56,36 @@ pub fn validate(
     world.comm().all_reduce_into(&spread[..], &mut baseline[..], SystemOperation::sum());
     let mae: Vec<f64> = totals[..outputs].iter().map(|a| a / samples).collect();
     let baseline_mae: Vec<f64> = baseline.iter().map(|b| b / samples).collect();
-    let relative_mae =
-        mae.iter().zip(&baseline_mae).map(|(m, b)| if *b > 0.0 { m / b } else { 1.0 }).sum::<f64>() / outputs as f64;
+    let relative_mae = relative_to_baseline(&mae, &baseline_mae);
     let shown: Vec<String> = mae.iter().map(|m| format!("{m:.3}")).collect();
-    let line = format!("val MAE [{}] = {:.0}% of predicting the mean", shown.join(" "), 100.0 * relative_mae);
+    let line = match relative_mae {
+        Some(relative) => format!("val MAE [{}] = {:.0}% of predicting the mean", shown.join(" "), 100.0 * relative),
+        None => format!("val MAE [{}] (every validation target is the same: no mean to compare with)", shown.join(" ")),
+    };
     let mut metrics = serde_json::Map::new();
     metrics.insert("mae".into(), mae.into());
     metrics.insert("baseline_mae".into(), baseline_mae.into());
+    // null, not a number, when no parameter varies over the validation set.
     metrics.insert("relative_mae".into(), relative_mae.into());
     Ok(Validation { samples: totals[2 * outputs] as u64, metrics, line })
+}
+
+/// The mean over the parameters of `mae / baseline`, over the parameters
+/// whose validation targets vary (`baseline > 0`); `None` when none does:
+/// the ratio is then undefined, and no number stands in for it.
+fn relative_to_baseline(mae: &[f64], baseline: &[f64]) -> Option<f64> {
+    let ratios: Vec<f64> = mae.iter().zip(baseline).filter(|(_, b)| **b > 0.0).map(|(m, b)| m / b).collect();
+    (!ratios.is_empty()).then(|| ratios.iter().sum::<f64>() / ratios.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relative_to_baseline;
+
+    #[test]
+    fn the_relative_error_leaves_out_parameters_that_do_not_vary_and_is_none_when_none_does() {
+        assert_eq!(relative_to_baseline(&[0.5, 0.2], &[1.0, 0.4]), Some(0.5));
+        assert_eq!(relative_to_baseline(&[0.5, 0.2], &[1.0, 0.0]), Some(0.5));
+        assert_eq!(relative_to_baseline(&[0.5, 0.2], &[0.0, 0.0]), None);
+    }
 }
