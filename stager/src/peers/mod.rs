@@ -602,7 +602,7 @@ fn receive_file(
     let peer = comm.comm().process_at_rank(rank as i32);
     peer.send_with_tag(&(file as u64), TAG_ASK);
     let mut len = 0u64;
-    mpi::request::scope(|scope| cluster::polite::wait(peer.immediate_receive_into_with_tag(scope, &mut len, TAG_LEN)));
+    receive_politely(&peer, &mut len, TAG_LEN);
     if len == UNREADABLE {
         return Err(PeerError::Unreadable { node: holder, path: holdings.manifest.files[file].path.clone() });
     }
@@ -612,9 +612,7 @@ fn receive_file(
             // Received in place: MPI's single copy lands in the cache
             // file's pages, with no buffer and no write(2) between.
             for chunk in map.chunks_mut(CHUNK) {
-                mpi::request::scope(|scope| {
-                    cluster::polite::wait(peer.immediate_receive_into_with_tag(scope, chunk, TAG_CHUNK));
-                });
+                receive_politely(&peer, chunk, TAG_CHUNK);
             }
             hash.update(&map);
             Ok((hash.bytes(), hash.finish(), Some(map)))
@@ -627,9 +625,7 @@ fn receive_file(
             let mut left = len;
             while left > 0 {
                 let chunk = &mut scratch[..left.min(CHUNK as u64) as usize];
-                mpi::request::scope(|scope| {
-                    cluster::polite::wait(peer.immediate_receive_into_with_tag(scope, chunk, TAG_CHUNK));
-                });
+                receive_politely(&peer, chunk, TAG_CHUNK);
                 hash.update(chunk);
                 left -= chunk.len() as u64;
             }
@@ -640,6 +636,14 @@ fn receive_file(
             Ok((hash.bytes(), hash.finish(), None))
         }
     }
+}
+
+/// Receive from `peer` into `buffer` without spinning ([`cluster::polite`]).
+fn receive_politely<B>(peer: &mpi::topology::Process<'_>, buffer: &mut B, tag: i32)
+where
+    B: mpi::datatype::BufferMut + ?Sized,
+{
+    mpi::request::scope(|scope| cluster::polite::wait(peer.immediate_receive_into_with_tag(scope, buffer, tag)));
 }
 
 /// A cache file being fetched, mapped for writing with its pages in place
