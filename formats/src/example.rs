@@ -119,6 +119,11 @@ impl Example {
         self.insert(name, Kind::Int64List(Int64List { value: values }))
     }
 
+    /// Encode as protobuf bytes (what a TFRecord of Examples holds).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.encode_to_vec()
+    }
+
     /// Decode from protobuf bytes.
     pub fn decode_bytes(bytes: &[u8]) -> Result<Self, ExampleError> {
         Ok(Example::decode(bytes)?)

@@ -8,11 +8,14 @@
 //! - [`tfrecord`]: zero-copy TFRecord framing (both masked CRC32C values checked,
 //!   errors carry file and byte offset), GZIP files, and the sidecar offset index.
 //! - [`example`]: `tf.train.Example` as hand-written `prost` messages.
+//! - [`npy`]: the header of a NumPy `.npy` array (each member of an `.npz`).
 //! - [`tensorboard`]: TensorBoard event files (TFRecords of `Event` protos)
 //!   holding scalars by step.
 //! - [`cosmoflow`]: the MLPerf HPC CosmoFlow sample (`x` int16 (D,D,D,C), `y` f32[4]).
 //! - [`climate`]: the DeepCAM HDF5 sample and `stats.h5`, with raw byte extents of
 //!   contiguous datasets so readers can bypass the HDF5 lock.
+//! - [`hdf5_rows`]: an HDF5 dataset by name read as rows along its first
+//!   axis (with its byte extent where contiguous).
 //! - [`lmdb`]: a u64-keyed LMDB sample store and the Etalumis-style trace store.
 //! - [`scattering`]: the multislice sample (CBED stack + projected potential,
 //!   f32 or f16, optionally zstd, checksummed) kept in a sample store.
@@ -52,10 +55,12 @@ pub mod climate;
 pub mod cosmoflow;
 pub mod example;
 pub mod global_order;
+pub mod hdf5_rows;
 pub mod lmdb;
 pub mod lock;
 pub mod manifest;
 pub mod mapped;
+pub mod npy;
 pub mod placement;
 pub mod placement_record;
 pub mod regular;

@@ -158,6 +158,21 @@ fn hex(text: &[u8]) -> Option<u64> {
     })
 }
 
+/// Map a dataset file read-only, with the SIGBUS handler installed.
+///
+/// Dataset files are written whole (temporary file and rename, or by the
+/// tool that made them) before anyone reads them and never modified in
+/// place; a file someone else truncates is caught by
+/// [`check_still_covers`] before each read and named by the handler in
+/// the window after.
+#[allow(unsafe_code)]
+pub fn map_dataset_file(file: &File) -> io::Result<memmap2::Mmap> {
+    report_sigbus();
+    // SAFETY: a read-only map; see above for why its file does not change
+    // under it, and what happens if it does.
+    unsafe { memmap2::Mmap::map(file) }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -8,6 +8,7 @@
 //! | DeepCAM HDF5 | (C, H, W), min-max normalised by `stats.h5` | class ids (H, W) |
 //! | scattering LMDB | CBED stack (positions, H, W) | projected potential (H, W) |
 //! | trace LMDB | the observation | [`CHOICE_WIDTH`](crate::traces::CHOICE_WIDTH) values per controlled choice (ragged) |
+//! | records ([`crate::records`]): TFRecord, `.npz`, HDF5 by name | each sample's bytes (lengths may differ) | none |
 //!
 //! ```no_run
 //! use loader::catalog;
@@ -31,6 +32,7 @@ use formats::manifest::{Manifest, SampleKind};
 use crate::dataset::{CosmoTransform, CosmoflowDataset, Dataset, DatasetError};
 use crate::deepcam::DeepcamDataset;
 use crate::lmdb::ScatteringStores;
+use crate::records::{Hdf5Rows, NpzArrays, SampleAxis, TfRecords};
 use crate::traces::TraceStores;
 
 /// An opened dataset and what its samples look like.
@@ -158,6 +160,35 @@ pub fn traces(stores: &[PathBuf]) -> Result<Opened, DatasetError> {
         paths: stores.to_vec(),
         addresses,
     })
+}
+
+/// The records of TFRecord files, or with `feature` the bytes of that
+/// feature of each record's `tf.train.Example`.
+pub fn tfrecords(paths: &[PathBuf], feature: Option<&str>) -> Result<Opened, DatasetError> {
+    Ok(records(Arc::new(TfRecords::open(paths, feature)?), paths))
+}
+
+/// Array `key` of `.npz` files, samples along `axis`.
+pub fn npz(paths: &[PathBuf], key: &str, axis: SampleAxis) -> Result<Opened, DatasetError> {
+    Ok(records(Arc::new(NpzArrays::open(paths, key, axis)?), paths))
+}
+
+/// Dataset `name` of HDF5 files, one sample per row of its first axis.
+pub fn hdf5_rows(paths: &[PathBuf], name: &str) -> Result<Opened, DatasetError> {
+    Ok(records(Arc::new(Hdf5Rows::open(paths, name)?), paths))
+}
+
+/// A dataset of byte records: no decoded shapes (lengths may differ), and
+/// the manifest's kind for files Stagehand does not interpret.
+fn records(dataset: Arc<dyn Dataset>, paths: &[PathBuf]) -> Opened {
+    Opened {
+        dataset,
+        kind: SampleKind::Opaque,
+        x_shape: Vec::new(),
+        y_shape: None,
+        paths: paths.to_vec(),
+        addresses: Vec::new(),
+    }
 }
 
 /// The paths under `dir` of the files `files` (manifest indices; every

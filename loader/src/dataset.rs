@@ -96,6 +96,27 @@ pub enum DatasetError {
         /// The value (NaN, inf or -inf).
         value: f32,
     },
+    /// A file of a records dataset ([`crate::records`]) is not what its
+    /// kind needs (no such array or dataset, an unreadable layout).
+    #[error("{}: {reason}", path.display())]
+    Records {
+        /// File.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A dataset of decoded values was asked for a sample's bytes.
+    #[error("sample {index}: this dataset decodes values; it holds no byte records")]
+    NotRecords {
+        /// The sample asked for.
+        index: usize,
+    },
+    /// A dataset of byte records was asked for decoded values.
+    #[error("sample {index}: this dataset holds byte records; it decodes no values")]
+    NotValues {
+        /// The sample asked for.
+        index: usize,
+    },
     /// An index past the end.
     #[error("sample {index} out of range (dataset has {len})")]
     OutOfRange {
@@ -165,6 +186,20 @@ pub trait Dataset: Send + Sync {
     fn staging_wait_secs(&self) -> f64 {
         0.0
     }
+
+    /// True if samples are byte strings ([`crate::records`]), read with
+    /// [`read_record`](Self::read_record); `x_len` and `y_len` are then 0.
+    fn holds_records(&self) -> bool {
+        false
+    }
+
+    /// Append sample `index`'s bytes to `out`; returns the bytes read from
+    /// storage. Only datasets that [`hold records`](Self::holds_records)
+    /// have them.
+    fn read_record(&self, index: usize, out: &mut Vec<u8>) -> Result<u64, DatasetError> {
+        let _ = out;
+        Err(DatasetError::NotRecords { index })
+    }
 }
 
 /// Samples `start..start + len` of a dataset, numbered from 0: the part
@@ -209,6 +244,12 @@ impl Dataset for Slice {
     }
     fn staging_wait_secs(&self) -> f64 {
         self.inner.staging_wait_secs()
+    }
+    fn holds_records(&self) -> bool {
+        self.inner.holds_records()
+    }
+    fn read_record(&self, index: usize, out: &mut Vec<u8>) -> Result<u64, DatasetError> {
+        self.inner.read_record(self.index(index)?, out)
     }
 }
 

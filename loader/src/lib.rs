@@ -12,6 +12,10 @@
 //!   [`lmdb`]: multislice scattering samples and simulator traces (targets
 //!   of variable length) from LMDB stores; [`traces`]: several trace stores
 //!   as one dataset, address ids translated into a fixed layout.
+//! - [`records`]: samples that are byte strings, not decoded values: the
+//!   records of TFRecord files (or one bytes feature of their Examples),
+//!   one array of `.npz` files, one dataset of HDF5 files by name (what
+//!   DLIO's benchmarks read).
 //! - [`staged`]: a staged destination opened for one rank from the
 //!   placement record the stager wrote there, its node-local sampler, and
 //!   the node's dataset addressed by global sample id.
@@ -50,6 +54,7 @@ pub mod finite;
 pub mod global;
 pub mod lmdb;
 pub mod pipeline;
+pub mod records;
 pub mod sampler;
 pub mod served;
 pub mod source;

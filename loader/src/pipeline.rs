@@ -67,7 +67,9 @@ impl LoaderConfig {
 
 /// One batch: `x` is `len * x_len` values; sample `k`'s target is
 /// `y[y_offsets[k]..y_offsets[k + 1]]` (every target has `y_len` values
-/// except in datasets of variable-length targets, such as traces).
+/// except in datasets of variable-length targets, such as traces). A
+/// dataset of byte records ([`crate::records`]) fills `records` instead:
+/// sample `k` is `records[record_offsets[k]..record_offsets[k + 1]]`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Batch {
     /// Position of the batch in the epoch.
@@ -80,6 +82,11 @@ pub struct Batch {
     pub y: Vec<f32>,
     /// Where each sample's target starts in `y`, plus `y.len()` at the end.
     pub y_offsets: Vec<usize>,
+    /// Byte records, sample after sample (datasets of records only).
+    pub records: Vec<u8>,
+    /// Where each sample's record starts in `records`, plus
+    /// `records.len()` at the end (datasets of records only).
+    pub record_offsets: Vec<usize>,
 }
 
 impl Batch {
@@ -96,6 +103,11 @@ impl Batch {
     /// The target of sample `k` of the batch.
     pub fn target(&self, k: usize) -> &[f32] {
         &self.y[self.y_offsets[k]..self.y_offsets[k + 1]]
+    }
+
+    /// The bytes of sample `k` of a batch of records.
+    pub fn record(&self, k: usize) -> &[u8] {
+        &self.records[self.record_offsets[k]..self.record_offsets[k + 1]]
     }
 }
 
@@ -448,20 +460,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// `dataset.read_ragged`, with a panic turned into
+/// One sample read by `read`, with a panic turned into
 /// [`DatasetError::WorkerPanicked`]: a worker that died would leave its
 /// batch undelivered and the consumer waiting for it forever.
-fn read_catching_panics(
-    dataset: &dyn Dataset,
-    index: usize,
-    x: &mut [f32],
-    y: &mut Vec<f32>,
-) -> Result<u64, DatasetError> {
-    let start = y.len();
-    let read = std::panic::AssertUnwindSafe(|| dataset.read_ragged(index, x, &mut *y));
-    std::panic::catch_unwind(read).unwrap_or_else(|payload| {
-        // Whatever the panicking read appended is not a target.
-        y.truncate(start);
+fn catching_panics(index: usize, read: impl FnOnce() -> Result<u64, DatasetError>) -> Result<u64, DatasetError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|payload| {
         let message = payload
             .downcast_ref::<&str>()
             .map(|s| (*s).to_owned())
@@ -469,6 +472,22 @@ fn read_catching_panics(
             .unwrap_or_else(|| "(no message)".to_owned());
         Err(DatasetError::WorkerPanicked { index, message })
     })
+}
+
+/// `dataset.read_ragged`, panics caught; whatever a panicking read
+/// appended to `y` is not a target and is cut off.
+fn read_catching_panics(
+    dataset: &dyn Dataset,
+    index: usize,
+    x: &mut [f32],
+    y: &mut Vec<f32>,
+) -> Result<u64, DatasetError> {
+    let start = y.len();
+    let read = catching_panics(index, || dataset.read_ragged(index, x, &mut *y));
+    if matches!(read, Err(DatasetError::WorkerPanicked { .. })) {
+        y.truncate(start);
+    }
+    read
 }
 
 /// What a worker checks, and what it does with a sample that fails.
@@ -507,6 +526,7 @@ fn work(
     Checks { skip_corrupt, check_finite }: Checks,
 ) {
     let x_len = dataset.x_len();
+    let records = dataset.holds_records();
     let batches = cuts.len().saturating_sub(1);
     loop {
         // Take the next batch number once it is within the prefetch window.
@@ -536,26 +556,38 @@ fn work(
             x: Vec::with_capacity(batch * x_len),
             y: Vec::new(),
             y_offsets: Vec::new(),
+            records: Vec::new(),
+            record_offsets: Vec::new(),
         });
         out.number = number;
         out.x.resize(indices.len() * x_len, 0.0);
         out.y.clear();
         out.y_offsets.clear();
         out.y_offsets.push(0);
+        out.records.clear();
+        out.record_offsets.clear();
+        out.record_offsets.push(0);
         let mut result = Ok(());
         let mut kept = Vec::with_capacity(indices.len());
         for &index in &indices {
             let k = kept.len();
-            let x = &mut out.x[k * x_len..(k + 1) * x_len];
-            match read_checked(dataset, index, x, &mut out.y, check_finite) {
+            let read = if records {
+                catching_panics(index, || dataset.read_record(index, &mut out.records))
+            } else {
+                let x = &mut out.x[k * x_len..(k + 1) * x_len];
+                read_checked(dataset, index, x, &mut out.y, check_finite)
+            };
+            match read {
                 Ok(bytes) => {
                     shared.bytes.fetch_add(bytes, Ordering::Relaxed);
                     kept.push(index);
                     out.y_offsets.push(out.y.len());
+                    out.record_offsets.push(out.records.len());
                 }
                 Err(e) if skip_corrupt && !matches!(e, DatasetError::WorkerPanicked { .. }) => {
-                    // Whatever a failed read appended is not a target.
+                    // Whatever a failed read appended is not a target or a record.
                     out.y.truncate(out.y_offsets.last().copied().unwrap_or(0));
+                    out.records.truncate(out.record_offsets.last().copied().unwrap_or(0));
                     shared.skipped.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!("skipping sample {index}: {e}");
                 }

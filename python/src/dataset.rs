@@ -9,6 +9,7 @@ use formats::cosmoflow::CosmoShape;
 use formats::manifest::{Manifest, SampleKind};
 use loader::catalog::{self, Opened};
 use loader::dataset::CosmoTransform;
+use loader::records::SampleAxis;
 use loader::sampler::{NodeLocalSampler, Remainder};
 use loader::source::RankPlace;
 use loader::staged::{NodeSamples, StagedShare};
@@ -257,10 +258,43 @@ impl Dataset {
         Ok(Dataset::of(py.detach(|| catalog::traces(&stores)).map_err(data_error)?))
     }
 
-    /// "cosmoflow", "deepcam", "scattering" or "traces".
+    /// Byte records: the records of TFRecord files, or with `feature`
+    /// the bytes of that feature of each record's `tf.train.Example`
+    /// (DLIO's synthetic records hold `image` and `size`). Record CRCs are
+    /// checked.
+    #[staticmethod]
+    #[pyo3(signature = (paths, *, feature = None))]
+    fn tfrecord(py: Python<'_>, paths: Vec<PathBuf>, feature: Option<String>) -> PyResult<Self> {
+        Ok(Dataset::of(py.detach(|| catalog::tfrecords(&paths, feature.as_deref())).map_err(data_error)?))
+    }
+
+    /// Byte records: array `key` of NumPy `.npz` files, one sample per
+    /// entry of its last axis (`axis="last"`, DLIO's layout) or first
+    /// (`axis="first"`), in C order.
+    #[staticmethod]
+    #[pyo3(signature = (paths, *, key = "x", axis = "last"))]
+    fn npz(py: Python<'_>, paths: Vec<PathBuf>, key: &str, axis: &str) -> PyResult<Self> {
+        let axis = match axis {
+            "last" => SampleAxis::Last,
+            "first" => SampleAxis::First,
+            other => return Err(PyValueError::new_err(format!("axis {other:?}: use \"last\" or \"first\""))),
+        };
+        Ok(Dataset::of(py.detach(|| catalog::npz(&paths, key, axis)).map_err(data_error)?))
+    }
+
+    /// Byte records: dataset `name` of HDF5 files, one sample per row of
+    /// its first axis (DLIO's HDF5 files hold `records`).
+    #[staticmethod]
+    #[pyo3(signature = (paths, *, name = "records"))]
+    fn hdf5(py: Python<'_>, paths: Vec<PathBuf>, name: &str) -> PyResult<Self> {
+        Ok(Dataset::of(py.detach(|| catalog::hdf5_rows(&paths, name)).map_err(data_error)?))
+    }
+
+    /// "cosmoflow", "deepcam", "scattering", "traces", or "records" for
+    /// datasets whose samples are bytes (`tfrecord`, `npz`, `hdf5`).
     #[getter]
     fn kind(&self) -> &'static str {
-        kind_name(self.opened.kind)
+        if self.opened.dataset.holds_records() { "records" } else { kind_name(self.opened.kind) }
     }
 
     /// Shape of one input.
@@ -321,10 +355,22 @@ impl Dataset {
     /// node's samples) into new arrays: `(x, y)`, both flat float32.
     fn read<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Sample<'py>> {
         let dataset = &self.opened.dataset;
+        if dataset.holds_records() {
+            return Err(PyValueError::new_err(
+                "a dataset of records holds bytes: read a sample with read_record(index)",
+            ));
+        }
         let mut x = vec![0f32; dataset.x_len()];
         let mut y = Vec::new();
         py.detach(|| dataset.read_ragged(index, &mut x, &mut y)).map_err(data_error)?;
         Ok((PyArray1::from_vec(py, x), PyArray1::from_vec(py, y)))
+    }
+
+    /// Read sample `index` of a dataset of records into a new uint8 array.
+    fn read_record<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyArray1<u8>>> {
+        let mut out = Vec::new();
+        py.detach(|| self.opened.dataset.read_record(index, &mut out)).map_err(data_error)?;
+        Ok(PyArray1::from_vec(py, out))
     }
 
     fn __repr__(&self) -> String {
@@ -337,6 +383,13 @@ impl Dataset {
             _ => format!("({})", shape.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
         };
         let y_shape = self.opened.y_shape.as_deref().map_or_else(|| "None".to_owned(), tuple);
+        if self.opened.dataset.holds_records() {
+            return format!(
+                "Dataset(kind='records', samples={}, files={})",
+                self.opened.dataset.len(),
+                self.opened.paths.len()
+            );
+        }
         format!(
             "Dataset(kind='{}', samples={}, x_shape={}, y_shape={y_shape}, files={}{staged})",
             kind_name(self.opened.kind),

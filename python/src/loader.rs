@@ -210,8 +210,9 @@ impl EpochLoader {
         // The ids the sampler gave: a staged dataset's are the source dataset's.
         let indices = batch.indices.clone();
         let opened = &dataset.opened;
-        let made = arrays(py, batch, self.buffers.clone(), &opened.x_shape, opened.y_shape.as_deref())?;
-        Ok(Some((made.x.into_any(), made.y.into_any(), made.offsets.map(Bound::into_any), indices)))
+        let records = opened.dataset.holds_records();
+        let made = arrays(py, batch, self.buffers.clone(), &opened.x_shape, opened.y_shape.as_deref(), records)?;
+        Ok(Some((made.x, made.y.into_any(), made.offsets.map(Bound::into_any), indices)))
     }
 
     /// Batches of the current epoch delivered so far.

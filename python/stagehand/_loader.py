@@ -20,10 +20,15 @@ class Batch(NamedTuple):
     ``(n, *dataset.y_shape)``, or for traces a list of ``n`` arrays of
     ``(choices, Dataset.CHOICE_WIDTH)``. Both are views of the loader's
     buffers, which go back to the loader when the arrays are freed.
+
+    For a dataset of records (``Dataset.tfrecord``, ``.npz``, ``.hdf5``)
+    ``x`` holds each sample's bytes as uint8: ``(n, length)`` when every
+    record of the batch has the same length, else a list of ``n`` arrays;
+    ``y`` is ``None``.
     """
 
-    x: np.ndarray
-    y: Union[np.ndarray, List[np.ndarray]]
+    x: Union[np.ndarray, List[np.ndarray]]
+    y: Union[np.ndarray, List[np.ndarray], None]
     indices: List[int]
 
 
@@ -143,7 +148,9 @@ class Loader:
 
         ``offsets`` is ``None`` unless targets are ragged (traces): then ``y``
         holds every choice of the batch and sample ``k``'s are rows
-        ``offsets[k]:offsets[k + 1]``.
+        ``offsets[k]:offsets[k + 1]``. For records of differing lengths
+        ``x`` holds every byte of the batch and sample ``k`` is
+        ``x[offsets[k]:offsets[k + 1]]``.
         """
         if self._origin is None:
             self._inner.start(self.epoch, self._resume_at)
@@ -168,7 +175,13 @@ class Loader:
 
     def batches(self) -> Iterator[Batch]:
         """One epoch of ``Batch`` (inputs, targets, sample ids)."""
+        records = self.dataset.kind == "records"
         for x, y, offsets, indices in self.raw_batches():
+            if records:
+                if offsets is not None:
+                    x = [x[offsets[k] : offsets[k + 1]] for k in range(len(indices))]
+                yield Batch(x, None, indices)
+                continue
             if offsets is not None:
                 y = [y[offsets[k] : offsets[k + 1]] for k in range(len(indices))]
             yield Batch(x, y, indices)

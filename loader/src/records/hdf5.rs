@@ -1,0 +1,112 @@
+//! One dataset of HDF5 files as samples, one row of its first axis each.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use formats::hdf5_rows::{self, RowLayout};
+use memmap2::Mmap;
+
+use super::{SampleAxis, append_sample, in_range};
+use crate::dataset::{Dataset, DatasetError};
+
+struct RowFile {
+    path: PathBuf,
+    layout: RowLayout,
+    /// The map of a contiguous dataset's file, and the file to check its
+    /// length against; `None` when libhdf5 reads the rows.
+    mapped: Option<(Mmap, File)>,
+}
+
+/// Dataset `name` of each of a list of HDF5 files; sample `k` of a file is
+/// row `k` of its first axis, in the dataset's element type (C order).
+pub struct Hdf5Rows {
+    files: Vec<RowFile>,
+    name: String,
+    /// (file, row), one per sample.
+    samples: Vec<(usize, usize)>,
+}
+
+fn hdf5_error(error: formats::climate::ClimateError) -> DatasetError {
+    DatasetError::Climate(error)
+}
+
+impl Hdf5Rows {
+    /// Open dataset `name` of each of `paths`. Contiguous datasets are
+    /// mapped and read without libhdf5; chunked or compressed ones of bytes
+    /// go through libhdf5, one row per call.
+    pub fn open(paths: &[impl AsRef<Path>], name: &str) -> Result<Hdf5Rows, DatasetError> {
+        let mut files = Vec::with_capacity(paths.len());
+        let mut samples = Vec::new();
+        for path in paths {
+            let path = path.as_ref();
+            let layout = hdf5_rows::layout(path, name).map_err(hdf5_error)?;
+            let io = |source| DatasetError::Io { path: path.to_owned(), source };
+            let mapped = match layout.extent {
+                Some(extent) => {
+                    let file = formats::regular::open_regular(path).map_err(io)?;
+                    let map = formats::mapped::map_dataset_file(&file).map_err(io)?;
+                    if extent.offset + extent.len > map.len() as u64 {
+                        return Err(DatasetError::Records {
+                            path: path.to_owned(),
+                            reason: format!("dataset {name:?} runs past the end of the file"),
+                        });
+                    }
+                    Some((map, file))
+                }
+                None if layout.bytes => None,
+                None => {
+                    return Err(DatasetError::Records {
+                        path: path.to_owned(),
+                        reason: format!(
+                            "dataset {name:?} is chunked or compressed and not of bytes; such datasets are read only when contiguous"
+                        ),
+                    });
+                }
+            };
+            samples.extend((0..layout.rows()).map(|row| (files.len(), row)));
+            files.push(RowFile { path: path.to_owned(), layout, mapped });
+        }
+        Ok(Hdf5Rows { files, name: name.to_owned(), samples })
+    }
+}
+
+impl Dataset for Hdf5Rows {
+    fn len(&self) -> usize {
+        self.samples.len()
+    }
+    fn x_len(&self) -> usize {
+        0
+    }
+    fn y_len(&self) -> usize {
+        0
+    }
+    fn read_into(&self, index: usize, _x: &mut [f32], _y: &mut [f32]) -> Result<u64, DatasetError> {
+        Err(DatasetError::NotValues { index })
+    }
+    fn locate(&self, index: usize) -> String {
+        match self.samples.get(index) {
+            Some(&(file, row)) => {
+                format!("sample {index} ({}, {:?}[{row}])", self.files[file].path.display(), self.name)
+            }
+            None => format!("sample {index}"),
+        }
+    }
+    fn holds_records(&self) -> bool {
+        true
+    }
+    fn read_record(&self, index: usize, out: &mut Vec<u8>) -> Result<u64, DatasetError> {
+        let &(file, row) = in_range(&self.samples, index)?;
+        let file = &self.files[file];
+        let before = out.len();
+        match (&file.mapped, file.layout.extent) {
+            (Some((map, handle)), Some(extent)) => {
+                formats::mapped::check_still_covers(handle, map.len() as u64)
+                    .map_err(|source| DatasetError::Io { path: file.path.clone(), source })?;
+                let data = &map[extent.offset as usize..(extent.offset + extent.len) as usize];
+                append_sample(data, file.layout.element, file.layout.rows(), row, SampleAxis::First, out);
+            }
+            _ => hdf5_rows::read_row(&file.path, &self.name, &file.layout, row, out).map_err(hdf5_error)?,
+        }
+        Ok((out.len() - before) as u64)
+    }
+}
