@@ -279,24 +279,36 @@ impl CosmoflowDataset {
         shape: CosmoShape,
         transform: CosmoTransform,
     ) -> Result<Self, DatasetError> {
-        let mut files = Vec::with_capacity(paths.len());
-        let mut records = Vec::new();
-        for (i, path) in paths.iter().enumerate() {
-            let path = path.as_ref();
-            let file = TfRecordFile::open(path)?;
-            let sidecar = index_path_for(path);
-            let index = match RecordIndex::load(&sidecar) {
-                Ok(index) => {
-                    index.check_covers(file.as_bytes().len() as u64, &sidecar)?;
-                    index
-                }
-                Err(_) => file.build_index()?,
-            };
-            records.extend(index.entries().iter().map(|&(offset, _)| (i, offset)));
-            files.push(file);
-        }
+        let (files, records) = open_indexed(paths)?;
         Ok(CosmoflowDataset { files, records, shape, transform })
     }
+}
+
+/// TFRecord files and their records, each as (file, byte offset of its
+/// header).
+pub(crate) type IndexedFiles = (Vec<TfRecordFile>, Vec<(usize, u64)>);
+
+/// Open TFRecord files (mapped; GZIP ones read into memory) and list
+/// their records as (file, offset of the record's header): from the sidecar
+/// index where one covers the file, else by walking the headers once.
+pub(crate) fn open_indexed(paths: &[impl AsRef<Path>]) -> Result<IndexedFiles, DatasetError> {
+    let mut files = Vec::with_capacity(paths.len());
+    let mut records = Vec::new();
+    for (i, path) in paths.iter().enumerate() {
+        let path = path.as_ref();
+        let file = TfRecordFile::open(path)?;
+        let sidecar = index_path_for(path);
+        let index = match RecordIndex::load(&sidecar) {
+            Ok(index) => {
+                index.check_covers(file.as_bytes().len() as u64, &sidecar)?;
+                index
+            }
+            Err(_) => file.build_index()?,
+        };
+        records.extend(index.entries().iter().map(|&(offset, _)| (i, offset)));
+        files.push(file);
+    }
+    Ok((files, records))
 }
 
 impl CosmoflowDataset {

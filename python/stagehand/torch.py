@@ -17,7 +17,7 @@ loader's Rust workers decode; Python worker processes would only copy).
 
 from __future__ import annotations
 
-from typing import Iterator, List, Tuple, Union
+from typing import Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -33,11 +33,21 @@ def as_tensor(array: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(array)
 
 
-def tensors(loader: Loader) -> Iterator[Tuple[torch.Tensor, Target]]:
-    """One epoch of ``(x, y)`` tensors (traces: ``y`` a list of tensors)."""
+def _tensors(value):
+    """An array, a list of arrays or ``None``, as tensors over the same memory."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [torch.from_numpy(v) for v in value]
+    return torch.from_numpy(value)
+
+
+def tensors(loader: Loader) -> Iterator[Tuple[Target, Optional[Target]]]:
+    """One epoch of ``(x, y)`` tensors (traces: ``y`` a list of tensors;
+    records: ``x`` uint8, a list of tensors when their lengths differ, and
+    ``y`` ``None``)."""
     for x, y in loader:
-        target = [torch.from_numpy(t) for t in y] if isinstance(y, list) else torch.from_numpy(y)
-        yield torch.from_numpy(x), target
+        yield _tensors(x), _tensors(y)
 
 
 class IterableDataset(_IterableDataset):
@@ -50,7 +60,7 @@ class IterableDataset(_IterableDataset):
         super().__init__()
         self.loader = loader
 
-    def __iter__(self) -> Iterator[Tuple[torch.Tensor, Target]]:
+    def __iter__(self) -> Iterator[Tuple[Target, Optional[Target]]]:
         return tensors(self.loader)
 
     def __len__(self) -> int:

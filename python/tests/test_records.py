@@ -101,3 +101,24 @@ def test_hdf5_rows_match_h5py_for_contiguous_and_chunked_compressed_files(tmp_pa
     np.testing.assert_array_equal(batch.x.reshape(8, 7, 7), np.concatenate([data, data[::-1]]))
     with pytest.raises(stagehand.DataError, match="images"):
         stagehand.Dataset.hdf5([tmp_path / "plain.h5"], name="images")
+
+
+def test_records_reach_torch_and_tensorflow_through_the_bridges(tfrecords):
+    import stagehand.tf
+    import stagehand.torch
+    import tensorflow as tf
+
+    paths, data = tfrecords
+    dataset = stagehand.Dataset.tfrecord(paths, feature="image")
+    loader = stagehand.Loader(dataset, batch_size=3, shuffle=False, rank=0, world_size=1)
+    got = []
+    for x, y in stagehand.torch.tensors(loader):
+        assert y is None
+        rows = x if isinstance(x, list) else list(x)
+        got.extend(bytes(row.numpy()) for row in rows)
+    assert got == [image.tobytes() for image in data]
+    got = []
+    for x, offsets in stagehand.tf.dataset(loader):
+        rows = tf.RaggedTensor.from_row_splits(x, offsets)
+        got.extend(bytes(row.numpy()) for row in rows)
+    assert got == [image.tobytes() for image in data]

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use formats::hdf5_rows::{self, RowLayout};
 use memmap2::Mmap;
 
+use super::RecordSource;
 use super::{SampleAxis, append_sample, in_range};
-use crate::dataset::{Dataset, DatasetError};
+use crate::dataset::DatasetError;
 
 struct RowFile {
     path: PathBuf,
@@ -70,20 +71,11 @@ impl Hdf5Rows {
     }
 }
 
-impl Dataset for Hdf5Rows {
-    fn len(&self) -> usize {
+impl RecordSource for Hdf5Rows {
+    fn samples(&self) -> usize {
         self.samples.len()
     }
-    fn x_len(&self) -> usize {
-        0
-    }
-    fn y_len(&self) -> usize {
-        0
-    }
-    fn read_into(&self, index: usize, _x: &mut [f32], _y: &mut [f32]) -> Result<u64, DatasetError> {
-        Err(DatasetError::NotValues { index })
-    }
-    fn locate(&self, index: usize) -> String {
+    fn place(&self, index: usize) -> String {
         match self.samples.get(index) {
             Some(&(file, row)) => {
                 format!("sample {index} ({}, {:?}[{row}])", self.files[file].path.display(), self.name)
@@ -91,10 +83,7 @@ impl Dataset for Hdf5Rows {
             None => format!("sample {index}"),
         }
     }
-    fn holds_records(&self) -> bool {
-        true
-    }
-    fn read_record(&self, index: usize, out: &mut Vec<u8>) -> Result<u64, DatasetError> {
+    fn append(&self, index: usize, out: &mut Vec<u8>) -> Result<u64, DatasetError> {
         let &(file, row) = in_range(&self.samples, index)?;
         let file = &self.files[file];
         let before = out.len();

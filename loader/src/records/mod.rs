@@ -36,7 +36,42 @@ pub use self::tfrecord::TfRecords;
 
 use std::path::Path;
 
-use crate::dataset::DatasetError;
+use crate::dataset::{Dataset, DatasetError};
+
+/// What a dataset of records is: samples, where each is, and its bytes.
+/// Every `RecordSource` is a [`Dataset`] that [holds records](Dataset::holds_records).
+pub trait RecordSource: Send + Sync {
+    /// Number of samples.
+    fn samples(&self) -> usize;
+    /// Where sample `index` is, for messages.
+    fn place(&self, index: usize) -> String;
+    /// Append sample `index`'s bytes to `out`; returns the bytes read from storage.
+    fn append(&self, index: usize, out: &mut Vec<u8>) -> Result<u64, DatasetError>;
+}
+
+impl<T: RecordSource> Dataset for T {
+    fn len(&self) -> usize {
+        self.samples()
+    }
+    fn x_len(&self) -> usize {
+        0
+    }
+    fn y_len(&self) -> usize {
+        0
+    }
+    fn read_into(&self, index: usize, _x: &mut [f32], _y: &mut [f32]) -> Result<u64, DatasetError> {
+        Err(DatasetError::NotValues { index })
+    }
+    fn locate(&self, index: usize) -> String {
+        self.place(index)
+    }
+    fn holds_records(&self) -> bool {
+        true
+    }
+    fn read_record(&self, index: usize, out: &mut Vec<u8>) -> Result<u64, DatasetError> {
+        self.append(index, out)
+    }
+}
 
 fn records_error(path: &Path, reason: impl Into<String>) -> DatasetError {
     DatasetError::Records { path: path.to_owned(), reason: reason.into() }

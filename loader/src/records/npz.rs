@@ -14,8 +14,9 @@ use formats::npy::{self, NpyHeader};
 use memmap2::Mmap;
 use zip::{CompressionMethod, ZipArchive};
 
+use super::RecordSource;
 use super::{append_sample, in_range, records_error};
-use crate::dataset::{Dataset, DatasetError};
+use crate::dataset::DatasetError;
 
 /// Which axis of the array counts the samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -155,20 +156,11 @@ impl NpzArrays {
     }
 }
 
-impl Dataset for NpzArrays {
-    fn len(&self) -> usize {
+impl RecordSource for NpzArrays {
+    fn samples(&self) -> usize {
         self.samples.len()
     }
-    fn x_len(&self) -> usize {
-        0
-    }
-    fn y_len(&self) -> usize {
-        0
-    }
-    fn read_into(&self, index: usize, _x: &mut [f32], _y: &mut [f32]) -> Result<u64, DatasetError> {
-        Err(DatasetError::NotValues { index })
-    }
-    fn locate(&self, index: usize) -> String {
+    fn place(&self, index: usize) -> String {
         match self.samples.get(index) {
             Some(&(member, k)) => {
                 format!("sample {index} ({}, {:?}[{k}])", self.members[member].path.display(), self.key)
@@ -176,10 +168,7 @@ impl Dataset for NpzArrays {
             None => format!("sample {index}"),
         }
     }
-    fn holds_records(&self) -> bool {
-        true
-    }
-    fn read_record(&self, index: usize, out: &mut Vec<u8>) -> Result<u64, DatasetError> {
+    fn append(&self, index: usize, out: &mut Vec<u8>) -> Result<u64, DatasetError> {
         let &(member, k) = in_range(&self.samples, index)?;
         let member = &self.members[member];
         match &member.stored {

@@ -3,10 +3,11 @@
 use std::path::Path;
 
 use formats::example::Example;
-use formats::tfrecord::{RecordIndex, TfRecordFile, index_path_for};
+use formats::tfrecord::TfRecordFile;
 
+use super::RecordSource;
 use super::{in_range, records_error};
-use crate::dataset::{Dataset, DatasetError};
+use crate::dataset::DatasetError;
 
 /// Every record of a list of TFRecord files, in file order: the record's
 /// payload (its CRC checked), or with a feature name the bytes of that
@@ -21,42 +22,19 @@ pub struct TfRecords {
 impl TfRecords {
     /// Open `paths`, each mapped (GZIP files read into memory), and index
     /// their records: from the sidecar index where one covers the file,
-    /// else by walking the record headers once.
+    /// else by walking the record headers once. The records of the file
+    /// are read whole; with `feature`, that feature's bytes.
     pub fn open(paths: &[impl AsRef<Path>], feature: Option<&str>) -> Result<TfRecords, DatasetError> {
-        let mut files = Vec::with_capacity(paths.len());
-        let mut records = Vec::new();
-        for (i, path) in paths.iter().enumerate() {
-            let path = path.as_ref();
-            let file = TfRecordFile::open(path)?;
-            let sidecar = index_path_for(path);
-            let index = match RecordIndex::load(&sidecar) {
-                Ok(index) => {
-                    index.check_covers(file.as_bytes().len() as u64, &sidecar)?;
-                    index
-                }
-                Err(_) => file.build_index()?,
-            };
-            records.extend(index.entries().iter().map(|&(offset, _)| (i, offset)));
-            files.push(file);
-        }
+        let (files, records) = crate::dataset::open_indexed(paths)?;
         Ok(TfRecords { files, records, feature: feature.map(str::to_owned) })
     }
 }
 
-impl Dataset for TfRecords {
-    fn len(&self) -> usize {
+impl RecordSource for TfRecords {
+    fn samples(&self) -> usize {
         self.records.len()
     }
-    fn x_len(&self) -> usize {
-        0
-    }
-    fn y_len(&self) -> usize {
-        0
-    }
-    fn read_into(&self, index: usize, _x: &mut [f32], _y: &mut [f32]) -> Result<u64, DatasetError> {
-        Err(DatasetError::NotValues { index })
-    }
-    fn locate(&self, index: usize) -> String {
+    fn place(&self, index: usize) -> String {
         match self.records.get(index) {
             Some(&(file, offset)) => {
                 format!("sample {index} ({}, record at byte offset {offset})", self.files[file].path().display())
@@ -64,10 +42,7 @@ impl Dataset for TfRecords {
             None => format!("sample {index}"),
         }
     }
-    fn holds_records(&self) -> bool {
-        true
-    }
-    fn read_record(&self, index: usize, out: &mut Vec<u8>) -> Result<u64, DatasetError> {
+    fn append(&self, index: usize, out: &mut Vec<u8>) -> Result<u64, DatasetError> {
         let &(file, offset) = in_range(&self.records, index)?;
         let file = &self.files[file];
         let record = file.record_at(offset)?;
