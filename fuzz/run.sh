@@ -18,7 +18,7 @@ SECONDS_EACH=${1:-5}
 shift || true
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-    TARGETS=(tfrecord example cosmoflow scattering manifest journal trace options checkpoint cif)
+    TARGETS=(tfrecord example npy cosmoflow scattering manifest journal trace options checkpoint cif)
 fi
 # An explicit --target keeps the instrumentation out of build scripts and
 # proc macros, which are linked without libFuzzer's runtime.

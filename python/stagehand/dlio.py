@@ -69,7 +69,10 @@ class StagehandDataLoader(BaseDataLoader):
             dataset,
             batch_size=self.batch_size,
             workers=max(1, args.read_threads),
-            prefetch=max(1, args.prefetch_size),
+            # At least a batch per worker, as DLIO's PyTorch loader has
+            # (its prefetch_factor is at least 1 per worker): a worker fills
+            # a whole batch, so fewer batches in flight leave workers idle.
+            prefetch=max(1, args.prefetch_size, args.read_threads),
             shuffle=args.sample_shuffle is not Shuffle.OFF,
             seed=args.seed,
             drop_last=True,

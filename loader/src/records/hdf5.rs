@@ -4,22 +4,23 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use formats::hdf5_rows::{self, RowLayout};
-use memmap2::Mmap;
 
 use super::RecordSource;
-use super::{SampleAxis, append_sample, in_range};
+use super::{append_read, in_range};
 use crate::dataset::DatasetError;
 
 struct RowFile {
     path: PathBuf,
     layout: RowLayout,
-    /// The map of a contiguous dataset's file, and the file to check its
-    /// length against; `None` when libhdf5 reads the rows.
-    mapped: Option<(Mmap, File)>,
+    /// The file of a contiguous dataset, read at the rows' offsets; `None`
+    /// when libhdf5 reads the rows.
+    contiguous: Option<File>,
 }
 
 /// Dataset `name` of each of a list of HDF5 files; sample `k` of a file is
 /// row `k` of its first axis, in the dataset's element type (C order).
+/// Rows of contiguous datasets are read at their byte offsets, without
+/// libhdf5.
 pub struct Hdf5Rows {
     files: Vec<RowFile>,
     name: String,
@@ -33,8 +34,8 @@ fn hdf5_error(error: formats::climate::ClimateError) -> DatasetError {
 
 impl Hdf5Rows {
     /// Open dataset `name` of each of `paths`. Contiguous datasets are
-    /// mapped and read without libhdf5; chunked or compressed ones of bytes
-    /// go through libhdf5, one row per call.
+    /// read at their rows' offsets without libhdf5; chunked or compressed
+    /// ones of bytes go through libhdf5, one row per call.
     pub fn open(paths: &[impl AsRef<Path>], name: &str) -> Result<Hdf5Rows, DatasetError> {
         let mut files = Vec::with_capacity(paths.len());
         let mut samples = Vec::new();
@@ -42,17 +43,17 @@ impl Hdf5Rows {
             let path = path.as_ref();
             let layout = hdf5_rows::layout(path, name).map_err(hdf5_error)?;
             let io = |source| DatasetError::Io { path: path.to_owned(), source };
-            let mapped = match layout.extent {
+            let contiguous = match layout.extent {
                 Some(extent) => {
                     let file = formats::regular::open_regular(path).map_err(io)?;
-                    let map = formats::mapped::map_dataset_file(&file).map_err(io)?;
-                    if extent.offset + extent.len > map.len() as u64 {
+                    let len = file.metadata().map_err(io)?.len();
+                    if extent.offset + extent.len > len {
                         return Err(DatasetError::Records {
                             path: path.to_owned(),
                             reason: format!("dataset {name:?} runs past the end of the file"),
                         });
                     }
-                    Some((map, file))
+                    Some(file)
                 }
                 None if layout.bytes => None,
                 None => {
@@ -65,7 +66,7 @@ impl Hdf5Rows {
                 }
             };
             samples.extend((0..layout.rows()).map(|row| (files.len(), row)));
-            files.push(RowFile { path: path.to_owned(), layout, mapped });
+            files.push(RowFile { path: path.to_owned(), layout, contiguous });
         }
         Ok(Hdf5Rows { files, name: name.to_owned(), samples })
     }
@@ -87,12 +88,13 @@ impl RecordSource for Hdf5Rows {
         let &(file, row) = in_range(&self.samples, index)?;
         let file = &self.files[file];
         let before = out.len();
-        match (&file.mapped, file.layout.extent) {
-            (Some((map, handle)), Some(extent)) => {
-                formats::mapped::check_still_covers(handle, map.len() as u64)
+        match (&file.contiguous, file.layout.extent) {
+            (Some(handle), Some(extent)) => {
+                // A row of a contiguous dataset is one run of bytes: read it.
+                let row_bytes = file.layout.row_bytes();
+                let offset = extent.offset + (row * row_bytes) as u64;
+                append_read(handle, offset, row_bytes, out)
                     .map_err(|source| DatasetError::Io { path: file.path.clone(), source })?;
-                let data = &map[extent.offset as usize..(extent.offset + extent.len) as usize];
-                append_sample(data, file.layout.element, file.layout.rows(), row, SampleAxis::First, out);
             }
             _ => hdf5_rows::read_row(&file.path, &self.name, &file.layout, row, out).map_err(hdf5_error)?,
         }

@@ -9,8 +9,9 @@
 //! - [`Hdf5Rows`]: one dataset of HDF5 files by name, samples along its
 //!   first axis.
 //!
-//! Each holds its files open and maps them where it can; a sample's bytes
-//! go once from the file (or the page cache) into the batch. The loader's
+//! Each holds its files open. A sample stored in one run of bytes is read
+//! with one positioned read into the batch; one spread over an array (DLIO's
+//! `.npz` files of several samples) is gathered from a map. The loader's
 //! workers read them with [`Dataset::read_record`](crate::dataset::Dataset::read_record).
 //!
 //! ```no_run
@@ -34,6 +35,8 @@ pub use self::hdf5::Hdf5Rows;
 pub use self::npz::{NpzArrays, SampleAxis};
 pub use self::tfrecord::TfRecords;
 
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::dataset::{Dataset, DatasetError};
@@ -80,6 +83,20 @@ fn records_error(path: &Path, reason: impl Into<String>) -> DatasetError {
 /// Sample `index` of a dataset of `len`, or the error naming both.
 fn in_range<T>(items: &[T], index: usize) -> Result<&T, DatasetError> {
     items.get(index).ok_or(DatasetError::OutOfRange { index, len: items.len() })
+}
+
+/// Append `len` bytes of `file` at `offset` to `out` with one positioned
+/// read. For a sample stored in one piece this is cheaper than copying it
+/// out of a map: the kernel copies from the page cache without a page fault
+/// per few pages mapped (UNet3D's samples are 146 MB; docs/benchmarks.md).
+fn append_read(file: &File, offset: u64, len: usize, out: &mut Vec<u8>) -> std::io::Result<()> {
+    let start = out.len();
+    out.resize(start + len, 0);
+    let read = file.read_exact_at(&mut out[start..], offset);
+    if read.is_err() {
+        out.truncate(start);
+    }
+    read
 }
 
 /// Copy sample `k` of an array of `samples` samples stored row-major with

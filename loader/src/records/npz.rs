@@ -15,7 +15,7 @@ use memmap2::Mmap;
 use zip::{CompressionMethod, ZipArchive};
 
 use super::RecordSource;
-use super::{append_sample, in_range, records_error};
+use super::{append_read, append_sample, in_range, records_error};
 use crate::dataset::DatasetError;
 
 /// Which axis of the array counts the samples.
@@ -175,11 +175,17 @@ impl RecordSource for NpzArrays {
             Stored::Mapped { map, file, at } => {
                 // Checked at open: the header's length fits the archive member.
                 let len = member.header.data_len().unwrap_or(0);
+                let per_sample = len / member.samples.max(1);
+                if self.axis == SampleAxis::First || member.samples == 1 {
+                    // The sample is one run of bytes: read it, no map.
+                    let offset = (*at + k * per_sample) as u64;
+                    append_read(file, offset, per_sample, out).map_err(io_error(&member.path))?;
+                    return Ok(per_sample as u64);
+                }
                 formats::mapped::check_still_covers(file, map.len() as u64).map_err(io_error(&member.path))?;
                 let data = &map[*at..*at + len];
-                let before = out.len();
                 append_sample(data, member.header.element, member.samples, k, self.axis, out);
-                Ok((out.len() - before) as u64)
+                Ok(per_sample as u64)
             }
             Stored::Deflated => self.read_deflated(member, k, out),
         }
