@@ -34,7 +34,8 @@ demo: setup
 # 2 cores, a clean build took 18m52, about what the check pass and the build
 # took together before (9m07 + 9m52), so the saving was small; it paid for
 # building the benches and the trainer at opt-level 3. `--all-targets` lints
-# and builds the benches too; they are not run.
+# and builds the benches too (they are not run), and the cdylibs (the
+# Python extension, the preload library) the Python tests use.
 # CLIPPY_ARGS is how cargo-clippy hands `-- -D warnings` to the driver.
 CLIPPY_BUILD := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 # The fuzz targets (fuzz/, a workspace of its own built with coverage
@@ -51,7 +52,7 @@ test: export STAGEHAND_SKIP_LOG := $(CURDIR)/target/skipped-tests.log
 test: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) fmt --manifest-path fuzz/Cargo.toml -- --check
-	$(CLIPPY_BUILD) $(CARGO) test --workspace --all-targets --no-run
+	$(CLIPPY_BUILD) $(CARGO) build --workspace --all-targets
 	FUZZ_PROFILE=dev bash fuzz/run.sh 3
 	rm -f "$$STAGEHAND_SKIP_LOG"
 	$(CLIPPY_BUILD) $(CARGO) test --workspace
@@ -67,16 +68,17 @@ test: setup
 # into python/.venv with torch and tensorflow-cpu) and run its tests against
 # data the debug binaries of the test build write, the documented examples and
 # the docs' runnable snippets (python/tests/test_docs_snippets.py).
-# The binaries come from the same command `make test` builds with, so
-# after it nothing is rebuilt: a narrower `cargo build -p ...` resolves
-# features without the dev-dependencies and rebuilt burn (3.5 minutes).
+# The binaries and the preload library come from the same command `make
+# test` builds with (`build --all-targets` is the test build plus the
+# cdylibs), so after it nothing is rebuilt: a narrower `cargo build -p ...`
+# resolves features without the dev-dependencies and rebuilds much of the
+# tree (`-p stagehand-preload` took 2 minutes of CI).
 # The wheel `make wheel` builds is tested too (python/tests/test_wheel.py:
 # installed into a fresh venv with no cargo on the PATH).
 test-python:
 	bash python/setup-venv.sh
 	bash python/build-wheel.sh
-	$(CLIPPY_BUILD) $(CARGO) test --workspace --all-targets --no-run
-	$(CLIPPY_BUILD) $(CARGO) build -p stagehand-preload
+	$(CLIPPY_BUILD) $(CARGO) build --workspace --all-targets
 	python/.venv/bin/pytest -q python/tests
 
 ## wheel: the `stagehand` Python package as one abi3 manylinux wheel, with the

@@ -200,6 +200,14 @@ pub trait Dataset: Send + Sync {
         let _ = out;
         Err(DatasetError::NotRecords { index })
     }
+
+    /// The length of sample `index`'s record when it is known without
+    /// reading it (`None` otherwise, or out of range): the workers reserve
+    /// a batch's bytes once instead of growing the buffer sample by sample.
+    fn record_len(&self, index: usize) -> Option<usize> {
+        let _ = index;
+        None
+    }
 }
 
 /// Samples `start..start + len` of a dataset, numbered from 0: the part
@@ -250,6 +258,9 @@ impl Dataset for Slice {
     }
     fn read_record(&self, index: usize, out: &mut Vec<u8>) -> Result<u64, DatasetError> {
         self.inner.read_record(self.index(index)?, out)
+    }
+    fn record_len(&self, index: usize) -> Option<usize> {
+        self.inner.record_len(self.index(index).ok()?)
     }
 }
 

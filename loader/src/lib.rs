@@ -46,6 +46,7 @@
 //! assert_eq!(epoch0.len(), 3); // ceil(10 / 4), the same on every rank
 //! ```
 
+mod buffer;
 pub mod catalog;
 pub mod dataset;
 pub mod deepcam;

@@ -38,6 +38,21 @@ FORMATS = {
 }
 
 
+def batches_in_flight(prefetch_size: int, read_threads: int) -> int:
+    """Batches read ahead, as many as DLIO's own PyTorch reader keeps.
+
+    DLIO gives ``torch.utils.data.DataLoader`` a prefetch factor of
+    ``ceil(prefetch_size / read_threads)`` batches per worker, 2 when
+    ``prefetch_size`` is 0 (``torch_data_loader.py``), so ``read_threads``
+    times that are in flight. Fewer leave a workload of large samples
+    (UNet3D: batches of about 1 GB) waiting after the first step, which
+    DLIO leaves out of its accelerator utilisation.
+    """
+    workers = max(1, read_threads)
+    per_worker = -(-prefetch_size // workers) if prefetch_size > 0 else 2
+    return workers * per_worker
+
+
 class StagehandDataLoader(BaseDataLoader):
     """DLIO's loader interface (``read``, ``next``, ``finalize``) over ``stagehand.Loader``.
 
@@ -69,10 +84,7 @@ class StagehandDataLoader(BaseDataLoader):
             dataset,
             batch_size=self.batch_size,
             workers=max(1, args.read_threads),
-            # At least a batch per worker, as DLIO's PyTorch loader has
-            # (its prefetch_factor is at least 1 per worker): a worker fills
-            # a whole batch, so fewer batches in flight leave workers idle.
-            prefetch=max(1, args.prefetch_size, args.read_threads),
+            prefetch=batches_in_flight(args.prefetch_size, args.read_threads),
             shuffle=args.sample_shuffle is not Shuffle.OFF,
             seed=args.seed,
             drop_last=True,

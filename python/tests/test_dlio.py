@@ -152,3 +152,14 @@ def test_unet3d_npz_files_generated_by_dlio_run_with_our_loader(tmp_path):
     # batch_size 7: two steps of seven whole volumes.
     assert [len(batch) for batch in seen] == [7, 7]
     assert sorted(n for batch in seen for n in batch) == sizes
+
+
+def test_batches_in_flight_are_as_many_as_dlios_pytorch_reader_keeps():
+    from stagehand.dlio import batches_in_flight
+
+    # DLIO's DataLoader: read_threads workers, each prefetch_factor batches
+    # ahead, the factor ceil(prefetch_size / read_threads) or 2 when 0.
+    assert batches_in_flight(0, 4) == 8  # unet3d_h100 and cosmoflow_h100
+    assert batches_in_flight(2, 4) == 4
+    assert batches_in_flight(9, 4) == 12
+    assert batches_in_flight(0, 0) == 2  # no workers: read in the main loop

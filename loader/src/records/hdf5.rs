@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use formats::hdf5_rows::{self, RowLayout};
 
 use super::RecordSource;
-use super::{append_read, in_range};
+use super::in_range;
+use crate::buffer::append_read_at;
 use crate::dataset::DatasetError;
 
 struct RowFile {
@@ -93,11 +94,15 @@ impl RecordSource for Hdf5Rows {
                 // A row of a contiguous dataset is one run of bytes: read it.
                 let row_bytes = file.layout.row_bytes();
                 let offset = extent.offset + (row * row_bytes) as u64;
-                append_read(handle, offset, row_bytes, out)
+                append_read_at(handle, offset, row_bytes, out)
                     .map_err(|source| DatasetError::Io { path: file.path.clone(), source })?;
             }
             _ => hdf5_rows::read_row(&file.path, &self.name, &file.layout, row, out).map_err(hdf5_error)?,
         }
         Ok((out.len() - before) as u64)
+    }
+    fn len_of(&self, index: usize) -> Option<usize> {
+        let &(file, _) = self.samples.get(index)?;
+        Some(self.files[file].layout.row_bytes())
     }
 }

@@ -35,8 +35,6 @@ pub use self::hdf5::Hdf5Rows;
 pub use self::npz::{NpzArrays, SampleAxis};
 pub use self::tfrecord::TfRecords;
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::dataset::{Dataset, DatasetError};
@@ -50,6 +48,11 @@ pub trait RecordSource: Send + Sync {
     fn place(&self, index: usize) -> String;
     /// Append sample `index`'s bytes to `out`; returns the bytes read from storage.
     fn append(&self, index: usize, out: &mut Vec<u8>) -> Result<u64, DatasetError>;
+    /// Sample `index`'s length in bytes, when known without reading it.
+    fn len_of(&self, index: usize) -> Option<usize> {
+        let _ = index;
+        None
+    }
 }
 
 impl<T: RecordSource> Dataset for T {
@@ -74,6 +77,9 @@ impl<T: RecordSource> Dataset for T {
     fn read_record(&self, index: usize, out: &mut Vec<u8>) -> Result<u64, DatasetError> {
         self.append(index, out)
     }
+    fn record_len(&self, index: usize) -> Option<usize> {
+        self.len_of(index)
+    }
 }
 
 fn records_error(path: &Path, reason: impl Into<String>) -> DatasetError {
@@ -83,20 +89,6 @@ fn records_error(path: &Path, reason: impl Into<String>) -> DatasetError {
 /// Sample `index` of a dataset of `len`, or the error naming both.
 fn in_range<T>(items: &[T], index: usize) -> Result<&T, DatasetError> {
     items.get(index).ok_or(DatasetError::OutOfRange { index, len: items.len() })
-}
-
-/// Append `len` bytes of `file` at `offset` to `out` with one positioned
-/// read. For a sample stored in one piece this is cheaper than copying it
-/// out of a map: the kernel copies from the page cache without a page fault
-/// per few pages mapped (UNet3D's samples are 146 MB; docs/benchmarks.md).
-fn append_read(file: &File, offset: u64, len: usize, out: &mut Vec<u8>) -> std::io::Result<()> {
-    let start = out.len();
-    out.resize(start + len, 0);
-    let read = file.read_exact_at(&mut out[start..], offset);
-    if read.is_err() {
-        out.truncate(start);
-    }
-    read
 }
 
 /// Copy sample `k` of an array of `samples` samples stored row-major with

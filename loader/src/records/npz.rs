@@ -15,7 +15,8 @@ use memmap2::Mmap;
 use zip::{CompressionMethod, ZipArchive};
 
 use super::RecordSource;
-use super::{append_read, append_sample, in_range, records_error};
+use super::{append_sample, in_range, records_error};
+use crate::buffer::append_read_at;
 use crate::dataset::DatasetError;
 
 /// Which axis of the array counts the samples.
@@ -179,7 +180,7 @@ impl RecordSource for NpzArrays {
                 if self.axis == SampleAxis::First || member.samples == 1 {
                     // The sample is one run of bytes: read it, no map.
                     let offset = (*at + k * per_sample) as u64;
-                    append_read(file, offset, per_sample, out).map_err(io_error(&member.path))?;
+                    append_read_at(file, offset, per_sample, out).map_err(io_error(&member.path))?;
                     return Ok(per_sample as u64);
                 }
                 formats::mapped::check_still_covers(file, map.len() as u64).map_err(io_error(&member.path))?;
@@ -189,5 +190,10 @@ impl RecordSource for NpzArrays {
             }
             Stored::Deflated => self.read_deflated(member, k, out),
         }
+    }
+    fn len_of(&self, index: usize) -> Option<usize> {
+        let &(member, _) = self.samples.get(index)?;
+        let member = &self.members[member];
+        Some(member.header.data_len()? / member.samples.max(1))
     }
 }
