@@ -188,3 +188,38 @@ fn a_records_dataset_refuses_to_decode_values_and_a_values_dataset_has_no_record
     assert_eq!(slice.read_record(0, &mut out).unwrap(), 12);
     assert_eq!(out.len(), 12);
 }
+
+/// DLIO's UNet3D files: one sample each, of lengths that differ. Every
+/// batch buffer is made at once as large as the largest batch the dataset
+/// can make (its two longest samples here), so a recycled buffer never
+/// grows into a batch of longer samples; the bytes still arrive whole.
+#[test]
+fn record_batch_buffers_are_made_at_the_largest_batch_size_from_the_first_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let lengths = [300usize, 50, 700, 120, 900, 10];
+    let mut paths = Vec::new();
+    for (i, &len) in lengths.iter().enumerate() {
+        let path = dir.path().join(format!("img_{i}.npz"));
+        let x: Vec<u8> = (0..len).map(|v| (v + i) as u8).collect();
+        write_npz(&path, &[("x", npy(&[len, 1], &x))], false);
+        paths.push(path);
+    }
+    let arrays: Arc<dyn Dataset> = Arc::new(NpzArrays::open(&paths, "x", SampleAxis::Last).unwrap());
+    assert_eq!(arrays.record_len(4), Some(900));
+    let largest = 900 + 700;
+    let order: Vec<usize> = (0..lengths.len()).collect();
+    let mut loader = Loader::new(arrays, order, config(2));
+    let recycler = loader.recycler();
+    let mut seen = 0;
+    while let Some(batch) = loader.next() {
+        let batch = batch.unwrap();
+        assert!(batch.records.capacity() >= largest, "batch {}: room for {}", batch.number, batch.records.capacity());
+        for k in 0..batch.len() {
+            let i = batch.indices[k];
+            assert_eq!(batch.record(k), &(0..lengths[i]).map(|v| (v + i) as u8).collect::<Vec<u8>>()[..]);
+            seen += 1;
+        }
+        recycler.recycle(batch);
+    }
+    assert_eq!(seen, lengths.len());
+}
