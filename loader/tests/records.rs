@@ -208,10 +208,10 @@ fn record_batch_buffers_are_made_at_the_largest_batch_size_from_the_first_batch(
     assert_eq!(arrays.record_len(4), Some(900));
     let largest = 900 + 700;
     let order: Vec<usize> = (0..lengths.len()).collect();
-    let mut loader = Loader::new(arrays, order, config(2));
+    let loader = Loader::new(arrays, order, config(2));
     let recycler = loader.recycler();
     let mut seen = 0;
-    while let Some(batch) = loader.next() {
+    for batch in loader {
         let batch = batch.unwrap();
         assert!(batch.records.capacity() >= largest, "batch {}: room for {}", batch.number, batch.records.capacity());
         for k in 0..batch.len() {
