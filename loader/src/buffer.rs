@@ -63,8 +63,11 @@ pub(crate) fn append_read_at(file: &File, offset: u64, len: usize, out: &mut Vec
     let spare = &mut out.spare_capacity_mut()[..len];
     let mut done = 0;
     while done < len {
-        let at = i64::try_from(offset + done as u64)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset past the largest file offset"))?;
+        // The offset comes from the file (an HDF5 extent, a ZIP header).
+        let at = offset
+            .checked_add(done as u64)
+            .and_then(|at| i64::try_from(at).ok())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "offset past the largest file offset"))?;
         // SAFETY: the destination is the `len - done` bytes of `spare`
         // from `done` on, writable memory `out` owns; pread writes at most
         // that many bytes and reports how many it wrote.
@@ -103,6 +106,9 @@ mod tests {
         assert_eq!(&out[3..], &bytes[100..5100]);
         let error = append_read_at(&file, 9000, 2000, &mut out).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(out.len(), 5003);
+        let error = append_read_at(&file, u64::MAX - 10, 100, &mut out).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
         assert_eq!(out.len(), 5003);
     }
 

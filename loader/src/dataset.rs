@@ -202,8 +202,9 @@ pub trait Dataset: Send + Sync {
     }
 
     /// The length of sample `index`'s record when it is known without
-    /// reading it (`None` otherwise, or out of range): the workers reserve
-    /// a batch's bytes once instead of growing the buffer sample by sample.
+    /// reading it (`None` otherwise, or out of range): when every record's
+    /// is known, the workers make each batch buffer once at the size of
+    /// the largest batch the dataset can make.
     fn record_len(&self, index: usize) -> Option<usize> {
         let _ = index;
         None
