@@ -169,14 +169,36 @@ fn node_local_storage_filling_up_while_serving_fails_the_service_and_answers_its
     let client = waiting_client(&node0, &m);
     until_placed(&node0, 2);
     let filler = node0.join("other-job.bin");
-    let free = stager::destination::space::free_space(&node0).unwrap().bytes;
-    std::fs::write(&filler, vec![1u8; free.saturating_sub(8 << 10) as usize]).unwrap();
+    fill_all_but(&filler, 8 << 10);
     let broken = Instant::now();
     assert_ended_cleanly(dir.path(), service, client, broken, "No space left on device", &want);
 
     std::fs::remove_file(&filler).unwrap();
     report(&stage("2", dir.path(), &["--policy", "shard"]));
     assert_nodes_hold(dir.path(), &want, "after the rerun");
+}
+
+/// Grows `filler` until the file system holding it has `spare` bytes
+/// left, in chunks, because the service keeps placing files meanwhile:
+/// the free space read before one large write is stale by the time it
+/// lands. The service taking the last bytes first ends the filling too.
+fn fill_all_but(filler: &Path, spare: u64) {
+    use std::io::Write;
+    let dir = filler.parent().unwrap();
+    let mut file = std::fs::File::create(filler).unwrap();
+    let chunk = vec![1u8; 16 << 10];
+    loop {
+        let free = stager::destination::space::free_space(dir).unwrap().bytes;
+        if free <= spare {
+            return;
+        }
+        let take = chunk.len().min((free - spare) as usize);
+        match file.write_all(&chunk[..take]) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(28) => return,
+            Err(e) => panic!("filling {}: {e}", filler.display()),
+        }
+    }
 }
 
 /// A second service on a destination a running one serves is refused with
