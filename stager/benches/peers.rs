@@ -8,7 +8,10 @@
 //! exchange has). Paced at `STAGEHAND_BENCH_CONSUME` bytes/s per node (a
 //! loader's rate; default 200MB/s), the share of the readers' time spent
 //! waiting for a file. The cache holds a quarter of what a node reads in an
-//! epoch, so files are evicted and fetched again.
+//! epoch, so files are evicted and fetched again. Each rep's line also
+//! shows how many of the host's cores the ranks kept busy during the fetch
+//! and during the bare transfer (CPU seconds of all ranks over the wall
+//! time).
 //!
 //! ```sh
 //! cargo bench -p stagehand-stager --bench peers
@@ -145,7 +148,9 @@ fn probe(dirs: &Path) {
     for _ in 0..reps {
         let _ = std::fs::remove_dir_all(&cache_dir);
         world.barrier();
+        let cpu = cpu_seconds();
         let (seconds, _, stats) = fetch(&world, &holdings, &reads, &config, None);
+        let fetch_cores = sum_over(&world, cpu_seconds() - cpu) / slowest_of(&world, seconds);
         let fetched = stats.peer_bytes;
         let slowest = max_over(&world, seconds);
         let peer_mb_s = min_over(&world, fetched as f64 / seconds / 1e6);
@@ -155,6 +160,7 @@ fn probe(dirs: &Path) {
         world.comm().all_gather_into(&fetched, &mut bytes[..]);
         world.barrier();
         let started = Instant::now();
+        let cpu = cpu_seconds();
         let (to, from) = ((world.rank() + 1) % NODES, (world.rank() + NODES - 1) % NODES);
         std::thread::scope(|scope| {
             let comm = &comm;
@@ -176,6 +182,7 @@ fn probe(dirs: &Path) {
             sending.join().unwrap();
         });
         let bare_mb_s = min_over(&world, fetched as f64 / started.elapsed().as_secs_f64() / 1e6);
+        let bare_cores = sum_over(&world, cpu_seconds() - cpu) / slowest_of(&world, started.elapsed().as_secs_f64());
         let _ = std::fs::remove_dir_all(&cache_dir);
         world.barrier();
         let (paced_seconds, waited, _) = fetch(&world, &holdings, &reads, &config, Some(rate));
@@ -184,7 +191,8 @@ fn probe(dirs: &Path) {
             println!(
                 "{}",
                 serde_json::json!({ "peer_mb_s": peer_mb_s, "bare_mb_s": bare_mb_s, "fetch_s": slowest,
-                    "paced_wait": paced_wait, "evicted": stats.evicted })
+                    "paced_wait": paced_wait, "evicted": stats.evicted,
+                    "fetch_cores_busy": fetch_cores, "bare_cores_busy": bare_cores })
             );
         }
     }
@@ -225,6 +233,29 @@ fn fetch(
         (reader.join().unwrap(), stats)
     });
     (started.elapsed().as_secs_f64(), waited.as_secs_f64(), stats)
+}
+
+/// CPU seconds this process (all its threads) has used.
+#[allow(unsafe_code)]
+fn cpu_seconds() -> f64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given.
+    let usage = unsafe {
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()), 0);
+        usage.assume_init()
+    };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+fn sum_over(world: &World, value: f64) -> f64 {
+    let mut out = 0.0;
+    world.comm().all_reduce_into(&value, &mut out, SystemOperation::sum());
+    out
+}
+
+fn slowest_of(world: &World, seconds: f64) -> f64 {
+    max_over(world, seconds)
 }
 
 fn max_over(world: &World, value: f64) -> f64 {

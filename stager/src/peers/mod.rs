@@ -6,8 +6,10 @@
 //! asks each file it lacks of the node that holds it (or reads it from the
 //! source when no node does), checks it against the manifest's xxh3 as
 //! staging does, and renames it into the cache directory, making room by
-//! evicting the file read again last ([`cache`]). A responder thread
-//! answers the other nodes' asks from this node's copies.
+//! evicting the file read again last ([`cache`]); it asks for the next
+//! file before receiving the current one ([`fetch`]). A responder answers
+//! the other nodes' asks from this node's copies, each asker on a thread
+//! of its own ([`respond`]).
 //!
 //! Point-to-point messages on a private communicator (MPI_THREAD_MULTIPLE):
 //!
@@ -18,21 +20,22 @@
 //! ```
 //!
 //! The responder sends and the fetcher receives on threads of their own,
-//! so two nodes fetching from each other never wait on each other's sends.
+//! so two nodes fetching from each other never wait on each other's sends;
+//! an asker receives its files in the order it asked for them, and each
+//! holder sends each asker's in that order.
 
 pub mod cache;
+mod fetch;
+mod respond;
 
-use std::fs;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use cluster::{ThreadComm, World};
-use formats::checksum::StreamingChecksum;
 use formats::manifest::Manifest;
 use mpi::traits::*;
 
-use cache::{Cache, Room};
+use cache::Cache;
 
 const TAG_ASK: i32 = 40;
 const TAG_LEN: i32 = 41;
@@ -318,8 +321,8 @@ pub fn exchange_on(
     let others = nodes.size - 1;
     let rank_of_node = &nodes.rank_of_node;
     let (fetched, served) = std::thread::scope(|scope| {
-        let responder = scope.spawn(|| respond(comm, holdings, others));
-        let fetched = fetch(comm, holdings, (node, rank_of_node, reads), config, progress);
+        let responder = scope.spawn(|| respond::respond(comm, holdings, others));
+        let fetched = fetch::fetch(comm, holdings, (node, rank_of_node, reads), config, progress);
         if let Err(e) = &fetched {
             progress.fail(&e.to_string());
         }
@@ -335,172 +338,6 @@ pub fn exchange_on(
     Ok(stats)
 }
 
-/// Answer asks until every other node is done; returns the bytes sent.
-fn respond(comm: &ThreadComm, holdings: &Holdings<'_>, others: usize) -> Result<u64, PeerError> {
-    let comm = comm.comm();
-    let (mut done, mut sent, mut failure) = (0, 0u64, None);
-    let mut idle = std::time::Duration::ZERO;
-    while done < others {
-        // A blocking receive spins in Open MPI; a responder waits most of
-        // its life, on cores the node's fetcher and readers need. Polled,
-        // backing off to 1 ms, an ask waits at most that long.
-        let Some((message, status)) = comm.any_process().immediate_matched_probe_with_tag(TAG_ASK) else {
-            idle = (idle * 2).clamp(std::time::Duration::from_micros(20), std::time::Duration::from_millis(1));
-            std::thread::sleep(idle);
-            continue;
-        };
-        idle = std::time::Duration::ZERO;
-        let (ask, _) = message.matched_receive::<u64>();
-        if ask == DONE {
-            done += 1;
-            continue;
-        }
-        let asker = comm.process_at_rank(status.source_rank());
-        let entry = usize::try_from(ask).ok().and_then(|f| holdings.manifest.files.get(f));
-        let Some(entry) = entry else {
-            asker.send_with_tag(&UNREADABLE, TAG_LEN);
-            continue;
-        };
-        let path = holdings.dest.join(&entry.path);
-        if let Err(why) = (holdings.ready)(ask as usize) {
-            asker.send_with_tag(&UNREADABLE, TAG_LEN);
-            failure.get_or_insert(PeerError::Failed(format!("{}: {why}", entry.path)));
-            continue;
-        }
-        let mapped = fs::File::open(&path).and_then(|file| map_to_send(&file));
-        let map = match mapped {
-            Ok(map) => map,
-            Err(e) => {
-                asker.send_with_tag(&UNREADABLE, TAG_LEN);
-                failure.get_or_insert(io("reading this node's copy of", &path)(e));
-                continue;
-            }
-        };
-        let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
-        asker.send_with_tag(&(bytes.len() as u64), TAG_LEN);
-        for chunk in bytes.chunks(CHUNK) {
-            mpi::request::scope(|scope| {
-                cluster::polite::wait(asker.immediate_send_with_tag(scope, chunk, TAG_CHUNK));
-            });
-            sent += chunk.len() as u64;
-        }
-    }
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(sent),
-    }
-}
-
-/// This node's copy of a file, mapped with its pages in place (`None`:
-/// it is empty), so that its bytes go to the asker without first being
-/// copied into a buffer: with Open MPI's single-copy transport the asker's
-/// process reads them straight from the page cache.
-#[allow(unsafe_code)]
-fn map_to_send(file: &fs::File) -> std::io::Result<Option<memmap2::Mmap>> {
-    if file.metadata()?.len() == 0 {
-        return Ok(None);
-    }
-    // SAFETY: the map is only read (by MPI). The file is this node's staged
-    // copy, which nothing writes once it is in place (`Holdings::ready`);
-    // should someone truncate it meanwhile, the transfer fails (or, without
-    // a single-copy transport, the responder faults), never sending other
-    // bytes unnoticed, as the asker hashes what it receives.
-    unsafe { memmap2::MmapOptions::new().populate().map(file) }.map(Some)
-}
-
-/// Walk `reads`, fetching each file this node lacks into the cache, with
-/// the files that travel with it (index sidecars).
-fn fetch(
-    comm: &ThreadComm,
-    holdings: &Holdings<'_>,
-    (node, rank_of_node, reads): (usize, &[usize], &[usize]),
-    config: &PeerConfig,
-    progress: &Progress,
-) -> Result<PeerStats, PeerError> {
-    let mut stats = PeerStats::default();
-    // A window of none would wait for a consumer waiting for this fetcher.
-    let window = config.window.max(1);
-    let groups = travel_groups(holdings.manifest);
-    // The maps of the cached files fetched from other nodes, kept for
-    // their storage's next use.
-    let mut maps: std::collections::HashMap<usize, memmap2::MmapMut> = std::collections::HashMap::new();
-    fs::create_dir_all(&config.cache_dir).map_err(io("creating the cache", &config.cache_dir))?;
-    for (at, &file) in reads.iter().enumerate() {
-        let owner = holdings.owner.get(file).copied().flatten();
-        if owner == Some(node) {
-            progress.fetched(at + 1);
-            continue;
-        }
-        let group = &groups[file];
-        let bytes: u64 = group.iter().map(|&g| holdings.manifest.files[g].bytes).sum();
-        // Wait until the read is within the window and there is room.
-        let evicted = {
-            let mut state = progress.lock();
-            loop {
-                if let Some(why) = &state.failed {
-                    return Err(PeerError::Failed(why.clone()));
-                }
-                if at < state.consumed.saturating_add(window) {
-                    if state.cache.holds(file) {
-                        state.cache.hit(file, at);
-                        break None;
-                    }
-                    let consumed = state.consumed;
-                    match state.cache.make_room(bytes, at, consumed) {
-                        Room::Evict(files) => break Some(files),
-                        Room::TooLarge => {
-                            return Err(PeerError::TooLarge {
-                                path: holdings.manifest.files[file].path.clone(),
-                                bytes,
-                                capacity: config.capacity,
-                            });
-                        }
-                        Room::Wait => {}
-                    }
-                }
-                state = progress.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
-            }
-        };
-        let Some(evicted) = evicted else {
-            progress.fetched(at + 1);
-            continue;
-        };
-        // An evicted file's storage, and its map, take the next fetched
-        // bytes: on tmpfs its pages are overwritten rather than freed and
-        // allocated (zeroed) again, and mapped once rather than per file.
-        let mut spares = Vec::new();
-        for victim in evicted {
-            for &member in &groups[victim] {
-                let path = config.cache_dir.join(&holdings.manifest.files[member].path);
-                let spare = config.cache_dir.join(format!(".spare{}", spares.len()));
-                fs::rename(&path, &spare).map_err(io("evicting", &path))?;
-                spares.push(Spare { path: spare, map: maps.remove(&member) });
-            }
-            stats.evicted += 1;
-        }
-        // More evicted files than the group has members: the rest go
-        // before the fetch, so that the disk never holds more than the
-        // cache counts.
-        for spare in spares.drain(group.len().min(spares.len())..) {
-            drop(spare.map);
-            fs::remove_file(&spare.path).map_err(io("evicting", &spare.path))?;
-        }
-        for &member in group {
-            let recycled = spares.pop();
-            let map = fetch_one(comm, holdings, (owner, rank_of_node, member), config, recycled, &mut stats)?;
-            if let Some(map) = map {
-                maps.insert(member, map);
-            }
-        }
-        let mut state = progress.lock();
-        state.cache.insert(file, bytes, at);
-        stats.most_held = stats.most_held.max(state.cache.used());
-        drop(state);
-        progress.fetched(at + 1);
-    }
-    Ok(stats)
-}
-
 /// Each file's travel group: itself, then the files that travel with it
 /// (`X.idx` with `X`); a sidecar's own group is itself alone.
 pub fn travel_groups(manifest: &Manifest) -> Vec<Vec<usize>> {
@@ -511,164 +348,4 @@ pub fn travel_groups(manifest: &Manifest) -> Vec<Vec<usize>> {
         }
     }
     groups
-}
-
-/// An evicted file renamed out of the way, and its map where it has one.
-struct Spare {
-    path: PathBuf,
-    map: Option<memmap2::MmapMut>,
-}
-
-/// Fetch `file` from `owner` (the source when `None`) into the cache,
-/// checked against the manifest; into `recycled`'s storage when given.
-/// Returns the map of the placed file (fetched from a node) for reuse.
-fn fetch_one(
-    comm: &ThreadComm,
-    holdings: &Holdings<'_>,
-    (owner, rank_of_node, file): (Option<usize>, &[usize], usize),
-    config: &PeerConfig,
-    recycled: Option<Spare>,
-    stats: &mut PeerStats,
-) -> Result<Option<memmap2::MmapMut>, PeerError> {
-    let entry = &holdings.manifest.files[file];
-    let placed = config.cache_dir.join(&entry.path);
-    let part = config.cache_dir.join(format!(".{file}.part"));
-    let mut reuse = None;
-    if let Some(recycled) = recycled {
-        fs::rename(&recycled.path, &part).map_err(io("reusing an evicted file as", &part))?;
-        reuse = recycled.map;
-    }
-    let (bytes, sum, map) = match owner {
-        Some(holder) => {
-            let received = receive_file(comm, holdings, (holder, rank_of_node[holder], file), &part, reuse)?;
-            stats.peer_files += 1;
-            stats.peer_bytes += received.0;
-            received
-        }
-        None => {
-            // The copy truncates the file: its old map must be gone first.
-            drop(reuse);
-            let from = holdings.source.join(&entry.path);
-            let (bytes, sum) = copy_file(&from, &part)?;
-            stats.source_files += 1;
-            stats.source_bytes += bytes;
-            (bytes, sum, None)
-        }
-    };
-    if bytes != entry.bytes || sum != entry.xxh3 {
-        drop(map);
-        let _ = fs::remove_file(&part);
-        let from = owner.map_or_else(|| "the source".to_owned(), |n| format!("node {n}"));
-        return Err(PeerError::Differs {
-            path: entry.path.clone(),
-            from,
-            bytes,
-            got: sum,
-            want_bytes: entry.bytes,
-            want: entry.xxh3,
-        });
-    }
-    if let Some(parent) = placed.parent() {
-        fs::create_dir_all(parent).map_err(io("creating", parent))?;
-    }
-    fs::rename(&part, &placed).map_err(io("placing", &placed))?;
-    Ok(map)
-}
-
-/// Ask `holder` for `file` and receive what it sends into `part` (made or
-/// reused, through `reuse` when that maps it at the manifest's size),
-/// hashing it; the bytes, their hash, and the map.
-fn receive_file(
-    comm: &ThreadComm,
-    holdings: &Holdings<'_>,
-    (holder, rank, file): (usize, usize, usize),
-    part: &Path,
-    reuse: Option<memmap2::MmapMut>,
-) -> Result<(u64, formats::checksum::Checksum, Option<memmap2::MmapMut>), PeerError> {
-    let want = holdings.manifest.files[file].bytes;
-    // The file is ready for the bytes before the ask: the holder's
-    // responder, which serves one asker at a time, then waits only for
-    // the transfer.
-    let map = match reuse {
-        Some(map) if map.len() as u64 == want => Some(map),
-        _ if want == 0 => None,
-        _ => {
-            let out = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(part);
-            let out = out.map_err(io("creating", part))?;
-            out.set_len(want).map_err(io("sizing", part))?;
-            Some(map_to_receive(&out).map_err(io("mapping", part))?)
-        }
-    };
-    let peer = comm.comm().process_at_rank(rank as i32);
-    peer.send_with_tag(&(file as u64), TAG_ASK);
-    let mut len = 0u64;
-    receive_politely(&peer, &mut len, TAG_LEN);
-    if len == UNREADABLE {
-        return Err(PeerError::Unreadable { node: holder, path: holdings.manifest.files[file].path.clone() });
-    }
-    let mut hash = StreamingChecksum::new();
-    match map {
-        Some(mut map) if len == want => {
-            // Received in place: MPI's single copy lands in the cache
-            // file's pages, with no buffer and no write(2) between.
-            for chunk in map.chunks_mut(CHUNK) {
-                receive_politely(&peer, chunk, TAG_CHUNK);
-            }
-            hash.update(&map);
-            Ok((hash.bytes(), hash.finish(), Some(map)))
-        }
-        _ => {
-            // Not the manifest's file (or an empty one): take the bytes (the
-            // holder sends them regardless) without giving them room in the
-            // cache; the caller refuses them.
-            let mut scratch = vec![0u8; CHUNK.min(len as usize)];
-            let mut left = len;
-            while left > 0 {
-                let chunk = &mut scratch[..left.min(CHUNK as u64) as usize];
-                receive_politely(&peer, chunk, TAG_CHUNK);
-                hash.update(chunk);
-                left -= chunk.len() as u64;
-            }
-            if len == 0 {
-                // An empty file is placed as one.
-                fs::File::create(part).map_err(io("creating", part))?;
-            }
-            Ok((hash.bytes(), hash.finish(), None))
-        }
-    }
-}
-
-/// Receive from `peer` into `buffer` without spinning ([`cluster::polite`]).
-fn receive_politely<B>(peer: &mpi::topology::Process<'_>, buffer: &mut B, tag: i32)
-where
-    B: mpi::datatype::BufferMut + ?Sized,
-{
-    mpi::request::scope(|scope| cluster::polite::wait(peer.immediate_receive_into_with_tag(scope, buffer, tag)));
-}
-
-/// A cache file being fetched, mapped for writing with its pages in place
-/// (one page fault per 4 KiB page would cost more than the copy).
-#[allow(unsafe_code)]
-fn map_to_receive(file: &fs::File) -> std::io::Result<memmap2::MmapMut> {
-    // SAFETY: the file is this fetcher's own part file in its cache
-    // directory, sized before the map; nothing else opens it until it is
-    // renamed into place after the map is dropped.
-    unsafe { memmap2::MmapOptions::new().populate().map_mut(file) }
-}
-
-/// Copy `from` (on the source) to `part`, hashing it.
-fn copy_file(from: &Path, part: &Path) -> Result<(u64, formats::checksum::Checksum), PeerError> {
-    let mut input = fs::File::open(from).map_err(io("reading", from))?;
-    let mut out = fs::File::create(part).map_err(io("creating", part))?;
-    let mut hash = StreamingChecksum::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    loop {
-        let n = input.read(&mut buffer).map_err(io("reading", from))?;
-        if n == 0 {
-            break;
-        }
-        hash.update(&buffer[..n]);
-        out.write_all(&buffer[..n]).map_err(io("writing", part))?;
-    }
-    Ok((hash.bytes(), hash.finish()))
 }
