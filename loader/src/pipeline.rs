@@ -210,6 +210,30 @@ impl Recycler {
     fn take(&self) -> Option<Batch> {
         lock(&self.free).pop()
     }
+
+    /// Make buffers for `count` batches of `batch` records of `dataset`
+    /// now, each at the largest such batch's size with its pages in place,
+    /// so that the first batches of the loaders recycling through this
+    /// one are read into memory that is ready rather than faulted in and
+    /// zeroed page by page as the bytes arrive (a UNet3D batch is about
+    /// 1 GB). Counts the buffers it holds already. For datasets of records
+    /// whose lengths are known; others get nothing. Returns the bytes made.
+    pub fn stock(&self, dataset: &dyn Dataset, batch: usize, count: usize) -> usize {
+        let Some(bytes) = largest_batch_of_records(dataset, batch.max(1)) else {
+            return 0;
+        };
+        let missing = count.saturating_sub(lock(&self.free).len());
+        let stocked: Vec<Batch> = (0..missing)
+            .map(|_| {
+                let mut records = Vec::new();
+                crate::buffer::reserve(&mut records, bytes);
+                crate::buffer::populate(&mut records);
+                Batch { records, ..Batch::default() }
+            })
+            .collect();
+        lock(&self.free).extend(stocked);
+        missing * bytes
+    }
 }
 
 struct Shared {

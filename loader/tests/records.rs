@@ -223,3 +223,45 @@ fn record_batch_buffers_are_made_at_the_largest_batch_size_from_the_first_batch(
     }
     assert_eq!(seen, lengths.len());
 }
+
+/// Buffers stocked before the first epoch (`Recycler::stock`, what
+/// `Loader.make_buffers` does while a job sets up) are the ones its first
+/// batches are read into, each made once at the largest batch's size; a
+/// dataset of records of unknown lengths gets none.
+#[test]
+fn stocked_record_buffers_carry_the_first_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let lengths = [300usize, 50, 700, 120, 900, 10];
+    let mut paths = Vec::new();
+    for (i, &len) in lengths.iter().enumerate() {
+        let path = dir.path().join(format!("img_{i}.npz"));
+        let x: Vec<u8> = (0..len).map(|v| (v * 3 + i) as u8).collect();
+        write_npz(&path, &[("x", npy(&[len, 1], &x))], false);
+        paths.push(path);
+    }
+    let arrays: Arc<dyn Dataset> = Arc::new(NpzArrays::open(&paths, "x", SampleAxis::Last).unwrap());
+    let buffers = loader::pipeline::Recycler::default();
+    assert_eq!(buffers.stock(&*arrays, 2, 3), 3 * (900 + 700));
+    assert_eq!(buffers.stock(&*arrays, 2, 3), 0, "stocking again makes nothing: three are held");
+    let order: Vec<usize> = (0..lengths.len()).collect();
+    let mut config = config(2);
+    config.workers = 1;
+    config.prefetch = 1;
+    let loader = Loader::resume_with_buffers(arrays, order, config, 0, buffers.clone());
+    let mut seen = 0;
+    for batch in loader {
+        let batch = batch.unwrap();
+        assert_eq!(batch.records.capacity(), 900 + 700, "batch {} in a stocked buffer", batch.number);
+        for k in 0..batch.len() {
+            let i = batch.indices[k];
+            assert_eq!(batch.record(k), &(0..lengths[i]).map(|v| (v * 3 + i) as u8).collect::<Vec<u8>>()[..]);
+            seen += 1;
+        }
+        buffers.recycle(batch);
+    }
+    assert_eq!(seen, lengths.len());
+
+    let tfrecords = write_tfrecords(dir.path());
+    let unknown: Arc<dyn Dataset> = Arc::new(TfRecords::open(&tfrecords, None).unwrap());
+    assert_eq!(loader::pipeline::Recycler::default().stock(&*unknown, 2, 3), 0);
+}

@@ -242,6 +242,16 @@ impl EpochLoader {
         Ok(out)
     }
 
+    /// Make the buffers of the batches in flight now, their pages in
+    /// place (datasets of records whose lengths are known); the bytes made.
+    fn stock_buffers(&self, py: Python<'_>) -> usize {
+        let dataset = self.dataset.get().opened.dataset.clone();
+        let (buffers, batch) = (self.buffers.clone(), self.config.batch);
+        // The batches in flight, and the one the consumer holds.
+        let count = self.config.prefetch.max(1) + 1;
+        py.detach(move || buffers.stock(&*dataset, batch, count))
+    }
+
     /// Stop the workers of the epoch in progress.
     fn close(&mut self, py: Python<'_>) {
         self.stop(py);

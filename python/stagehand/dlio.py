@@ -91,6 +91,9 @@ class StagehandDataLoader(BaseDataLoader):
             rank=args.my_rank,
             world_size=args.comm_size,
         )
+        # Before DLIO's first epoch, as its own readers open their files
+        # and start their workers before the first step.
+        self._loader.make_buffers()
 
     def next(self) -> Iterator[Batch]:
         """One epoch of batches.

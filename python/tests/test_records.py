@@ -85,6 +85,28 @@ def test_npz_samples_on_the_last_axis_match_numpy_for_savez_and_savez_compressed
         stagehand.Dataset.npz(paths[:1], key="images")
 
 
+def test_buffers_made_before_the_first_epoch_carry_its_batches(tmp_path, tfrecords):
+    rng = np.random.default_rng(4)
+    arrays = [rng.integers(0, 255, size=(4, 5, 3), dtype=np.uint8), rng.integers(0, 255, size=(4, 5, 9), dtype=np.uint8)]
+    paths = [tmp_path / "a.npz", tmp_path / "b.npz"]
+    np.savez(paths[0], x=arrays[0])
+    np.savez(paths[1], x=arrays[1])
+    loader = stagehand.Loader(stagehand.Dataset.npz(paths), batch_size=3, prefetch=2, shuffle=True, seed=1, rank=0, world_size=1)
+    # Three buffers (two batches in flight, one held), each of three 20-byte samples.
+    assert loader.make_buffers() == 3 * 3 * 20
+    assert loader.make_buffers() == 0
+    expected = [a[..., k] for a in arrays for k in range(a.shape[-1])]
+    seen = {}
+    for batch in loader.batches():
+        for k, index in enumerate(batch.indices):
+            assert np.asarray(batch.x[k]).tobytes() == np.ascontiguousarray(expected[index]).tobytes()
+            seen[index] = seen.get(index, 0) + 1
+    assert seen == {index: 1 for index in range(12)}
+    paths, _ = tfrecords
+    unknown = stagehand.Loader(stagehand.Dataset.tfrecord(paths, feature="image"), batch_size=2, rank=0, world_size=1)
+    assert unknown.make_buffers() == 0
+
+
 def test_hdf5_rows_match_h5py_for_contiguous_and_chunked_compressed_files(tmp_path):
     rng = np.random.default_rng(2)
     data = rng.integers(0, 255, size=(4, 7, 7), dtype=np.uint8)
