@@ -29,6 +29,8 @@
 //! `mpirun` by the `stagehand-e2e` crate.
 
 pub mod allocator;
+#[cfg(feature = "mpi")]
+pub mod allreduce;
 pub mod logging;
 pub mod memory;
 #[cfg(feature = "mpi")]

@@ -179,7 +179,7 @@ fn shared_memory_leaders(world: &SimpleCommunicator) -> Vec<usize> {
 
 /// A communicator that threads may share: only handed out when MPI granted
 /// `MPI_THREAD_MULTIPLE` (see [`World::thread_comm`]).
-pub struct ThreadComm(SimpleCommunicator);
+pub struct ThreadComm(pub(crate) SimpleCommunicator);
 
 impl ThreadComm {
     /// The communicator.

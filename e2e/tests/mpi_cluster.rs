@@ -84,3 +84,43 @@ fn malformed_override_fails_every_rank_with_a_clear_message() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("STAGEHAND_RANKS_PER_NODE=\"two\""), "{stderr}");
 }
+
+/// The hierarchical exchange sums like the flat one, within the bound of
+/// reassociating R terms ((R - 1) ε/2 Σ|x| each, against the exact sum):
+/// 4 ranks as 2 pretend nodes (parts of buffers whose length 2 does not
+/// divide), as 4 nodes of one rank, and as 1 node of 4; on the calling
+/// thread and on a thread of its own.
+#[test]
+fn hierarchical_and_flat_sums_agree_within_the_reassociation_bound() {
+    for per_node in ["2", "1", "4"] {
+        let out = e2e::mpirun(
+            4,
+            &[("STAGEHAND_RANKS_PER_NODE", per_node)],
+            env!("CARGO_BIN_EXE_mpi-allreduce-probe").as_ref(),
+            &[],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{per_node} per node: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        let lines: Vec<Value> = stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        assert_eq!(lines.len(), 4, "{stdout}");
+        for line in &lines {
+            for exchange in ["flat", "hierarchical"] {
+                for key in ["worst", "worst_on_thread"] {
+                    let worst = line[exchange][key].as_f64().unwrap();
+                    assert!(worst <= 1.0, "{per_node} per node, {exchange} {key}: {worst} of the bound\n{stdout}");
+                }
+            }
+        }
+    }
+}
+
+/// Nodes of different rank counts cannot line their parts up: every rank
+/// fails with one line that says so.
+#[test]
+fn a_hierarchical_exchange_over_uneven_nodes_fails_naming_them() {
+    let out =
+        e2e::mpirun(3, &[("STAGEHAND_RANKS_PER_NODE", "2")], env!("CARGO_BIN_EXE_mpi-allreduce-probe").as_ref(), &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("the same number of ranks on every node; node 1 has 1, node 0 has 2"), "{stderr}");
+}
