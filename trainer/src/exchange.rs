@@ -1,12 +1,14 @@
-//! Averaging gradients across ranks: fused buffers, MPI allreduce (sum),
-//! scaled by 1/ranks. [`GradientExchange`] blocks; [`LaggedExchange`] runs
-//! the allreduce of step t on a communication thread while step t + 1
-//! computes, and hands the average over at step t + 1 (the climate paper's
-//! one-step gradient lag).
+//! Averaging gradients across ranks: fused buffers, summed over the ranks
+//! flat or hierarchically ([`cluster::allreduce`]), scaled by 1/ranks.
+//! [`GradientExchange`] blocks; [`LaggedExchange`] runs the allreduce of
+//! step t on a communication thread while step t + 1 computes, and hands
+//! the average over at step t + 1 (the climate paper's one-step gradient
+//! lag).
 
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
+use cluster::allreduce::{AllreduceError, Exchange, SumAllreduce};
 use cluster::{ThreadComm, World};
 use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
@@ -21,6 +23,8 @@ pub struct GradientExchange {
     fusion_bytes: usize,
     send: Vec<Vec<f32>>,
     recv: Vec<Vec<f32>>,
+    sum: SumAllreduce,
+    /// For the ranks' agreement on which tensors to reduce.
     comm: SimpleCommunicator,
     /// Gradient values reduced so far, and what reducing every tensor each
     /// time would have been.
@@ -29,11 +33,18 @@ pub struct GradientExchange {
 
 impl GradientExchange {
     /// An exchange for tensors of `lengths` values, fused into buffers of at
-    /// most `fusion_bytes` (0: one allreduce per tensor).
-    pub fn new(world: &World, lengths: &[usize], fusion_bytes: usize) -> Self {
+    /// most `fusion_bytes` (0: one allreduce per tensor), summed as
+    /// `exchange` says. Collective.
+    pub fn new(
+        world: &World,
+        lengths: &[usize],
+        fusion_bytes: usize,
+        exchange: Exchange,
+    ) -> Result<Self, AllreduceError> {
         let plan = FusionPlan::new(lengths, fusion_bytes);
         let (send, recv) = (plan.allocate(), plan.allocate());
-        GradientExchange { plan, fusion_bytes, send, recv, comm: world.comm().duplicate(), reduced: (0, 0) }
+        let sum = SumAllreduce::new(world, exchange)?;
+        Ok(GradientExchange { plan, fusion_bytes, send, recv, sum, comm: world.comm().duplicate(), reduced: (0, 0) })
     }
 
     /// (gradient values reduced, values a reduction of every tensor each
@@ -53,7 +64,7 @@ impl GradientExchange {
     /// memory, and [`average_slots`](Self::average_slots) is the allreduce
     /// alone (what Horovod calls prescaling).
     pub fn put(&mut self, t: usize, gradient: &[f32]) {
-        self.put_weighted(t, gradient, 1.0 / self.comm.size() as f32);
+        self.put_weighted(t, gradient, 1.0 / self.sum.ranks() as f32);
     }
 
     /// Put tensor `t`'s gradient with this rank's share `weight` of the
@@ -83,7 +94,7 @@ impl GradientExchange {
     /// the pre-divided gradients. Collective.
     pub fn average_slots(&mut self) {
         for (s, r) in self.send.iter().zip(self.recv.iter_mut()) {
-            self.comm.all_reduce_into(&s[..], &mut r[..], SystemOperation::sum());
+            self.sum.sum_into(s, r);
         }
         let total = self.plan.total() as u64;
         self.reduced = (self.reduced.0 + total, self.reduced.1 + total);
@@ -120,7 +131,7 @@ impl GradientExchange {
         packed.pack(&slots, &mut send);
         let mut recv = packed.allocate();
         for (s, r) in send.iter().zip(recv.iter_mut()) {
-            self.comm.all_reduce_into(&s[..], &mut r[..], SystemOperation::sum());
+            self.sum.sum_into(s, r);
         }
         for buffer in &mut self.recv {
             buffer.fill(0.0);
@@ -139,9 +150,9 @@ impl GradientExchange {
         let views: Vec<&[f32]> = tensors.iter().map(|t| &**t).collect();
         self.plan.pack(&views, &mut self.send);
         for (s, r) in self.send.iter().zip(self.recv.iter_mut()) {
-            self.comm.all_reduce_into(&s[..], &mut r[..], SystemOperation::sum());
+            self.sum.sum_into(s, r);
         }
-        let scale = 1.0 / self.comm.size() as f32;
+        let scale = 1.0 / self.sum.ranks() as f32;
         self.plan.unpack(&self.recv, tensors, scale);
     }
 }
@@ -180,8 +191,16 @@ pub struct LaggedExchange {
 
 impl LaggedExchange {
     /// As [`GradientExchange::new`]; `None` if MPI lacks thread support.
-    pub fn new(world: &World, lengths: &[usize], fusion_bytes: usize) -> Option<Self> {
-        let comm: ThreadComm = world.thread_comm()?;
+    pub fn new(
+        world: &World,
+        lengths: &[usize],
+        fusion_bytes: usize,
+        exchange: Exchange,
+    ) -> Option<Result<Self, AllreduceError>> {
+        let mut sum: SumAllreduce<ThreadComm> = match SumAllreduce::for_threads(world, exchange)? {
+            Ok(sum) => sum,
+            Err(e) => return Some(Err(e)),
+        };
         let plan = FusionPlan::new(lengths, fusion_bytes);
         let (to_thread, inbox) = mpsc::channel::<Buffers>();
         let (outbox, from_thread) = mpsc::channel::<Buffers>();
@@ -190,7 +209,7 @@ impl LaggedExchange {
             .spawn(move || {
                 for (send, mut recv) in inbox {
                     for (s, r) in send.iter().zip(recv.iter_mut()) {
-                        comm.comm().all_reduce_into(&s[..], &mut r[..], SystemOperation::sum());
+                        sum.sum_into(s, r);
                     }
                     if outbox.send((send, recv)).is_err() {
                         return;
@@ -199,14 +218,14 @@ impl LaggedExchange {
             })
             .ok()?;
         let spare = Some((plan.allocate(), plan.allocate()));
-        Some(LaggedExchange {
+        Some(Ok(LaggedExchange {
             plan,
             ranks: world.size(),
             to_thread: Some(to_thread),
             from_thread,
             spare,
             thread: Some(thread),
-        })
+        }))
     }
 
     /// Start averaging `tensors` (this step's gradients). Collective; at

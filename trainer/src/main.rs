@@ -272,6 +272,11 @@ struct TrainArgs {
     /// 1: average step t's gradients on a communication thread during step t+1 and apply them then.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     grad_lag: u8,
+    /// How gradients are summed over the ranks: flat (one allreduce over every rank) or hierarchical
+    /// (reduce inside each node, each of its ranks allreduces its part between nodes, gather inside the
+    /// node; Kurth et al. 2018). Hierarchical needs the same number of ranks on every node.
+    #[arg(long, value_enum, default_value_t = ExchangeArg::Flat)]
+    exchange: ExchangeArg,
     /// Fusion buffer size in MiB (0: one allreduce per tensor).
     #[arg(long, default_value_t = 64.0)]
     fusion_mb: f64,
@@ -378,6 +383,10 @@ fn config_from(
         warmup_start: args.warmup_start,
         weight_decay: args.weight_decay,
         grad_lag: args.grad_lag == 1,
+        exchange: match args.exchange {
+            ExchangeArg::Flat => cluster::allreduce::Exchange::Flat,
+            ExchangeArg::Hierarchical => cluster::allreduce::Exchange::Hierarchical,
+        },
         fusion_bytes: (args.fusion_mb * (1 << 20) as f64) as usize,
         seed: args.seed,
         workers: args.workers,
@@ -720,4 +729,11 @@ mod tests {
         }
         command.debug_assert();
     }
+}
+
+/// `--exchange`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ExchangeArg {
+    Flat,
+    Hierarchical,
 }

@@ -1,6 +1,8 @@
 //! The trainer's gradient exchange under a real mpirun: blocking fused
 //! averages (no fusion, small buffers, one buffer) and the one-step-lagged
-//! exchange equal the mean computed locally, on 2 and 3 ranks.
+//! exchange equal the mean computed locally, summed flat and
+//! hierarchically, on 2 and 3 ranks of one node and 4 ranks as 2 pretend
+//! nodes.
 //!
 //! The test runs this test binary itself under mpirun, with an environment
 //! variable that makes each rank run the probe instead: a multi-rank check
@@ -9,29 +11,31 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use cluster::World;
+use cluster::allreduce::Exchange;
 use serde_json::Value;
 use trainer::exchange::{GradientExchange, LaggedExchange};
 
 /// Set on the ranks: run the probe, not the test.
 const PROBE: &str = "STAGEHAND_EXCHANGE_PROBE";
-const TEST: &str = "gradient_exchange_averages_fused_and_lagged_on_two_and_three_ranks";
+const TEST: &str = "gradient_exchange_averages_fused_and_lagged_flat_and_hierarchical";
 
 #[test]
-fn gradient_exchange_averages_fused_and_lagged_on_two_and_three_ranks() {
+fn gradient_exchange_averages_fused_and_lagged_flat_and_hierarchical() {
     if std::env::var_os(PROBE).is_some() {
         probe();
         return;
     }
     let this = std::env::current_exe().unwrap();
-    for ranks in [2, 3] {
-        let out = e2e::mpirun(ranks, &[(PROBE, "1")], &this, &["--exact", TEST, "--nocapture", "--test-threads=1"]);
+    for (ranks, per_node) in [(2, "2"), (3, "3"), (4, "2")] {
+        let env = [(PROBE, "1"), ("STAGEHAND_RANKS_PER_NODE", per_node)];
+        let out = e2e::mpirun(ranks, &env, &this, &["--exact", TEST, "--nocapture", "--test-threads=1"]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{ranks} ranks: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
         // The harness prints the test's name on the line the report starts.
         let line = stdout.lines().find_map(|l| l.find('{').map(|at| &l[at..]));
         let report: Value = serde_json::from_str(line.unwrap_or_else(|| panic!("no report: {stdout}"))).unwrap();
         assert_eq!(report["ranks"], ranks);
-        assert_eq!(report["checks"], 3 * 2 * 5 + 5 + 3 * 5);
+        assert_eq!(report["checks"], 2 * (3 * 2 * 5 + 5 + 3 * 5));
     }
 }
 
@@ -61,34 +65,49 @@ fn probe() {
     let (rank, ranks) = (world.rank(), world.size());
     let lengths = [5usize, 300, 1, 70_000, 12];
     let mut checks = 0;
+    for kind in [Exchange::Flat, Exchange::Hierarchical] {
+        checks += probe_exchange(&world, kind, &lengths);
+    }
+    world.barrier();
+    if rank == 0 {
+        println!("{}", serde_json::json!({ "ranks": ranks, "checks": checks }));
+    }
+}
+
+/// The checks of one kind of exchange: how many passed (a wrong one fails
+/// the rank).
+fn probe_exchange(world: &World, kind: Exchange, lengths: &[usize]) -> usize {
+    let (rank, ranks) = (world.rank(), world.size());
+    let mut checks = 0;
     for fusion in [0usize, 4 * 400, 64 << 20] {
-        let mut exchange = GradientExchange::new(&world, &lengths, fusion);
+        let mut exchange = GradientExchange::new(world, lengths, fusion, kind).unwrap_or_else(|e| world.fail(e));
         for step in 0..2 {
             let mut grads: Vec<Vec<f32>> = lengths.iter().enumerate().map(|(t, &n)| tensor(rank, step, t, n)).collect();
             exchange.average(&mut grads.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>());
             for (t, g) in grads.iter().enumerate() {
                 if !close(g, &mean(ranks, step, t, lengths[t])) {
-                    world.fail(format!("rank {rank}: fusion {fusion} step {step} tensor {t}: wrong average"));
+                    world.fail(format!("rank {rank}: {kind} fusion {fusion} step {step} tensor {t}: wrong average"));
                 }
                 checks += 1;
             }
         }
     }
     // Gradients written straight into the fusion slots.
-    let mut exchange = GradientExchange::new(&world, &lengths, 4 * 400);
+    let mut exchange = GradientExchange::new(world, lengths, 4 * 400, kind).unwrap_or_else(|e| world.fail(e));
     for (t, &n) in lengths.iter().enumerate() {
         exchange.put(t, &tensor(rank, 5, t, n));
     }
     exchange.average_slots();
     for (t, &n) in lengths.iter().enumerate() {
         if !close(exchange.averaged(t), &mean(ranks, 5, t, n)) {
-            world.fail(format!("rank {rank}: slot average of tensor {t} is wrong"));
+            world.fail(format!("rank {rank}: {kind} slot average of tensor {t} is wrong"));
         }
         checks += 1;
     }
-    let Some(mut lagged) = LaggedExchange::new(&world, &lengths, 4 * 400) else {
+    let Some(lagged) = LaggedExchange::new(world, lengths, 4 * 400, kind) else {
         world.fail("MPI without MPI_THREAD_MULTIPLE: no lagged exchange")
     };
+    let mut lagged = lagged.unwrap_or_else(|e| world.fail(e));
     let mut out: Vec<Vec<f32>> = lengths.iter().map(|&n| vec![0.0; n]).collect();
     if lagged.take(&mut out.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>()) {
         world.fail(format!("rank {rank}: a lagged exchange delivered before anything was submitted"));
@@ -102,14 +121,11 @@ fn probe() {
         }
         for (t, g) in out.iter().enumerate() {
             if !close(g, &mean(ranks, step, t, lengths[t])) {
-                world.fail(format!("rank {rank}: lagged step {step} tensor {t}: wrong average"));
+                world.fail(format!("rank {rank}: {kind} lagged step {step} tensor {t}: wrong average"));
             }
             checks += 1;
         }
     }
     drop(lagged);
-    world.barrier();
-    if rank == 0 {
-        println!("{}", serde_json::json!({ "ranks": ranks, "checks": checks }));
-    }
+    checks
 }

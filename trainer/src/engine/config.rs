@@ -65,6 +65,8 @@ pub struct TrainConfig {
     pub weight_decay: f32,
     /// Apply each step's averaged gradient one step later.
     pub grad_lag: bool,
+    /// How gradients are summed over the ranks.
+    pub exchange: cluster::allreduce::Exchange,
     /// Fusion buffer size in bytes (0: one allreduce per tensor).
     pub fusion_bytes: usize,
     /// Seed of the initial parameters, the sample order and the model's
@@ -220,6 +222,7 @@ mod tests {
             warmup_start: None,
             weight_decay: 0.0,
             grad_lag: false,
+            exchange: cluster::allreduce::Exchange::Flat,
             fusion_bytes: 64 << 20,
             seed: 0,
             workers: 2,

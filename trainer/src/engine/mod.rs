@@ -329,14 +329,17 @@ pub fn run<M: TrainModel>(
     }
     let net = params::with_values(net, &start.values, &device);
     let net = params::with_state(net, &start.state, &device);
+    let invalid = |e: cluster::allreduce::AllreduceError| TrainError::Invalid(e.to_string());
     let exchange = if config.grad_lag {
-        let exchange = LaggedExchange::new(world, &lengths, config.fusion_bytes).ok_or_else(|| {
+        let exchange = LaggedExchange::new(world, &lengths, config.fusion_bytes, config.exchange).ok_or_else(|| {
             TrainError::Invalid("--grad-lag 1 needs MPI_THREAD_MULTIPLE, which this MPI did not grant".into())
         })?;
         let zeros = || lengths.iter().map(|&n| vec![0.0f32; n]).collect::<Vec<_>>();
-        Exchange::Lagged { exchange, local: zeros(), pending: zeros() }
+        Exchange::Lagged { exchange: exchange.map_err(invalid)?, local: zeros(), pending: zeros() }
     } else {
-        Exchange::Blocking(GradientExchange::new(world, &lengths, config.fusion_bytes))
+        Exchange::Blocking(
+            GradientExchange::new(world, &lengths, config.fusion_bytes, config.exchange).map_err(invalid)?,
+        )
     };
     let mut run = Run {
         world,
@@ -550,6 +553,7 @@ impl<M: TrainModel> Run<'_, M> {
                 Exchange::Lagged { .. } => None,
             },
             grad_lag: self.config.grad_lag,
+            exchange: self.config.exchange,
             augment: model_flag(&self.summary, "augment"),
             standardize: model_flag(&self.summary, "standardize"),
             steps_per_epoch: self.steps_per_epoch,

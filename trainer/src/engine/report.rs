@@ -121,6 +121,8 @@ pub struct TrainReport {
     pub reduced_gradient_share: Option<f64>,
     /// One-step gradient lag.
     pub grad_lag: bool,
+    /// How gradients were summed over the ranks ("flat", "hierarchical").
+    pub exchange: cluster::allreduce::Exchange,
     /// Samples turned by random symmetries of the cube.
     pub augment: bool,
     /// Inputs standardised per channel.
