@@ -180,13 +180,21 @@ impl<C: HoldsComm> SumAllreduce<C> {
         };
         let locals = h.node.comm().size() as usize;
         let part = send.len().div_ceil(locals);
+        h.part.resize(part, 0.0);
+        h.part_sum.resize(part, 0.0);
+        let sum = SystemOperation::sum();
+        if send.len() == part * locals {
+            // Whole parts: no copy into or out of a padded buffer.
+            h.node.comm().reduce_scatter_block_into(send, &mut h.part[..], sum);
+            h.across.comm().all_reduce_into(&h.part[..], &mut h.part_sum[..], sum);
+            h.node.comm().all_gather_into(&h.part_sum[..], recv);
+            return;
+        }
         h.padded.clear();
         h.padded.extend_from_slice(send);
         h.padded.resize(part * locals, 0.0);
-        h.part.resize(part, 0.0);
-        h.part_sum.resize(part, 0.0);
-        h.node.comm().reduce_scatter_block_into(&h.padded[..], &mut h.part[..], SystemOperation::sum());
-        h.across.comm().all_reduce_into(&h.part[..], &mut h.part_sum[..], SystemOperation::sum());
+        h.node.comm().reduce_scatter_block_into(&h.padded[..], &mut h.part[..], sum);
+        h.across.comm().all_reduce_into(&h.part[..], &mut h.part_sum[..], sum);
         h.node.comm().all_gather_into(&h.part_sum[..], &mut h.padded[..]);
         recv.copy_from_slice(&h.padded[..send.len()]);
     }
