@@ -47,6 +47,9 @@ def test_tensorboard_reads_each_epochs_figures_at_its_last_step(trained):
             "train/epoch_loss": epoch["train_loss"],
             "train/learning_rate": epoch["lr"],
             "perf/samples_per_sec": epoch["samples_per_sec"],
+            "perf/gflops_per_sec": epoch["flops_per_sec"] / 1e9,
+            "perf/step_median_ms": 1e3 * epoch["step_time"]["median_secs"],
+            "perf/step_imbalance": epoch["step_time"]["imbalance"],
         }
         absent = set()
         for name, value in epoch["validation"].items():

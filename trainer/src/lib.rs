@@ -37,6 +37,8 @@
 pub use formats::checkpoint;
 pub mod engine;
 pub mod exchange;
+pub mod exchange_model;
+pub mod flops;
 pub mod fusion;
 pub mod kernels;
 pub mod models;

@@ -42,6 +42,51 @@ enum Command {
     /// loss faint behind it, its validation loss per epoch, one colour per
     /// run with a legend.
     Plot(PlotArgs),
+    /// Predict the gradient exchange's time, flat and hierarchical, from 1
+    /// node to a machine of the seeds' size (Summit: 4,608 nodes of 6
+    /// GPUs), with the alpha-beta model fed by the link between two ranks
+    /// and the summing speed measured here (run under `mpirun -np 2`, or
+    /// give the link with --intra-latency-us and --intra-gb-per-sec) and
+    /// the link between nodes as given.
+    ExchangeModel(ExchangeModelArgs),
+}
+
+#[derive(Args, Debug)]
+struct ExchangeModelArgs {
+    /// The model whose gradients are exchanged (`trainer models`).
+    #[arg(long, default_value = "cosmoflow")]
+    model: String,
+    /// Its configuration (default: the first `trainer models` lists).
+    #[arg(long)]
+    config: Option<String>,
+    /// Bytes exchanged instead of a model's gradients.
+    #[arg(long, conflicts_with_all = ["model", "config"], value_parser = clap::value_parser!(u64).range(1..))]
+    bytes: Option<u64>,
+    /// Nodes of the largest machine.
+    #[arg(long, default_value_t = 4608, value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
+    nodes: u64,
+    /// Ranks (GPUs) per node.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    ranks_per_node: u64,
+    /// Latency between two nodes, µs (about an InfiniBand EDR MPI
+    /// message's).
+    #[arg(long, default_value_t = 1.0)]
+    inter_latency_us: f64,
+    /// Bandwidth out of a node, GB/s (Summit's node injection bandwidth,
+    /// dual-rail EDR InfiniBand).
+    #[arg(long, default_value_t = 23.0)]
+    inter_gb_per_sec: f64,
+    /// Latency between two ranks of a node, µs, instead of measuring it
+    /// (with --intra-gb-per-sec; then one rank is enough).
+    #[arg(long, requires = "intra_gb_per_sec")]
+    intra_latency_us: Option<f64>,
+    /// Bandwidth between two ranks of a node, GB/s, instead of measuring
+    /// it (Summit's GPUs: NVLink 2, 50 GB/s each way between neighbours).
+    #[arg(long, requires = "intra_latency_us")]
+    intra_gb_per_sec: Option<f64>,
+    /// Print the figures and predictions as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -305,6 +350,12 @@ struct TrainArgs {
     /// Stop after this many steps (benchmarks; the epoch is reported as it stands).
     #[arg(long)]
     max_steps: Option<u64>,
+    /// Time how long the run takes to first reach this training loss (a
+    /// step's loss, the mean over the ranks): the report's
+    /// `time_to_target_secs`, counted from the start of this run. Training
+    /// goes on; stop it with --epochs or --max-steps.
+    #[arg(long, allow_negative_numbers = true)]
+    target_loss: Option<f32>,
     /// Also write the JSON report here.
     #[arg(long)]
     report: Option<PathBuf>,
@@ -320,9 +371,11 @@ struct TrainArgs {
     /// end. Open with `tensorboard --logdir DIR`.
     #[arg(long)]
     tensorboard: Option<PathBuf>,
-    /// The --report of a 1-rank run of the same model and --batch: the
-    /// report then gives this run's parallel efficiency (samples/s over
-    /// ranks x the 1-rank samples/s).
+    /// The --report of a 1-rank run of the same model, at the same --batch
+    /// (weak scaling) or at this run's --batch times its ranks (strong
+    /// scaling: the same global batch split over the ranks): the report
+    /// then gives this run's parallel efficiency (samples/s over ranks x
+    /// the 1-rank samples/s) and which scaling it measured.
     #[arg(long)]
     baseline: Option<PathBuf>,
 }
@@ -394,6 +447,7 @@ fn config_from(
         checkpoint: args.checkpoint.clone(),
         checkpoint_every: args.checkpoint_every,
         max_steps: args.max_steps,
+        target_loss: args.target_loss,
         predictions: args.plot.as_ref().map(|p| p.with_file_name(predictions_name(p))),
         check_finite: args.check_finite,
     };
@@ -449,6 +503,7 @@ fn train(
     args: &TrainArgs,
 ) -> anyhow::Result<()> {
     let root = world.is_root();
+    let scaling = baseline.as_ref().map(|b| b.scaling(world.size(), config.batch)).transpose()?;
     let mut board = match (&args.tensorboard, root) {
         (Some(dir), true) => Some(
             trainer::tensorboard::TensorBoard::create(dir)
@@ -471,15 +526,20 @@ fn train(
             board_error = Some(anyhow::Error::new(error).context(format!("writing {}", b.path().display())));
         }
     })?;
-    if let Some(baseline) = baseline {
+    if let (Some(baseline), Some(scaling)) = (baseline, scaling) {
         let efficiency = baseline.efficiency(report.samples_per_sec, report.ranks);
         report.parallel_efficiency = Some(efficiency);
+        report.scaling = Some(scaling);
         if root {
             eprintln!(
-                "{:.1} samples/s on {} ranks, {:.1} on 1: parallel efficiency {:.0}%",
+                "{:.1} samples/s on {} ranks, {:.1} on 1: {} scaling efficiency {:.0}%",
                 report.samples_per_sec,
                 report.ranks,
                 baseline.samples_per_sec,
+                match scaling {
+                    trainer::scaling::Scaling::Weak => "weak",
+                    trainer::scaling::Scaling::Strong => "strong",
+                },
                 100.0 * efficiency
             );
         }
@@ -603,6 +663,69 @@ fn one_line(rendered: &str) -> String {
     line
 }
 
+/// `trainer exchange-model`'s bytes and what they are, its options checked.
+fn exchanged_bytes(args: &ExchangeModelArgs) -> anyhow::Result<(f64, String)> {
+    for (option, latency) in
+        [("--inter-latency-us", Some(args.inter_latency_us)), ("--intra-latency-us", args.intra_latency_us)]
+    {
+        if let Some(latency) = latency {
+            anyhow::ensure!(
+                latency.is_finite() && latency >= 0.0,
+                "{option} must be a number of microseconds, got {latency}"
+            );
+        }
+    }
+    for (option, bandwidth) in
+        [("--inter-gb-per-sec", Some(args.inter_gb_per_sec)), ("--intra-gb-per-sec", args.intra_gb_per_sec)]
+    {
+        if let Some(bandwidth) = bandwidth {
+            anyhow::ensure!(
+                bandwidth.is_finite() && bandwidth > 0.0,
+                "{option} must be a bandwidth above 0, got {bandwidth}"
+            );
+        }
+    }
+    Ok(match args.bytes {
+        Some(bytes) => (bytes as f64, "given".to_owned()),
+        None => {
+            let entry = models::find(&args.model)?;
+            let config = args.config.clone().unwrap_or_else(|| entry.configs[0].to_owned());
+            let (parameters, _) = entry.build_default(&config)?.sizes()?;
+            (4.0 * parameters as f64, format!("{}/{config} gradients, f32", args.model))
+        }
+    })
+}
+
+/// `trainer exchange-model`: measure the link between ranks 0 and 1 and
+/// the summing speed, then print the predictions on rank 0. Collective.
+fn exchange_model(world: &World, args: &ExchangeModelArgs, (bytes, what): (f64, String)) -> anyhow::Result<()> {
+    use trainer::exchange_model::{Link, Machine, measure};
+    let machine = Machine {
+        nodes: args.nodes as usize,
+        ranks_per_node: args.ranks_per_node as usize,
+        intra: match (args.intra_latency_us, args.intra_gb_per_sec) {
+            (Some(latency), Some(bandwidth)) => Link::new(latency * 1e-6, bandwidth * 1e9),
+            _ => measure::link(world),
+        },
+        inter: Link::new(args.inter_latency_us * 1e-6, args.inter_gb_per_sec * 1e9),
+        reduce_secs_per_byte: measure::reduce_secs_per_byte(world),
+    };
+    if world.is_root() {
+        if args.json {
+            let predictions: Vec<_> = trainer::exchange_model::scales(machine.nodes)
+                .into_iter()
+                .map(|nodes| Machine { nodes, ..machine }.predict(bytes))
+                .collect();
+            let json =
+                serde_json::json!({ "bytes": bytes, "what": what, "machine": machine, "predictions": predictions });
+            println!("{}", serde_json::to_string_pretty(&json)?);
+        } else {
+            print!("{}", trainer::exchange_model::table(&machine, bytes, &what));
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     cluster::allocator::keep_freed_memory();
     let matches =
@@ -621,6 +744,30 @@ fn main() {
             if let Err(e) = plot(&args) {
                 cluster::logging::print_error(format_args!("{}", cluster::logging::chain(e.as_ref())));
                 std::process::exit(1);
+            }
+            return;
+        }
+        Command::ExchangeModel(args) => {
+            let exchanged = exchanged_bytes(&args).unwrap_or_else(|e| {
+                cluster::logging::print_error_once(format_args!("{}", cluster::logging::chain(e.as_ref())));
+                std::process::exit(2);
+            });
+            let world = match World::init() {
+                Ok(world) => world,
+                Err(e) => {
+                    cluster::logging::print_error(&e);
+                    std::process::exit(1);
+                }
+            };
+            if world.size() < 2 && args.intra_latency_us.is_none() {
+                let speaks = world.is_root();
+                world.exit_agreed(
+                    speaks,
+                    "trainer exchange-model measures the link between two ranks: run it under `mpirun -np 2`",
+                );
+            }
+            if let Err(e) = exchange_model(&world, &args, exchanged) {
+                world.fail(cluster::logging::chain(e.as_ref()));
             }
             return;
         }

@@ -6,8 +6,10 @@
 //!   and `train/epoch` at the epoch's last step;
 //! - `validation/NAME` for each of the model's validation figures
 //!   (`validation/NAME/I` for each element of a figure per target);
-//! - `perf/samples_per_sec` (all ranks), `perf/data_wait_percent` and
-//!   `perf/communication_percent` (rank 0's step time split).
+//! - `perf/samples_per_sec` and `perf/gflops_per_sec` (all ranks),
+//!   `perf/data_wait_percent` and `perf/communication_percent` (rank 0's
+//!   step time split), `perf/step_median_ms` and `perf/step_imbalance`
+//!   (over every rank's steps).
 //!
 //! Steps count from 1 over the whole run, a resumed run continuing the
 //! count of the run it resumes.
@@ -68,7 +70,14 @@ impl TensorBoard {
             ("perf/samples_per_sec", epoch.samples_per_sec as f32),
             ("perf/data_wait_percent", (100.0 * wait) as f32),
             ("perf/communication_percent", (100.0 * communication) as f32),
+            ("perf/gflops_per_sec", (epoch.flops_per_sec / 1e9) as f32),
         ];
+        if let Some(steps) = epoch.step_time {
+            values.extend([
+                ("perf/step_median_ms", (1e3 * steps.median_secs) as f32),
+                ("perf/step_imbalance", steps.imbalance as f32),
+            ]);
+        }
         values.extend(names.iter().map(|(name, v)| (name.as_str(), *v)));
         let last = epoch.first_step + epoch.step_losses.len() as u64;
         self.file.scalars(last, wall_time, &values)

@@ -129,3 +129,41 @@ fn probe_exchange(world: &World, kind: Exchange, lengths: &[usize]) -> usize {
     drop(lagged);
     checks
 }
+
+/// `trainer exchange-model` under mpirun -np 2: the link between the two
+/// ranks and the summing speed measured, a prediction per node count, the
+/// two exchanges equal on one node; on 1 rank it says how to run it.
+#[test]
+fn the_exchange_model_measures_two_ranks_and_predicts_every_scale() {
+    let trainer = std::path::Path::new(env!("CARGO_BIN_EXE_trainer"));
+    let args = ["exchange-model", "--nodes", "8", "--ranks-per-node", "2", "--json"];
+    let out = e2e::mpirun(2, &[], trainer, &args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_str(&stdout).unwrap();
+    let machine = &json["machine"];
+    for figure in [&machine["intra"]["latency"], &machine["intra"]["secs_per_byte"], &machine["reduce_secs_per_byte"]] {
+        let value = figure.as_f64().unwrap();
+        assert!(value.is_finite() && value > 0.0, "{machine}");
+    }
+    // The default model's gradients: CosmoFlow's first configuration's parameters in f32.
+    let entry = trainer::models::find("cosmoflow").unwrap();
+    let (parameters, _) = entry.build_default(entry.configs[0]).unwrap().sizes().unwrap();
+    assert_eq!(json["bytes"].as_f64().unwrap(), 4.0 * parameters as f64);
+    let predictions = json["predictions"].as_array().unwrap();
+    let nodes: Vec<u64> = predictions.iter().map(|p| p["nodes"].as_u64().unwrap()).collect();
+    assert_eq!(nodes, [1, 2, 4, 8]);
+    assert_eq!(predictions[0]["flat_secs"], predictions[0]["hierarchical_secs"]);
+    assert!(predictions[3]["flat_secs"].as_f64().unwrap() > predictions[1]["flat_secs"].as_f64().unwrap());
+
+    let out = e2e::mpirun(1, &[], trainer, &["exchange-model"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("mpirun -np 2"), "{stderr}");
+    // With the node's link given, one rank is enough and the figures are used as given.
+    let given = ["exchange-model", "--intra-latency-us", "2", "--intra-gb-per-sec", "50", "--nodes", "2", "--json"];
+    let out = e2e::mpirun(1, &[], trainer, &given);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["machine"]["intra"]["latency"].as_f64().unwrap(), 2e-6);
+    assert_eq!(json["machine"]["intra"]["secs_per_byte"].as_f64().unwrap(), 1.0 / 50e9);
+}

@@ -285,7 +285,7 @@ fn bad_input_fails_with_one_clear_line() {
 }
 
 #[test]
-fn a_one_rank_report_as_baseline_gives_the_parallel_efficiency() {
+fn a_one_rank_report_as_baseline_gives_weak_and_strong_scaling_efficiency() {
     let dir = tempfile::tempdir().unwrap();
     let data = dataset(dir.path(), 2, 17);
     let (one, two) = (dir.path().join("one.json"), dir.path().join("two.json"));
@@ -301,6 +301,12 @@ fn a_one_rank_report_as_baseline_gives_the_parallel_efficiency() {
     let expected = report["samples_per_sec"].as_f64().unwrap() / (2.0 * baseline["samples_per_sec"].as_f64().unwrap());
     let efficiency = report["parallel_efficiency"].as_f64().unwrap();
     assert!((efficiency - expected).abs() < 1e-9 && efficiency > 0.0, "{efficiency} against {expected}");
+    assert_eq!(report["scaling"], "weak");
+    // The baseline's global batch of 2 split over 2 ranks.
+    let strong = ok(&run(2, "1", &["--baseline", one.to_str().unwrap()]));
+    assert_eq!(strong["scaling"], "strong");
+    let expected = strong["samples_per_sec"].as_f64().unwrap() / (2.0 * baseline["samples_per_sec"].as_f64().unwrap());
+    assert!((strong["parallel_efficiency"].as_f64().unwrap() - expected).abs() < 1e-9);
 
     // A 2-rank report, or one of another batch, is refused before training.
     for (baseline, batch, says) in [(&two, "2", "1-rank run"), (&one, "4", "batch 2")] {
@@ -309,6 +315,49 @@ fn a_one_rank_report_as_baseline_gives_the_parallel_efficiency() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(baseline.file_name().unwrap().to_str().unwrap()) && stderr.contains(says), "{stderr}");
     }
+}
+
+/// Forward multiply-adds of one `mlperf-small` sample, by hand: five 3³
+/// convolutions at 32³, 16³, 8³, 4³ and 2³ outputs (each pooled after),
+/// 4 → 8 → 16 → 32 → 64 → 128 channels, then dense 128 → 128 → 64 → 4.
+fn mlperf_small_forward_macs() -> f64 {
+    let convs = [(32usize, 4usize, 8usize), (16, 8, 16), (8, 16, 32), (4, 32, 64), (2, 64, 128)];
+    let conv: usize = convs.iter().map(|&(edge, from, to)| edge.pow(3) * 27 * from * to).sum();
+    (conv + 128 * 128 + 128 * 64 + 64 * 4) as f64
+}
+
+#[test]
+fn reports_give_step_time_statistics_sustained_flops_and_the_time_to_a_target_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 2, 19);
+    let run = |target: &str| {
+        let args = ["--data", data.to_str().unwrap(), "--val-fraction", "0", "--epochs", "2", "--batch", "2"];
+        let mut args = args.to_vec();
+        args.extend_from_slice(&["--workers", "1", "--target-loss", target]);
+        ok(&train(2, &[], &args))
+    };
+    let report = run("1e9");
+    let stats = &report["step_time"];
+    let number = |v: &serde_json::Value| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+    let (low, median, high) = (number(&stats["low_secs"]), number(&stats["median_secs"]), number(&stats["high_secs"]));
+    assert!(0.0 < low && low <= median && median <= high, "{stats}");
+    assert!(number(&stats["imbalance"]) >= 1.0, "{stats}");
+    // 16 samples over 2 ranks × 2: 4 steps an epoch on each rank.
+    assert_eq!(stats["steps"], 2 * 2 * 4);
+    assert_eq!(report["epochs"][0]["step_time"]["steps"], 2 * 4);
+    // The epoch's Flop/s are its samples' training operations (6 × the
+    // forward multiply-adds) over its seconds.
+    let epoch = &report["epochs"][0];
+    let flops = number(&epoch["flops_per_sec"]) * number(&epoch["seconds"]);
+    let want = number(&epoch["samples"]) * 6.0 * mlperf_small_forward_macs();
+    assert!((flops / want - 1.0).abs() < 1e-9, "{flops} against {want}");
+    assert!(number(&report["flops_per_sec"]) > 0.0);
+    // Any step's loss is below 1e9: the first step reached it.
+    let reached = number(&report["time_to_target_secs"]);
+    assert!(reached > 0.0 && reached <= number(&epoch["seconds"]) + number(&report["first_batch_secs"]), "{reached}");
+    assert_eq!(report["target_loss"], 1e9);
+    // No loss is negative.
+    assert!(run("-1")["time_to_target_secs"].is_null());
 }
 
 /// The model learns what its data holds: on 4 simulated universes (32

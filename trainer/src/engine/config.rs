@@ -82,6 +82,9 @@ pub struct TrainConfig {
     pub checkpoint_every: Option<u64>,
     /// Stop after this many steps of this run (benchmarks).
     pub max_steps: Option<u64>,
+    /// The training loss (mean over the ranks of a step) whose first
+    /// reaching the report times (`time_to_target_secs`).
+    pub target_loss: Option<f32>,
     /// Where rank 0 draws the trained network's predictions for a few
     /// validation samples, for models that draw them
     /// ([`TrainModel::picture`](super::TrainModel::picture)).
@@ -133,6 +136,11 @@ impl TrainConfig {
     pub fn validate(&self) -> Result<(), String> {
         if self.batch == 0 {
             return Err("--batch must be at least 1".into());
+        }
+        if let Some(target) = self.target_loss
+            && !target.is_finite()
+        {
+            return Err(format!("--target-loss must be a finite number, got {target}"));
         }
         // 0 is allowed: a run that must not move the parameters (its
         // checkpoint holds the initial ones).
@@ -230,6 +238,7 @@ mod tests {
             checkpoint: None,
             checkpoint_every: None,
             max_steps: None,
+            target_loss: None,
             predictions: None,
             check_finite: false,
         }

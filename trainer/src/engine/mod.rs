@@ -16,6 +16,7 @@ pub mod guard;
 pub mod model;
 pub mod report;
 pub mod resume;
+pub mod steps;
 
 use std::time::Instant;
 
@@ -38,6 +39,7 @@ pub use model::{
     norm_group,
 };
 pub use report::{EpochReport, StepTimes, TrainReport};
+pub use steps::StepStats;
 
 /// Why training stopped.
 #[derive(Debug, thiserror::Error)]
@@ -461,6 +463,9 @@ impl<M: TrainModel> Run<'_, M> {
         let mut run_steps = 0u64;
         let run_started = Instant::now();
         let mut first_batch_secs = None;
+        // Every rank's step measurements of this run, on every rank.
+        let mut run_measured = vec![steps::RankSteps::default(); self.world.size()];
+        let mut time_to_target = None;
         for epoch in start_epoch..self.config.epochs {
             let started = Instant::now();
             // A run resumed from a mid-epoch checkpoint starts at the batch
@@ -487,11 +492,15 @@ impl<M: TrainModel> Run<'_, M> {
             let mut times = StepTimes::default();
             let mut epoch_losses = Vec::with_capacity(epoch_steps as usize);
             let mut epoch_samples = 0u64;
+            let mut measured = steps::RankSteps::default();
+            // When each step ended, from the start of this run.
+            let mut step_ends = Vec::with_capacity(epoch_steps as usize);
             loop {
                 if self.config.max_steps.is_some_and(|max| run_steps >= max) {
                     break;
                 }
                 let t = Instant::now();
+                let communication_before = times.communication;
                 let Some(batch) = batches.next() else { break };
                 let batch = batch.map_err(TrainError::from)?;
                 times.data_wait += t.elapsed().as_secs_f64();
@@ -499,6 +508,7 @@ impl<M: TrainModel> Run<'_, M> {
                 // A dealt step's batches differ in size between ranks.
                 let share = begun.map(|_| elastic::share_of_step(self.world, batch.len()));
                 epoch_samples += batch.len() as u64;
+                let flops = self.model.training_flops(&batch)?;
                 let (next, loss) = match self.step(net, &batch, (epoch, share), &mut times) {
                     Ok(stepped) => stepped,
                     Err(TrainError::NonFinite(mut e)) if e.reports => {
@@ -509,6 +519,9 @@ impl<M: TrainModel> Run<'_, M> {
                 };
                 net = next;
                 batches.recycle(batch);
+                let seconds = t.elapsed().as_secs_f64();
+                measured.push(seconds, seconds - (times.communication - communication_before), flops);
+                step_ends.push(run_started.elapsed().as_secs_f64());
                 epoch_losses.push(loss);
                 run_steps += 1;
                 let into_epoch = skip + epoch_losses.len() as u64;
@@ -517,15 +530,22 @@ impl<M: TrainModel> Run<'_, M> {
             }
             loader = Some(batches);
             let stopped_early = (epoch_losses.len() as u64) < epoch_steps - skip;
+            let gathered = steps::gather(self.world, &measured);
             let (next, report) = self.end_epoch(
                 net,
                 data.validation.as_ref(),
                 (epoch, stopped_early),
-                (&epoch_losses, epoch_samples),
+                (&epoch_losses, epoch_samples, &gathered),
                 times,
                 started,
             )?;
             net = next;
+            run_measured.iter_mut().zip(&gathered).for_each(|(run, epoch)| run.extend(epoch));
+            if time_to_target.is_none()
+                && let Some(target) = self.config.target_loss
+            {
+                time_to_target = report.step_losses.iter().position(|&l| l <= target).map(|k| step_ends[k]);
+            }
             on_epoch(&report);
             run_times.add(&times);
             epochs.push(report);
@@ -563,9 +583,14 @@ impl<M: TrainModel> Run<'_, M> {
             times: run_times,
             fractions: run_times.fractions(),
             samples_per_sec: run_samples as f64 / seconds,
+            step_time: StepStats::of(&run_measured),
+            flops_per_sec: run_measured.iter().map(|r| r.flops).sum::<f64>() / seconds,
+            target_loss: self.config.target_loss,
+            time_to_target_secs: time_to_target,
             first_batch_secs,
             staging_wait_secs: loader::dataset::Dataset::staging_wait_secs(&*data.train),
             parallel_efficiency: None,
+            scaling: None,
             params: std::mem::take(&mut self.values),
             state: std::mem::take(&mut self.state),
         })
@@ -736,7 +761,7 @@ impl<M: TrainModel> Run<'_, M> {
         net: M::Net,
         val: Option<&ValSet>,
         (epoch, stopped_early): (u64, bool),
-        (epoch_losses, epoch_samples): (&[f32], u64),
+        (epoch_losses, epoch_samples, measured): (&[f32], u64, &[steps::RankSteps]),
         times: StepTimes,
         started: Instant,
     ) -> Result<(M::Net, EpochReport), TrainError> {
@@ -763,6 +788,8 @@ impl<M: TrainModel> Run<'_, M> {
             seconds,
             samples,
             samples_per_sec: samples as f64 / seconds,
+            step_time: StepStats::of(measured),
+            flops_per_sec: measured.iter().map(|r| r.flops).sum::<f64>() / seconds,
             times,
             lr: self.schedule.at(self.optimizer.steps),
             checksum: format!("{sum:016x}"),

@@ -205,6 +205,11 @@ pub trait TrainModel: Send + Sync + 'static {
         device: &Device,
     ) -> Result<Tensor<1>, TrainError>;
 
+    /// Floating-point operations of a training step on `batch` (forward
+    /// and backward), counted from the network's layer shapes
+    /// ([`crate::flops`]): what the reports' sustained Flop/s are made of.
+    fn training_flops(&self, batch: &Batch) -> Result<f64, TrainError>;
+
     /// Names of the figures [`validate`](Self::validate) reports.
     fn metric_names(&self) -> &'static [&'static str];
 

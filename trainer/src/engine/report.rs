@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use super::model::{ModelSummary, Validation};
+use super::steps::StepStats;
 use crate::params::Init;
 
 /// Seconds spent per part of the steps, summed.
@@ -59,6 +60,13 @@ pub struct EpochReport {
     pub samples: u64,
     /// Training samples per second, all ranks.
     pub samples_per_sec: f64,
+    /// Step times over every rank's steps of the epoch (none when it took
+    /// no step).
+    pub step_time: Option<StepStats>,
+    /// Sustained floating-point operations per second, all ranks: the
+    /// analytic count of the epoch's training steps over its wall seconds
+    /// (validation included, as in `samples_per_sec`).
+    pub flops_per_sec: f64,
     /// Rank 0's step time split.
     pub times: StepTimes,
     /// Learning rate at the epoch's end.
@@ -81,18 +89,33 @@ impl EpochReport {
         let t = &self.times;
         let [wait, compute, comm, _] = t.fractions();
         let val = self.validation.as_ref().map_or(String::new(), |v| format!(", {}", v.line));
+        let steps = self.step_time.map_or(String::new(), |s| {
+            format!(
+                ", step {} (68% {}-{}, imbalance {:.2})",
+                seconds(s.median_secs),
+                seconds(s.low_secs),
+                seconds(s.high_secs),
+                s.imbalance
+            )
+        });
         format!(
-            "epoch {}: {} steps, loss {:.4}{val}, {:.1} samples/s, data wait {:.1}% compute {:.1}% comm {:.1}%, {:.1} s",
+            "epoch {}: {} steps, loss {:.4}{val}, {:.1} samples/s, {:.2} GFlop/s, data wait {:.1}% compute {:.1}% comm {:.1}%{steps}, {:.1} s",
             self.epoch,
             self.steps,
             self.train_loss,
             self.samples_per_sec,
+            self.flops_per_sec / 1e9,
             100.0 * wait,
             100.0 * compute,
             100.0 * comm,
             self.seconds
         )
     }
+}
+
+/// A duration for the epoch line: milliseconds below a second.
+fn seconds(s: f64) -> String {
+    if s < 1.0 { format!("{:.1} ms", 1e3 * s) } else { format!("{s:.2} s") }
 }
 
 /// What a run did.
@@ -141,6 +164,17 @@ pub struct TrainReport {
     pub fractions: [f64; 4],
     /// Samples per second over this run, all ranks.
     pub samples_per_sec: f64,
+    /// Step times over every rank's steps of this run.
+    pub step_time: Option<StepStats>,
+    /// Sustained floating-point operations per second over this run, all
+    /// ranks (see [`EpochReport::flops_per_sec`]).
+    pub flops_per_sec: f64,
+    /// `--target-loss`.
+    pub target_loss: Option<f32>,
+    /// Seconds from the start of this run to the end of the first step
+    /// whose loss (the mean over the ranks) was at most `target_loss`;
+    /// none if no step reached it.
+    pub time_to_target_secs: Option<f64>,
     /// Seconds from the start of the run (data opened, network built) to
     /// rank 0's first batch: with a staging service, how soon training
     /// started on the first staged files.
@@ -152,6 +186,9 @@ pub struct TrainReport {
     /// times the 1-rank samples/s. The caller fills it in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parallel_efficiency: Option<f64>,
+    /// Weak or strong, with `parallel_efficiency`. The caller fills it in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<crate::scaling::Scaling>,
     /// Final parameters (for comparing runs).
     #[serde(skip)]
     pub params: Vec<Vec<f32>>,

@@ -100,6 +100,15 @@ impl TrainModel for ProbeModel {
         ModelSummary { name: "bn-probe".into(), config: "small".into(), details }
     }
 
+    fn training_flops(&self, batch: &Batch) -> Result<f64, TrainError> {
+        // Two stride-2 convolutions (32³ → 16³ → 8³ outputs) and the head.
+        let (half, quarter) = ((INPUT / 2).pow(3), (INPUT / 4).pow(3));
+        let macs = crate::flops::conv(half, CHANNELS, WIDTH, 27)
+            + crate::flops::conv(quarter, WIDTH, WIDTH, 27)
+            + crate::flops::dense(WIDTH, OUTPUTS);
+        Ok(batch.len() as f64 * crate::flops::training_flops(macs))
+    }
+
     fn build(&self, device: &Device) -> Result<ProbeNet, TrainError> {
         let conv = |from, to| {
             Conv3dConfig::new([from, to], [3, 3, 3])

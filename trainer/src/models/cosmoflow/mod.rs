@@ -95,6 +95,8 @@ pub struct CosmoflowModel {
     standardize: bool,
     /// Fitted on the training data when `standardize` is asked for.
     fitted: Option<Standardize>,
+    /// Forward multiply-adds of one sample.
+    forward_macs: f64,
 }
 
 impl CosmoflowModel {
@@ -104,12 +106,19 @@ impl CosmoflowModel {
         if let Some(p) = options.dropout {
             config.dropout = p;
         }
-        config.final_size().map_err(TrainError::of_model)?;
+        let forward_macs = config.forward_macs().map_err(TrainError::of_model)?;
         let init = match options.init {
             None | Some(InitChoice::Glorot) => Init::GlorotUniform,
             Some(InitChoice::He) => Init::HeUniformLeaky { slope: LEAKY_SLOPE as f32 },
         };
-        Ok(CosmoflowModel { config, init, augment: options.augment, standardize: options.standardize, fitted: None })
+        Ok(CosmoflowModel {
+            config,
+            init,
+            augment: options.augment,
+            standardize: options.standardize,
+            fitted: None,
+            forward_macs,
+        })
     }
 
     /// The network's configuration.
@@ -142,6 +151,10 @@ impl TrainModel for CosmoflowModel {
             map.insert("standardize".into(), self.standardize.into());
         }
         ModelSummary { name: "cosmoflow".into(), config: self.config.name.clone(), details }
+    }
+
+    fn training_flops(&self, batch: &Batch) -> Result<f64, TrainError> {
+        Ok(batch.len() as f64 * crate::flops::training_flops(self.forward_macs))
     }
 
     fn build(&self, device: &Device) -> Result<Cosmoflow, TrainError> {

@@ -25,6 +25,7 @@
 //! parameters; a minibatch is split into sub-batches of one trace type, and
 //! one sub-batch runs the LSTM in a single pass ([`model`]).
 
+pub mod flops;
 pub mod guide;
 pub mod infer;
 pub mod layout;

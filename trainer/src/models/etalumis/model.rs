@@ -349,6 +349,17 @@ impl TrainModel for EtalumisModel {
         Ok(total.neg().div_scalar(batch.len().max(1) as f32))
     }
 
+    fn training_flops(&self, batch: &Batch) -> Result<f64, TrainError> {
+        let (_, data) =
+            self.data.get().ok_or_else(|| TrainError::Data("the data was not checked before training".into()))?;
+        let macs: f64 = parse(batch)
+            .iter()
+            .flatten()
+            .map(|t| super::flops::trace(&self.config, data.observation, &data.layout, &t.positions))
+            .sum();
+        Ok(crate::flops::training_flops(macs))
+    }
+
     fn metric_names(&self) -> &'static [&'static str] {
         &["loss", "prior_loss", "skipped"]
     }

@@ -131,6 +131,11 @@ impl TrainModel for InverseModel {
         ModelSummary { name: "inverse".into(), config: self.network.name.clone(), details }
     }
 
+    fn training_flops(&self, batch: &Batch) -> Result<f64, TrainError> {
+        let macs = crate::models::segmentation::flops::tiramisu(&self.network, self.network.input);
+        Ok(batch.len() as f64 * crate::flops::training_flops(macs))
+    }
+
     fn build(&self, device: &Device) -> Result<Tiramisu, TrainError> {
         Ok(self.network.init(device))
     }

@@ -1,16 +1,16 @@
 //! Multiply-adds per sample of the segmentation networks, from their layer
 //! shapes: the convolutions (and transposed convolutions) only, which hold
-//! all but a fraction of a percent of the work. A training step costs
-//! about three forward passes (the forward, and a backward that computes
-//! the gradients of the inputs and of the weights, each as much again),
-//! the convention of Kurth et al. (SC18, Sec. VI) and of most FLOP counts.
+//! all but a fraction of a percent of the work ([`crate::flops`] for the
+//! conventions).
 
 use super::deeplab::DeeplabConfig;
 use super::tiramisu::TiramisuConfig;
 
+pub use crate::flops::training_flops;
+
 /// Multiply-adds of a k×k convolution producing `pixels` outputs.
 fn conv(pixels: usize, from: usize, to: usize, k: usize) -> f64 {
-    pixels as f64 * from as f64 * to as f64 * (k * k) as f64
+    crate::flops::conv(pixels, from, to, k * k)
 }
 
 /// Forward multiply-adds of a Tiramisu on one `h`×`w` field.
@@ -93,12 +93,6 @@ fn head(config: &DeeplabConfig, [h, w]: [usize; 2]) -> f64 {
     let up_to_full =
         conv(quarter, d, d, 3) + 2.0 * conv(half, d, d, 3) + conv(half, d, d, 3) + 2.0 * conv(h * w, d, d, 3);
     aspp + project + up_to_quarter + low + refine + up_to_full + conv(h * w, d, config.classes, 1)
-}
-
-/// Floating-point operations of one training sample: a multiply-add is 2,
-/// and a training step about 3 forward passes.
-pub fn training_flops(forward_macs: f64) -> f64 {
-    6.0 * forward_macs
 }
 
 #[cfg(test)]

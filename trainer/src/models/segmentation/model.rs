@@ -209,6 +209,11 @@ impl<N: Network> SegmentationModel<N> {
         self.shape.get().copied().ok_or_else(|| TrainError::Data("the data was not checked before training".into()))
     }
 
+    /// The field the data holds once checked, the configuration's before.
+    fn trained_field(&self) -> [usize; 2] {
+        self.shape.get().map_or(self.network.input(), |s| [s.height, s.width])
+    }
+
     fn inputs(&self, batch: &Batch, device: &Device) -> Result<Tensor<4>, TrainError> {
         let s = self.field()?;
         Ok(Tensor::from_data(TensorData::new(batch.x.clone(), [batch.len(), s.channels, s.height, s.width]), device))
@@ -225,12 +230,16 @@ impl<N: Network> TrainModel for SegmentationModel<N> {
             map.insert("class_counts".into(), self.counts.clone().into());
             map.insert("class_weights".into(), self.weights.clone().into());
             map.insert("norm_group".into(), self.norm_group.into());
-            let field = self.shape.get().map_or(self.network.input(), |s| [s.height, s.width]);
+            let field = self.trained_field();
             let flops = super::flops::training_flops(self.network.forward_macs(field));
             map.insert("field".into(), field.to_vec().into());
             map.insert("training_flops_per_sample".into(), flops.into());
         }
         ModelSummary { name: N::MODEL.into(), config: self.network.name().into(), details }
+    }
+
+    fn training_flops(&self, batch: &Batch) -> Result<f64, TrainError> {
+        Ok(batch.len() as f64 * super::flops::training_flops(self.network.forward_macs(self.trained_field())))
     }
 
     fn build(&self, device: &Device) -> Result<N::Net, TrainError> {
