@@ -16,15 +16,21 @@ if ! "$venv/bin/python" -c "import maturin" 2>/dev/null || [ ! -x "$venv/bin/pat
     bash "$here/setup-venv.sh"
 fi
 rm -rf "$out"
+# `release` unless STAGEHAND_PYTHON_PROFILE says otherwise: `make test`
+# checks the packaging with `dev`, whose dependencies its test build has
+# compiled (see setup-venv.sh); a wheel to ship is built `release`.
+profile="${STAGEHAND_PYTHON_PROFILE:-release}"
+# Cargo's output directory for the `dev` profile is named `debug`.
+dir="$([ "$profile" = dev ] && echo debug || echo "$profile")"
 # maturin's repair rewrites the extension's library names in place, in
-# target/release too: a later `pip install ./python` would reuse that file
+# target/$dir too: a later `pip install ./python` would reuse that file
 # (cargo sees nothing to rebuild) without the libraries it now names.
 # Removing it after the build makes cargo link it afresh next time.
-artefacts=("$out/../../release/lib_stagehand.so" "$out/../../release/deps/lib_stagehand.so")
+artefacts=("$out/../../$dir/lib_stagehand.so" "$out/../../$dir/deps/lib_stagehand.so")
 trap 'rm -f "${artefacts[@]}"' EXIT
 # The clippy wrapper `make test` sets for its own build is not for this one.
 (cd "$here" && env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS PATH="$venv/bin:$PATH" \
-    "$venv/bin/maturin" build --release --auditwheel repair --out "$out" --quiet 2>&1 | grep -v '=>' | grep -v '^    /' || true)
+    "$venv/bin/maturin" build --profile "$profile" --auditwheel repair --out "$out" --quiet 2>&1 | grep -v '=>' | grep -v '^    /' || true)
 wheel="$(ls "$out"/stagehand-*.whl 2>/dev/null | head -1)"
 if [ -z "$wheel" ]; then
     echo "make wheel: maturin wrote no wheel into $out" >&2
