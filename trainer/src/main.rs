@@ -726,6 +726,21 @@ fn exchange_model(world: &World, args: &ExchangeModelArgs, (bytes, what): (f64, 
     Ok(())
 }
 
+/// A command's options or inputs refused before MPI starts: one line
+/// (from one rank of an mpirun), exit 2.
+fn exit_before_mpi(error: &anyhow::Error) -> ! {
+    cluster::logging::print_error_once(format_args!("{}", cluster::logging::chain(error.as_ref())));
+    std::process::exit(2)
+}
+
+/// MPI started, or one line and exit 1.
+fn init_world() -> World {
+    World::init().unwrap_or_else(|e| {
+        cluster::logging::print_error(&e);
+        std::process::exit(1)
+    })
+}
+
 fn main() {
     cluster::allocator::keep_freed_memory();
     let matches =
@@ -748,17 +763,8 @@ fn main() {
             return;
         }
         Command::ExchangeModel(args) => {
-            let exchanged = exchanged_bytes(&args).unwrap_or_else(|e| {
-                cluster::logging::print_error_once(format_args!("{}", cluster::logging::chain(e.as_ref())));
-                std::process::exit(2);
-            });
-            let world = match World::init() {
-                Ok(world) => world,
-                Err(e) => {
-                    cluster::logging::print_error(&e);
-                    std::process::exit(1);
-                }
-            };
+            let exchanged = exchanged_bytes(&args).unwrap_or_else(|e| exit_before_mpi(&e));
+            let world = init_world();
             if world.size() < 2 && args.intra_latency_us.is_none() {
                 let speaks = world.is_root();
                 world.exit_agreed(
@@ -793,20 +799,8 @@ fn main() {
     };
     // Check what can be checked before MPI starts, so a typo, a missing
     // GPU or a dataset of the wrong kind fails with one line and exit 2.
-    let (model, config, baseline) = match prepare(&args, entry, model_matches) {
-        Ok(prepared) => prepared,
-        Err(e) => {
-            cluster::logging::print_error_once(format_args!("{}", cluster::logging::chain(e.as_ref())));
-            std::process::exit(2);
-        }
-    };
-    let world = match World::init() {
-        Ok(world) => world,
-        Err(e) => {
-            cluster::logging::print_error(&e);
-            std::process::exit(1);
-        }
-    };
+    let (model, config, baseline) = prepare(&args, entry, model_matches).unwrap_or_else(|e| exit_before_mpi(&e));
+    let world = init_world();
     cluster::logging::init(world.topology(), Some("warn"));
     if let Err(e) = train(&world, model, &config, baseline, &args) {
         match e.downcast_ref::<trainer::engine::TrainError>() {
