@@ -50,9 +50,6 @@ test: export CARGO_INCREMENTAL := 0
 # the run ends with their count and reasons.
 test: export STAGEHAND_SKIP_LOG := $(CURDIR)/target/skipped-tests.log
 test: setup
-	@mkdir -p target
-	@echo "make test: installing the Python test requirements in the background while cargo works (log: target/python-requirements.log)"
-	bash python/setup-venv.sh --requirements-only > target/python-requirements.log 2>&1 &
 	$(CARGO) fmt --all -- --check
 	$(CARGO) fmt --manifest-path fuzz/Cargo.toml -- --check
 	$(CLIPPY_BUILD) $(CARGO) build --workspace --all-targets

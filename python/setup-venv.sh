@@ -5,23 +5,9 @@
 # checkout with `pip install ./python`, as a user would. Idempotent: the
 # requirements are installed once; the package is rebuilt every time (cargo
 # rebuilds only what changed).
-#
-#   bash python/setup-venv.sh                      # requirements, then the package
-#   bash python/setup-venv.sh --requirements-only  # what `make test` starts in the background
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 venv="$here/.venv"
-# Installing the requirements is mostly downloading (torch's CUDA libraries,
-# TensorFlow: about 4 minutes of CI), so `make test` runs it while cargo
-# builds and tests, and calls this script again before the Python tests.
-# The two take turns on this lock: the second waits for the first, then
-# finds everything installed (or, if the first failed, installs it itself
-# and shows why).
-exec 9> "$here/.venv.lock"
-if ! flock -n 9; then
-    echo "python/setup-venv: waiting for the requirements install already running (make test's: target/python-requirements.log)"
-    flock 9
-fi
 if [ ! -x "$venv/bin/python" ]; then
     echo "python/setup-venv: creating $venv"
     python3 -m venv "$venv"
@@ -36,11 +22,6 @@ if ! "$venv/bin/python" -c "import maturin, numpy, pytest, h5py, lmdb, torch, te
     # DLIO without the requirements its CPU workloads never import (see
     # requirements-test.txt and docs/dlio.md).
     "$venv/bin/pip" install -q --no-cache-dir --no-deps dlio_benchmark==2.0.0
-fi
-flock -u 9
-if [ "${1:-}" = "--requirements-only" ]; then
-    echo "python/setup-venv: requirements ready"
-    exit 0
 fi
 # The compiled half is built in cargo's `release` profile, as `pip install`
 # builds it for a user. `make test` asks for `dev`
