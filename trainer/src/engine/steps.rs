@@ -105,6 +105,11 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     }
 }
 
+/// Floating-point operations per second of `ranks`' steps over `seconds`.
+pub fn flops_per_sec(ranks: &[RankSteps], seconds: f64) -> f64 {
+    ranks.iter().map(|r| r.flops).sum::<f64>() / seconds
+}
+
 /// Every rank's measurements, on every rank. Collective.
 pub fn gather(world: &World, mine: &RankSteps) -> Vec<RankSteps> {
     world.all_gather_bytes(&mine.to_bytes()).iter().map(|b| RankSteps::from_bytes(b)).collect()
