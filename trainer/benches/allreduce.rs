@@ -9,6 +9,12 @@
 //! machine there is no network for it to save, so the row checks that it
 //! costs no more than 5 %.
 //!
+//! The `trainer` itself on 2 ranks, CosmoFlow (`mlperf-small`) and
+//! DeepLabv3+ (`small`): the share of the step spent waiting for the
+//! exchange when gradient groups (an eighth of the gradients each) are
+//! reduced during back-propagation, against the exchange after it, runs
+//! alternating in the same bench.
+//!
 //! And what the alpha-beta model (`trainer exchange-model`, fed by the
 //! link between two ranks and the summing speed measured here) predicts
 //! for the same gradients at Summit's scale, 4,608 nodes of 6 ranks.
@@ -141,6 +147,57 @@ fn predicted_at_summit_scale() -> (f64, f64) {
     (last["flat_secs"].as_f64().unwrap(), last["hierarchical_secs"].as_f64().unwrap())
 }
 
+/// One `trainer train` on 2 ranks: its report.
+fn train(args: &[&str]) -> serde_json::Value {
+    let trainer = std::path::Path::new(env!("CARGO_BIN_EXE_trainer"));
+    let all: Vec<&str> = ["train"].iter().chain(args).copied().collect();
+    let out = e2e::mpirun(2, &[], trainer, &all);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The exchange-wait share of the step after the backward pass and during
+/// it (medians of 3 alternating runs), and the groups of the last run
+/// during it: (after, during, groups report).
+fn exchange_wait(args: &[&str]) -> (f64, f64, serde_json::Value) {
+    let wait = |report: &serde_json::Value| report["fractions"][2].as_f64().unwrap();
+    let (mut after, mut during, mut groups) = (Vec::new(), Vec::new(), serde_json::Value::Null);
+    for rep in 0..3 {
+        let blocking = train(args);
+        // Groups of an eighth of the gradients: several leave early.
+        let group_mb = format!("{}", blocking["parameters"].as_f64().unwrap() * 4.0 / 8.0 / (1u64 << 20) as f64);
+        let extra = ["--reduce-during-backward", "--fusion-mb", group_mb.as_str()];
+        let overlapped = train(&[args, &extra[..]].concat());
+        println!(
+            "{} rep {rep}: exchange wait {:.1} % after the backward pass, {:.1} % during it ({})",
+            args[1],
+            100.0 * wait(&blocking),
+            100.0 * wait(&overlapped),
+            overlapped["gradient_groups"]
+        );
+        after.push(wait(&blocking));
+        during.push(wait(&overlapped));
+        groups = overlapped["gradient_groups"].clone();
+    }
+    (median(after), median(during), groups)
+}
+
+/// The row of one model's exchange wait during against after the backward pass.
+fn wait_row(id: &str, what: &str, (after, during, groups): (f64, f64, serde_json::Value)) -> Row {
+    Row::new(
+        id,
+        format!(
+            "{what}, waiting for the exchange with groups reduced during back-propagation: {:.1} % of the step              ({} of {} groups left before the backward pass ended)",
+            100.0 * during,
+            groups["during_backward"],
+            groups["groups"]
+        ),
+    )
+    .peer(format!("the exchange after the backward pass, same run: {:.1} %", 100.0 * after))
+    .ratio(format!("{:.2}× its wait", during / after))
+    .target("less wait than after it", Some(during < after))
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -180,6 +237,18 @@ fn main() {
     let (speed, flat_s, hier_s) = hierarchical[1];
     let efficiency = median(efficiencies);
     let (model_flat_s, model_hier_s) = predicted_at_summit_scale();
+    let dir = tempfile::tempdir().unwrap();
+    let (cosmo, climate) = (e2e::simulated_cosmo(dir.path(), 16, 5), e2e::simulated_climate(dir.path(), 40, 16, 5));
+    let run = ["--val-fraction", "0", "--epochs", "1", "--workers", "1"];
+    let cosmo_args =
+        [&["--config", "mlperf-small", "--data", cosmo.to_str().unwrap(), "--batch", "4"][..], &run].concat();
+    let cosmoflow_wait = exchange_wait(&cosmo_args);
+    let deeplab_args = [
+        &["--model", "deeplabv3plus", "--config", "small", "--data", climate.to_str().unwrap(), "--batch", "2"][..],
+        &run,
+    ]
+    .concat();
+    let deeplab_wait = exchange_wait(&deeplab_args);
     println!(
         "\nfused exchange (gradients written into the fusion slots) / bare allreduce bandwidth, median of 3 runs (each the median of 30 steps): {:.1} %",
         100.0 * efficiency
@@ -213,6 +282,8 @@ fn main() {
         .peer(format!("the flat exchange, same model: {:.1} ms", 1e3 * model_flat_s))
         .ratio(format!("{:.2}× its speed", model_flat_s / model_hier_s))
         .target("a prediction (no target)", None),
+        wait_row("during-backward-cosmoflow", "CosmoFlow `mlperf-small`, 2 ranks × batch 4", cosmoflow_wait),
+        wait_row("during-backward-deeplab", "DeepLabv3+ `small`, 2 ranks × batch 2", deeplab_wait),
     ];
     bench_rows::record("allreduce", "cargo bench -p stagehand-trainer --bench allreduce", &rows)
         .unwrap_or_else(|e| panic!("{e}"));

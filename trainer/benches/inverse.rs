@@ -62,7 +62,7 @@ fn ours(batch: usize, steps: usize) -> (f64, f64, usize) {
         let t = Instant::now();
         let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, PATTERNS, FIELD, FIELD]), &device);
         let yt = Tensor::<4>::from_data(TensorData::new(y.clone(), [batch, 1, FIELD, FIELD]), &device);
-        let mut pass = Pass { masks: Some(DropoutMasks::for_step(1, k as u64, 0)), norm_group: 0 };
+        let mut pass = Pass { masks: Some(DropoutMasks::for_step(1, k as u64, 0)), ..Pass::inference() };
         let loss = mean_huber(net.forward(xt, &mut pass), yt, INITIAL_DELTA);
         let g = loss.backward();
         params::gradients(&net, &g, |i, v| grads[i].copy_from_slice(v));

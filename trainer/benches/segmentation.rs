@@ -58,7 +58,7 @@ fn ours<N: Network>(config: &N, batch: usize, steps: usize) -> (f64, f64, usize)
     for k in 0..steps + 2 {
         let t = Instant::now();
         let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, 16, h, w]), &device);
-        let mut pass = Pass { masks: Some(DropoutMasks::for_step(1, k as u64, 0)), norm_group: 0 };
+        let mut pass = Pass { masks: Some(DropoutMasks::for_step(1, k as u64, 0)), ..Pass::inference() };
         let loss = weighted_cross_entropy(N::forward(&net, xt, &mut pass), &y, &weights, &device).unwrap();
         let g = loss.backward();
         params::gradients(&net, &g, |i, v| grads[i].copy_from_slice(v));

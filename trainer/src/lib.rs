@@ -43,6 +43,7 @@ pub mod fusion;
 pub mod kernels;
 pub mod models;
 pub mod optim;
+pub mod overlap;
 pub mod params;
 pub mod plot;
 pub mod scaling;

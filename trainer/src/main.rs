@@ -317,6 +317,13 @@ struct TrainArgs {
     /// 1: average step t's gradients on a communication thread during step t+1 and apply them then.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     grad_lag: u8,
+    /// Reduce the gradients in groups of --fusion-mb as back-propagation completes each group, so the
+    /// exchange runs under the rest of the backward pass (Kurth et al. 2018; Laanait et al. 2019); the
+    /// optimiser step waits only for the groups not yet reduced. Give a --fusion-mb well below the
+    /// model's gradients (the report's `parameters` times 4 bytes), or there is one group and nothing
+    /// to overlap.
+    #[arg(long, conflicts_with = "grad_lag")]
+    reduce_during_backward: bool,
     /// How gradients are summed over the ranks: flat (one allreduce over every rank) or hierarchical
     /// (reduce inside each node, each of its ranks allreduces its part between nodes, gather inside the
     /// node; Kurth et al. 2018). Hierarchical needs the same number of ranks on every node.
@@ -436,6 +443,7 @@ fn config_from(
         warmup_start: args.warmup_start,
         weight_decay: args.weight_decay,
         grad_lag: args.grad_lag == 1,
+        reduce_during_backward: args.reduce_during_backward,
         exchange: match args.exchange {
             ExchangeArg::Flat => cluster::allreduce::Exchange::Flat,
             ExchangeArg::Hierarchical => cluster::allreduce::Exchange::Hierarchical,

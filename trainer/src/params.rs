@@ -212,14 +212,46 @@ pub fn state_values<M: Module>(model: &M) -> Vec<Vec<f32>> {
 /// input (the Etalumis heads of addresses a batch never visits) leaves
 /// some without.
 pub fn gradients<M: Module>(model: &M, grads: &Gradients, mut sink: impl FnMut(usize, &[f32])) -> Vec<bool> {
-    struct Grads<'g, F> {
+    let visited = visit_gradients(model, grads, true, |i, g| {
+        sink(i, g);
+        Ok::<(), std::convert::Infallible>(())
+    });
+    match visited {
+        Ok(present) => present,
+        Err(never) => match never {},
+    }
+}
+
+/// Hand the gradients `grads` holds (one segment's, in a backward pass
+/// driven in segments) to `sink(index, gradient)`, in traversal order,
+/// skipping the parameters it holds none for; stops at the first error
+/// `sink` returns.
+pub fn present_gradients<M: Module, E>(
+    model: &M,
+    grads: &Gradients,
+    sink: impl FnMut(usize, &[f32]) -> Result<(), E>,
+) -> Result<(), E> {
+    visit_gradients(model, grads, false, sink).map(|_| ())
+}
+
+/// Every trainable parameter's gradient in `grads` to `sink`, zeros for
+/// those it lacks when `zeros_for_missing`; which had one.
+fn visit_gradients<M: Module, E>(
+    model: &M,
+    grads: &Gradients,
+    zeros_for_missing: bool,
+    mut sink: impl FnMut(usize, &[f32]) -> Result<(), E>,
+) -> Result<Vec<bool>, E> {
+    struct Grads<'g, F, E> {
         place: Place,
         grads: &'g Gradients,
         sink: &'g mut F,
+        zeros_for_missing: bool,
         index: usize,
         present: Vec<bool>,
+        failed: Option<E>,
     }
-    impl<F: FnMut(usize, &[f32])> ModuleVisitor for Grads<'_, F> {
+    impl<F: FnMut(usize, &[f32]) -> Result<(), E>, E> ModuleVisitor for Grads<'_, F, E> {
         fn enter_module(&mut self, name: &str, container: &str) {
             self.place.enter(name, container);
         }
@@ -231,20 +263,38 @@ pub fn gradients<M: Module>(model: &M, grads: &Gradients, mut sink: impl FnMut(u
             if !role.trainable() {
                 return;
             }
+            let index = self.index;
+            self.index += 1;
             let value = param.val();
             let grad = value.grad(self.grads);
             self.present.push(grad.is_some());
-            let grad = match grad {
-                Some(g) => to_vec(g),
-                None => vec![0.0; value.dims().iter().product()],
+            if self.failed.is_some() {
+                return;
+            }
+            let handed = match grad {
+                Some(g) => (self.sink)(index, &to_vec(g)),
+                None if self.zeros_for_missing => (self.sink)(index, &vec![0.0; value.dims().iter().product()]),
+                None => Ok(()),
             };
-            (self.sink)(self.index, &grad);
-            self.index += 1;
+            if let Err(e) = handed {
+                self.failed = Some(e);
+            }
         }
     }
-    let mut visitor = Grads { place: Place::default(), grads, sink: &mut sink, index: 0, present: Vec::new() };
+    let mut visitor = Grads {
+        place: Place::default(),
+        grads,
+        sink: &mut sink,
+        zeros_for_missing,
+        index: 0,
+        present: Vec::new(),
+        failed: None,
+    };
     model.visit(&mut visitor);
-    visitor.present
+    match visitor.failed {
+        Some(e) => Err(e),
+        None => Ok(visitor.present),
+    }
 }
 
 /// Write `values` into the tensors of one kind, in traversal order.

@@ -1,8 +1,9 @@
 //! The Etalumis inference network end to end under a real `mpirun`, on
 //! traces the real `simgen traces` writes: training lowers the proposals'
-//! −log q below the prior's on held-out traces, 2 ranks equal 1 rank with
-//! twice the batch even when the ranks' trace types differ (only the
-//! layers some rank used are reduced), a resumed run continues bit for
+//! −log q below the prior's on held-out traces, 2 and 4 ranks equal 1 rank
+//! with the whole batch even when the ranks' trace types differ (only the
+//! layers some rank used are reduced; flat, and hierarchical during
+//! back-propagation), a resumed run continues bit for
 //! bit, and data the network cannot take fails before MPI starts.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -46,10 +47,14 @@ fn noisy_traces(dir: &Path, name: &str, count: u64, files: u64, seed: u64, noise
 }
 
 fn train(ranks: usize, data: &Path, extra: &[&str]) -> Output {
+    train_in(ranks, &[], data, extra)
+}
+
+fn train_in(ranks: usize, env: &[(&str, &str)], data: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["train", "--model", "etalumis", "--config", "small", "--data", data.to_str().unwrap()];
     args.extend_from_slice(&["--workers", "1"]);
     args.extend_from_slice(extra);
-    e2e::mpirun(ranks, &[], Path::new(TRAINER), &args)
+    e2e::mpirun(ranks, env, Path::new(TRAINER), &args)
 }
 
 /// The calorimeter noise (GeV per voxel) of the traces the network learns
@@ -149,37 +154,44 @@ fn importance_sampling_steps_the_network_as_training_scored_it(
     );
 }
 
-/// With shuffled traces (`--buckets 0`) the two ranks' batches hold
-/// different trace types, so each rank has gradients for heads the other
-/// lacks: the ranks agree on the union with a bitvector and reduce only
-/// it. The mean over 2b traces is the average of two means over b, so the
-/// parameters after the epoch agree with one rank's up to rounding.
+/// With shuffled traces (`--buckets 0`) the ranks' batches hold different
+/// trace types, so each rank has gradients for heads another lacks: the
+/// ranks agree on the union with a bitvector and reduce only it. The mean
+/// over 8 traces is the average of the ranks' means, so the parameters
+/// after the epoch agree with one rank's with the whole batch up to
+/// rounding: on 2 ranks with the flat exchange, and on 4 ranks as 2
+/// pretend nodes with the hierarchical exchange during back-propagation
+/// (which reduces every group whole, agreeing on the union only for the
+/// optimiser).
 #[test]
-fn two_ranks_with_batch_b_match_one_rank_with_batch_2b_even_when_their_trace_types_differ() {
+fn more_ranks_match_one_rank_with_the_whole_batch_even_when_their_trace_types_differ() {
     let dir = tempfile::tempdir().unwrap();
     let data = traces(dir.path(), "train", 48, 1, 5);
     let mut results = Vec::new();
-    for (ranks, batch) in [(2usize, "2"), (1, "4")] {
+    let runs: [(usize, &str, &[&str]); 3] = [
+        (1, "8", &[]),
+        (2, "4", &[]),
+        (4, "2", &["--exchange", "hierarchical", "--reduce-during-backward", "--fusion-mb", "0.01"]),
+    ];
+    for (ranks, batch, extra) in runs {
         let checkpoint = dir.path().join(format!("checkpoint-{ranks}"));
-        let args = [
-            "--buckets",
-            "0",
-            "--epochs",
-            "1",
-            "--batch",
-            batch,
-            "--lr",
-            "0.01",
-            "--checkpoint",
-            checkpoint.to_str().unwrap(),
-        ];
-        let report = ok(&train(ranks, &data, &args));
-        results.push((floats(&checkpoint, "params.f32"), report["reduced_gradient_share"].as_f64().unwrap()));
+        let mut args = vec!["--buckets", "0", "--epochs", "1", "--batch", batch, "--lr", "0.01"];
+        args.extend_from_slice(&["--checkpoint", checkpoint.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        let report = ok(&train_in(ranks, &[("STAGEHAND_RANKS_PER_NODE", "2")], &data, &args));
+        results.push((floats(&checkpoint, "params.f32"), report));
     }
-    let difference = max_difference(&results[0].0, &results[1].0);
-    eprintln!("largest difference {difference:e}; reduced shares {} and {}", results[0].1, results[1].1);
-    assert!(difference < 1e-5, "{difference}");
-    assert!(results[0].1 < 1.0, "the 2-rank run reduced every gradient");
+    for (ranks, (params, report)) in [2, 4].iter().zip(&results[1..]) {
+        let difference = max_difference(params, &results[0].0);
+        eprintln!(
+            "{ranks} ranks: largest difference {difference:e}; reduced share {}",
+            report["reduced_gradient_share"]
+        );
+        assert!(difference < 1e-5, "{ranks} ranks: {difference}");
+    }
+    assert!(results[1].1["reduced_gradient_share"].as_f64().unwrap() < 1.0, "the 2-rank run reduced every gradient");
+    let groups = &results[2].1["gradient_groups"];
+    assert!(groups["groups"].as_u64().unwrap() > 0, "{groups}");
 }
 
 /// Two epochs straight, and one then a resumed second, end with the same

@@ -1,6 +1,7 @@
 //! The trainer's gradient exchange under a real mpirun: blocking fused
-//! averages (no fusion, small buffers, one buffer) and the one-step-lagged
-//! exchange equal the mean computed locally, summed flat and
+//! averages (no fusion, small buffers, one buffer), the one-step-lagged
+//! exchange and the exchange during back-propagation (dense and sparse)
+//! equal the mean computed locally, summed flat and
 //! hierarchically, on 2 and 3 ranks of one node and 4 ranks as 2 pretend
 //! nodes.
 //!
@@ -14,6 +15,7 @@ use cluster::World;
 use cluster::allreduce::Exchange;
 use serde_json::Value;
 use trainer::exchange::{GradientExchange, LaggedExchange};
+use trainer::overlap::OverlapExchange;
 
 /// Set on the ranks: run the probe, not the test.
 const PROBE: &str = "STAGEHAND_EXCHANGE_PROBE";
@@ -35,7 +37,7 @@ fn gradient_exchange_averages_fused_and_lagged_flat_and_hierarchical() {
         let line = stdout.lines().find_map(|l| l.find('{').map(|at| &l[at..]));
         let report: Value = serde_json::from_str(line.unwrap_or_else(|| panic!("no report: {stdout}"))).unwrap();
         assert_eq!(report["ranks"], ranks);
-        assert_eq!(report["checks"], 2 * (3 * 2 * 5 + 5 + 3 * 5));
+        assert_eq!(report["checks"], 2 * (3 * 2 * 5 + 5 + 3 * 5 + 2 * 5 + 5));
     }
 }
 
@@ -127,6 +129,65 @@ fn probe_exchange(world: &World, kind: Exchange, lengths: &[usize]) -> usize {
         }
     }
     drop(lagged);
+    checks + probe_during_backward(world, kind, lengths)
+}
+
+/// The exchange during back-propagation: tensors put last first, as
+/// back-propagation produces them, in groups of 1,600 bytes; the groups
+/// that filled before the backward pass ended left early; a tensor no rank
+/// put is zeros, and in a sparse finish not agreed on.
+fn probe_during_backward(world: &World, kind: Exchange, lengths: &[usize]) -> usize {
+    let (rank, ranks) = (world.rank(), world.size());
+    let mut checks = 0;
+    let Some(exchange) = OverlapExchange::new(world, lengths, 4 * 400, kind) else {
+        world.fail("MPI without MPI_THREAD_MULTIPLE: no exchange during back-propagation")
+    };
+    let mut exchange = exchange.unwrap_or_else(|e| world.fail(e));
+    let weight = 1.0 / ranks as f32;
+    for step in 0..2 {
+        for t in (0..lengths.len()).rev() {
+            if t == 0 {
+                exchange.backward_ended();
+            }
+            exchange.put_weighted(t, &tensor(rank, step, t, lengths[t]), weight).unwrap_or_else(|e| world.fail(e));
+        }
+        exchange.finish().unwrap_or_else(|e| world.fail(e));
+        for (t, &n) in lengths.iter().enumerate() {
+            let averaged = exchange.averaged(t).unwrap_or_else(|| world.fail(format!("tensor {t} still in flight")));
+            if averaged.len() != n || !close(averaged, &mean(ranks, step, t, n)) {
+                world.fail(format!("rank {rank}: {kind} during backward step {step} tensor {t}: wrong average"));
+            }
+            checks += 1;
+        }
+    }
+    let counts = exchange.counts();
+    let groups = exchange.groups() as u64;
+    if counts.groups != 2 * groups || counts.during_backward == 0 || counts.during_backward >= counts.groups {
+        world.fail(format!("rank {rank}: {kind} {counts:?} of {groups} groups a step"));
+    }
+    // Sparse: rank 0 has no gradient for tensor 2, and no rank for tensor 0.
+    let mut present = vec![false; lengths.len()];
+    for t in (1..lengths.len()).rev().filter(|&t| !(t == 2 && rank == 0)) {
+        exchange.put_weighted(t, &tensor(rank, 7, t, lengths[t]), weight).unwrap_or_else(|e| world.fail(e));
+        present[t] = true;
+    }
+    let agreed = exchange.finish_present(&present).unwrap_or_else(|e| world.fail(e));
+    let expected_agreed: Vec<bool> = (0..lengths.len()).map(|t| t != 0).collect();
+    if agreed != expected_agreed {
+        world.fail(format!("rank {rank}: {kind} sparse agreement {agreed:?}"));
+    }
+    for (t, &n) in lengths.iter().enumerate() {
+        let expected: Vec<f32> = match t {
+            0 => vec![0.0; n],
+            2 => (0..n).map(|i| (1..ranks).map(|r| tensor(r, 7, t, n)[i] * weight).sum()).collect(),
+            _ => mean(ranks, 7, t, n),
+        };
+        let averaged = exchange.averaged(t).unwrap_or_else(|| world.fail(format!("tensor {t} still in flight")));
+        if averaged.len() != n || !close(averaged, &expected) {
+            world.fail(format!("rank {rank}: {kind} sparse tensor {t}: wrong sum"));
+        }
+        checks += 1;
+    }
     checks
 }
 

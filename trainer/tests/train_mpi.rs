@@ -62,6 +62,59 @@ fn two_ranks_with_batch_b_match_one_rank_with_batch_2b_with_and_without_fusion_a
     }
 }
 
+/// The ways of exchanging gradients train to the same parameters as one
+/// rank with the whole batch, up to floating-point reassociation: 2 ranks
+/// reducing during back-propagation (in groups small enough that several
+/// leave while the backward pass still runs, as the report shows), and 4
+/// ranks as 2 pretend nodes summing hierarchically. The BatchNorm probe,
+/// whose statistics depend on the per-rank batch, compares 4 ranks flat
+/// against 4 ranks hierarchical during back-propagation, running
+/// statistics included.
+#[test]
+fn reducing_during_backward_and_hierarchically_trains_to_the_parameters_of_the_flat_exchange() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 2, 11);
+    let nodes = [("STAGEHAND_RANKS_PER_NODE", "2")];
+    let run = |name: &str, ranks: usize, args: &[&str]| {
+        let checkpoint = dir.path().join(name);
+        let mut all = vec!["train", "--data", data.to_str().unwrap(), "--val-fraction", "0", "--epochs", "1"];
+        all.extend_from_slice(&["--workers", "1", "--lr", "0.01", "--checkpoint", checkpoint.to_str().unwrap()]);
+        all.extend_from_slice(args);
+        let report = ok(&e2e::mpirun(ranks, &nodes, Path::new(TRAINER), &all));
+        (checkpoint, report)
+    };
+    let cosmoflow = ["--config", "mlperf-small", "--dropout", "0"];
+    let (one, _) = run("one", 1, &[&cosmoflow[..], &["--batch", "4"]].concat());
+    let (during, report) = run(
+        "during",
+        2,
+        &[&cosmoflow[..], &["--batch", "2", "--reduce-during-backward", "--fusion-mb", "0.05"]].concat(),
+    );
+    let (hierarchical, _) =
+        run("hierarchical", 4, &[&cosmoflow[..], &["--batch", "1", "--exchange", "hierarchical"]].concat());
+    let groups = &report["gradient_groups"];
+    eprintln!("groups {groups}");
+    assert!(groups["during_backward"].as_u64().unwrap() > 0, "no group left before the backward pass ended: {groups}");
+    assert!(groups["during_backward"].as_u64().unwrap() < groups["groups"].as_u64().unwrap(), "{groups}");
+    for (name, checkpoint) in [("during back-propagation", &during), ("hierarchical", &hierarchical)] {
+        let diff = max_difference(&params(checkpoint), &params(&one));
+        eprintln!("{name}: largest difference from 1 rank {diff:e}");
+        assert!(diff < 1e-5, "{name}: differs from 1 rank by {diff}");
+    }
+    let probe = ["--model", "bn-probe", "--config", "small", "--batch", "1"];
+    let (flat, _) = run("probe-flat", 4, &probe);
+    let (both, _) = run(
+        "probe-both",
+        4,
+        &[&probe[..], &["--exchange", "hierarchical", "--reduce-during-backward", "--fusion-mb", "0"]].concat(),
+    );
+    let diff = max_difference(&params(&flat), &params(&both));
+    eprintln!("BatchNorm probe: largest difference {diff:e}");
+    assert!(diff < 1e-5, "BatchNorm probe: hierarchical during back-propagation differs from flat by {diff}");
+    let diff = max_difference(&model_state(&flat), &model_state(&both));
+    assert!(diff < 1e-5, "BatchNorm probe: running statistics differ by {diff}");
+}
+
 /// The initial parameters (seed 0): an epoch-0 checkpoint is not written,
 /// so train zero steps and read them from the report-free checkpoint.
 fn params_at_start(dir: &Path, data: &Path) -> Vec<f32> {

@@ -65,6 +65,9 @@ pub struct TrainConfig {
     pub weight_decay: f32,
     /// Apply each step's averaged gradient one step later.
     pub grad_lag: bool,
+    /// Reduce gradient groups of `fusion_bytes` as back-propagation
+    /// completes them ([`crate::overlap`]).
+    pub reduce_during_backward: bool,
     /// How gradients are summed over the ranks.
     pub exchange: cluster::allreduce::Exchange,
     /// Fusion buffer size in bytes (0: one allreduce per tensor).
@@ -136,6 +139,11 @@ impl TrainConfig {
     pub fn validate(&self) -> Result<(), String> {
         if self.batch == 0 {
             return Err("--batch must be at least 1".into());
+        }
+        if self.grad_lag && self.reduce_during_backward {
+            return Err(
+                "--grad-lag 1 and --reduce-during-backward are two ways of hiding the exchange; give one".into()
+            );
         }
         if let Some(target) = self.target_loss
             && !target.is_finite()
@@ -230,6 +238,7 @@ mod tests {
             warmup_start: None,
             weight_decay: 0.0,
             grad_lag: false,
+            reduce_during_backward: false,
             exchange: cluster::allreduce::Exchange::Flat,
             fusion_bytes: 64 << 20,
             seed: 0,

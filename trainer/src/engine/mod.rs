@@ -16,6 +16,7 @@ pub mod guard;
 pub mod model;
 pub mod report;
 pub mod resume;
+pub mod segments;
 pub mod steps;
 
 use std::time::Instant;
@@ -29,6 +30,7 @@ use mpi::traits::*;
 use crate::checkpoint::{self, Checkpoint, RunShape, TrainState};
 use crate::exchange::{GradientExchange, LaggedExchange};
 use crate::optim::Optimizer;
+use crate::overlap::OverlapExchange;
 use crate::params::{self, TensorInfo};
 use crate::schedule::Schedule;
 pub use config::{ScheduleSpec, TrainConfig};
@@ -39,6 +41,7 @@ pub use model::{
     norm_group,
 };
 pub use report::{EpochReport, StepTimes, TrainReport};
+pub use segments::Cuts;
 pub use steps::StepStats;
 
 /// Why training stopped.
@@ -143,7 +146,13 @@ const FIT_SAMPLES: usize = 32;
 /// The gradient exchange of a run.
 enum Exchange {
     Blocking(GradientExchange),
-    Lagged { exchange: LaggedExchange, local: Vec<Vec<f32>>, pending: Vec<Vec<f32>> },
+    Lagged {
+        exchange: LaggedExchange,
+        local: Vec<Vec<f32>>,
+        pending: Vec<Vec<f32>>,
+    },
+    /// Groups reduced as back-propagation completes them.
+    DuringBackward(OverlapExchange),
 }
 
 /// A rank that fails at a given step, so tests can check that a failing
@@ -338,6 +347,14 @@ pub fn run<M: TrainModel>(
         })?;
         let zeros = || lengths.iter().map(|&n| vec![0.0f32; n]).collect::<Vec<_>>();
         Exchange::Lagged { exchange: exchange.map_err(invalid)?, local: zeros(), pending: zeros() }
+    } else if config.reduce_during_backward {
+        let exchange =
+            OverlapExchange::new(world, &lengths, config.fusion_bytes, config.exchange).ok_or_else(|| {
+                TrainError::Invalid(
+                    "--reduce-during-backward needs MPI_THREAD_MULTIPLE, which this MPI did not grant".into(),
+                )
+            })?;
+        Exchange::DuringBackward(exchange.map_err(invalid)?)
     } else {
         Exchange::Blocking(
             GradientExchange::new(world, &lengths, config.fusion_bytes, config.exchange).map_err(invalid)?,
@@ -570,7 +587,12 @@ impl<M: TrainModel> Run<'_, M> {
                     let (reduced, dense) = ex.reduced_values();
                     (dense > 0).then(|| reduced as f64 / dense as f64)
                 }
-                Exchange::Lagged { .. } => None,
+                Exchange::Lagged { .. } | Exchange::DuringBackward(_) => None,
+            },
+            reduce_during_backward: self.config.reduce_during_backward,
+            gradient_groups: match &self.exchange {
+                Exchange::DuringBackward(ex) => Some(ex.counts()),
+                _ => None,
             },
             grad_lag: self.config.grad_lag,
             exchange: self.config.exchange,
@@ -612,6 +634,11 @@ impl<M: TrainModel> Run<'_, M> {
         let t = Instant::now();
         let context =
             StepContext { seed: self.config.seed, epoch, step: self.optimizer.steps, rank: self.world.rank() };
+        let ranks = self.world.size() as f32;
+        let weight = share.map_or(1.0 / ranks, |share| share);
+        if let Exchange::DuringBackward(_) = self.exchange {
+            return self.step_reducing_during_backward(net, batch, (epoch, share), &context, times);
+        }
         // A rank with no sample in a dealt step adds nothing but zeros.
         let computed = if batch.is_empty() {
             None
@@ -620,20 +647,9 @@ impl<M: TrainModel> Run<'_, M> {
             let grads = loss.backward();
             Some((scalar(loss)?, grads))
         };
-        let ranks = self.world.size() as f32;
-        let weight = share.map_or(1.0 / ranks, |share| share);
         let loss = computed.as_ref().map_or(0.0, |(loss, _)| *loss);
         let mut finite = loss.is_finite();
-        match self.fault {
-            Some((Fault::Abort, at)) if at == self.optimizer.steps => {
-                eprintln!("rank {}: aborting at step {at} (STAGEHAND_TRAINER_ABORT_AT)", self.world.rank());
-                std::process::abort();
-            }
-            Some((Fault::Panic, at)) if at == self.optimizer.steps => {
-                panic!("injected panic at step {at} (STAGEHAND_TRAINER_PANIC_AT)");
-            }
-            _ => {}
-        }
+        self.inject_fault();
         let lr = self.schedule.at(self.optimizer.steps);
         let (world, step) = (self.world, self.optimizer.steps);
         match &mut self.exchange {
@@ -689,7 +705,97 @@ impl<M: TrainModel> Run<'_, M> {
                 }
                 times.optimizer += t.elapsed().as_secs_f64();
             }
+            Exchange::DuringBackward(_) => {
+                return Err(TrainError::Invalid(
+                    "a step reducing during back-propagation went the blocking way".into(),
+                ));
+            }
         }
+        let t = Instant::now();
+        let net = params::with_values(net, &self.values, &self.device);
+        times.compute += t.elapsed().as_secs_f64();
+        Ok((net, share.map_or(loss, |share| loss * share * ranks)))
+    }
+
+    /// The failure `STAGEHAND_TRAINER_ABORT_AT` or `STAGEHAND_TRAINER_PANIC_AT`
+    /// asks for at this step, if any.
+    fn inject_fault(&self) {
+        match self.fault {
+            Some((Fault::Abort, at)) if at == self.optimizer.steps => {
+                eprintln!("rank {}: aborting at step {at} (STAGEHAND_TRAINER_ABORT_AT)", self.world.rank());
+                std::process::abort();
+            }
+            Some((Fault::Panic, at)) if at == self.optimizer.steps => {
+                panic!("injected panic at step {at} (STAGEHAND_TRAINER_PANIC_AT)");
+            }
+            _ => {}
+        }
+    }
+
+    /// [`step`](Self::step) with `--reduce-during-backward`: back-propagation
+    /// runs segment by segment ([`segments`]), each segment's gradients go
+    /// into their groups as soon as it ends, and full groups are reduced on
+    /// the communication thread while the earlier segments back-propagate;
+    /// the optimiser waits only for what is left.
+    fn step_reducing_during_backward(
+        &mut self,
+        net: M::Net,
+        batch: &Batch,
+        (epoch, share): (u64, Option<f32>),
+        context: &StepContext,
+        times: &mut StepTimes,
+    ) -> Result<(M::Net, f32), TrainError> {
+        self.inject_fault();
+        let t = Instant::now();
+        let ranks = self.world.size() as f32;
+        let weight = share.map_or(1.0 / ranks, |share| share);
+        let Exchange::DuringBackward(ex) = &mut self.exchange else {
+            return Err(TrainError::Invalid("no exchange during back-propagation was set up".into()));
+        };
+        let overlap = |e: crate::overlap::OverlapError| TrainError::Invalid(e.to_string());
+        let mut present = vec![false; self.lengths.len()];
+        let mut finite = true;
+        // A rank with no sample in a dealt step adds nothing but zeros.
+        let loss = if batch.is_empty() {
+            ex.backward_ended();
+            0.0
+        } else {
+            let mut cuts = Cuts::on();
+            let loss = self.model.loss_with_cuts(&net, batch, context, &self.device, &mut cuts)?;
+            let value = scalar(loss.clone())?;
+            segments::backward_in_segments(&loss, cuts, |grads, last| {
+                if last {
+                    ex.backward_ended();
+                }
+                params::present_gradients(&net, grads, |i, g| {
+                    finite &= loader::finite::all_finite(g);
+                    present[i] = true;
+                    ex.put_weighted(i, g, weight)
+                })
+            })
+            .map_err(overlap)?;
+            value
+        };
+        finite &= loss.is_finite();
+        times.compute += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let averaged = if self.sparse {
+            ex.finish_present(&present).map_err(overlap)?
+        } else {
+            ex.finish().map_err(overlap)?;
+            vec![true; present.len()]
+        };
+        times.communication += t.elapsed().as_secs_f64();
+        let (world, step) = (self.world, self.optimizer.steps);
+        guard::stop_unless_finite(world, step, (finite, loss), epoch).map_err(TrainError::NonFinite)?;
+        let t = Instant::now();
+        let lr = self.schedule.at(self.optimizer.steps);
+        let gradients = (0..self.lengths.len())
+            .map(|i| ex.averaged(i).ok_or_else(|| overlap(crate::overlap::OverlapError::ThreadGone)))
+            .collect::<Result<Vec<&[f32]>, TrainError>>()?;
+        let mut values: Vec<&mut [f32]> = self.values.iter_mut().map(Vec::as_mut_slice).collect();
+        self.optimizer.step_where(lr, &mut values, &gradients, &averaged);
+        times.optimizer += t.elapsed().as_secs_f64();
         let t = Instant::now();
         let net = params::with_values(net, &self.values, &self.device);
         times.compute += t.elapsed().as_secs_f64();

@@ -205,6 +205,24 @@ pub trait TrainModel: Send + Sync + 'static {
         device: &Device,
     ) -> Result<Tensor<1>, TrainError>;
 
+    /// [`loss`](Self::loss) with the forward pass cut where the backward
+    /// pass may stop to hand finished gradients to the exchange
+    /// (`--reduce-during-backward`): the model passes activations between
+    /// its blocks through [`Cuts::cut`](super::segments::Cuts::cut), each
+    /// parameter within one segment. The default cuts nowhere (correct,
+    /// with nothing to overlap).
+    fn loss_with_cuts(
+        &self,
+        net: &Self::Net,
+        batch: &Batch,
+        step: &StepContext,
+        device: &Device,
+        cuts: &mut super::segments::Cuts,
+    ) -> Result<Tensor<1>, TrainError> {
+        let _ = cuts;
+        self.loss(net, batch, step, device)
+    }
+
     /// Floating-point operations of a training step on `batch` (forward
     /// and backward), counted from the network's layer shapes
     /// ([`crate::flops`]): what the reports' sustained Flop/s are made of.

@@ -140,8 +140,16 @@ pub struct TrainReport {
     /// Of the gradient values a reduction of every tensor at every step
     /// would have moved, the share that was reduced (below 1 when a model's
     /// batches leave layers unused and the ranks agree to skip them); None
-    /// with the lagged exchange, which reduces everything.
+    /// with the lagged exchange and the exchange during back-propagation,
+    /// which reduce everything.
     pub reduced_gradient_share: Option<f64>,
+    /// Gradient groups were reduced as back-propagation completed them
+    /// (`--reduce-during-backward`).
+    pub reduce_during_backward: bool,
+    /// With `--reduce-during-backward`: the groups reduced over the run,
+    /// and how many of them left for the exchange before back-propagation
+    /// had ended (what ran under the backward pass).
+    pub gradient_groups: Option<crate::overlap::GroupCounts>,
     /// One-step gradient lag.
     pub grad_lag: bool,
     /// How gradients were summed over the ranks ("flat", "hierarchical").

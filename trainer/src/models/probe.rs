@@ -23,7 +23,7 @@ use formats::manifest::Manifest;
 use loader::dataset::{Dataset, DatasetError};
 use loader::pipeline::Batch;
 
-use crate::engine::{InitChoice, ModelChoice, ModelSummary, StepContext, TrainError, TrainModel, Validation};
+use crate::engine::{Cuts, InitChoice, ModelChoice, ModelSummary, StepContext, TrainError, TrainModel, Validation};
 use crate::models::cosmoflow::{self, mse};
 use crate::params::Init;
 
@@ -48,9 +48,15 @@ pub struct ProbeNet {
 impl ProbeNet {
     /// Predictions [N, 4] for [N, D, D, D, C] inputs (channels last).
     pub fn forward(&self, x: Tensor<5>) -> Tensor<2> {
+        self.forward_cut(x, &mut Cuts::off())
+    }
+
+    /// [`forward`](Self::forward) cut after each convolution block
+    /// (`--reduce-during-backward`).
+    pub fn forward_cut(&self, x: Tensor<5>, cuts: &mut Cuts) -> Tensor<2> {
         let h = x.permute([0, 4, 1, 2, 3]);
-        let h = relu(self.norm1.forward(self.conv1.forward(h)));
-        let h = relu(self.norm2.forward(self.conv2.forward(h)));
+        let h = cuts.cut(relu(self.norm1.forward(self.conv1.forward(h))));
+        let h = cuts.cut(relu(self.norm2.forward(self.conv2.forward(h))));
         let [n, c, ..] = h.dims();
         let pooled: Tensor<3> = h.reshape([n as i64, c as i64, -1]);
         self.head.forward(pooled.mean_dim(2).reshape([n, c]))
@@ -142,9 +148,26 @@ impl TrainModel for ProbeModel {
         cosmoflow::open_dataset(dir, manifest, files)
     }
 
-    fn loss(&self, net: &ProbeNet, batch: &Batch, _: &StepContext, device: &Device) -> Result<Tensor<1>, TrainError> {
+    fn loss(
+        &self,
+        net: &ProbeNet,
+        batch: &Batch,
+        step: &StepContext,
+        device: &Device,
+    ) -> Result<Tensor<1>, TrainError> {
+        self.loss_with_cuts(net, batch, step, device, &mut Cuts::off())
+    }
+
+    fn loss_with_cuts(
+        &self,
+        net: &ProbeNet,
+        batch: &Batch,
+        _: &StepContext,
+        device: &Device,
+        cuts: &mut Cuts,
+    ) -> Result<Tensor<1>, TrainError> {
         let y = Tensor::<2>::from_data(TensorData::new(batch.y.clone(), [batch.len(), OUTPUTS]), device);
-        Ok(mse(net.forward(Self::inputs(batch, device)), y))
+        Ok(mse(net.forward_cut(Self::inputs(batch, device), cuts), y))
     }
 
     fn metric_names(&self) -> &'static [&'static str] {

@@ -22,7 +22,7 @@ use loader::pipeline::Batch;
 
 pub use net::{ConfigError, ConvLayer, Cosmoflow, CosmoflowConfig, DropoutMasks, LEAKY_SLOPE, mse};
 
-use crate::engine::{InitChoice, ModelChoice, ModelSummary, StepContext, TrainError, TrainModel, Validation};
+use crate::engine::{Cuts, InitChoice, ModelChoice, ModelSummary, StepContext, TrainError, TrainModel, Validation};
 use crate::params::Init;
 use standardize::Standardize;
 
@@ -196,10 +196,21 @@ impl TrainModel for CosmoflowModel {
         step: &StepContext,
         device: &Device,
     ) -> Result<Tensor<1>, TrainError> {
+        self.loss_with_cuts(net, batch, step, device, &mut Cuts::off())
+    }
+
+    fn loss_with_cuts(
+        &self,
+        net: &Cosmoflow,
+        batch: &Batch,
+        step: &StepContext,
+        device: &Device,
+        cuts: &mut Cuts,
+    ) -> Result<Tensor<1>, TrainError> {
         let x = self.inputs(batch, self.augment.then_some((step.seed, step.epoch)), device);
         let y = Tensor::<2>::from_data(TensorData::new(batch.y.clone(), [batch.len(), self.config.outputs]), device);
         let mut masks = DropoutMasks::for_step(step.seed, step.step, step.rank);
-        Ok(mse(net.forward(x, Some(&mut masks)), y))
+        Ok(mse(net.forward_cut(x, Some(&mut masks), cuts), y))
     }
 
     fn metric_names(&self) -> &'static [&'static str] {

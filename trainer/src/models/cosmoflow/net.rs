@@ -20,6 +20,7 @@ use burn::tensor::activation::leaky_relu;
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
+use crate::engine::Cuts;
 use crate::flops;
 pub use crate::kernels::Pooling;
 use crate::kernels::{conv3d_same, pool3d};
@@ -249,7 +250,14 @@ impl Cosmoflow {
     /// Predictions [N, outputs] for a batch `x` of [N, D, D, D, C]
     /// (channels last, as CosmoFlow samples are stored). Dropout applies
     /// only when `masks` is given (training).
-    pub fn forward(&self, x: Tensor<5>, mut masks: Option<&mut DropoutMasks>) -> Tensor<2> {
+    pub fn forward(&self, x: Tensor<5>, masks: Option<&mut DropoutMasks>) -> Tensor<2> {
+        self.forward_cut(x, masks, &mut Cuts::off())
+    }
+
+    /// [`forward`](Self::forward), cut after every convolution block and
+    /// every hidden dense layer (`--reduce-during-backward`: each block's
+    /// gradients are final as soon as back-propagation has passed it).
+    pub fn forward_cut(&self, x: Tensor<5>, mut masks: Option<&mut DropoutMasks>, cuts: &mut Cuts) -> Tensor<2> {
         let config = &self.config.0;
         let mut h = x.permute([0, 4, 1, 2, 3]);
         for (conv, layer) in self.convs.iter().zip(&config.convs) {
@@ -265,6 +273,7 @@ impl Cosmoflow {
                 (true, Pooling::Avg) => pool3d(leaky_relu(h, LEAKY_SLOPE), Pooling::Avg),
                 (false, _) => leaky_relu(h, LEAKY_SLOPE),
             };
+            h = cuts.cut(h);
         }
         let [n, ..] = h.dims();
         let mut z: Tensor<2> = h.reshape([n as i64, -1]);
@@ -278,6 +287,7 @@ impl Cosmoflow {
                 {
                     z = masks.apply(z, config.dropout);
                 }
+                z = cuts.cut(z);
             }
         }
         match config.output_scale {
@@ -299,6 +309,23 @@ mod tests {
     use burn::tensor::TensorData;
 
     use super::*;
+
+    /// The cuts after every block (`--reduce-during-backward`) split the
+    /// backward pass into segments that give every parameter, once, the
+    /// gradient of one backward pass.
+    #[test]
+    fn cutting_after_every_block_gives_the_gradients_of_one_backward_pass() {
+        let device = Device::flex().autodiff();
+        let config = CosmoflowConfig::mlperf_small();
+        let net = config.init(&device).unwrap();
+        let d = config.input;
+        let x = Tensor::<5>::random([2, d, d, d, 4], burn::tensor::Distribution::Normal(0.0, 1.0), &device);
+        let loss = |cuts: &mut Cuts| {
+            let y = net.forward_cut(x.clone(), None, cuts);
+            (y.clone() * y).mean()
+        };
+        crate::engine::segments::assert_segments_match(&net, loss, config.convs.len() + config.dense.len() - 1);
+    }
 
     #[test]
     fn published_sizes_reduce_to_the_expected_edge() {

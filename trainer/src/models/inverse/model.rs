@@ -17,8 +17,7 @@ use mpi::collective::SystemOperation;
 use mpi::traits::*;
 
 use super::huber::{self, mean_huber};
-use crate::engine::{ModelChoice, ModelSummary, StepContext, TrainError, TrainModel, Validation};
-use crate::models::dropout::DropoutMasks;
+use crate::engine::{Cuts, ModelChoice, ModelSummary, StepContext, TrainError, TrainModel, Validation};
 use crate::models::segmentation::layers::Pass;
 use crate::models::segmentation::tiramisu::{Tiramisu, TiramisuConfig};
 use crate::params::Init;
@@ -234,10 +233,20 @@ impl TrainModel for InverseModel {
         step: &StepContext,
         device: &Device,
     ) -> Result<Tensor<1>, TrainError> {
+        self.loss_with_cuts(net, batch, step, device, &mut Cuts::off())
+    }
+
+    fn loss_with_cuts(
+        &self,
+        net: &Tiramisu,
+        batch: &Batch,
+        step: &StepContext,
+        device: &Device,
+        cuts: &mut Cuts,
+    ) -> Result<Tensor<1>, TrainError> {
         let (x, y) = self.tensors(batch, device)?;
-        let mut pass =
-            Pass { masks: Some(DropoutMasks::for_step(step.seed, step.step, step.rank)), norm_group: self.norm_group };
-        Ok(mean_huber(net.forward(x, &mut pass), y, huber::delta(step.epoch)))
+        let prediction = Pass::training(step, self.norm_group).with_cuts(cuts, |pass| net.forward(x, pass));
+        Ok(mean_huber(prediction, y, huber::delta(step.epoch)))
     }
 
     fn metric_names(&self) -> &'static [&'static str] {

@@ -269,12 +269,16 @@ pub struct Deeplab {
 impl Deeplab {
     /// Class scores [N, classes, H, W] for fields `x` [N, C, H, W].
     pub fn forward(&self, x: Tensor<4>, pass: &mut Pass) -> Tensor<4> {
+        // Cut (`--reduce-during-backward`) after the stem, every residual
+        // block, the ASPP projection and each decoder stage: points every
+        // later layer reaches only through the cut tensor.
         let h = pass.norm_relu(&self.stem_norm, self.stem.apply(x));
-        let mut h = self.pool.forward(h);
+        let mut h = pass.cut(self.pool.forward(h));
         let mut low = None;
         for (i, stage) in self.stages.iter().enumerate() {
             for block in stage {
                 h = block.forward(h, pass);
+                h = pass.cut(h);
             }
             if i == 0 {
                 low = Some(h.clone());
@@ -287,14 +291,17 @@ impl Deeplab {
         let channels = pooled.dims()[1];
         branches.push(pooled.expand([n, channels, fh, fw]));
         let mut h = self.project.forward(Tensor::cat(branches, 1), pass);
+        h = pass.cut(h);
         for up in &self.to_quarter {
             h = pass.norm_relu(&up.norm, up.conv.apply(h));
+            h = pass.cut(h);
         }
         if let Some(low) = low {
             h = Tensor::cat(vec![h, self.low_level.forward(low, pass)], 1);
         }
         for refine in &self.refine {
             h = refine.forward(h, pass);
+            h = pass.cut(h);
         }
         for stage in &self.to_full {
             h = pass.norm_relu(&stage.up.norm, stage.up.conv.apply(h));

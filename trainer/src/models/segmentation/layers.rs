@@ -9,6 +9,7 @@ use burn::tensor::activation::relu;
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
+use crate::engine::{Cuts, StepContext};
 use crate::kernels;
 use crate::models::dropout::DropoutMasks;
 
@@ -49,13 +50,37 @@ pub struct Pass {
     pub masks: Option<DropoutMasks>,
     /// Samples per batch-normalisation group (0: the whole batch).
     pub norm_group: usize,
+    /// Where the forward pass is cut for `--reduce-during-backward`
+    /// (off unless the engine asks, [`Pass::with_cuts`]).
+    pub cuts: Cuts,
 }
 
 impl Pass {
     /// An inference pass: no dropout; BatchNorm uses its running
     /// statistics because the network is in inference mode.
     pub fn inference() -> Self {
-        Pass { masks: None, norm_group: 0 }
+        Pass { masks: None, norm_group: 0, cuts: Cuts::off() }
+    }
+
+    /// A training pass of step `step`: its dropout masks, BatchNorm groups
+    /// of `norm_group` samples, no cuts.
+    pub fn training(step: &StepContext, norm_group: usize) -> Self {
+        Pass { masks: Some(DropoutMasks::for_step(step.seed, step.step, step.rank)), norm_group, cuts: Cuts::off() }
+    }
+
+    /// Run `forward` with the engine's `cuts` in this pass, and hand them
+    /// back filled.
+    pub fn with_cuts<T>(&mut self, cuts: &mut Cuts, forward: impl FnOnce(&mut Self) -> T) -> T {
+        std::mem::swap(&mut self.cuts, cuts);
+        let out = forward(self);
+        std::mem::swap(&mut self.cuts, cuts);
+        out
+    }
+
+    /// `x` cut from the graph that made it when the engine asks
+    /// ([`Cuts::cut`]).
+    pub fn cut<const D: usize>(&mut self, x: Tensor<D>) -> Tensor<D> {
+        self.cuts.cut(x)
     }
 
     /// `x` with dropout `p` in training, unchanged in inference.
@@ -175,7 +200,7 @@ mod tests {
         let x: Vec<f32> = (0..4 * 3 * 2 * 2).map(|i| ((i * 37 % 23) as f32 - 11.0) / 5.0).collect();
         let x = Tensor::<4>::from_data(TensorData::new(x, [4, 3, 2, 2]), &device);
         let grouped = norm(3, &device);
-        let pass = Pass { masks: None, norm_group: 2 };
+        let pass = Pass { norm_group: 2, ..Pass::inference() };
         let together = values(pass.norm(&grouped, x.clone()));
         // Group 0 is samples 0 and 2, group 1 samples 1 and 3 (as ranks 0
         // and 1 would get them).
@@ -196,7 +221,7 @@ mod tests {
             assert!((g - (a + b) / 2.0).abs() < 1e-6, "{g} vs mean of {a} and {b}");
         }
         // One group is burn's own BatchNorm.
-        let whole = Pass { masks: None, norm_group: 0 };
+        let whole = Pass::inference();
         let (mine, burns) = (norm(3, &device), norm(3, &device));
         assert_eq!(values(whole.norm(&mine, x.clone())), values(burns.forward(x)));
     }

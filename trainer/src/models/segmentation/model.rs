@@ -25,8 +25,7 @@ use super::loss::weighted_cross_entropy;
 use super::tiramisu::{Tiramisu, TiramisuConfig};
 use super::weights::{ClassWeighting, count_classes};
 use super::{CLASSES, data};
-use crate::engine::{ModelChoice, ModelSummary, Split, StepContext, TrainError, TrainModel, Validation};
-use crate::models::dropout::DropoutMasks;
+use crate::engine::{Cuts, ModelChoice, ModelSummary, Split, StepContext, TrainError, TrainModel, Validation};
 use crate::params::Init;
 
 /// What the two networks tell the shared model.
@@ -332,10 +331,20 @@ impl<N: Network> TrainModel for SegmentationModel<N> {
     }
 
     fn loss(&self, net: &N::Net, batch: &Batch, step: &StepContext, device: &Device) -> Result<Tensor<1>, TrainError> {
+        self.loss_with_cuts(net, batch, step, device, &mut Cuts::off())
+    }
+
+    fn loss_with_cuts(
+        &self,
+        net: &N::Net,
+        batch: &Batch,
+        step: &StepContext,
+        device: &Device,
+        cuts: &mut Cuts,
+    ) -> Result<Tensor<1>, TrainError> {
         let x = self.inputs(batch, device)?;
-        let mut pass =
-            Pass { masks: Some(DropoutMasks::for_step(step.seed, step.step, step.rank)), norm_group: self.norm_group };
-        weighted_cross_entropy(N::forward(net, x, &mut pass), &batch.y, &self.weights, device)
+        let logits = Pass::training(step, self.norm_group).with_cuts(cuts, |pass| N::forward(net, x, pass));
+        weighted_cross_entropy(logits, &batch.y, &self.weights, device)
     }
 
     fn metric_names(&self) -> &'static [&'static str] {
@@ -428,6 +437,26 @@ mod tests {
         let deeplab = DeeplabConfig::paper();
         assert_eq!(deeplab.init(&device).forward(x, &mut Pass::inference()).dims(), [1, CLASSES, 32, 48]);
         assert!(deeplab.check_input([768, 1152]).is_ok());
+    }
+
+    /// Both networks' cuts (`--reduce-during-backward`) split the backward
+    /// pass into segments that give every parameter, once, the gradient of
+    /// one backward pass.
+    #[test]
+    fn the_networks_cut_into_segments_that_give_the_gradients_of_one_backward_pass() {
+        fn check<N: Network>(config: &N, min_cuts: usize) {
+            let device = Device::flex().autodiff();
+            let net = config.init(&device);
+            let shape = [2, config.channels(), 32, 48];
+            let x = Tensor::<4>::random(shape, burn::tensor::Distribution::Normal(0.0, 1.0), &device);
+            let loss = |cuts: &mut Cuts| {
+                let y = Pass::inference().with_cuts(cuts, |pass| N::forward(&net, x.clone(), pass));
+                (y.clone() * y).mean()
+            };
+            crate::engine::segments::assert_segments_match(&net, loss, min_cuts);
+        }
+        check(&TiramisuConfig::small(), 2);
+        check(&DeeplabConfig::small(), 6);
     }
 
     #[test]

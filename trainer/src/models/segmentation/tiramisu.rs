@@ -282,6 +282,11 @@ impl Tiramisu {
         let mut skips = Vec::with_capacity(self.down_blocks.len());
         for (block, down) in self.down_blocks.iter().zip(&self.transitions_down) {
             let (stack, _) = block.forward(h, pass, p, after);
+            // Cut (`--reduce-during-backward`) where the skip and the path
+            // down part: both then use the cut tensor. The path up is one
+            // segment: each block's stack and its new layers carry the
+            // same graph, so neither can be cut alone.
+            let stack = pass.cut(stack);
             skips.push(stack.clone());
             let t = down.conv.apply(pass.norm_relu(&down.norm, stack));
             h = down.pool(pass.dropout(t, p));
