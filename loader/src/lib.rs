@@ -60,4 +60,5 @@ pub mod sampler;
 pub mod served;
 pub mod source;
 pub mod staged;
+pub mod synthetic;
 pub mod traces;

@@ -78,6 +78,12 @@ pub enum Origin {
         /// Node-local template (`/tmp/bb/node{node}/cbed`).
         template: String,
     },
+    /// Samples of the reader's shapes made in memory
+    /// ([`crate::synthetic`]): no file is read. `samples` over all ranks.
+    Synthetic {
+        /// Samples per epoch, over all ranks.
+        samples: usize,
+    },
 }
 
 /// Where the validation samples are.
@@ -165,6 +171,14 @@ pub trait Reader {
     fn opener(&self) -> Option<FileOpener> {
         None
     }
+
+    /// `samples` samples of the shapes this reader's samples have, made in
+    /// memory ([`crate::synthetic`]); `None` (the default) if the reader's
+    /// samples cannot be made without their files.
+    fn synthetic(&self, samples: usize) -> Option<Arc<dyn Dataset>> {
+        let _ = samples;
+        None
+    }
 }
 
 /// A source that cannot be opened. Every variant names what it read.
@@ -186,6 +200,9 @@ pub enum SourceError {
     /// A served global shuffle cannot be read.
     #[error(transparent)]
     Global(#[from] crate::global::GlobalError),
+    /// Synthetic samples were asked of a reader that cannot make them.
+    #[error("this model's samples cannot be made without their files (no synthetic data)")]
+    NoSyntheticData,
     /// A served global shuffle needs its files opened one by one.
     #[error("{}: a global shuffle opens each file as it is read, which this dataset's reader cannot", dest.display())]
     NoFileOpener {
@@ -367,6 +384,9 @@ impl Source {
                     checked_manifest(reader, &dir)?;
                 }
             }
+            Origin::Synthetic { samples } => {
+                reader.synthetic(*samples).ok_or_else(|| wrap(SourceError::NoSyntheticData))?;
+            }
         }
         if let Validation::Dir(dir) = &self.validation {
             checked_manifest(reader, dir)?;
@@ -388,6 +408,12 @@ impl Source {
             return self.open_global(place, reader, seed, (dir, shuffle));
         }
         match (&self.origin, bucketed) {
+            (Origin::Synthetic { samples }, _) => {
+                let dataset = reader.synthetic(*samples).ok_or_else(|| wrap(SourceError::NoSyntheticData))?;
+                let sampler =
+                    DistributedSampler { len: *samples, world, rank, seed, shuffle: true, remainder: Remainder::Drop };
+                Ok(RankData { train: Arc::new(TrainSet::Files(dataset)), sampler: Box::new(sampler), validation: None })
+            }
             (Origin::Staged { .. }, Some(_)) => {
                 Err(wrap(SourceError::BucketedNeedsDir { origin: "a staged destination" }))
             }

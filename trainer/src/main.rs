@@ -242,7 +242,11 @@ struct TrainArgs {
     #[arg(long, default_value = "cpu")]
     device: DeviceChoice,
     /// Dataset directory with manifest.json (e.g. `simgen cosmo --out`), read by every rank.
-    #[arg(long, conflicts_with_all = ["staged", "node_local"], required_unless_present_any = ["staged", "node_local"])]
+    #[arg(
+        long,
+        conflicts_with_all = ["staged", "node_local", "synthetic_data"],
+        required_unless_present_any = ["staged", "node_local", "synthetic_data"]
+    )]
     data: Option<PathBuf>,
     /// Node-local copies made by `stager stage`: the same --dest template
     /// (`/tmp/bb/node{node}`). The placement record the stager wrote in
@@ -253,8 +257,15 @@ struct TrainArgs {
     /// same node-local template, e.g. `/tmp/bb/node{node}/cbed`): each
     /// node's ranks train on its own samples, so the data grows with the
     /// nodes; without --val, --val-fraction of each node's samples validate.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "synthetic_data")]
     node_local: Option<String>,
+    /// Train on SAMPLES samples per epoch (over all ranks) of the model's
+    /// shapes made in memory, reading no file: compute and the gradient
+    /// exchange measured apart from I/O (Mathuriya et al. 2018's dummy
+    /// data). No validation. CosmoFlow, the BatchNorm probe, Tiramisu and
+    /// DeepLabv3+ (at the configuration's field size).
+    #[arg(long, value_name = "SAMPLES", conflicts_with = "staged")]
+    synthetic_data: Option<usize>,
     /// Validation dataset directory (default: hold out --val-fraction of --data's files).
     #[arg(long)]
     val: Option<PathBuf>,
@@ -397,11 +408,14 @@ fn config_from(
     let choice =
         ModelChoice { config: args.config.clone().unwrap_or_else(|| entry.configs[0].to_owned()), batch: args.batch };
     let model = entry.build(&choice, matches)?;
-    let source = match (&args.data, &args.staged, &args.node_local) {
-        (Some(dir), _, _) => Origin::Dir(dir.clone()),
-        (None, Some(dest), _) => Origin::Staged { dest: dest.clone() },
-        (None, None, Some(template)) => Origin::NodeLocal { template: template.clone() },
-        (None, None, None) => anyhow::bail!("give --data DIR, --staged TEMPLATE or --node-local TEMPLATE"),
+    let source = match (&args.data, &args.staged, &args.node_local, args.synthetic_data) {
+        (Some(dir), ..) => Origin::Dir(dir.clone()),
+        (None, Some(dest), ..) => Origin::Staged { dest: dest.clone() },
+        (None, None, Some(template), _) => Origin::NodeLocal { template: template.clone() },
+        (None, None, None, Some(samples)) => Origin::Synthetic { samples },
+        (None, None, None, None) => {
+            anyhow::bail!("give --data DIR, --staged TEMPLATE, --node-local TEMPLATE or --synthetic-data SAMPLES")
+        }
     };
     anyhow::ensure!(
         args.fusion_mb.is_finite() && args.fusion_mb >= 0.0 && args.fusion_mb <= (1u64 << 20) as f64,

@@ -115,6 +115,26 @@ fn reducing_during_backward_and_hierarchically_trains_to_the_parameters_of_the_f
     assert!(diff < 1e-5, "BatchNorm probe: running statistics differ by {diff}");
 }
 
+/// `--synthetic-data` trains on samples of the model's shapes made in
+/// memory: no data directory, the loader's wait no more than the hand-over
+/// of a made batch, the same steps as files of as many samples would give;
+/// a model that cannot make its samples says so in one line.
+#[test]
+fn synthetic_data_trains_without_a_data_directory_and_waits_for_no_file() {
+    let args = ["train", "--config", "mlperf-small", "--synthetic-data", "64", "--batch", "2", "--epochs", "1"];
+    let report = ok(&e2e::mpirun(2, &[], Path::new(TRAINER), &args));
+    assert_eq!(report["epochs"][0]["steps"], 16, "{report}");
+    let wait = report["fractions"][0].as_f64().unwrap();
+    eprintln!("data wait {:.4} % of the step", 100.0 * wait);
+    assert!(wait < 0.01, "data wait {wait} of the step with synthetic data");
+    assert!(report["epochs"][0]["validation"].is_null(), "{report}");
+    let args = ["train", "--model", "etalumis", "--config", "small", "--synthetic-data", "16"];
+    let out = e2e::output(std::process::Command::new(TRAINER).args(args)).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("no synthetic data") && stderr.trim().lines().count() == 1, "{stderr}");
+}
+
 /// The initial parameters (seed 0): an epoch-0 checkpoint is not written,
 /// so train zero steps and read them from the report-free checkpoint.
 fn params_at_start(dir: &Path, data: &Path) -> Vec<f32> {

@@ -140,6 +140,12 @@ impl TrainConfig {
         if self.batch == 0 {
             return Err("--batch must be at least 1".into());
         }
+        if let (loader::source::Origin::Synthetic { .. }, Some(val)) = (&self.source, &self.val) {
+            return Err(format!(
+                "--synthetic-data trains without files; --val {} would validate on files (give one or the other)",
+                val.display()
+            ));
+        }
         if self.grad_lag && self.reduce_during_backward {
             return Err(
                 "--grad-lag 1 and --reduce-during-backward are two ways of hiding the exchange; give one".into()

@@ -41,6 +41,10 @@ impl<M: TrainModel> Reader for ModelReader<'_, M> {
     fn opener(&self) -> Option<loader::served::FileOpener> {
         self.0.file_opener()
     }
+
+    fn synthetic(&self, samples: usize) -> Option<Arc<dyn Dataset>> {
+        self.0.synthetic_data(samples)
+    }
 }
 
 /// The run's source: `--data`, `--staged` or `--node-local`, validated

@@ -172,6 +172,15 @@ pub trait TrainModel: Send + Sync + 'static {
         files: Option<&[usize]>,
     ) -> Result<Arc<dyn Dataset>, DatasetError>;
 
+    /// `samples` samples of the shapes this model trains on, made in memory
+    /// (`--synthetic-data`, [`loader::synthetic`]: no file is read). `None`
+    /// (the default) for a model whose inputs cannot be made without their
+    /// files.
+    fn synthetic_data(&self, samples: usize) -> Option<Arc<dyn Dataset>> {
+        let _ = samples;
+        None
+    }
+
     /// [`open_dataset`](Self::open_dataset) as a value of its own, so a
     /// destination a staging service still fills is opened file by file as
     /// training first reads each (`loader::source::Reader::opener`).

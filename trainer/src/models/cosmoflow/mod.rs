@@ -178,6 +178,17 @@ impl TrainModel for CosmoflowModel {
         open_dataset(dir, manifest, files)
     }
 
+    fn synthetic_data(&self, samples: usize) -> Option<Arc<dyn Dataset>> {
+        let c = &self.config;
+        let target = loader::synthetic::Target::Values { low: -1.0, high: 1.0 };
+        Some(Arc::new(loader::synthetic::SyntheticDataset::new(
+            samples,
+            c.input.pow(3) * c.channels,
+            c.outputs,
+            target,
+        )))
+    }
+
     fn file_opener(&self) -> Option<loader::served::FileOpener> {
         Some(Arc::new(|dir: &Path, manifest: &Manifest, files: &[usize]| open_dataset(dir, manifest, Some(files))))
     }
