@@ -16,7 +16,9 @@
 # (its download is freed before the next one), with pip's cache off.
 set -euo pipefail
 venv="${1:?usage: deploy/pip-install-torch.sh VENV}"
-pip=("$venv/bin/pip" install -q --no-cache-dir)
+# No bytecode compiled at install: Python compiles the modules a program
+# imports when it first imports them, and most of torch's never are.
+pip=("$venv/bin/pip" install -q --no-cache-dir --no-compile)
 
 # Resolving from metadata alone needs a recent pip.
 "${pip[@]}" --upgrade pip

@@ -6,7 +6,7 @@
 #   bash fuzz/run.sh 600              # every target, 10 minutes each
 #   bash fuzz/run.sh 5 journal trace  # some targets, a few seconds each
 #   MINIMIZE=1 bash fuzz/run.sh 600   # and shrink each corpus afterwards
-#   FUZZ_PROFILE=dev bash fuzz/run.sh 3 # quicker to build, slower to run (CI)
+#   FUZZ_PROFILE=dev bash fuzz/run.sh 3 # quicker to build, slower to run
 #
 # Corpora live in fuzz/corpus/NAME (kept in the repository; inputs the
 # fuzzer finds interesting are added there). A crash, timeout or

