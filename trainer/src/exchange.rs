@@ -5,16 +5,14 @@
 //! the average over at step t + 1 (the climate paper's one-step gradient
 //! lag).
 
-use std::sync::mpsc;
-use std::thread::JoinHandle;
-
+use cluster::World;
 use cluster::allreduce::{AllreduceError, Exchange, SumAllreduce};
-use cluster::{ThreadComm, World};
 use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
 use crate::fusion::FusionPlan;
+use crate::summing_thread::SummingThread;
 
 /// Blocking fused allreduce-average on a private duplicate of the world
 /// communicator (so it never matches another library's messages).
@@ -181,12 +179,10 @@ type Buffers = (Vec<Vec<f32>>, Vec<Vec<f32>>);
 pub struct LaggedExchange {
     plan: FusionPlan,
     ranks: usize,
-    to_thread: Option<mpsc::Sender<Buffers>>,
-    from_thread: mpsc::Receiver<Buffers>,
+    thread: SummingThread<Buffers>,
     /// (send, receive) buffer sets: here between exchanges, with the
     /// communication thread while one is in flight.
     spare: Option<Buffers>,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl LaggedExchange {
@@ -197,35 +193,18 @@ impl LaggedExchange {
         fusion_bytes: usize,
         exchange: Exchange,
     ) -> Option<Result<Self, AllreduceError>> {
-        let mut sum: SumAllreduce<ThreadComm> = match SumAllreduce::for_threads(world, exchange)? {
-            Ok(sum) => sum,
+        let thread = SummingThread::start(world, exchange, |sum, (send, recv): &mut Buffers| {
+            for (s, r) in send.iter().zip(recv.iter_mut()) {
+                sum.sum_into(s, r);
+            }
+        })?;
+        let thread = match thread {
+            Ok(thread) => thread,
             Err(e) => return Some(Err(e)),
         };
         let plan = FusionPlan::new(lengths, fusion_bytes);
-        let (to_thread, inbox) = mpsc::channel::<Buffers>();
-        let (outbox, from_thread) = mpsc::channel::<Buffers>();
-        let thread = std::thread::Builder::new()
-            .name("allreduce".into())
-            .spawn(move || {
-                for (send, mut recv) in inbox {
-                    for (s, r) in send.iter().zip(recv.iter_mut()) {
-                        sum.sum_into(s, r);
-                    }
-                    if outbox.send((send, recv)).is_err() {
-                        return;
-                    }
-                }
-            })
-            .ok()?;
         let spare = Some((plan.allocate(), plan.allocate()));
-        Some(Ok(LaggedExchange {
-            plan,
-            ranks: world.size(),
-            to_thread: Some(to_thread),
-            from_thread,
-            spare,
-            thread: Some(thread),
-        }))
+        Some(Ok(LaggedExchange { plan, ranks: world.size(), thread, spare }))
     }
 
     /// Start averaging `tensors` (this step's gradients). Collective; at
@@ -233,10 +212,8 @@ impl LaggedExchange {
     pub fn submit(&mut self, tensors: &[&[f32]]) {
         let (mut send, recv) = self.spare.take().unwrap_or_else(|| (self.plan.allocate(), self.plan.allocate()));
         self.plan.pack(tensors, &mut send);
-        if let Some(tx) = &self.to_thread
-            && let Err(returned) = tx.send((send, recv))
-        {
-            self.spare = Some(returned.0);
+        if let Err(returned) = self.thread.send((send, recv)) {
+            self.spare = Some(returned);
         }
     }
 
@@ -246,19 +223,10 @@ impl LaggedExchange {
         if self.spare.is_some() {
             return false;
         }
-        let Ok((send, reduced)) = self.from_thread.recv() else { return false };
+        let Some((send, reduced)) = self.thread.recv() else { return false };
         self.plan.unpack(&reduced, tensors, 1.0 / self.ranks as f32);
         self.spare = Some((send, reduced));
         true
-    }
-}
-
-impl Drop for LaggedExchange {
-    fn drop(&mut self) {
-        self.to_thread = None;
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

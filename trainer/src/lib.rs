@@ -48,4 +48,5 @@ pub mod params;
 pub mod plot;
 pub mod scaling;
 pub mod schedule;
+pub mod summing_thread;
 pub mod tensorboard;

@@ -11,17 +11,15 @@
 //! order, which is the same on every rank whatever the step's timing, so
 //! the ranks' collectives always match. Needs `MPI_THREAD_MULTIPLE`.
 
-use std::sync::mpsc;
-use std::thread::JoinHandle;
-
-use cluster::allreduce::{AllreduceError, Exchange, SumAllreduce};
-use cluster::{ThreadComm, World};
+use cluster::World;
+use cluster::allreduce::{AllreduceError, Exchange};
 use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
 use crate::exchange::{bits, bitvector};
 use crate::fusion::FusionPlan;
+use crate::summing_thread::SummingThread;
 
 /// A buffer on its way to or from the communication thread: its index, what
 /// this rank sends, and the sum.
@@ -64,9 +62,7 @@ pub struct OverlapExchange {
     early: usize,
     /// Buffers handed over early and in all, over the run.
     counts: GroupCounts,
-    to_thread: Option<mpsc::Sender<InFlight>>,
-    from_thread: mpsc::Receiver<InFlight>,
-    thread: Option<JoinHandle<()>>,
+    thread: SummingThread<InFlight>,
     /// For the ranks' agreement on which tensors some rank has a gradient
     /// for (sparse models), on the training thread.
     comm: SimpleCommunicator,
@@ -92,8 +88,11 @@ impl OverlapExchange {
         group_bytes: usize,
         exchange: Exchange,
     ) -> Option<Result<Self, AllreduceError>> {
-        let mut sum: SumAllreduce<ThreadComm> = match SumAllreduce::for_threads(world, exchange)? {
-            Ok(sum) => sum,
+        let thread = SummingThread::start(world, exchange, |sum, (_, send, reduced): &mut InFlight| {
+            sum.sum_into(send, reduced);
+        })?;
+        let thread = match thread {
+            Ok(thread) => thread,
             Err(e) => return Some(Err(e)),
         };
         let reversed: Vec<usize> = lengths.iter().rev().copied().collect();
@@ -102,19 +101,6 @@ impl OverlapExchange {
         for entry in 0..reversed.len() {
             holds[plan.place(entry).0] += 1;
         }
-        let (to_thread, inbox) = mpsc::channel::<InFlight>();
-        let (outbox, from_thread) = mpsc::channel::<InFlight>();
-        let thread = std::thread::Builder::new()
-            .name("allreduce".into())
-            .spawn(move || {
-                for (b, send, mut reduced) in inbox {
-                    sum.sum_into(&send, &mut reduced);
-                    if outbox.send((b, send, reduced)).is_err() {
-                        return;
-                    }
-                }
-            })
-            .ok()?;
         let buffers = (0..plan.buffers()).map(|b| Some((vec![0.0; plan.buffer_len(b)], vec![0.0; plan.buffer_len(b)])));
         Some(Ok(OverlapExchange {
             missing: holds.clone(),
@@ -125,9 +111,7 @@ impl OverlapExchange {
             early: 0,
             counts: GroupCounts::default(),
             plan,
-            to_thread: Some(to_thread),
-            from_thread,
-            thread: Some(thread),
+            thread,
             comm: world.comm().duplicate(),
         }))
     }
@@ -168,8 +152,7 @@ impl OverlapExchange {
         self.missing[b] -= 1;
         while self.next < self.missing.len() && self.missing[self.next] == 0 {
             let (send, reduced) = self.buffers[self.next].take().ok_or(OverlapError::ThreadGone)?;
-            let to_thread = self.to_thread.as_ref().ok_or(OverlapError::ThreadGone)?;
-            to_thread.send((self.next, send, reduced)).map_err(|_| OverlapError::ThreadGone)?;
+            self.thread.send((self.next, send, reduced)).map_err(|_| OverlapError::ThreadGone)?;
             self.next += 1;
         }
         Ok(())
@@ -186,7 +169,7 @@ impl OverlapExchange {
             }
         }
         for _ in 0..self.buffers.len() {
-            let (b, send, reduced) = self.from_thread.recv().map_err(|_| OverlapError::ThreadGone)?;
+            let (b, send, reduced) = self.thread.recv().ok_or(OverlapError::ThreadGone)?;
             self.buffers[b] = Some((send, reduced));
         }
         self.counts.groups += self.buffers.len() as u64;
@@ -215,14 +198,5 @@ impl OverlapExchange {
     pub fn averaged(&self, t: usize) -> Option<&[f32]> {
         let (b, offset, len) = self.place(t);
         self.buffers[b].as_ref().map(|(_, reduced)| &reduced[offset..offset + len])
-    }
-}
-
-impl Drop for OverlapExchange {
-    fn drop(&mut self) {
-        self.to_thread = None;
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
