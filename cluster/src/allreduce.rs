@@ -66,6 +66,12 @@ pub enum AllreduceError {
         /// Node 0's ranks.
         first: usize,
     },
+    /// MPI gave this rank no communicator from a split every rank joins.
+    #[error("MPI gave rank {rank} no communicator when splitting the world into nodes")]
+    Split {
+        /// This rank.
+        rank: usize,
+    },
 }
 
 /// A communicator an exchange holds: a plain one, or one threads may share.
@@ -92,6 +98,9 @@ impl HoldsComm for ThreadComm {
 pub struct SumAllreduce<C: HoldsComm = SimpleCommunicator> {
     world: C,
     hierarchy: Option<Hierarchy<C>>,
+    /// Wait for each collective by testing it with sleeps in between
+    /// ([`crate::polite`]) instead of in MPI's spinning wait.
+    polite: bool,
 }
 
 struct Hierarchy<C> {
@@ -114,14 +123,16 @@ impl SumAllreduce<SimpleCommunicator> {
             Exchange::Flat => None,
             Exchange::Hierarchical => Some(split(world)?),
         };
-        Ok(SumAllreduce { world: world.comm().duplicate(), hierarchy })
+        Ok(SumAllreduce { world: world.comm().duplicate(), hierarchy, polite: false })
     }
 }
 
 impl SumAllreduce<ThreadComm> {
     /// As [`new`](SumAllreduce::new), for a sum that runs on a thread of
     /// its own beside others: `None` unless MPI granted
-    /// `MPI_THREAD_MULTIPLE`.
+    /// `MPI_THREAD_MULTIPLE`. It waits for the other ranks politely: a
+    /// collective entered before the other ranks reach it would otherwise
+    /// spin on a core the training thread beside it computes on.
     pub fn for_threads(world: &World, exchange: Exchange) -> Option<Result<Self, AllreduceError>> {
         let world_comm = world.thread_comm()?;
         let hierarchy = match exchange {
@@ -137,7 +148,7 @@ impl SumAllreduce<ThreadComm> {
                 Err(e) => return Some(Err(e)),
             },
         };
-        Some(Ok(SumAllreduce { world: world_comm, hierarchy }))
+        Some(Ok(SumAllreduce { world: world_comm, hierarchy, polite: true }))
     }
 }
 
@@ -150,12 +161,12 @@ fn split(world: &World) -> Result<Hierarchy<SimpleCommunicator>, AllreduceError>
     }
     let color = |c: usize| Color::with_value(c as i32);
     let key = t.rank as i32;
-    // Every rank gets a communicator from each split (every rank passes a
-    // color), so neither is `None`; duplicating the world is the fallback
-    // the type asks for, never taken.
-    let node = world.comm().split_by_color_with_key(color(t.node), key).unwrap_or_else(|| world.comm().duplicate());
-    let across =
-        world.comm().split_by_color_with_key(color(t.local_rank), key).unwrap_or_else(|| world.comm().duplicate());
+    // Every rank passes a colour, so MPI gives every rank a communicator
+    // from each split; `None` would be an MPI fault.
+    let split =
+        |c: usize| world.comm().split_by_color_with_key(color(c), key).ok_or(AllreduceError::Split { rank: t.rank });
+    let node = split(t.node)?;
+    let across = split(t.local_rank)?;
     Ok(Hierarchy { node, across, padded: Vec::new(), part: Vec::new(), part_sum: Vec::new() })
 }
 
@@ -174,28 +185,59 @@ impl<C: HoldsComm> SumAllreduce<C> {
     /// every rank). Collective.
     pub fn sum_into(&mut self, send: &[f32], recv: &mut [f32]) {
         assert_eq!(send.len(), recv.len(), "send and receive buffers differ in length");
+        let polite = self.polite;
         let Some(h) = &mut self.hierarchy else {
-            self.world.comm().all_reduce_into(send, recv, SystemOperation::sum());
+            all_reduce(self.world.comm(), send, recv, polite);
             return;
         };
         let locals = h.node.comm().size() as usize;
         let part = send.len().div_ceil(locals);
         h.part.resize(part, 0.0);
         h.part_sum.resize(part, 0.0);
-        let sum = SystemOperation::sum();
         if send.len() == part * locals {
             // Whole parts: no copy into or out of a padded buffer.
-            h.node.comm().reduce_scatter_block_into(send, &mut h.part[..], sum);
-            h.across.comm().all_reduce_into(&h.part[..], &mut h.part_sum[..], sum);
-            h.node.comm().all_gather_into(&h.part_sum[..], recv);
+            reduce_scatter(h.node.comm(), send, &mut h.part[..], polite);
+            all_reduce(h.across.comm(), &h.part[..], &mut h.part_sum[..], polite);
+            all_gather(h.node.comm(), &h.part_sum[..], recv, polite);
             return;
         }
         h.padded.clear();
         h.padded.extend_from_slice(send);
         h.padded.resize(part * locals, 0.0);
-        h.node.comm().reduce_scatter_block_into(&h.padded[..], &mut h.part[..], sum);
-        h.across.comm().all_reduce_into(&h.part[..], &mut h.part_sum[..], sum);
-        h.node.comm().all_gather_into(&h.part_sum[..], &mut h.padded[..]);
+        reduce_scatter(h.node.comm(), &h.padded[..], &mut h.part[..], polite);
+        all_reduce(h.across.comm(), &h.part[..], &mut h.part_sum[..], polite);
+        all_gather(h.node.comm(), &h.part_sum[..], &mut h.padded[..], polite);
         recv.copy_from_slice(&h.padded[..send.len()]);
+    }
+}
+
+/// `recv` = the sum of every rank's `send`.
+fn all_reduce(comm: &SimpleCommunicator, send: &[f32], recv: &mut [f32], polite: bool) {
+    let sum = SystemOperation::sum();
+    if polite {
+        mpi::request::scope(|scope| crate::polite::wait(comm.immediate_all_reduce_into(scope, send, recv, sum)));
+    } else {
+        comm.all_reduce_into(send, recv, sum);
+    }
+}
+
+/// `part` = the sum over the ranks of this rank's part of `send`.
+fn reduce_scatter(comm: &SimpleCommunicator, send: &[f32], part: &mut [f32], polite: bool) {
+    let sum = SystemOperation::sum();
+    if polite {
+        mpi::request::scope(|scope| {
+            crate::polite::wait(comm.immediate_reduce_scatter_block_into(scope, send, part, sum))
+        });
+    } else {
+        comm.reduce_scatter_block_into(send, part, sum);
+    }
+}
+
+/// `recv` = every rank's `part`, in rank order.
+fn all_gather(comm: &SimpleCommunicator, part: &[f32], recv: &mut [f32], polite: bool) {
+    if polite {
+        mpi::request::scope(|scope| crate::polite::wait(comm.immediate_all_gather_into(scope, part, recv)));
+    } else {
+        comm.all_gather_into(part, recv);
     }
 }

@@ -128,6 +128,11 @@ fn synthetic_data_trains_without_a_data_directory_and_waits_for_no_file() {
     eprintln!("data wait {:.4} % of the step", 100.0 * wait);
     assert!(wait < 0.01, "data wait {wait} of the step with synthetic data");
     assert!(report["epochs"][0]["validation"].is_null(), "{report}");
+    // The inverse model fits its normalisation on the made samples.
+    let args = ["train", "--model", "inverse", "--config", "small", "--synthetic-data", "4", "--batch", "2"];
+    let report = ok(&e2e::mpirun(1, &[], Path::new(TRAINER), &[&args[..], &["--epochs", "1"]].concat()));
+    assert_eq!(report["epochs"][0]["steps"], 2, "{report}");
+    assert!(report["epochs"][0]["train_loss"].as_f64().is_some_and(f64::is_finite), "{report}");
     let args = ["train", "--model", "etalumis", "--config", "small", "--synthetic-data", "16"];
     let out = e2e::output(std::process::Command::new(TRAINER).args(args)).unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -21,6 +21,7 @@ use super::layout::Layout;
 use super::net::EtalumisNet;
 use super::proposal::{Rows, log_density};
 use super::{EtalumisConfig, by_name};
+use crate::engine::segments::Cuts;
 use crate::engine::{ModelChoice, ModelSummary, Sampling, StepContext, TrainError, TrainModel, Validation};
 use crate::params::Init;
 
@@ -132,13 +133,15 @@ impl EtalumisModel {
 
     /// Σ log q(x_t | y) over every controlled choice of the batch's traces
     /// that the network has layers for (a one-element tensor); `None` when
-    /// no such trace has a controlled choice.
+    /// no such trace has a controlled choice. The observations' CNN is cut
+    /// as `cuts` says.
     fn log_q(
         &self,
         net: &EtalumisNet,
         batch: &Batch,
         traces: &[Option<Parsed>],
         device: &Device,
+        cuts: &mut Cuts,
     ) -> Result<Option<Tensor<1>>, TrainError> {
         let data = self.data()?;
         let (layout, shape) = (&data.layout, data.observation);
@@ -154,7 +157,8 @@ impl EtalumisModel {
             x.extend(batch.x[k * voxels..(k + 1) * voxels].iter().map(|v| (v - mean) / std));
         }
         let [d, h, w] = shape;
-        let observed = net.observation.forward(Tensor::from_data(TensorData::new(x, [used.len(), 1, d, h, w]), device));
+        let observed =
+            net.observation.forward_cut(Tensor::from_data(TensorData::new(x, [used.len(), 1, d, h, w]), device), cuts);
         // Sub-batches of one trace type, in the order the types first occur.
         let mut types: Vec<(&[usize], Vec<usize>)> = Vec::new();
         for (row, &k) in used.iter().enumerate() {
@@ -334,8 +338,19 @@ impl TrainModel for EtalumisModel {
         &self,
         net: &EtalumisNet,
         batch: &Batch,
+        step: &StepContext,
+        device: &Device,
+    ) -> Result<Tensor<1>, TrainError> {
+        self.loss_with_cuts(net, batch, step, device, &mut Cuts::off())
+    }
+
+    fn loss_with_cuts(
+        &self,
+        net: &EtalumisNet,
+        batch: &Batch,
         _step: &StepContext,
         device: &Device,
+        cuts: &mut Cuts,
     ) -> Result<Tensor<1>, TrainError> {
         let traces = parse(batch);
         if let Some(k) = traces.iter().position(Option::is_none) {
@@ -344,7 +359,7 @@ impl TrainModel for EtalumisModel {
                 batch.indices[k]
             )));
         }
-        let total = self.log_q(net, batch, &traces, device)?;
+        let total = self.log_q(net, batch, &traces, device, cuts)?;
         let total = total.unwrap_or_else(|| Tensor::zeros([1], device));
         Ok(total.neg().div_scalar(batch.len().max(1) as f32))
     }
@@ -379,7 +394,7 @@ impl TrainModel for EtalumisModel {
         for batch in batches {
             let batch = batch.map_err(TrainError::from)?;
             let traces = parse(&batch);
-            if let Some(total) = self.log_q(net, &batch, &traces, device)? {
+            if let Some(total) = self.log_q(net, &batch, &traces, device, &mut Cuts::off())? {
                 local[0] -= scalar(total)?;
             }
             for trace in &traces {

@@ -13,6 +13,7 @@ use super::layout::{AddressLayer, Kind, Layout};
 use super::lstm::Lstm;
 use super::proposal::head_width;
 use crate::engine::TrainError;
+use crate::engine::segments::Cuts;
 use crate::kernels::{Pooling, conv3d_same, pool3d};
 
 /// pyprob's `EmbeddingCNN3D5C`: five valid 3³ convolutions with max
@@ -75,15 +76,24 @@ impl ObservationEmbedding {
 
     /// Embed observations [n, 1, depth, height, width]: [n, embedding].
     pub fn forward(&self, x: Tensor<5>) -> Tensor<2> {
+        self.forward_cut(x, &mut Cuts::off())
+    }
+
+    /// [`forward`](Self::forward), cut after each convolution and after
+    /// the embedding (`--reduce-during-backward`: the CNN's gradients are
+    /// final once back-propagation has left the LSTM and the addresses'
+    /// layers, and each convolution's as soon as it has passed it).
+    pub fn forward_cut(&self, x: Tensor<5>, cuts: &mut Cuts) -> Tensor<2> {
         let mut x = x;
         for (i, conv) in self.convs.iter().enumerate() {
             x = relu(valid_conv(conv, x));
             if i == 1 || i == 4 {
                 x = max_pool_floor(x);
             }
+            x = cuts.cut(x);
         }
         let n = x.dims()[0];
-        relu(self.dense.forward(x.reshape([n as i32, -1])))
+        cuts.cut(relu(self.dense.forward(x.reshape([n as i32, -1]))))
     }
 }
 
@@ -214,5 +224,21 @@ mod tests {
         let x = Tensor::<5>::random([1, 2, 5, 9, 10], burn::tensor::Distribution::Default, &device);
         let diff: f32 = (valid_conv(&conv, x.clone()) - conv.forward(x)).abs().max().into_scalar();
         assert!(diff < 1e-5, "{diff}");
+    }
+
+    /// The cuts after each convolution and the embedding
+    /// (`--reduce-during-backward`) give every parameter of the CNN, once,
+    /// the gradient of one backward pass.
+    #[test]
+    fn cutting_the_cnn_gives_the_gradients_of_one_backward_pass() {
+        let device = Device::flex().autodiff();
+        let config = super::super::small();
+        let embedding = ObservationEmbedding::new(&config, [20, 21, 22], &device).unwrap();
+        let x = Tensor::<5>::random([2, 1, 20, 21, 22], burn::tensor::Distribution::Normal(0.0, 1.0), &device);
+        let loss = |cuts: &mut Cuts| {
+            let y = embedding.forward_cut(x.clone(), cuts);
+            (y.clone() * y).mean()
+        };
+        crate::engine::segments::assert_segments_match(&embedding, loss, config.conv_channels.len() + 1);
     }
 }
