@@ -1,5 +1,6 @@
 """Stagehand's Python loader over the bench's files: samples/s of a Python
-consumer, and the share of the run it waited (after the first epoch). With CONSUMER_SECONDS > 0 the
+consumer, and the share of the run it waited (after the first epoch; over the one epoch when REPS
+is 1). With CONSUMER_SECONDS > 0 the
 consumer sleeps that long per batch (a training step slower than decoding).
 Prints {"samples_per_s": ..., "consumer_wait_fraction": ...}.
 
@@ -19,6 +20,8 @@ else:
     data = stagehand.Dataset.deepcam(sys.argv[7:], sys.argv[6])
 loader = stagehand.Loader(data, batch_size=batch, workers=workers, prefetch=4, shuffle=False, rank=0, world_size=1)
 rates = []
+# Zeros before the first epoch: with REPS 1 the wait is that of the whole run.
+first = loader.metrics()
 for epoch in range(reps):
     if epoch == 1:
         # The first epoch also allocates the batch buffers: the wait is measured after it.

@@ -126,15 +126,6 @@ pub fn median(mut values: Vec<f64>) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-/// A benchmark setting from the environment (`STAGEHAND_BENCH_STEPS=…`),
-/// or `default` when unset; a value that is not a number is an error.
-pub fn env_usize(key: &str, default: usize) -> usize {
-    match std::env::var(key) {
-        Ok(v) => v.parse().unwrap_or_else(|e| panic!("{key}={v}: {e}")),
-        Err(_) => default,
-    }
-}
-
 /// A step-time comparison with a peer (PyTorch, TensorFlow): `ours` and
 /// `peer` run `reps` times, alternating which goes first so neither always
 /// gets the warmer machine; prints each repetition and the medians, and the

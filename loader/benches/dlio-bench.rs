@@ -43,10 +43,6 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|r| r.parse().ok()).unwrap_or(default)
-}
-
 /// Run DLIO on `ranks` ranks with `overrides`; its summary.json (None for
 /// a generation-only run).
 fn dlio(dir: &Path, ranks: usize, out: &str, overrides: &[String]) -> Option<serde_json::Value> {
@@ -128,8 +124,8 @@ fn main() {
     }
     let dir =
         PathBuf::from(std::env::var("STAGEHAND_BENCH_DIR").unwrap_or_else(|_| "/tmp/stagehand-dlio-bench".into()));
-    let runs = env_number("STAGEHAND_BENCH_RUNS", 3);
-    let most = env_number("STAGEHAND_DLIO_MAX_ACCELERATORS", 8);
+    let runs = bench_rows::count("STAGEHAND_BENCH_RUNS", 3);
+    let most = bench_rows::count("STAGEHAND_DLIO_MAX_ACCELERATORS", 8);
     let setup = Command::new("bash").arg(repo().join("python/setup-venv.sh")).status().unwrap();
     assert!(setup.success(), "python/setup-venv.sh failed");
     std::fs::create_dir_all(&dir).unwrap();
@@ -140,7 +136,7 @@ fn main() {
             format: "tfrecord",
             theirs: ("tensorflow", "DLIO's TensorFlow reader (tf.data)"),
             threshold: 70.0,
-            files: env_number("STAGEHAND_DLIO_COSMOFLOW_FILES", 512),
+            files: bench_rows::count("STAGEHAND_DLIO_COSMOFLOW_FILES", 512),
             extra: &["++workload.train.epochs=2"],
         },
         Workload {
@@ -148,7 +144,7 @@ fn main() {
             format: "npz",
             theirs: ("pytorch", "DLIO's PyTorch reader (DataLoader, np.load)"),
             threshold: 90.0,
-            files: env_number("STAGEHAND_DLIO_UNET3D_FILES", 48),
+            files: bench_rows::count("STAGEHAND_DLIO_UNET3D_FILES", 48),
             extra: &["++workload.train.epochs=2", "++workload.workflow.checkpoint=False"],
         },
     ];

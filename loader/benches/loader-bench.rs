@@ -99,7 +99,7 @@ fn main() {
     }
     let dir =
         PathBuf::from(std::env::var("STAGEHAND_BENCH_DIR").unwrap_or_else(|_| "/tmp/stagehand-loader-bench".into()));
-    let reps: usize = std::env::var("STAGEHAND_BENCH_REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+    let reps = bench_rows::repetitions(3);
     let strings = |v: &[PathBuf]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
 
     let cosmo = cosmo_files(&dir.join("cosmo"));

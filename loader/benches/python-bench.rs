@@ -69,12 +69,9 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let env_number = |name: &str, default: usize| -> usize {
-        std::env::var(name).ok().and_then(|r| r.parse().ok()).unwrap_or(default)
-    };
     let dir =
         PathBuf::from(std::env::var("STAGEHAND_BENCH_DIR").unwrap_or_else(|_| "/tmp/stagehand-loader-bench".into()));
-    let (reps, runs) = (env_number("STAGEHAND_BENCH_REPS", 3), env_number("STAGEHAND_BENCH_RUNS", 3));
+    let (reps, runs) = (bench_rows::repetitions(3), bench_rows::count("STAGEHAND_BENCH_RUNS", 3));
     let setup = Command::new("bash").arg(repo().join("python/setup-venv.sh")).status().unwrap();
     assert!(setup.success(), "python/setup-venv.sh failed");
     let strings = |v: &[PathBuf]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();

@@ -26,10 +26,6 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|r| r.parse().ok()).unwrap_or(default)
-}
-
 /// The report of `simgen climate --samples samples` on `ranks` ranks.
 fn ours(dir: &Path, ranks: usize, samples: usize) -> Value {
     let _ = std::fs::remove_dir_all(dir);
@@ -63,8 +59,8 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let reps = env_or("STAGEHAND_BENCH_REPS", 3);
-    let samples = env_or("STAGEHAND_BENCH_SAMPLES", 8);
+    let reps = bench_rows::repetitions(3);
+    let samples = bench_rows::count("STAGEHAND_BENCH_SAMPLES", 8);
     let dir = PathBuf::from(
         std::env::var("STAGEHAND_BENCH_DIR").unwrap_or_else(|_| "/dev/shm/stagehand-climate-bench".into()),
     );

@@ -48,7 +48,7 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let reps: usize = std::env::var("STAGEHAND_BENCH_REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+    let reps = bench_rows::repetitions(3);
     let dir =
         PathBuf::from(std::env::var("STAGEHAND_BENCH_DIR").unwrap_or_else(|_| "/tmp/stagehand-simgen-bench".into()));
     let (mut per_box, mut fft, mut rss) = (Vec::new(), Vec::new(), 0u64);

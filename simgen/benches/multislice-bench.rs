@@ -124,7 +124,7 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let reps: usize = std::env::var("STAGEHAND_BENCH_REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+    let reps = bench_rows::repetitions(3);
     let threads: usize = std::env::var("STAGEHAND_BENCH_THREADS")
         .ok()
         .and_then(|r| r.parse().ok())

@@ -35,10 +35,6 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|r| r.parse().ok()).unwrap_or(default)
-}
-
 fn generate(dir: &Path, ranks: usize, traces: usize, files: usize) -> Value {
     let _ = std::fs::remove_dir_all(dir);
     let (traces, files) = (traces.to_string(), files.to_string());
@@ -74,8 +70,8 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let reps = env_or("STAGEHAND_BENCH_REPS", 3);
-    let traces = env_or("STAGEHAND_BENCH_TRACES", 20_000);
+    let reps = bench_rows::repetitions(3);
+    let traces = bench_rows::count("STAGEHAND_BENCH_TRACES", 20_000);
     let dir = PathBuf::from(
         std::env::var("STAGEHAND_BENCH_DIR").unwrap_or_else(|_| "/dev/shm/stagehand-traces-bench".into()),
     );
@@ -112,7 +108,7 @@ fn main() {
         std::env::var("STAGEHAND_BENCH_IO_DIR")
             .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../target/traces-io-bench").into()),
     );
-    let io_traces = env_or("STAGEHAND_BENCH_IO_TRACES", 10_000);
+    let io_traces = bench_rows::count("STAGEHAND_BENCH_IO_TRACES", 10_000);
     generate(&io_dir, 2, io_traces, 1);
     let store = io_dir.join("traces-00000.lmdb");
     let n = TraceDataset::open(&store).unwrap().len();

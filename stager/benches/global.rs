@@ -194,7 +194,7 @@ fn main() {
     let root = PathBuf::from(env_or("STAGEHAND_BENCH_DIR", "/tmp/stagehand-bench"));
     let src = root.join("global-src");
     let dest_root = PathBuf::from(env_or("STAGEHAND_BENCH_DEST", "/dev/shm/stagehand-bench"));
-    let reps: u64 = env_or("STAGEHAND_BENCH_REPS", "3").parse().unwrap();
+    let reps = bench_rows::repetitions(3) as u64;
     let pfs = env_or("STAGEHAND_BENCH_PFS_BW", "1GB/s");
     let consume = env_or("STAGEHAND_BENCH_CONSUME", "200MB/s");
     let rate = stager::units::parse_rate(&consume).unwrap();

@@ -64,7 +64,7 @@ fn main() {
     let root = PathBuf::from(env_or("STAGEHAND_BENCH_DIR", "/tmp/stagehand-bench"));
     let src = root.join("peers-src");
     let dest_root = PathBuf::from(env_or("STAGEHAND_BENCH_DEST", "/dev/shm/stagehand-bench"));
-    let reps = env_or("STAGEHAND_BENCH_REPS", "5");
+    let reps = bench_rows::repetitions(5).to_string();
     let consume = env_or("STAGEHAND_BENCH_CONSUME", "200MB/s");
     make_dataset(&src);
     let _ = std::fs::remove_dir_all(&dest_root);
@@ -126,7 +126,7 @@ fn probe(dirs: &Path) {
     let text = dirs.to_str().unwrap();
     let (src, dest_root) = text.split_once(':').unwrap();
     let (src, dest_root) = (Path::new(src), Path::new(dest_root));
-    let reps: usize = env_or("STAGEHAND_BENCH_REPS", "5").parse().unwrap();
+    let reps = bench_rows::repetitions(5);
     let rate = stager::units::parse_rate(&env_or("STAGEHAND_BENCH_CONSUME", "200MB/s")).unwrap();
     let node = world.topology().node;
     let manifest = Manifest::load(&src.join(MANIFEST_FILE)).unwrap();

@@ -60,7 +60,7 @@ fn main() {
         run_case(&id);
         return;
     }
-    let reps: usize = std::env::var("STAGEHAND_BENCH_REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+    let reps = bench_rows::repetitions(3);
     let exe = std::env::current_exe().unwrap();
     let mut table = Vec::new();
     for &(id, files, nodes, per_node, policy, _, _) in &CASES {

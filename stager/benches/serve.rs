@@ -257,7 +257,7 @@ fn main() {
     let root = PathBuf::from(env_or("STAGEHAND_BENCH_DIR", "/tmp/stagehand-bench"));
     let src = root.join("serve-src");
     let dest_root = PathBuf::from(env_or("STAGEHAND_BENCH_DEST", "/dev/shm/stagehand-bench"));
-    let reps: usize = env_or("STAGEHAND_BENCH_REPS", "5").parse().unwrap();
+    let reps = bench_rows::repetitions(5);
     let pfs = env_or("STAGEHAND_BENCH_PFS_BW", "1GB/s");
     let rate = stager::units::parse_rate(&env_or("STAGEHAND_BENCH_CONSUME", "400MB/s")).unwrap();
     let m = make_dataset(&src);

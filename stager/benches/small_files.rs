@@ -100,8 +100,8 @@ fn main() {
     let root = PathBuf::from(env_or("STAGEHAND_BENCH_DIR", "/tmp/stagehand-bench")).join("small");
     let src = root.join("src");
     let dest_root = PathBuf::from(env_or("STAGEHAND_BENCH_DEST", "/dev/shm/stagehand-bench")).join("small");
-    let reps: usize = env_or("STAGEHAND_BENCH_REPS", "3").parse().unwrap();
-    let files: usize = env_or("STAGEHAND_BENCH_SMALL_FILES", "100000").parse().unwrap();
+    let reps = bench_rows::repetitions(3);
+    let files = bench_rows::count("STAGEHAND_BENCH_SMALL_FILES", 100_000);
     let m = make_dataset(&src, files);
     let whole = src.join(MANIFEST_FILE);
     let tenth = root.join("manifest-tenth.json");

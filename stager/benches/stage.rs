@@ -144,7 +144,7 @@ fn main() {
     }
     let src = PathBuf::from(env_or("STAGEHAND_BENCH_DIR", "/tmp/stagehand-bench")).join("src");
     let dest_root = PathBuf::from(env_or("STAGEHAND_BENCH_DEST", "/dev/shm/stagehand-bench"));
-    let reps: usize = env_or("STAGEHAND_BENCH_REPS", "5").parse().unwrap();
+    let reps = bench_rows::repetitions(5);
     let pfs = env_or("STAGEHAND_BENCH_PFS_BW", "1GB/s");
     let m = make_dataset(&src);
     let per_node = m.files.len() / 2;

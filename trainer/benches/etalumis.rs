@@ -30,7 +30,7 @@ use std::time::Instant;
 
 use bench_rows::Row;
 use burn::tensor::Device;
-use e2e::{env_usize, median};
+use e2e::median;
 use formats::manifest::{MANIFEST_FILE, Manifest};
 use loader::pipeline::{Batch, Loader, LoaderConfig};
 use loader::sampler::BucketedSampler;
@@ -162,9 +162,9 @@ fn train(data: &Path, buckets: usize, batch: usize) -> Value {
 
 fn main() {
     cluster::allocator::keep_freed_memory();
-    let traces = env_usize("STAGEHAND_BENCH_TRACES", 2000);
-    let batch = env_usize("STAGEHAND_BENCH_BATCH", 16);
-    let reps = env_usize("STAGEHAND_BENCH_REPS", 3);
+    let traces = bench_rows::count("STAGEHAND_BENCH_TRACES", 2000);
+    let batch = bench_rows::count("STAGEHAND_BENCH_BATCH", 16);
+    let reps = bench_rows::repetitions(3);
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("traces");
     generate(&data, traces);
@@ -199,7 +199,7 @@ fn main() {
         parameters * 4.0 / 1e6,
     );
 
-    let steps = env_usize("STAGEHAND_BENCH_STEPS", 10);
+    let steps = bench_rows::count("STAGEHAND_BENCH_STEPS", 10);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (model, batches) = model_and_batches(&data, batch);
     let exported = dir.path().join("batches");

@@ -31,7 +31,7 @@ use std::time::Instant;
 use bench_rows::Row;
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
-use e2e::{env_usize, median};
+use e2e::median;
 use serde_json::Value;
 use trainer::models::dropout::DropoutMasks;
 use trainer::models::inverse::huber::{INITIAL_DELTA, mean_huber};
@@ -133,9 +133,9 @@ fn generate(out: &Path, samples: usize, grid: &str, scan: &str) -> Value {
 
 fn main() {
     cluster::allocator::keep_freed_memory();
-    let batch = env_usize("STAGEHAND_BENCH_BATCH", 4);
-    let steps = env_usize("STAGEHAND_BENCH_STEPS", 10);
-    let reps = env_usize("STAGEHAND_BENCH_REPS", 3);
+    let batch = bench_rows::count("STAGEHAND_BENCH_BATCH", 4);
+    let steps = bench_rows::count("STAGEHAND_BENCH_STEPS", 10);
+    let reps = bench_rows::repetitions(3);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("# inverse step time, small configuration, {PATTERNS}x{FIELD}x{FIELD}, batch {batch}, {threads} threads");
     let comparison = compare(batch, steps, reps, threads);

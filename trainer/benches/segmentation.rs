@@ -37,7 +37,7 @@ use trainer::params::{self, Init};
 
 const FIELD: (usize, usize) = e2e::CLIMATE_TEST_FIELD;
 
-use e2e::{env_usize, median};
+use e2e::median;
 
 /// (median step seconds, median forward seconds, parameters).
 fn ours<N: Network>(config: &N, batch: usize, steps: usize) -> (f64, f64, usize) {
@@ -123,9 +123,9 @@ fn trainer_run(model: &str, data: &Path, batch: usize) -> Value {
 
 fn main() {
     cluster::allocator::keep_freed_memory();
-    let batch = env_usize("STAGEHAND_BENCH_BATCH", 2);
-    let steps = env_usize("STAGEHAND_BENCH_STEPS", 10);
-    let reps = env_usize("STAGEHAND_BENCH_REPS", 3);
+    let batch = bench_rows::count("STAGEHAND_BENCH_BATCH", 2);
+    let steps = bench_rows::count("STAGEHAND_BENCH_STEPS", 10);
+    let reps = bench_rows::repetitions(3);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (h, w) = FIELD;
     println!(

@@ -30,10 +30,6 @@ use trainer::models::cosmoflow::{CosmoflowConfig, DropoutMasks, mse};
 use trainer::optim::{Optimizer, Rule};
 use trainer::params;
 
-fn env_usize(key: &str, default: usize) -> usize {
-    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -135,9 +131,9 @@ fn trainer_run(ranks: usize, data: &Path, batch: usize) -> Value {
 
 fn main() {
     cluster::allocator::keep_freed_memory();
-    let batch = env_usize("STAGEHAND_BENCH_BATCH", 8);
-    let steps = env_usize("STAGEHAND_BENCH_STEPS", 10);
-    let reps = env_usize("STAGEHAND_BENCH_REPS", 3);
+    let batch = bench_rows::count("STAGEHAND_BENCH_BATCH", 8);
+    let steps = bench_rows::count("STAGEHAND_BENCH_STEPS", 10);
+    let reps = bench_rows::repetitions(3);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("# step time, mlperf-small, batch {batch}, {threads} threads, {reps} reps of {steps} steps");
     let comparison =

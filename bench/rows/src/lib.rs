@@ -27,6 +27,7 @@ mod error;
 mod machine;
 mod page;
 mod results;
+mod settings;
 
 use std::path::{Path, PathBuf};
 
@@ -35,6 +36,7 @@ pub use error::Error;
 pub use machine::machine_label;
 pub use page::{render_page, render_table};
 pub use results::{BenchResults, Row, Target};
+pub use settings::{count, repetitions};
 
 /// `bench/results/` of this checkout: one JSON file per bench.
 pub fn results_dir() -> PathBuf {
