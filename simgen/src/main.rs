@@ -111,7 +111,9 @@ struct CosmoArgs {
     /// GZIP-compress the files (`.tfrecord.gz`).
     #[arg(long)]
     gzip: bool,
-    /// Mass assignment.
+    /// Mass assignment. Only `ngp` is written: CosmoFlow's samples hold
+    /// int16 counts, which CIC's fractional counts would be rounded to
+    /// (losing mass), so `cic` is refused.
     #[arg(long, value_enum, default_value = "ngp")]
     assignment: Scheme,
     /// Ranges the target parameters are drawn from (uniformly); `y` maps them to [-1, 1].
@@ -189,7 +191,7 @@ fn cosmo(args: &CosmoArgs) -> anyhow::Result<()> {
         gzip: args.gzip,
         priors: args.priors.into(),
     };
-    config.check().map_err(anyhow::Error::msg)?;
+    config.check().map_err(cli::multislice::Usage)?;
     // Before MPI starts, so a size the machine cannot hold fails with one
     // line instead of an allocation failure on every rank.
     let needed = config.memory_bytes();

@@ -97,11 +97,11 @@ fn one_and_four_ranks_write_byte_identical_files_that_both_decoders_read() {
 }
 
 #[test]
-fn zeldovich_gzip_cic_and_preview_run_and_differ_from_2lpt() {
+fn zeldovich_gzip_and_preview_run_and_differ_from_2lpt() {
     let dir = tempfile::tempdir().unwrap();
     let (lpt1, lpt2) = (dir.path().join("lpt1"), dir.path().join("lpt2"));
     let mut args = small(&lpt1);
-    args.extend(["--lpt", "1", "--gzip", "--assignment", "cic", "--preview"].map(str::to_owned));
+    args.extend(["--lpt", "1", "--gzip", "--preview"].map(str::to_owned));
     let out = Command::new(SIMGEN).args(&args).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     for z in ["0", "0.5", "1.5", "3"] {
@@ -112,7 +112,7 @@ fn zeldovich_gzip_cic_and_preview_run_and_differ_from_2lpt() {
     let gz = lpt1.join("cosmo_000000.tfrecord.gz");
     assert!(TfRecordFile::open(&gz).unwrap().is_gzip());
     let mut args = small(&lpt2);
-    args.extend(["--gzip", "--assignment", "cic"].map(str::to_owned));
+    args.extend(["--gzip"].map(str::to_owned));
     assert!(Command::new(SIMGEN).args(&args).output().unwrap().status.success());
     assert_ne!(std::fs::read(&gz).unwrap(), std::fs::read(lpt2.join("cosmo_000000.tfrecord.gz")).unwrap());
 }
@@ -126,6 +126,16 @@ fn bad_arguments_fail_with_one_clear_line() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--grid 16 is not divisible by --split 3"), "{err}");
+    // CIC's fractional counts rounded into int16 samples lost mass (-5 % to
+    // +6 % per volume) and exited 0: refused before anything is written.
+    let out_dir = dir.path().join("cic");
+    let mut args = small(&out_dir);
+    args.extend(["--assignment", "cic"].map(str::to_owned));
+    let out = Command::new(SIMGEN).args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--assignment cic") && err.trim().lines().count() == 1, "{err}");
+    assert!(!out_dir.join("manifest.json").exists());
     let out = Command::new(SIMGEN).args(["pk", "--input", "/nonexistent.tfrecord"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.tfrecord"));
@@ -144,12 +154,14 @@ fn bad_arguments_fail_with_one_clear_line() {
 #[test]
 fn sizes_out_of_range_fail_up_front_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    for (flag, value, says) in [
-        ("--grid", "0", "--grid must be at least 1"),
-        ("--box-size", "1e-6", "simgen accepts 0.5 to 100 Mpc/h"),
-        ("--box-size", "1e-20", "simgen accepts 0.5 to 100 Mpc/h"),
-        ("--grid", "100000", "GiB available"),
-        ("--particles", "100000", "--box-size"),
+    // Arguments simgen cannot accept exit 2 (as clap's usage errors do); a
+    // size this machine cannot hold exits 1.
+    for (flag, value, says, code) in [
+        ("--grid", "0", "--grid must be at least 1", 2),
+        ("--box-size", "1e-6", "simgen accepts 0.5 to 100 Mpc/h", 2),
+        ("--box-size", "1e-20", "simgen accepts 0.5 to 100 Mpc/h", 2),
+        ("--grid", "100000", "GiB available", 1),
+        ("--particles", "100000", "--box-size", 2),
     ] {
         let out_dir = dir.path().join(format!("{flag}-{value}"));
         let mut args = small(&out_dir);
@@ -160,7 +172,7 @@ fn sizes_out_of_range_fail_up_front_with_one_line() {
         }
         let out = Command::new(SIMGEN).args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{flag} {value}: {err}");
+        assert_eq!(out.status.code(), Some(code), "{flag} {value}: {err}");
         assert_eq!(err.lines().count(), 1, "{flag} {value}: {err}");
         assert!(err.contains(says) && !err.contains("panicked"), "{flag} {value}: {err}");
         assert!(!out_dir.exists(), "{flag} {value} wrote {}", out_dir.display());

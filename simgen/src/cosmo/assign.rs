@@ -8,7 +8,9 @@ use super::field::Displacements;
 pub enum Assignment {
     /// Nearest grid point (integer counts, as the CosmoFlow histograms).
     Ngp,
-    /// Cloud in cell (fractional counts, rounded when stored).
+    /// Cloud in cell (fractional counts: `simgen cosmo` refuses to round
+    /// them into int16 samples; `simgen pk --compensate cic` measures
+    /// spectra of CIC fields made elsewhere).
     Cic,
 }
 

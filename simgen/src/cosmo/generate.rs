@@ -63,6 +63,14 @@ impl CosmoConfig {
         if self.split == 0 || !self.grid.is_multiple_of(self.split) {
             return Err(format!("--grid {} is not divisible by --split {}", self.grid, self.split));
         }
+        if self.assignment == Assignment::Cic {
+            // CosmoFlow's samples hold int16 counts: CIC's fractional counts
+            // rounded to them lose or gain mass (-5 % to +6 % per volume) and
+            // put white noise into the large-scale power.
+            return Err("--assignment cic: fractional counts cannot be stored as CosmoFlow's int16 counts without \
+                        losing mass; use --assignment ngp"
+                .into());
+        }
         if !(1..=2).contains(&self.lpt) {
             return Err(format!("--lpt {} must be 1 or 2", self.lpt));
         }
