@@ -205,21 +205,12 @@ pub trait TrainModel: Send + Sync + 'static {
     }
 
     /// The mean training loss of `batch` (a scalar tensor on `device`, with
-    /// the graph for `backward`).
-    fn loss(
-        &self,
-        net: &Self::Net,
-        batch: &Batch,
-        step: &StepContext,
-        device: &Device,
-    ) -> Result<Tensor<1>, TrainError>;
-
-    /// [`loss`](Self::loss) with the forward pass cut where the backward
+    /// the graph for `backward`), the forward pass cut where the backward
     /// pass may stop to hand finished gradients to the exchange
     /// (`--reduce-during-backward`): the model passes activations between
     /// its blocks through [`Cuts::cut`](super::segments::Cuts::cut), each
-    /// parameter within one segment. The default cuts nowhere (correct,
-    /// with nothing to overlap).
+    /// parameter within one segment. A model that cuts nowhere is correct,
+    /// with nothing to overlap.
     fn loss_with_cuts(
         &self,
         net: &Self::Net,
@@ -227,9 +218,17 @@ pub trait TrainModel: Send + Sync + 'static {
         step: &StepContext,
         device: &Device,
         cuts: &mut super::segments::Cuts,
+    ) -> Result<Tensor<1>, TrainError>;
+
+    /// The mean training loss of `batch`, uncut.
+    fn loss(
+        &self,
+        net: &Self::Net,
+        batch: &Batch,
+        step: &StepContext,
+        device: &Device,
     ) -> Result<Tensor<1>, TrainError> {
-        let _ = cuts;
-        self.loss(net, batch, step, device)
+        self.loss_with_cuts(net, batch, step, device, &mut super::segments::Cuts::off())
     }
 
     /// Floating-point operations of a training step on `batch` (forward

@@ -153,16 +153,6 @@ impl TrainModel for ProbeModel {
         cosmoflow::open_dataset(dir, manifest, files)
     }
 
-    fn loss(
-        &self,
-        net: &ProbeNet,
-        batch: &Batch,
-        step: &StepContext,
-        device: &Device,
-    ) -> Result<Tensor<1>, TrainError> {
-        self.loss_with_cuts(net, batch, step, device, &mut Cuts::off())
-    }
-
     fn loss_with_cuts(
         &self,
         net: &ProbeNet,

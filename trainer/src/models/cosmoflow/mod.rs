@@ -200,16 +200,6 @@ impl TrainModel for CosmoflowModel {
         Ok(())
     }
 
-    fn loss(
-        &self,
-        net: &Cosmoflow,
-        batch: &Batch,
-        step: &StepContext,
-        device: &Device,
-    ) -> Result<Tensor<1>, TrainError> {
-        self.loss_with_cuts(net, batch, step, device, &mut Cuts::off())
-    }
-
     fn loss_with_cuts(
         &self,
         net: &Cosmoflow,

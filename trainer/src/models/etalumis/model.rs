@@ -334,16 +334,6 @@ impl TrainModel for EtalumisModel {
         Ok(Arc::new(TraceStores::open(&loader::catalog::lmdb_stores(dir, manifest, files), &names)?))
     }
 
-    fn loss(
-        &self,
-        net: &EtalumisNet,
-        batch: &Batch,
-        step: &StepContext,
-        device: &Device,
-    ) -> Result<Tensor<1>, TrainError> {
-        self.loss_with_cuts(net, batch, step, device, &mut Cuts::off())
-    }
-
     fn loss_with_cuts(
         &self,
         net: &EtalumisNet,

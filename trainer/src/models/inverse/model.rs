@@ -238,16 +238,6 @@ impl TrainModel for InverseModel {
         Ok(())
     }
 
-    fn loss(
-        &self,
-        net: &Tiramisu,
-        batch: &Batch,
-        step: &StepContext,
-        device: &Device,
-    ) -> Result<Tensor<1>, TrainError> {
-        self.loss_with_cuts(net, batch, step, device, &mut Cuts::off())
-    }
-
     fn loss_with_cuts(
         &self,
         net: &Tiramisu,

@@ -339,10 +339,6 @@ impl<N: Network> TrainModel for SegmentationModel<N> {
         Ok(())
     }
 
-    fn loss(&self, net: &N::Net, batch: &Batch, step: &StepContext, device: &Device) -> Result<Tensor<1>, TrainError> {
-        self.loss_with_cuts(net, batch, step, device, &mut Cuts::off())
-    }
-
     fn loss_with_cuts(
         &self,
         net: &N::Net,
