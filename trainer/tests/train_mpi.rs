@@ -126,7 +126,12 @@ fn synthetic_data_trains_without_a_data_directory_and_waits_for_no_file() {
     assert_eq!(report["epochs"][0]["steps"], 16, "{report}");
     let wait = report["fractions"][0].as_f64().unwrap();
     eprintln!("data wait {:.4} % of the step", 100.0 * wait);
-    assert!(wait < 0.01, "data wait {wait} of the step with synthetic data");
+    // No file is read: what is left is handing batches over between
+    // threads (0.3 % of the step on an idle machine). CI runs this beside
+    // other ranks on 2 cores, where a hand-over may wait for a core (1.7 %
+    // seen), so the bound is loose; a reader touching storage would
+    // exceed it by far.
+    assert!(wait < 0.05, "data wait {wait} of the step with synthetic data");
     assert!(report["epochs"][0]["validation"].is_null(), "{report}");
     // The inverse model fits its normalisation on the made samples.
     let args = ["train", "--model", "inverse", "--config", "small", "--synthetic-data", "4", "--batch", "2"];
