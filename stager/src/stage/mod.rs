@@ -651,11 +651,11 @@ struct Context<'a> {
     observer: Option<&'a dyn StageObserver>,
     /// Set when this rank is failing: its receiver stops creating files.
     failing: AtomicBool,
-    /// Failure notices of other ranks heard by this rank's listening thread
-    /// after this rank began failing itself.
+    /// Failure notices of other ranks heard by a thread of this rank other
+    /// than the one failing: they count as answers to its own notice.
     notices: Mutex<Vec<usize>>,
-    /// Held while a chunk is written, and by a failing rank from clearing its
-    /// temporary files until the end.
+    /// Held while a chunk is written or a temporary file created, and while
+    /// a failing rank clears its temporary files.
     temp_lock: Mutex<()>,
 }
 
@@ -682,11 +682,9 @@ impl Context<'_> {
     fn fail(&self, message: String) -> ! {
         self.failing.store(true, Ordering::SeqCst);
         cluster::logging::print_error(format_args!("rank {} (node {}): {message}", self.rank, self.node));
-        // Clear our own temporary files first (other ranks may end the job
-        // as soon as they hear of the failure), holding the temp lock so the
-        // receiver creates none afterwards.
-        let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = journal::clear_temp(self.dest);
+        // Clear our own temporary files first: other ranks may end the job
+        // as soon as they hear of the failure.
+        self.clear_temp();
         let told: Vec<usize> = self.writing_ranks.iter().copied().filter(|&r| r != self.rank).collect();
         if let Some(comm) = self.comm {
             let notice = &message.as_bytes()[..message.len().min(NOTICE_MAX)];
@@ -797,8 +795,7 @@ impl Context<'_> {
                 std::thread::park();
             }
         }
-        let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = journal::clear_temp(self.dest);
+        self.clear_temp();
         if let Some(observer) = self.observer {
             observer.failed(&format!("rank {failed_rank}: {}", failed.message));
         }
@@ -806,13 +803,36 @@ impl Context<'_> {
             "error: rank {} (node {}): stopping because rank {failed_rank} failed; temporary files removed",
             self.rank, self.node
         );
-        if let Some(comm) = self.comm {
-            comm.comm().process_at_rank(failed_rank).send_with_tag(&[0u8; 0][..], TAG_CLEARED);
-        }
+        let Some(comm) = self.comm else { self.abort() };
+        comm.comm().process_at_rank(failed_rank).send_with_tag(&[0u8; 0][..], TAG_CLEARED);
         // The failing rank ends the job within CLEAR_WAIT; should it not
-        // (it died too), end it from here.
-        std::thread::sleep(CLEAR_WAIT + Duration::from_secs(5));
+        // (it died too), end it from here. Until then answer every other
+        // rank that fails too (several often fail at once, over the same
+        // cause): unanswered, each would wait CLEAR_WAIT for this rank.
+        // Their notices also count as their answers should this rank's
+        // main thread fail in turn.
+        let deadline = Instant::now() + CLEAR_WAIT + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            match self.failure_notice() {
+                Some(other) => {
+                    comm.comm().process_at_rank(other.rank).send_with_tag(&[0u8; 0][..], TAG_CLEARED);
+                    self.notices.lock().unwrap_or_else(|p| p.into_inner()).push(other.rank as usize);
+                }
+                None => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
         self.abort()
+    }
+
+    /// Remove the node's temporary files. Holds the temp lock only while
+    /// removing: `failing` is already set, and the writers check it under
+    /// the lock, so none creates a file afterwards. (Holding it to the end
+    /// would block this rank's other failing thread before it tells
+    /// anyone.)
+    fn clear_temp(&self) {
+        debug_assert!(self.failing.load(Ordering::SeqCst));
+        let _guard = self.temp_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = journal::clear_temp(self.dest);
     }
 
     /// End every rank of the job.
