@@ -343,6 +343,7 @@ pub fn cosmo_config(boxes: usize, seed: u64) -> simgen::cosmo::generate::CosmoCo
         assignment: simgen::cosmo::assign::Assignment::Ngp,
         samples_per_file: 8,
         gzip: false,
+        transfer: simgen::cosmo::transfer::Transfer::EisensteinHu,
         priors: simgen::cosmo::generate::Priors::CosmoFlow,
     }
 }

@@ -13,6 +13,8 @@
 //!
 //! let c = Cosmology::REFERENCE;
 //! assert!((c.transfer_no_wiggle(0.1) - 0.13126).abs() < 1e-4);
+//! // With the baryon wiggles, T(k) oscillates about the smooth form.
+//! assert!((c.transfer_eisenstein_hu(0.1) / c.transfer_no_wiggle(0.1) - 1.0).abs() < 0.05);
 //! let (d1, _d2) = c.growth(0.5);
 //! assert!(d1 < 0.7 && d1 > 0.5);
 //! ```

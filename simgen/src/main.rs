@@ -17,6 +17,7 @@ use simgen::cosmo::generate::{
     CosmoConfig, PARAMETER_NAMES, Priors, WriteStats, cosmology_of, generate_box, write_files,
 };
 use simgen::cosmo::pk::{density_contrast, modes_of, power_spectrum};
+use simgen::cosmo::transfer::Transfer;
 use simgen::image;
 
 mod cli;
@@ -119,6 +120,14 @@ struct CosmoArgs {
     /// Ranges the target parameters are drawn from (uniformly); `y` maps them to [-1, 1].
     #[arg(long, value_enum, default_value = "cosmoflow")]
     priors: PriorChoice,
+    /// Matter transfer function: `eisenstein-hu` (Eisenstein & Hu 1998
+    /// with baryon acoustic oscillations), `no-wiggle` (their smooth form),
+    /// or the path of a table from CAMB (`transfer_filename`, column 7
+    /// `total`) or CLASS (`format = class`, column `d_m`). A table was
+    /// computed for one cosmology: every box takes its shape, with its own
+    /// σ8, n_s and growth.
+    #[arg(long, default_value = "eisenstein-hu", value_name = "eisenstein-hu|no-wiggle|FILE")]
+    transfer: String,
     /// Write PNG slices of the first box (log counts, axes in Mpc/h), one per redshift, into the output directory.
     #[arg(long)]
     preview: bool,
@@ -147,6 +156,9 @@ struct PkArgs {
     /// The priors the file was generated with (to read its parameters back from `y`).
     #[arg(long, value_enum, default_value = "cosmoflow")]
     priors: PriorChoice,
+    /// The transfer function of the theory curve (as `simgen cosmo --transfer`).
+    #[arg(long, default_value = "eisenstein-hu", value_name = "eisenstein-hu|no-wiggle|FILE")]
+    transfer: String,
     /// Write a log-log PNG of the measured P(k) against linear theory, with the shot-noise level.
     #[arg(long)]
     plot: Option<PathBuf>,
@@ -190,6 +202,7 @@ fn cosmo(args: &CosmoArgs) -> anyhow::Result<()> {
         samples_per_file: args.samples_per_file,
         gzip: args.gzip,
         priors: args.priors.into(),
+        transfer: Transfer::from_argument(&args.transfer)?,
     };
     config.check().map_err(cli::multislice::Usage)?;
     // Before MPI starts, so a size the machine cannot hold fails with one
@@ -292,6 +305,7 @@ fn report(
             "redshifts": config.redshifts, "lpt": config.lpt, "seed": config.seed,
             "samples_per_file": config.samples_per_file, "gzip": config.gzip,
             "priors": config.priors.name(),
+            "transfer": config.transfer.name(),
             "parameters": PARAMETER_NAMES.iter().zip(config.priors.ranges())
                 .map(|(name, (lo, hi))| serde_json::json!({ "name": name, "low": lo, "high": hi }))
                 .collect::<Vec<_>>(),
@@ -333,7 +347,7 @@ fn pk(args: &PkArgs) -> anyhow::Result<()> {
     let y = sample.y();
     let p = Priors::from(args.priors).from_unit(y);
     let cosmology = cosmology_of(p);
-    let power = cosmology.linear_power();
+    let power = cosmology.linear_power_with(Transfer::from_argument(&args.transfer)?);
     let (d1, _) = cosmology.growth(1.0 / (1.0 + args.redshift));
     let shot = args.size.powi(3) / particles;
     let mut text = format!(

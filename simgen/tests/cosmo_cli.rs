@@ -316,3 +316,75 @@ fn each_output_directory_gets_the_manifest_of_its_own_files() {
     listed.dedup();
     assert_eq!(listed.len(), 10, "a file listed on both nodes");
 }
+
+/// `--transfer` takes CAMB's table (the fixture of `camb_linear_power.rs`)
+/// for the boxes and for `pk`'s theory curve; a table that stops short of
+/// the box's modes, and one that cannot be read, are one line each.
+#[test]
+fn a_camb_transfer_table_drives_the_boxes_and_the_theory_curve() {
+    let table = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/camb/transfer_z0.dat");
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, transfer: Option<&str>| {
+        let out_dir = dir.path().join(name);
+        let mut args = small(&out_dir);
+        if let Some(t) = transfer {
+            args.extend(["--transfer".to_owned(), t.to_owned()]);
+        }
+        let out = Command::new(SIMGEN).args(&args).output().unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out_dir, report)
+    };
+    let (default_dir, report) = run("default", None);
+    assert_eq!(report["config"]["transfer"], "eisenstein-hu");
+    let (table_dir, report) = run("table", Some(table.to_str().unwrap()));
+    assert_eq!(report["config"]["transfer"], format!("table {}", table.display()));
+    let (smooth_dir, _) = run("smooth", Some("no-wiggle"));
+    let (a, b, c) = (files(&default_dir), files(&table_dir), files(&smooth_dir));
+    assert_eq!(a.len(), b.len());
+    assert!(a[0].1 != b[0].1 && a[0].1 != c[0].1, "the transfer function changed no count");
+
+    let theory = |transfer: &str| -> Vec<f64> {
+        let input = table_dir.join("cosmo_000000.tfrecord");
+        let out = Command::new(SIMGEN)
+            .args(["pk", "--input", input.to_str().unwrap(), "--size", "64", "--transfer", transfer])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split_whitespace().nth(2).unwrap().parse().unwrap())
+            .collect()
+    };
+    let (from_table, from_fit) = (theory(table.to_str().unwrap()), theory("eisenstein-hu"));
+    assert_eq!(from_table.len(), from_fit.len());
+    assert!(from_table.iter().zip(&from_fit).any(|(t, f)| (t / f - 1.0).abs() > 1e-3), "{from_table:?}");
+
+    // The fixture cut at k = 0.3 h/Mpc: 16 particles in 128 Mpc/h reach 0.68.
+    let text = std::fs::read_to_string(&table).unwrap();
+    let short: String = text
+        .lines()
+        .filter(|l| l.starts_with('#') || l.split_whitespace().next().unwrap().parse::<f64>().unwrap() <= 0.3)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let short_path = dir.path().join("short.dat");
+    std::fs::write(&short_path, short).unwrap();
+    let mut args = small(&dir.path().join("short"));
+    args.extend(["--transfer".to_owned(), short_path.to_str().unwrap().to_owned()]);
+    let out = Command::new(SIMGEN).args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ends at k = 0.29") && err.contains("transfer_kmax") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    assert!(!dir.path().join("short").join("manifest.json").exists());
+
+    let mut args = small(&dir.path().join("missing"));
+    args.extend(["--transfer", "/nonexistent/camb_transfer.dat"].map(str::to_owned));
+    let out = Command::new(SIMGEN).args(&args).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/camb_transfer.dat") && err.trim().lines().count() == 1, "{err}");
+}

@@ -1,8 +1,11 @@
-//! Flat ΛCDM background, the Eisenstein & Hu (1998) no-wiggle transfer
-//! function, the σ8-normalised linear power spectrum and the first- and
-//! second-order growth factors. Pure functions; k in h/Mpc, lengths in Mpc/h.
+//! Flat ΛCDM background, the σ8-normalised linear power spectrum (its
+//! transfer function from [`transfer`](super::transfer)) and the first-
+//! and second-order growth factors. Pure functions; k in h/Mpc, lengths
+//! in Mpc/h.
 
 use std::f64::consts::PI;
+
+use super::transfer::Transfer;
 
 /// Cosmological parameters of one box.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -36,32 +39,17 @@ impl Cosmology {
         self.omega_m / (a * a * a) / self.e_of_a(a).powi(2)
     }
 
-    /// Eisenstein & Hu (1998) no-wiggle transfer function at `k` (h/Mpc), in
-    /// the form of nbodykit's `NoWiggleEisensteinHu` (eqs. 26, 28-31 of the
-    /// paper; q from k_eq), which reproduces the published check values.
-    pub fn transfer_no_wiggle(&self, k: f64) -> f64 {
-        let (om, ob, h) = (self.omega_m, self.omega_b, self.h);
-        let omh2 = om * h * h;
-        let obh2 = ob * h * h;
-        let theta = self.t_cmb / 2.7;
-        let fb = ob / om;
-        let k_eq = 0.0746 * omh2 / (theta * theta); // 1/Mpc
-        let s = 44.5 * (9.83 / omh2).ln() / (1.0 + 10.0 * obh2.powf(0.75)).sqrt(); // Mpc
-        let alpha = 1.0 - 0.328 * (431.0 * omh2).ln() * fb + 0.38 * (22.3 * omh2).ln() * fb * fb;
-        let k_mpc = k * h;
-        let q = k_mpc / (13.41 * k_eq);
-        let gamma_eff = omh2 * (alpha + (1.0 - alpha) / (1.0 + (0.43 * k_mpc * s).powi(4)));
-        let q_eff = q * omh2 / gamma_eff;
-        let l0 = (2.0 * std::f64::consts::E + 1.8 * q_eff).ln();
-        let c0 = 14.2 + 731.0 / (1.0 + 62.5 * q_eff);
-        l0 / (l0 + c0 * q_eff * q_eff)
+    /// The linear power spectrum today with E&H's transfer function
+    /// (baryon wiggles included), normalised to σ8.
+    pub fn linear_power(&self) -> LinearPower {
+        self.linear_power_with(Transfer::EisensteinHu)
     }
 
-    /// The linear power spectrum today, normalised to σ8.
-    pub fn linear_power(&self) -> LinearPower {
-        let unnormalised = LinearPower { cosmology: *self, amplitude: 1.0 };
+    /// The linear power spectrum today with `transfer`, normalised to σ8.
+    pub fn linear_power_with(&self, transfer: Transfer) -> LinearPower {
+        let unnormalised = LinearPower { cosmology: *self, transfer, amplitude: 1.0 };
         let s8 = unnormalised.sigma_r(8.0);
-        LinearPower { cosmology: *self, amplitude: (self.sigma_8 / s8).powi(2) }
+        LinearPower { amplitude: (self.sigma_8 / s8).powi(2), ..unnormalised }
     }
 
     /// Linear growth factors (D1, D2) at scale factor `a`, with D1(1) = 1 and
@@ -111,10 +99,12 @@ fn add(y: &[f64; 4], k: &[f64; 4], h: f64) -> [f64; 4] {
 }
 
 /// P(k) = A k^n_s T(k)², in (Mpc/h)³ with k in h/Mpc.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LinearPower {
     /// The cosmology.
     pub cosmology: Cosmology,
+    /// Where T(k) comes from.
+    pub transfer: Transfer,
     /// The normalisation A.
     pub amplitude: f64,
 }
@@ -125,7 +115,7 @@ impl LinearPower {
         if k <= 0.0 {
             return 0.0;
         }
-        let t = self.cosmology.transfer_no_wiggle(k);
+        let t = self.transfer.at(&self.cosmology, k);
         self.amplitude * k.powf(self.cosmology.n_s) * t * t
     }
 
@@ -159,17 +149,6 @@ pub fn top_hat(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn eisenstein_hu_no_wiggle_matches_published_check_values() {
-        // ../REFERENCE: Ω_m 0.3, Ω_b 0.05, h 0.7, T_cmb 2.7255 (nbodykit NoWiggleEisensteinHu).
-        let c = Cosmology::REFERENCE;
-        for (k, want) in [(0.01, 0.78621), (0.1, 0.13126), (1.0, 0.0045561)] {
-            let t = c.transfer_no_wiggle(k);
-            assert!((t - want).abs() / want < 1e-4, "T({k}) = {t}, want {want}");
-        }
-        assert!((c.transfer_no_wiggle(1e-5) - 1.0).abs() < 1e-3);
-    }
 
     #[test]
     fn normalised_spectrum_has_the_requested_sigma_8() {

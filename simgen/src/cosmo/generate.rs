@@ -15,6 +15,7 @@ use super::assign::{Assignment, assign, cut_into};
 use super::cosmology::Cosmology;
 use super::fft3::Fft3;
 use super::field::{FieldConfig, displacements, linear_modes};
+use super::transfer::Transfer;
 use crate::random::{Normals, mix};
 
 /// What to generate.
@@ -44,6 +45,8 @@ pub struct CosmoConfig {
     pub gzip: bool,
     /// Where the target parameters are drawn from.
     pub priors: Priors,
+    /// The matter transfer function of every box.
+    pub transfer: Transfer,
 }
 
 /// Closest mean particle spacing accepted, Mpc/h.
@@ -91,6 +94,22 @@ impl CosmoConfig {
         }
         if let Some(z) = self.redshifts.iter().find(|z| !(**z >= 0.0 && z.is_finite())) {
             return Err(format!("redshift {z} must be a finite number >= 0"));
+        }
+        if let Transfer::Table(table) = &self.transfer {
+            // The box's highest mode, in the corner of the particle grid's
+            // Fourier cube: a table that stops short would be extrapolated
+            // where the field has power.
+            let k_corner = 3f64.sqrt() * std::f64::consts::PI * self.particles as f64 / self.box_size;
+            if table.k_max() < k_corner {
+                return Err(format!(
+                    "--transfer {} ends at k = {:.3} h/Mpc, but --particles {} in --box-size {} has modes up to k = {k_corner:.3} h/Mpc; \
+                     write the table with a larger kmax (CAMB: transfer_kmax, CLASS: P_k_max_h/Mpc)",
+                    table.source(),
+                    table.k_max(),
+                    self.particles,
+                    self.box_size
+                ));
+            }
         }
         Ok(())
     }
@@ -219,7 +238,7 @@ pub fn generate_box(config: &CosmoConfig, box_index: usize, fft: &mut Fft3, keep
     fft.reset_time();
     let parameters = config.priors.draw(config.seed, box_index);
     let cosmology = cosmology_of(parameters);
-    let power = cosmology.linear_power();
+    let power = cosmology.linear_power_with(config.transfer.clone());
     let field = FieldConfig {
         n: config.particles,
         box_size: config.box_size,
