@@ -299,7 +299,7 @@ impl Plan {
         let count = slice_count(variation.thickness, c.slice)
             .ok_or(ConfigError::SliceTooThick { slice: c.slice, thickness: variation.thickness })?;
         let dz = variation.thickness / count as f64;
-        let target = project(&specimen.atoms, &self.target_tables, &mut Fft2::new(n, self.grid.band()));
+        let target = project(&specimen.atoms, &self.target_tables, &mut self.target_tables.fft());
         let positions = self.positions();
         let mut cbed = vec![0f32; positions * n * n];
         let configurations = c.phonons.max(1);

@@ -53,6 +53,12 @@ impl Grid {
         band_rows(self.n, self.dx, self.cutoff())
     }
 
+    /// Every kx row, for an [`Fft2`](super::fft2::Fft2) over the whole
+    /// spectrum.
+    pub fn full_band(&self) -> (usize, usize) {
+        (self.n, self.n)
+    }
+
     /// k² at every point of a transposed spectrum (`[kx][ky]`), or `None`
     /// outside the antialiasing disc.
     pub fn k2_in_band(&self) -> Vec<Option<f64>> {

@@ -3,11 +3,12 @@
 //!
 //! Each atom enters as its scattering factor times the phase of its exact
 //! position, `f(|k|) exp(-2πi k·r)`, so atoms sit at sub-pixel positions
-//! with no interpolation, the result is periodic like the cell, and the
-//! band limit is a mask on the same spectrum (abTEM's "infinite"
-//! projection does the same). Summing over atoms is a separable outer
-//! product per atom, `exp(-2πi kx x) · exp(-2πi ky y)`, over the kx rows
-//! inside the antialiasing disc only.
+//! with no interpolation, and the result is periodic like the cell. The
+//! spectrum is kept up to Nyquist: the antialiasing band limit belongs to
+//! the transmission function made from the potential
+//! ([`wave`](super::wave)), as in abTEM's "infinite" projection. Summing
+//! over atoms is a separable outer product per atom,
+//! `exp(-2πi kx x) · exp(-2πi ky y)`.
 //!
 //! Units: Kirkland's potential is V(r) = 2π a0 e ∫ f_e(q) exp(2πi q·r) d³q
 //! (Kirkland 2010, ch. 5 and Appendix C), so the 2-D transform of the
@@ -56,33 +57,48 @@ impl FactorTables {
         self.grid
     }
 
+    /// An FFT planned for [`project`] with these tables: every kx row (the
+    /// tables cover the whole spectrum).
+    pub fn fft(&self) -> Fft2 {
+        Fft2::new(self.grid.n, self.grid.full_band())
+    }
+
+    /// The factor at every point of the transposed spectrum, up to Nyquist:
+    /// no antialiasing disc. A potential is exponentiated into a
+    /// transmission function, and it is that function, not the potential,
+    /// which multislice band-limits (Kirkland 2010, ch. 6; abTEM forms
+    /// exp(iσV) from the full-resolution potential and band-limits it):
+    /// cutting the potential first removes the sharp cores of heavy atoms
+    /// before the exponential, and their patterns converge slowly with
+    /// sampling. A target image is not multiplied with anything, so it
+    /// keeps the whole spectrum too (a disc's edge rings, down to negative
+    /// densities).
     fn table_of(grid: Grid, target: Target, element: Element) -> Vec<f32> {
-        {
-            let scale = match target {
-                Target::Potential => {
-                    2.0 * std::f64::consts::PI * BOHR_ANGSTROM * ELECTRON_CHARGE_VOLT_ANGSTROM / grid.area()
-                }
-                Target::Density => 1.0 / grid.area(),
-            };
-            grid.k2_in_band()
-                .into_iter()
-                .map(|k2| match k2 {
-                    None => 0.0,
-                    Some(k2) => {
-                        let f = match target {
-                            Target::Potential => element.electron_factor_q2(k2),
-                            Target::Density => element.density_factor_q2(k2),
-                        };
-                        (scale * f) as f32
-                    }
-                })
-                .collect()
+        let scale = match target {
+            Target::Potential => {
+                2.0 * std::f64::consts::PI * BOHR_ANGSTROM * ELECTRON_CHARGE_VOLT_ANGSTROM / grid.area()
+            }
+            Target::Density => 1.0 / grid.area(),
+        };
+        let n = grid.n;
+        let mut table = Vec::with_capacity(n * n);
+        for i in 0..n {
+            let kx = grid.kx(i);
+            for j in 0..n {
+                let k2 = kx * kx + grid.ky(j).powi(2);
+                let f = match target {
+                    Target::Potential => element.electron_factor_q2(k2),
+                    Target::Density => element.density_factor_q2(k2),
+                };
+                table.push((scale * f) as f32);
+            }
         }
+        table
     }
 }
 
 /// The projected potential (or density) of `atoms`, real space `[y][x]`.
-/// `fft` must be planned for the grid's band.
+/// `fft` must be planned by [`FactorTables::fft`].
 ///
 /// # Panics
 /// If an atom's element has no table (the tables are made from the
@@ -90,8 +106,7 @@ impl FactorTables {
 pub fn project<'a>(atoms: impl IntoIterator<Item = &'a Atom>, tables: &FactorTables, fft: &mut Fft2) -> Vec<f32> {
     let grid = tables.grid;
     let n = grid.n;
-    let (low, high) = grid.band();
-    let rows: Vec<usize> = (0..low).chain(high..n).collect();
+    let rows: Vec<usize> = (0..n).collect();
     let mut by_element: BTreeMap<Element, Vec<[f64; 2]>> = BTreeMap::new();
     for a in atoms {
         by_element.entry(a.element).or_default().push([a.position[0], a.position[1]]);
@@ -140,17 +155,13 @@ fn phase(t: f64) -> Complex32 {
 /// rayon pool. `tables` must be [`Target::Potential`] tables.
 pub fn slice_potentials(specimen: &Specimen, tables: &FactorTables, count: usize) -> Vec<Vec<f32>> {
     use rayon::prelude::*;
-    let grid = tables.grid;
     let dz = specimen.lengths[2] / count as f64;
     let mut members: Vec<Vec<&Atom>> = vec![Vec::new(); count];
     for a in &specimen.atoms {
         let s = ((a.position[2] / dz) as usize).min(count - 1);
         members[s].push(a);
     }
-    members
-        .into_par_iter()
-        .map_init(|| Fft2::new(grid.n, grid.band()), |fft, atoms| project(atoms, tables, fft))
-        .collect()
+    members.into_par_iter().map_init(|| tables.fft(), |fft, atoms| project(atoms, tables, fft)).collect()
 }
 
 /// The distinct elements of `atoms`.
@@ -175,12 +186,12 @@ mod tests {
 
     /// The density's k = 0 coefficient is Σ Z / A exactly, so the pixel sum
     /// times the pixel area is the electron count: a check of the units and
-    /// the grid's scaling (the band limit moves no charge).
+    /// the grid's scaling (cutting the spectrum at Nyquist moves no charge).
     #[test]
     fn projected_density_integrates_to_the_electrons_in_the_cell() {
         let (grid, specimen) = grid_and_specimen();
-        let mut fft = Fft2::new(grid.n, grid.band());
         let tables = FactorTables::new(grid, Target::Density, elements_of(&specimen.atoms));
+        let mut fft = tables.fft();
         let rho = project(&specimen.atoms, &tables, &mut fft);
         let total: f64 = rho.iter().map(|&v| f64::from(v)).sum::<f64>() * grid.dx * grid.dy;
         let want = specimen.electrons() as f64;
@@ -193,8 +204,8 @@ mod tests {
 
     /// A single atom's projected potential against Kirkland's real-space
     /// formula at a distance well inside the band: v(r) = 4π² a0 e Σ a_i
-    /// K0(2πr√b_i) + 2π² a0 e Σ (c_i/d_i) exp(-π² r²/d_i) is what the band
-    /// limit smooths; at 1 Å it changes slowly enough to agree to 3 %.
+    /// K0(2πr√b_i) + 2π² a0 e Σ (c_i/d_i) exp(-π² r²/d_i) is what the grid's
+    /// Nyquist limit smooths; at 1 Å it changes slowly enough to agree to 3 %.
     #[test]
     fn one_atoms_potential_matches_the_real_space_formula_away_from_the_core() {
         let n = 256;
@@ -202,8 +213,8 @@ mod tests {
         let grid = Grid { n, dx: d, dy: d };
         let si = Element::from_symbol("Si").unwrap();
         let atom = Atom { element: si, position: [0.0, 0.0, 0.0] };
-        let mut fft = Fft2::new(n, grid.band());
-        let v = project([&atom], &FactorTables::new(grid, Target::Potential, [si]), &mut fft);
+        let tables = FactorTables::new(grid, Target::Potential, [si]);
+        let v = project([&atom], &tables, &mut tables.fft());
         // 1 Å along x is pixel 20. Kirkland's parameters for Si:
         let p = super::super::kirkland_table::PARAMETERS[13];
         let a0e = BOHR_ANGSTROM * ELECTRON_CHARGE_VOLT_ANGSTROM;
@@ -230,8 +241,8 @@ mod tests {
     #[test]
     fn slices_split_the_atoms_and_sum_to_the_whole_projection() {
         let (grid, specimen) = grid_and_specimen();
-        let mut fft = Fft2::new(grid.n, grid.band());
         let tables = FactorTables::new(grid, Target::Potential, elements_of(&specimen.atoms));
+        let mut fft = tables.fft();
         let slices = slice_potentials(&specimen, &tables, 4);
         let whole = project(&specimen.atoms, &tables, &mut fft);
         for (p, w) in whole.iter().enumerate() {

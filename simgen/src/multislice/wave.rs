@@ -8,7 +8,10 @@
 //! P(k) = exp(-iπλΔz k² + 2πiΔz (kx tan θx + ky tan θy)) applied in
 //! reciprocal space (the second term tilts the specimen by θ; ibid., the
 //! propagator with specimen tilt). Both are cut to the antialiasing disc
-//! ([`grid`](super::grid)).
+//! ([`grid`](super::grid)); the transmission function is formed from the
+//! potential at the grid's full resolution and cut afterwards (cutting the
+//! potential first blunts heavy atoms' cores, and their patterns part from
+//! abTEM's: `tests/abtem_cbed.rs`).
 
 use rustfft::num_complex::Complex32;
 
