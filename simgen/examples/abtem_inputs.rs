@@ -1,8 +1,8 @@
 //! Writes the inputs of `bench/peers/abtem_multislice.py` (atoms, probe
 //! positions, settings) and our own CBED patterns for SrTiO3 [001], every
 //! atom on a pixel: what `simgen/tests/fixtures/abtem/make_abtem_fixture.sh`
-//! runs abTEM on to make the fixture of `tests/abtem_cbed.rs`, whose
-//! configuration this must match.
+//! runs abTEM on to make the fixture of `tests/abtem_cbed.rs` (the case
+//! is `tests/support/srtio3_reference.rs`, shared with that test).
 //!
 //! ```sh
 //! cargo run --release -p stagehand-simgen --example abtem_inputs -- DIR
@@ -13,35 +13,13 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use simgen::multislice::crystal::Crystal;
-use simgen::multislice::generate::{Mode, MultisliceConfig};
-use simgen::multislice::optics::{Aberrations, Beam};
-use simgen::multislice::potential::Target;
-use simgen::multislice::wave::Probe;
+#[path = "../tests/support/srtio3_reference.rs"]
+mod srtio3_reference;
 
 fn main() {
     let dir = PathBuf::from(std::env::args().nth(1).expect("usage: abtem_inputs DIR"));
     std::fs::create_dir_all(&dir).unwrap();
-    let config = MultisliceConfig {
-        random_offset: false,
-        crystal: Crystal::built_in("SrTiO3").unwrap(),
-        zone: [0, 0, 1],
-        max_tilt: 0.0,
-        // 25 cells of 3.905 Å in slices of half a cell.
-        thickness: (97.625, 97.625),
-        beam: Beam::new(200e3).unwrap(),
-        lens: Probe { semiangle: 0.020, aberrations: Aberrations::default() },
-        // 4 × 4 cells on 256 pixels: a/2 is 32 pixels.
-        grid: 256,
-        sampling: 0.061,
-        slice: 1.9525,
-        scan: (2, 2),
-        phonons: 0,
-        phonon_sigma: 0.0,
-        target: Target::Density,
-        mode: Mode::Cbed,
-        seed: 1,
-    };
+    let config = srtio3_reference::config();
     let (beam, semiangle) = (config.beam, config.lens.semiangle);
     let plan = config.plan().unwrap();
     let sample = plan.sample(0).unwrap();

@@ -1,7 +1,7 @@
 //! Our CBED patterns of SrTiO3 [001] against abTEM 1.0.11's for the same
 //! atoms (the fixture in `tests/fixtures/abtem`, made by
-//! `make_abtem_fixture.sh` there from `examples/abtem_inputs.rs`, whose
-//! configuration this repeats). Every atom sits on a pixel, so neither
+//! `make_abtem_fixture.sh` there from `examples/abtem_inputs.rs`; both take
+//! the case from `tests/support/srtio3_reference.rs`). Every atom sits on a pixel, so neither
 //! code interpolates positions; what is compared is the physics: Sr and
 //! Ti are heavy enough that forming the transmission function from a
 //! band-limited potential (instead of band-limiting the transmission
@@ -11,32 +11,10 @@
 
 use std::path::Path;
 
-use simgen::multislice::crystal::Crystal;
-use simgen::multislice::generate::{Mode, MultisliceConfig};
-use simgen::multislice::optics::{Aberrations, Beam};
-use simgen::multislice::potential::Target;
-use simgen::multislice::wave::Probe;
+#[path = "support/srtio3_reference.rs"]
+mod srtio3_reference;
 
-fn config() -> MultisliceConfig {
-    MultisliceConfig {
-        random_offset: false,
-        crystal: Crystal::built_in("SrTiO3").unwrap(),
-        zone: [0, 0, 1],
-        max_tilt: 0.0,
-        thickness: (97.625, 97.625),
-        beam: Beam::new(200e3).unwrap(),
-        lens: Probe { semiangle: 0.020, aberrations: Aberrations::default() },
-        grid: 256,
-        sampling: 0.061,
-        slice: 1.9525,
-        scan: (2, 2),
-        phonons: 0,
-        phonon_sigma: 0.0,
-        target: Target::Density,
-        mode: Mode::Cbed,
-        seed: 1,
-    }
-}
+use srtio3_reference::config;
 
 /// Relative L2 distance of our centred `[ky][kx]` pattern to abTEM's
 /// `[kx][ky]` pattern cropped to `side` around k = 0, both normalised to
