@@ -75,7 +75,9 @@ pub struct MultisliceArgs {
     /// Frozen-phonon configurations averaged per sample (0: atoms at rest).
     #[arg(long, default_value_t = 0)]
     phonons: usize,
-    /// RMS thermal displacement per axis (Si at 300 K: 0.076A).
+    /// RMS thermal displacement per axis (Si at 300 K: 0.076A): of the
+    /// frozen-phonon configurations, and of the thermal average the target
+    /// image is (0: atoms at rest).
     #[arg(long, default_value = "0.076A")]
     phonon_sigma: String,
     /// Target image stored with each sample.

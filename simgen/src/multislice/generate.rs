@@ -214,7 +214,7 @@ impl MultisliceConfig {
         }
         let elements = elements_of(&cell.atoms);
         let potential_tables = FactorTables::new(grid, Target::Potential, elements.iter().copied());
-        let target_tables = FactorTables::new(grid, self.target, elements);
+        let target_tables = FactorTables::thermal(grid, self.target, elements, self.phonon_sigma);
         Ok(Plan { config: self, cell, repeats: [rx, ry], grid, potential_tables, target_tables })
     }
 }
