@@ -19,7 +19,6 @@
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -31,6 +30,11 @@ use simgen::multislice::generate::{Mode, MultisliceConfig, Plan, Sample};
 use simgen::multislice::optics::{Aberrations, Beam};
 use simgen::multislice::potential::Target;
 use simgen::multislice::wave::Probe;
+
+#[path = "../tests/support/abtem_inputs.rs"]
+mod abtem_inputs;
+
+use abtem_inputs::write_inputs;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -63,25 +67,6 @@ fn timed(plan: &Plan, pool: &rayon::ThreadPool) -> (f64, Sample) {
     let started = Instant::now();
     let sample = pool.install(|| plan.sample(0)).unwrap();
     (started.elapsed().as_secs_f64(), sample)
-}
-
-/// Atoms, positions and settings for the peer.
-fn write_inputs(dir: &Path, plan: &Plan, sample: &Sample) {
-    std::fs::create_dir_all(dir).unwrap();
-    let specimen = plan.specimen(&sample.variation).unwrap();
-    let mut atoms = std::io::BufWriter::new(std::fs::File::create(dir.join("atoms.txt")).unwrap());
-    for a in &specimen.atoms {
-        writeln!(atoms, "{} {} {} {}", a.position[0], a.position[1], a.position[2], a.element.z()).unwrap();
-    }
-    drop(atoms);
-    let positions: String = plan.scan_positions().iter().map(|[x, y]| format!("{x} {y}\n")).collect();
-    std::fs::write(dir.join("positions.txt"), positions).unwrap();
-    let c = &plan.config;
-    let settings = json!({
-        "cell": specimen.lengths, "grid": plan.grid.n, "slice_thickness": specimen.lengths[2] / sample.slices as f64,
-        "volts": c.beam.volts(), "semiangle_mrad": c.lens.semiangle * 1e3,
-    });
-    std::fs::write(dir.join("config.json"), settings.to_string()).unwrap();
 }
 
 fn abtem(dir: &Path, threads: usize, reps: usize) -> Option<Value> {

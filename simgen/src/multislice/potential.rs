@@ -126,37 +126,33 @@ impl FactorTables {
 pub fn project<'a>(atoms: impl IntoIterator<Item = &'a Atom>, tables: &FactorTables, fft: &mut Fft2) -> Vec<f32> {
     let grid = tables.grid;
     let n = grid.n;
-    let rows: Vec<usize> = (0..n).collect();
     let mut by_element: BTreeMap<Element, Vec<[f64; 2]>> = BTreeMap::new();
     for a in atoms {
         by_element.entry(a.element).or_default().push([a.position[0], a.position[1]]);
     }
     let mut spectrum = vec![Complex32::default(); n * n];
     let mut structure = vec![Complex32::default(); n * n];
+    let kx: Vec<f64> = (0..n).map(|i| grid.kx(i)).collect();
     let ky: Vec<f64> = (0..n).map(|j| grid.ky(j)).collect();
-    let mut ex = vec![Complex32::default(); rows.len()];
+    let mut ex = vec![Complex32::default(); n];
     let mut ey = vec![Complex32::default(); n];
     for (element, positions) in &by_element {
         structure.fill(Complex32::default());
         for &[x, y] in positions {
-            for (e, &i) in ex.iter_mut().zip(&rows) {
-                *e = phase(grid.kx(i) * x);
+            for (e, &k) in ex.iter_mut().zip(&kx) {
+                *e = phase(k * x);
             }
             for (e, &k) in ey.iter_mut().zip(&ky) {
                 *e = phase(k * y);
             }
-            for (&i, &px) in rows.iter().zip(&ex) {
-                for (s, &py) in structure[i * n..(i + 1) * n].iter_mut().zip(&ey) {
+            for (row, &px) in structure.chunks_exact_mut(n).zip(&ex) {
+                for (s, &py) in row.iter_mut().zip(&ey) {
                     *s += px * py;
                 }
             }
         }
-        let table = &tables.tables[element];
-        for &i in &rows {
-            let range = i * n..(i + 1) * n;
-            for ((out, s), f) in spectrum[range.clone()].iter_mut().zip(&structure[range.clone()]).zip(&table[range]) {
-                *out += s * *f;
-            }
+        for ((out, s), f) in spectrum.iter_mut().zip(&structure).zip(&tables.tables[element]) {
+            *out += s * *f;
         }
     }
     fft.inverse(&mut spectrum);
@@ -225,8 +221,8 @@ mod tests {
     /// The target is the thermal average (default displacement 0.076 Å):
     /// no pixel of any built-in crystal's density is negative beyond float
     /// noise, at sub-pixel offsets, where the at-rest density rang below
-    /// zero (Cu at 0.085 Å: -1.8 % of its peak), and it still holds every
-    /// electron (the Debye-Waller factor is 1 at q = 0).
+    /// zero, and it still holds every electron (the Debye-Waller factor is
+    /// 1 at q = 0).
     #[test]
     fn the_thermally_averaged_density_is_never_negative_and_holds_every_electron() {
         for name in super::super::crystal::BUILT_IN {
