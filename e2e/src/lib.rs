@@ -345,6 +345,8 @@ pub fn cosmo_config(boxes: usize, seed: u64) -> simgen::cosmo::generate::CosmoCo
         gzip: false,
         transfer: simgen::cosmo::transfer::Transfer::EisensteinHu,
         priors: simgen::cosmo::generate::Priors::CosmoFlow,
+        steps: 0,
+        start_redshift: simgen::cosmo::generate::DEFAULT_START_REDSHIFT,
     }
 }
 

@@ -1,7 +1,9 @@
 //! `simgen cosmo` benchmark: one 256³-particle box (256³ grid,
 //! 2LPT, 4 redshifts, 8 sub-volumes written) against the same steps in
 //! NumPy (bench/peers/numpy_cosmo.py, numpy.fft in single precision), in the
-//! same run; and 2 boxes on 1 rank against 2 boxes on 2 ranks.
+//! same run; 2 boxes on 1 rank against 2 boxes on 2 ranks; and the same box
+//! with 10 particle-mesh steps after 2LPT (`--steps 10`), the cost of a
+//! step against the 2LPT box alone.
 //!
 //! ```sh
 //! cargo bench -p stagehand-simgen --bench cosmo-bench
@@ -17,6 +19,8 @@ use bench_rows::Row;
 use serde_json::Value;
 
 const SIMGEN: &str = env!("CARGO_BIN_EXE_simgen");
+/// Particle-mesh steps of the N-body row (FastPM's usual ten).
+const STEPS: usize = 10;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -24,10 +28,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Run `simgen cosmo --boxes boxes` on `ranks` ranks; (wall s, report).
-fn ours(dir: &Path, ranks: usize, boxes: usize) -> (f64, Value) {
+fn ours(dir: &Path, ranks: usize, boxes: usize, steps: usize) -> (f64, Value) {
     let _ = std::fs::remove_dir_all(dir);
-    let boxes = boxes.to_string();
-    let args = ["cosmo", "--out", dir.to_str().unwrap(), "--boxes", &boxes, "--seed", "7"];
+    let (boxes, steps) = (boxes.to_string(), steps.to_string());
+    let args = ["cosmo", "--out", dir.to_str().unwrap(), "--boxes", &boxes, "--seed", "7", "--steps", &steps];
     let started = Instant::now();
     let out = e2e::mpirun(ranks, &[], SIMGEN.as_ref(), &args);
     let wall = started.elapsed().as_secs_f64();
@@ -52,14 +56,16 @@ fn main() {
     let dir =
         PathBuf::from(std::env::var("STAGEHAND_BENCH_DIR").unwrap_or_else(|_| "/tmp/stagehand-simgen-bench".into()));
     let (mut per_box, mut fft, mut rss) = (Vec::new(), Vec::new(), 0u64);
-    let (mut one_rank, mut two_ranks) = (Vec::new(), Vec::new());
+    let (mut one_rank, mut two_ranks, mut stepped) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..reps {
-        let (_, report) = ours(&dir.join("one"), 1, 1);
+        let (_, report) = ours(&dir.join("one"), 1, 1, 0);
         per_box.push(report["seconds_per_box"].as_f64().unwrap());
         fft.push(report["fft_seconds_per_box"].as_f64().unwrap());
         rss = rss.max(report["peak_rss_bytes"].as_u64().unwrap_or(0));
-        let (_, r1) = ours(&dir.join("scale1"), 1, 2);
-        let (_, r2) = ours(&dir.join("scale2"), 2, 2);
+        let (_, with_steps) = ours(&dir.join("steps"), 1, 1, STEPS);
+        stepped.push(with_steps["seconds_per_box"].as_f64().unwrap());
+        let (_, r1) = ours(&dir.join("scale1"), 1, 2, 0);
+        let (_, r2) = ours(&dir.join("scale2"), 2, 2, 0);
         one_rank.push(r1["seconds"].as_f64().unwrap());
         two_ranks.push(r2["seconds"].as_f64().unwrap());
         println!("rep {rep} done");
@@ -78,8 +84,11 @@ fn main() {
     println!("\nsimgen is {:.2}x faster than NumPy per box ({:.2}x in FFTs)", pb / box_s, pf / fft_s);
     let (s1, s2) = (median(one_rank.clone()), median(two_ranks.clone()));
     println!("2 boxes, whole run: 1 rank {s1:.2} s, 2 ranks {s2:.2} s: speed-up {:.2}x", s1 / s2);
+    let nbody_s = median(stepped.clone());
+    let per_step = (nbody_s - box_s) / STEPS as f64;
+    println!("with {STEPS} particle-mesh steps: {nbody_s:.2} s per box, {per_step:.2} s per step");
     println!("peak RSS of a rank: {:.0} MiB", rss as f64 / 1048576.0);
-    println!("raw: per box {per_box:?}, fft {fft:?}, 1 rank {one_rank:?}, 2 ranks {two_ranks:?}");
+    println!("raw: per box {per_box:?}, fft {fft:?}, 1 rank {one_rank:?}, 2 ranks {two_ranks:?}, stepped {stepped:?}");
     let rows = [
         Row::new("box-vs-numpy", format!("one 256³ box, 2LPT, 4 redshifts, 8 samples written: {box_s:.2} s"))
             .peer(format!("NumPy, the same steps (nothing written): {pb:.2} s"))
@@ -89,6 +98,13 @@ fn main() {
             .peer(format!("the same on 1 rank: {s1:.2} s"))
             .ratio(format!("{:.2}×", s1 / s2))
             .target("≥ 1.7×", Some(s1 / s2 >= 1.7)),
+        Row::new(
+            "nbody-steps",
+            format!("the same box with {STEPS} particle-mesh steps: {nbody_s:.2} s, {per_step:.2} s per step"),
+        )
+        .peer(format!("2LPT alone: {box_s:.2} s"))
+        .ratio(format!("a step costs {:.2}× a 2LPT box", per_step / box_s))
+        .target("— (cost reported)", None),
     ];
     bench_rows::record(
         "cosmo-bench",

@@ -27,53 +27,117 @@ impl Assignment {
 /// Particle counts on a g³ periodic grid (C order), particles of the
 /// lattice q = (i, j, k) L/n moved by `d1 psi1 + d2 psi2`.
 pub fn assign(disp: &Displacements, box_size: f64, d1: f32, d2: f32, grid: usize, scheme: Assignment) -> Vec<f32> {
-    let n = disp.n;
+    let offset = |p: usize, axis: usize| {
+        let mut v = d1 * disp.first[axis][p];
+        if let Some(second) = &disp.second {
+            v += d2 * second[axis][p];
+        }
+        v
+    };
+    assign_offsets(disp.n, box_size, grid, scheme, offset)
+}
+
+/// Particle counts on a g³ periodic grid (C order) of the n³ particles of
+/// the lattice q = (i, j, k) L/n, particle p moved along `axis` by
+/// `offset(p, axis)` Mpc/h.
+pub fn assign_offsets(
+    n: usize,
+    box_size: f64,
+    grid: usize,
+    scheme: Assignment,
+    offset: impl Fn(usize, usize) -> f32,
+) -> Vec<f32> {
     let mut counts = vec![0f32; grid * grid * grid];
-    let spacing = (box_size / n as f64) as f32;
-    let to_cells = grid as f32 / box_size as f32;
-    let g = grid as i64;
-    // Positions are shifted by 4 boxes so they are positive and `as i64`
-    // (truncation) is floor; no displacement moves a particle 4 boxes.
-    let shift = 4.0 * grid as f32;
-    let wrap = |v: i64| (v % g) as usize;
-    for i in 0..n {
-        for j in 0..n {
-            for k in 0..n {
-                let p = (i * n + j) * n + k;
-                let q = [i as f32 * spacing, j as f32 * spacing, k as f32 * spacing];
-                let mut x = [0f32; 3];
-                for a in 0..3 {
-                    let mut v = q[a] + d1 * disp.first[a][p];
-                    if let Some(second) = &disp.second {
-                        v += d2 * second[a][p];
-                    }
-                    x[a] = v * to_cells;
-                }
-                match scheme {
-                    Assignment::Ngp => {
-                        let [a, b, c] = x.map(|v| wrap((v + shift + 0.5) as i64));
-                        counts[(a * grid + b) * grid + c] += 1.0;
-                    }
-                    Assignment::Cic => {
-                        let shifted = x.map(|v| v + shift);
-                        let base = shifted.map(|v| v as i64);
-                        let frac = [0, 1, 2].map(|a| shifted[a] - base[a] as f32);
-                        for corner in 0..8 {
-                            let mut w = 1.0;
-                            let mut cell = [0usize; 3];
-                            for a in 0..3 {
-                                let up = (corner >> a) & 1 == 1;
-                                w *= if up { frac[a] } else { 1.0 - frac[a] };
-                                cell[a] = wrap(base[a] + i64::from(up));
-                            }
-                            counts[(cell[0] * grid + cell[1]) * grid + cell[2]] += w;
-                        }
-                    }
+    let cells = CellMap::new(n, box_size, grid);
+    cells.for_each_position(offset, |_, x| match scheme {
+        Assignment::Ngp => counts[cells.nearest(x)] += 1.0,
+        Assignment::Cic => {
+            for (cell, weight) in cells.cic_corners(x) {
+                counts[cell] += weight;
+            }
+        }
+    });
+    counts
+}
+
+/// Where a lattice particle sits on a periodic grid, in cells.
+pub struct CellMap {
+    n: usize,
+    grid: usize,
+    spacing: f32,
+    to_cells: f32,
+    origin: f32,
+}
+
+impl CellMap {
+    /// Particles n per side in a box of `box_size`, on a grid of `grid` cells per side.
+    pub fn new(n: usize, box_size: f64, grid: usize) -> Self {
+        CellMap { n, grid, spacing: (box_size / n as f64) as f32, to_cells: grid as f32 / box_size as f32, origin: 0.0 }
+    }
+
+    /// The same map with the lattice moved half a cell along each axis, so
+    /// an undisplaced particle sits midway between cell centres. Cloud in
+    /// cell's weights have a kink at a cell centre: a particle that starts
+    /// there deposits a forward difference of the displacement on one side
+    /// and a backward one on the other, which no amplitude, however small,
+    /// makes linear. Midway, small displacements stay on the kernel's
+    /// straight part.
+    pub fn staggered(self) -> Self {
+        CellMap { origin: 0.5, ..self }
+    }
+
+    /// Call `f(p, x)` for every particle p in order, x its position in
+    /// cells (not wrapped) after moving by `offset(p, axis)` Mpc/h.
+    pub fn for_each_position(&self, offset: impl Fn(usize, usize) -> f32, mut f: impl FnMut(usize, [f32; 3])) {
+        let n = self.n;
+        let cell = |l: usize| l as f32 * self.spacing;
+        let mut p = 0;
+        for i in 0..n {
+            for j in 0..n {
+                for k in 0..n {
+                    let q = [cell(i), cell(j), cell(k)];
+                    f(p, [0, 1, 2].map(|axis| (q[axis] + offset(p, axis)) * self.to_cells + self.origin));
+                    p += 1;
                 }
             }
         }
     }
-    counts
+
+    // Positions are shifted by 4 boxes so they are positive and `as i64`
+    // (truncation) is floor; no displacement moves a particle 4 boxes.
+    fn shifted(&self, v: f32) -> f32 {
+        v + 4.0 * self.grid as f32
+    }
+
+    fn wrap(&self, v: i64) -> usize {
+        (v % self.grid as i64) as usize
+    }
+
+    /// The index of the cell nearest to `x` (cells).
+    pub fn nearest(&self, x: [f32; 3]) -> usize {
+        let [a, b, c] = x.map(|v| self.wrap((self.shifted(v) + 0.5) as i64));
+        (a * self.grid + b) * self.grid + c
+    }
+
+    /// The eight cells around `x` (cells) and their cloud-in-cell weights
+    /// (Hockney & Eastwood 1988, §5-3), which sum to 1.
+    pub fn cic_corners(&self, x: [f32; 3]) -> [(usize, f32); 8] {
+        let grid = self.grid;
+        let mut cells = [[0usize; 2]; 3];
+        let mut weights = [[0f32; 2]; 3];
+        for a in 0..3 {
+            let shifted = self.shifted(x[a]);
+            let base = shifted as i64;
+            let frac = shifted - base as f32;
+            let low = self.wrap(base);
+            cells[a] = [low, if low + 1 == grid { 0 } else { low + 1 }];
+            weights[a] = [1.0 - frac, frac];
+        }
+        std::array::from_fn(|corner| {
+            let [u, v, w] = [corner & 1, (corner >> 1) & 1, (corner >> 2) & 1];
+            ((cells[0][u] * grid + cells[1][v]) * grid + cells[2][w], weights[0][u] * weights[1][v] * weights[2][w])
+        })
+    }
 }
 
 /// Writes channel `channel` of the `split³` sub-volumes of a g³ grid of

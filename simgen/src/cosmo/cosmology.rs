@@ -57,15 +57,28 @@ impl Cosmology {
     /// integrated from the growth equations in ln a from deep in matter
     /// domination, where D1 = a and D2 = -3/7 a².
     pub fn growth(&self, a: f64) -> (f64, f64) {
-        let (d1_a, d2_a) = self.integrate_growth(a);
-        let (d1_1, _) = self.integrate_growth(1.0);
-        (d1_a / d1_1, d2_a / (d1_1 * d1_1))
+        let growth = self.growth_with_rates(a);
+        (growth.d1, growth.d2)
     }
 
-    /// Unnormalised (D1, D2) at `a_end`: RK4 on
+    /// [`Cosmology::growth`] with the rates dD1/dln a and dD2/dln a, which
+    /// set the particles' initial momenta and the N-body stepper's factors.
+    pub fn growth_with_rates(&self, a: f64) -> Growth {
+        let at_a = self.integrate_growth(a);
+        let d1_today = self.integrate_growth(1.0)[0];
+        let squared = d1_today * d1_today;
+        Growth {
+            d1: at_a[0] / d1_today,
+            d1_rate: at_a[1] / d1_today,
+            d2: at_a[2] / squared,
+            d2_rate: at_a[3] / squared,
+        }
+    }
+
+    /// Unnormalised (D1, dD1/dln a, D2, dD2/dln a) at `a_end`: RK4 on
     /// D'' + (2 + dlnE/dlna) D' = 1.5 Ω_m(a) D and
     /// D2'' + (2 + dlnE/dlna) D2' = 1.5 Ω_m(a) (D2 - D1²), primes d/dln a.
-    fn integrate_growth(&self, a_end: f64) -> (f64, f64) {
+    fn integrate_growth(&self, a_end: f64) -> [f64; 4] {
         let a0: f64 = 1e-3;
         let steps = 4000;
         let (x0, x1) = (a0.ln(), a_end.ln());
@@ -90,8 +103,21 @@ impl Cosmology {
             }
             x += dx;
         }
-        (y[0], y[2])
+        y
     }
+}
+
+/// Growth factors at one scale factor, normalised to D1(1) = 1.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Growth {
+    /// D1.
+    pub d1: f64,
+    /// dD1/dln a.
+    pub d1_rate: f64,
+    /// D2 (negative).
+    pub d2: f64,
+    /// dD2/dln a.
+    pub d2_rate: f64,
 }
 
 fn add(y: &[f64; 4], k: &[f64; 4], h: f64) -> [f64; 4] {

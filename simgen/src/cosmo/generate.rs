@@ -14,7 +14,8 @@ use formats::tfrecord::{TfRecordError, TfRecordFileWriter};
 use super::assign::{Assignment, assign, cut_into};
 use super::cosmology::Cosmology;
 use super::fft3::Fft3;
-use super::field::{FieldConfig, displacements, linear_modes};
+use super::field::{Displacements, FieldConfig, displacements, linear_modes};
+use super::pm::{Particles, Stepper, step_boundaries};
 use super::transfer::Transfer;
 use crate::random::{Normals, mix};
 
@@ -47,7 +48,16 @@ pub struct CosmoConfig {
     pub priors: Priors,
     /// The matter transfer function of every box.
     pub transfer: Transfer,
+    /// Particle-mesh steps after 2LPT (0: the boxes are 2LPT's).
+    pub steps: usize,
+    /// Where the particle-mesh steps start: the 2LPT initial conditions'
+    /// redshift. Channels at this redshift or earlier are 2LPT's.
+    pub start_redshift: f64,
 }
+
+/// FastPM's start, a = 0.1 (Feng et al. 2016, §4: ten steps from z = 9
+/// reproduce the large-scale power to a per cent).
+pub const DEFAULT_START_REDSHIFT: f64 = 9.0;
 
 /// Closest mean particle spacing accepted, Mpc/h.
 pub const MIN_SPACING: f64 = 0.5;
@@ -94,6 +104,17 @@ impl CosmoConfig {
         }
         if let Some(z) = self.redshifts.iter().find(|z| !(**z >= 0.0 && z.is_finite())) {
             return Err(format!("redshift {z} must be a finite number >= 0"));
+        }
+        if self.steps > 0 {
+            if self.particles < 4 {
+                return Err(format!(
+                    "--steps needs --particles of at least 4 (the force mesh), not {}",
+                    self.particles
+                ));
+            }
+            if !(self.start_redshift.is_finite() && self.start_redshift > 0.0) {
+                return Err(format!("--start-redshift {} must be a finite number > 0", self.start_redshift));
+            }
         }
         if let Transfer::Table(table) = &self.transfer {
             // The box's highest mode, in the corner of the particle grid's
@@ -253,9 +274,8 @@ pub fn generate_box(config: &CosmoConfig, box_index: usize, fft: &mut Fft3, keep
     let mut xs = vec![vec![0i16; shape.voxels()]; config.samples_per_box()];
     let mut saturated = 0;
     let mut grids = Vec::new();
-    for (channel, &z) in config.redshifts.iter().enumerate() {
-        let (d1, d2) = cosmology.growth(1.0 / (1.0 + z));
-        let counts = assign(&disp, config.box_size, d1 as f32, d2 as f32, config.grid, config.assignment);
+    let counts_per_channel = counts_at_redshifts(config, &cosmology, disp, fft);
+    for (channel, counts) in counts_per_channel.into_iter().enumerate() {
         saturated += cut_into(&counts, config.grid, config.split, channel, channels, &mut xs);
         if keep_grids {
             grids.push(counts);
@@ -267,6 +287,46 @@ pub fn generate_box(config: &CosmoConfig, box_index: usize, fft: &mut Fft3, keep
         .filter_map(|x| CosmoSample::new(shape, x, y).ok()) // lengths match the shape by construction
         .collect();
     GeneratedBox { samples, parameters, saturated, fft_time: fft.time(), time: started.elapsed(), grids }
+}
+
+/// The count grid of each of `config.redshifts`, in order: 2LPT's
+/// particles, moved on by particle-mesh steps to the redshifts after
+/// `config.start_redshift` when `config.steps` > 0.
+fn counts_at_redshifts(
+    config: &CosmoConfig,
+    cosmology: &Cosmology,
+    disp: Displacements,
+    fft: &mut Fft3,
+) -> Vec<Vec<f32>> {
+    let lpt_counts = |z: f64| {
+        let (d1, d2) = cosmology.growth(1.0 / (1.0 + z));
+        assign(&disp, config.box_size, d1 as f32, d2 as f32, config.grid, config.assignment)
+    };
+    if config.steps == 0 {
+        return config.redshifts.iter().map(|&z| lpt_counts(z)).collect();
+    }
+    let a_start = 1.0 / (1.0 + config.start_redshift);
+    let outputs: Vec<f64> = config.redshifts.iter().map(|z| 1.0 / (1.0 + z)).collect();
+    let boundaries = step_boundaries(a_start, &outputs, config.steps);
+    // Channels in the order of time, so one run of steps passes them all.
+    let mut by_time: Vec<usize> = (0..outputs.len()).collect();
+    by_time.sort_by(|&i, &j| outputs[i].total_cmp(&outputs[j]));
+    let mut counts: Vec<(usize, Vec<f32>)> = Vec::with_capacity(outputs.len());
+    let mut particles = Particles::from_lpt(&disp, config.box_size, cosmology, a_start);
+    let mut stepper = Stepper::new(cosmology, fft);
+    for channel in by_time {
+        let a = outputs[channel];
+        if a <= a_start {
+            counts.push((channel, lpt_counts(config.redshifts[channel])));
+            continue;
+        }
+        // step_boundaries made `a` a boundary (or one within 1e-9 of it).
+        let until: Vec<f64> = boundaries.iter().copied().filter(|&b| b <= a + 1e-9).collect();
+        stepper.run(&mut particles, &until);
+        counts.push((channel, particles.assign(config.grid, config.assignment)));
+    }
+    counts.sort_by_key(|(channel, _)| *channel);
+    counts.into_iter().map(|(_, c)| c).collect()
 }
 
 /// Totals of a rank's files.
