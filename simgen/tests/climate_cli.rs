@@ -36,11 +36,13 @@ fn sample_files(dir: &Path) -> Vec<PathBuf> {
 fn one_and_four_ranks_write_the_same_samples_and_statistics_the_loader_reads() {
     let dir = tempfile::tempdir().unwrap();
     let (one, four) = (dir.path().join("one"), dir.path().join("four"));
+    let mut report = serde_json::Value::Null;
     for (ranks, out) in [(1, &one), (4, &four)] {
         let args = small(out, 8);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let result = e2e::mpirun(ranks, &[], SIMGEN.as_ref(), &args);
         assert!(result.status.success(), "{ranks} ranks: {}", String::from_utf8_lossy(&result.stderr));
+        report = serde_json::from_slice(&result.stdout).unwrap();
     }
     let (a, b) = (sample_files(&one), sample_files(&four));
     assert_eq!(a.len(), 8);
@@ -76,6 +78,23 @@ fn one_and_four_ranks_write_the_same_samples_and_statistics_the_loader_reads() {
         let mean = sum[k] / (train.len() * SHAPE.pixels()) as f64;
         assert!((f64::from(stats.mean[k]) - mean).abs() <= 1e-5 * mean.abs().max(1e-9), "channel {k}");
         assert_eq!(f64::from(stats.minval[k]), min[k], "channel {k}");
+    }
+    // The report gives each channel's range over every sample (training
+    // and validation), inside the bounds it names.
+    let mut range = [(f64::INFINITY, f64::NEG_INFINITY); 16];
+    for path in &b {
+        for px in climate::read_sample(path, SHAPE).unwrap().data.chunks(16) {
+            for (r, &v) in range.iter_mut().zip(px) {
+                *r = (r.0.min(f64::from(v)), r.1.max(f64::from(v)));
+            }
+        }
+    }
+    for (k, channel) in report["channels"].as_array().unwrap().iter().enumerate() {
+        let (min, max) = (channel["min"].as_f64().unwrap(), channel["max"].as_f64().unwrap());
+        // The report writes f32 values, which JSON carries in f32's digits.
+        assert_eq!((min as f32, max as f32), (range[k].0 as f32, range[k].1 as f32), "{channel}");
+        let bounds = channel["bounds"].as_array().unwrap();
+        assert!(bounds[0].as_f64().unwrap() <= min && max <= bounds[1].as_f64().unwrap(), "{channel}");
     }
     // The loader reads every file the manifest lists.
     let manifest = Manifest::load(&four.join(MANIFEST_FILE)).unwrap();

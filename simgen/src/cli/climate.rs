@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::Args;
 use cluster::World;
 use cluster::progress::Progress;
-use formats::climate::{self, ClimateShape, STATS_FILE};
+use formats::climate::{self, ChannelStats, ClimateShape, STATS_FILE};
 use formats::manifest::Schema;
 use simgen::climate::channels::CHANNELS;
 use simgen::climate::generate::{ClimateConfig, is_validation, sample_path};
@@ -131,6 +131,8 @@ pub fn run(args: &ClimateArgs) -> anyhow::Result<()> {
     );
     let started = Instant::now();
     let mut stats = Accumulator::new(config.channels);
+    // Every sample's (training and validation) range, for the report.
+    let mut ranges = Accumulator::new(config.channels);
     let mut classes = [0u64; 3];
     let mut times = Times::default();
     let mut written = Vec::new();
@@ -157,6 +159,7 @@ pub fn run(args: &ClimateArgs) -> anyhow::Result<()> {
         if train {
             stats.add(&sample.data);
         }
+        ranges.add(&sample.data);
         times.statistics += t.elapsed();
         for &l in &sample.labels {
             classes[l.clamp(0, 2) as usize] += 1;
@@ -205,8 +208,15 @@ pub fn run(args: &ClimateArgs) -> anyhow::Result<()> {
             None => world.fail("no training samples to summarise: raise --samples or lower --val-fraction"),
         }
     }
+    let mut all_ranges = Accumulator::new(config.channels);
+    for bytes in &world.all_gather_bytes(&ranges.to_bytes()) {
+        match Accumulator::from_bytes(bytes, config.channels) {
+            Some(a) => all_ranges.merge(&a),
+            None => world.fail("a rank's channel ranges arrived with the wrong length"),
+        }
+    }
     out_dir.write_manifest(&world, schema, written)?;
-    report(&world, args, &classes, &times, started.elapsed().as_secs_f64())
+    report(&world, args, &classes, &times, all_ranges.stats().as_ref(), started.elapsed().as_secs_f64())
 }
 
 /// Where a rank's time went, summed over its samples.
@@ -222,7 +232,14 @@ struct Times {
     statistics: Duration,
 }
 
-fn report(world: &World, args: &ClimateArgs, classes: &[u64; 3], times: &Times, seconds: f64) -> anyhow::Result<()> {
+fn report(
+    world: &World,
+    args: &ClimateArgs,
+    classes: &[u64; 3],
+    times: &Times,
+    ranges: Option<&ChannelStats>,
+    seconds: f64,
+) -> anyhow::Result<()> {
     let mine = [
         classes[0] as f64,
         classes[1] as f64,
@@ -253,7 +270,15 @@ fn report(world: &World, args: &ClimateArgs, classes: &[u64; 3], times: &Times, 
             "inverse_sqrt_as_the_paper": weights(-0.5),
             "power_minus_0.125_as_mlperf": weights(-0.125),
         },
-        "channels": CHANNELS.iter().take(args.channels).map(|c| serde_json::json!({"name": c.name, "units": c.units})).collect::<Vec<_>>(),
+        // Each channel's range over every sample, beside the observed
+        // extremes it is kept within (simgen::climate::bounds).
+        "channels": CHANNELS.iter().take(args.channels).enumerate().map(|(k, c)| serde_json::json!({
+            "name": c.name,
+            "units": c.units,
+            "min": ranges.map(|r| r.minval[k]),
+            "max": ranges.map(|r| r.maxval[k]),
+            "bounds": [c.bounds.low, c.bounds.high],
+        })).collect::<Vec<_>>(),
     });
     args.output.write_report(&json)
 }

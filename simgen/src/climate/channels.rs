@@ -13,6 +13,8 @@
 //! AIP 1992); the amplitudes are our round numbers near them, not fitted
 //! values.
 
+use super::bounds::{self, Bounds};
+
 /// One channel.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Channel {
@@ -24,8 +26,8 @@ pub struct Channel {
     pub units: &'static str,
     /// Standard deviation of the random background around the climatology.
     pub noise: f64,
-    /// Values are never below this (humidity, precipitation).
-    pub floor: f64,
+    /// The range its values are kept in ([`super::bounds`], with sources).
+    pub bounds: Bounds,
 }
 
 /// The channels, in the order they are stored.
@@ -35,47 +37,77 @@ pub const CHANNELS: [Channel; 16] = [
         long_name: "total (vertically integrated) precipitable water",
         units: "kg/m^2",
         noise: 6.0,
-        floor: 0.0,
+        bounds: bounds::PRECIPITABLE_WATER,
     },
-    Channel { name: "U850", long_name: "zonal wind at 850 hPa", units: "m/s", noise: 5.0, floor: f64::MIN },
-    Channel { name: "V850", long_name: "meridional wind at 850 hPa", units: "m/s", noise: 5.0, floor: f64::MIN },
+    Channel { name: "U850", long_name: "zonal wind at 850 hPa", units: "m/s", noise: 5.0, bounds: bounds::WIND },
+    Channel { name: "V850", long_name: "meridional wind at 850 hPa", units: "m/s", noise: 5.0, bounds: bounds::WIND },
     Channel {
         name: "UBOT",
         long_name: "zonal wind at the lowest model level",
         units: "m/s",
         noise: 4.0,
-        floor: f64::MIN,
+        bounds: bounds::WIND,
     },
     Channel {
         name: "VBOT",
         long_name: "meridional wind at the lowest model level",
         units: "m/s",
         noise: 4.0,
-        floor: f64::MIN,
+        bounds: bounds::WIND,
     },
     Channel {
         name: "QREFHT",
         long_name: "specific humidity at reference height (2 m)",
         units: "kg/kg",
         noise: 0.0015,
-        floor: 0.0,
+        bounds: bounds::SPECIFIC_HUMIDITY,
     },
-    Channel { name: "PS", long_name: "surface pressure", units: "Pa", noise: 700.0, floor: f64::MIN },
-    Channel { name: "PSL", long_name: "sea-level pressure", units: "Pa", noise: 700.0, floor: f64::MIN },
-    Channel { name: "T200", long_name: "temperature at 200 hPa", units: "K", noise: 2.0, floor: f64::MIN },
-    Channel { name: "T500", long_name: "temperature at 500 hPa", units: "K", noise: 2.5, floor: f64::MIN },
-    Channel { name: "PRECT", long_name: "total precipitation rate", units: "m/s", noise: 0.0, floor: 0.0 },
-    Channel { name: "TS", long_name: "surface temperature", units: "K", noise: 2.5, floor: f64::MIN },
+    Channel { name: "PS", long_name: "surface pressure", units: "Pa", noise: 700.0, bounds: bounds::SURFACE_PRESSURE },
+    Channel {
+        name: "PSL",
+        long_name: "sea-level pressure",
+        units: "Pa",
+        noise: 700.0,
+        bounds: bounds::SEA_LEVEL_PRESSURE,
+    },
+    Channel { name: "T200", long_name: "temperature at 200 hPa", units: "K", noise: 2.0, bounds: bounds::TEMPERATURE },
+    Channel { name: "T500", long_name: "temperature at 500 hPa", units: "K", noise: 2.5, bounds: bounds::TEMPERATURE },
+    Channel {
+        name: "PRECT",
+        long_name: "total precipitation rate",
+        units: "m/s",
+        noise: 0.0,
+        bounds: bounds::PRECIPITATION,
+    },
+    Channel { name: "TS", long_name: "surface temperature", units: "K", noise: 2.5, bounds: bounds::TEMPERATURE },
     Channel {
         name: "TREFHT",
         long_name: "temperature at reference height (2 m)",
         units: "K",
         noise: 2.5,
-        floor: f64::MIN,
+        bounds: bounds::TEMPERATURE,
     },
-    Channel { name: "Z1000", long_name: "geopotential height at 1000 hPa", units: "m", noise: 50.0, floor: f64::MIN },
-    Channel { name: "Z200", long_name: "geopotential height at 200 hPa", units: "m", noise: 80.0, floor: f64::MIN },
-    Channel { name: "ZBOT", long_name: "height of the lowest model level", units: "m", noise: 3.0, floor: f64::MIN },
+    Channel {
+        name: "Z1000",
+        long_name: "geopotential height at 1000 hPa",
+        units: "m",
+        noise: 50.0,
+        bounds: bounds::HEIGHT_1000,
+    },
+    Channel {
+        name: "Z200",
+        long_name: "geopotential height at 200 hPa",
+        units: "m",
+        noise: 80.0,
+        bounds: bounds::HEIGHT_200,
+    },
+    Channel {
+        name: "ZBOT",
+        long_name: "height of the lowest model level",
+        units: "m",
+        noise: 3.0,
+        bounds: bounds::HEIGHT_BOTTOM,
+    },
 ];
 
 /// Index of a channel by name.
@@ -143,7 +175,7 @@ mod tests {
         for lat in [-90.0, -30.0, 0.0, 30.0, 90.0] {
             for (c, channel) in CHANNELS.iter().enumerate() {
                 assert!(climatology(c, lat).is_finite());
-                assert!(climatology(c, lat) >= channel.floor);
+                assert!(channel.bounds.contains(climatology(c, lat)), "{} at {lat}", channel.name);
             }
         }
     }

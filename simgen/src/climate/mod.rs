@@ -2,6 +2,7 @@
 //! DeepCAM data): 16 CAM5 channels on a longitude-latitude grid with
 //! tropical cyclones and atmospheric rivers, and their masks; `generate`
 //! writes them as the HDF5 samples `simgen climate` produces.
+pub mod bounds;
 pub mod channels;
 pub mod features;
 pub mod field;
