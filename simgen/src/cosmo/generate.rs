@@ -139,11 +139,15 @@ impl CosmoConfig {
     /// particle fields of 2LPT (about 24 f32 or complex values per
     /// particle: density, potentials, three displacement components per
     /// order, FFT scratch) and the count grids (f32 and int16 per voxel per
-    /// redshift). In f64, so absurd sizes do not overflow.
+    /// redshift). With N-body steps, the particles' positions, momenta
+    /// and forces and the force mesh's transforms come on top (110 bytes
+    /// per particle measured at 256³, so 128 here). In f64, so absurd
+    /// sizes do not overflow.
     pub fn memory_bytes(&self) -> f64 {
         let particles = (self.particles as f64).powi(3);
         let voxels = (self.grid as f64).powi(3) * self.redshifts.len() as f64;
-        particles * 96.0 + voxels * 6.0
+        let per_particle = if self.steps > 0 { 128.0 } else { 96.0 };
+        particles * per_particle + voxels * 6.0
     }
 
     /// Sub-volumes per box.

@@ -194,32 +194,31 @@ impl<'a> Stepper<'a> {
                 if x == 0.0 { 1.0 } else { (x.sin() / x).powi(2) }
             })
             .collect();
-        let window_of = |f: i64| sinc2[f.rem_euclid(n as i64) as usize];
-        let deposit_window = |f: [i64; 3]| window_of(f[0]) * window_of(f[1]) * window_of(f[2]);
-        // F_k = i k δ_k / k², two real components per complex transform.
+        // The potential-like field δ_k / (k W(k)) (in units of the
+        // fundamental), once, so each force component is one multiply.
+        for_each_mode(n, |index, f| {
+            let f2 = (f[0] * f[0] + f[1] * f[1] + f[2] * f[2]) as f32;
+            let window = sinc2[f[0].rem_euclid(n as i64) as usize]
+                * sinc2[f[1].rem_euclid(n as i64) as usize]
+                * sinc2[f[2].rem_euclid(n as i64) as usize];
+            delta[index] *= if f2 == 0.0 { 0.0 } else { scale / (f2 * kf as f32 * window) };
+        });
+        let potential = delta;
+        // F_k = i k δ_k / k², two real components per complex transform:
+        // A + iB with A, B real fields.
         let mesh_force = |axes: [usize; 2], fft: &mut Fft3| -> [Vec<f32>; 2] {
             let mut cube = vec![Complex32::default(); cells];
             for_each_mode(n, |index, f| {
-                let k2 = (f[0] * f[0] + f[1] * f[1] + f[2] * f[2]) as f32;
-                if k2 == 0.0 {
-                    return;
-                }
-                let s = delta[index] * (scale / (k2 * kf as f32 * deposit_window(f)));
-                let mut value = Complex32::default();
-                for (slot, &axis) in axes.iter().enumerate() {
-                    if f[axis] == nyquist {
-                        continue;
-                    }
-                    let component = Complex32::new(0.0, f[axis] as f32) * s;
-                    value += if slot == 0 { component } else { Complex32::new(0.0, 1.0) * component };
-                }
-                cube[index] = value;
+                let [fa, fb] = axes.map(|axis| if f[axis] == nyquist { 0.0 } else { f[axis] as f32 });
+                // i fa φ + i (i fb φ) = (i fa - fb) φ.
+                cube[index] = Complex32::new(-fb, fa) * potential[index];
             });
             fft.inverse(&mut cube);
             [cube.iter().map(|c| c.re).collect(), cube.iter().map(|c| c.im).collect()]
         };
         let [fx, fy] = mesh_force([0, 1], self.fft);
         let [fz, _] = mesh_force([2, 2], self.fft);
+        drop(potential);
         gather([&fx, &fy, &fz], &mesh, particles)
     }
 }
