@@ -51,6 +51,11 @@ pub struct CifSite {
     pub species: String,
     /// Fractional coordinates.
     pub fract: [f64; 3],
+    /// Mean-square thermal displacement U along each axis, Å², from
+    /// `_atom_site_U_iso_or_equiv`, or `_atom_site_B_iso_or_equiv` as
+    /// B / (8π²) (International Tables for Crystallography Vol. C,
+    /// §6.1.1.3); `None` when the file gives neither or `?`.
+    pub u_iso: Option<f64>,
     /// Line of the site, for messages.
     pub line: usize,
 }
@@ -144,6 +149,10 @@ pub fn parse(text: &str) -> Result<CifStructure, CifError> {
         .or(col("_atom_site_label"))
         .ok_or_else(|| err(*start, "atom sites need _atom_site_type_symbol or _atom_site_label".into()))?;
     let occupancy = col("_atom_site_occupancy");
+    // U first: it is what a refinement reports; B is the older form.
+    let thermal = col("_atom_site_u_iso_or_equiv")
+        .map(|c| (c, 1.0))
+        .or(col("_atom_site_b_iso_or_equiv").map(|c| (c, 1.0 / (8.0 * std::f64::consts::PI.powi(2)))));
     if values.is_empty() {
         return Err(err(*start, "the atom-site loop lists no sites".into()));
     }
@@ -162,7 +171,16 @@ pub fn parse(text: &str) -> Result<CifStructure, CifError> {
             fract[k] = parse_number(&row[c].text)
                 .ok_or_else(|| err(line, format!("coordinate {:?} is not a number", row[c].text)))?;
         }
-        sites.push(CifSite { species: row[species].text.clone(), fract, line });
+        let u_iso = match thermal {
+            Some((c, scale)) if !matches!(row[c].text.as_str(), "?" | ".") => {
+                let value = parse_number(&row[c].text)
+                    .filter(|v| *v >= 0.0)
+                    .ok_or_else(|| err(line, format!("thermal displacement {:?} is not a number >= 0", row[c].text)))?;
+                Some(value * scale)
+            }
+            _ => None,
+        };
+        sites.push(CifSite { species: row[species].text.clone(), fract, u_iso, line });
     }
     Ok(CifStructure { lengths, angles, sites, symops })
 }
@@ -335,6 +353,22 @@ mod tests {
         let no_sites =
             format!("{head}loop_\n_atom_site_label\n_atom_site_fract_x\n_atom_site_fract_y\n_atom_site_fract_z\n");
         assert!(parse(&no_sites).unwrap_err().reason.contains("no sites"));
+    }
+
+    #[test]
+    fn thermal_displacements_come_from_u_iso_or_b_iso() {
+        let head = "data_x\n_cell_length_a 3\n_cell_length_b 3\n_cell_length_c 3\n_cell_angle_alpha 90\n\
+                    _cell_angle_beta 90\n_cell_angle_gamma 90\nloop_\n_atom_site_label\n_atom_site_fract_x\n\
+                    _atom_site_fract_y\n_atom_site_fract_z\n";
+        let u = parse(&format!("{head}_atom_site_U_iso_or_equiv\nSr 0 0 0 0.0061(2)\nO 0.5 0 0 ?\n")).unwrap();
+        assert_eq!(u.sites.iter().map(|s| s.u_iso).collect::<Vec<_>>(), [Some(0.0061), None]);
+        let b = parse(&format!("{head}_atom_site_B_iso_or_equiv\nSr 0 0 0 0.5\n")).unwrap();
+        let expected = 0.5 / (8.0 * std::f64::consts::PI.powi(2));
+        assert!((b.sites[0].u_iso.unwrap() - expected).abs() < 1e-12);
+        let none = parse(&format!("{head}Sr 0 0 0\n")).unwrap();
+        assert_eq!(none.sites[0].u_iso, None);
+        let e = parse(&format!("{head}_atom_site_U_iso_or_equiv\nSr 0 0 0 -0.01\n")).unwrap_err();
+        assert!(e.reason.contains("-0.01") && e.line == 14, "{e}");
     }
 
     #[test]

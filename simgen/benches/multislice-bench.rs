@@ -56,6 +56,7 @@ fn config(scan: usize) -> MultisliceConfig {
         scan: (scan, scan),
         phonons: 0,
         phonon_sigma: 0.0,
+        crystal_thermal: false,
         target: Target::Density,
         mode: Mode::Cbed,
         seed: 1,

@@ -191,3 +191,50 @@ fn a_cif_crystal_generates_the_samples_of_the_built_in_one() {
     let worst = x.iter().zip(&y).map(|(u, v)| (u - v).abs()).fold(0.0, f32::max);
     assert!(worst <= 1e-3 * peak, "largest difference {worst}, peak {peak}");
 }
+
+/// With `--phonon-sigma auto` (the default) each element vibrates as the
+/// CIF's refinement says (√U per axis, B converted), the others and every
+/// built-in structure at 0.076 Å; a length sets them all; the report says
+/// which came from where, and the thermal target image follows.
+#[test]
+fn thermal_displacements_come_per_element_from_the_cif() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/MoS2.cif")).unwrap();
+    // Mo with U = 0.0036 Å² (σ 0.06 Å); S with "?" (unknown).
+    let with_u = original
+        .replace("_atom_site_occupancy\n", "_atom_site_occupancy\n_atom_site_U_iso_or_equiv\n")
+        .replace("0.25 1.0\n", "0.25 1.0 0.0036\n")
+        .replace("0.621 1.0\n", "0.621 1.0 ?\n");
+    assert_ne!(with_u, original);
+    let cif = dir.path().join("MoS2-u.cif");
+    std::fs::write(&cif, with_u).unwrap();
+    let run = |name: &str, extra: &[&str]| -> (serde_json::Value, Vec<u8>) {
+        let out = dir.path().join(name);
+        let mut args = vec!["multislice", "--out", out.to_str().unwrap(), "--samples", "1", "--grid", "64"];
+        args.extend(["--sampling", "0.0925A", "--thickness", "12.294A", "--scan", "1x1"]);
+        args.extend(["--cif", cif.to_str().unwrap()]);
+        args.extend(extra);
+        let result = Command::new(SIMGEN).args(&args).output().unwrap();
+        assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+        (serde_json::from_slice(&result.stdout).unwrap(), samples(&out).remove(&0).unwrap())
+    };
+    let sigma = |report: &serde_json::Value, element: &str| -> (f64, String) {
+        let entry = report["config"]["phonon_sigma"].as_array().unwrap().iter().find(|e| e["element"] == element);
+        let entry = entry.unwrap_or_else(|| panic!("{element} missing: {report}"));
+        (entry["sigma"].as_f64().unwrap(), entry["source"].as_str().unwrap().to_owned())
+    };
+    let (auto, auto_sample) = run("auto", &[]);
+    assert_eq!(sigma(&auto, "Mo"), (0.06, "cif".to_owned()));
+    assert_eq!(sigma(&auto, "S"), (0.076, "default".to_owned()));
+    let (uniform, uniform_sample) = run("uniform", &["--phonon-sigma", "0.076A"]);
+    assert_eq!(sigma(&uniform, "Mo"), (0.076, "--phonon-sigma".to_owned()));
+    // Mo vibrating less sharpens its column in the target image.
+    let target = |bytes: &[u8]| {
+        let (mut c, mut p, mut s) = (vec![0f32; 64 * 64], vec![0f32; 64 * 64], Vec::new());
+        formats::scattering::decode_into(bytes, &mut c, &mut p, &mut s).unwrap();
+        p
+    };
+    let peak = |image: Vec<f32>| image.into_iter().fold(0.0, f32::max);
+    let (sharp, soft) = (peak(target(&auto_sample)), peak(target(&uniform_sample)));
+    assert!(sharp > 1.1 * soft, "Mo's column peaks at {sharp} with σ 0.06 Å against {soft} with 0.076 Å");
+}

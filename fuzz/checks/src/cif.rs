@@ -1,5 +1,6 @@
 //! CIF text: any bytes parse or fail with an error naming a line inside
-//! the text; a parsed structure has finite numbers and at least one
+//! the text; a parsed structure has finite numbers, thermal
+//! displacements that are finite and not negative, and at least one
 //! symmetry operation.
 
 /// One input, as the fuzz target `cif` runs it: panics where the
@@ -12,6 +13,7 @@ pub fn check(input: &[u8]) {
             assert!(cif.lengths.iter().chain(&cif.angles).all(|v| v.is_finite()));
             for site in &cif.sites {
                 assert!(site.fract.iter().all(|v| v.is_finite()));
+                assert!(site.u_iso.is_none_or(|u| u.is_finite() && u >= 0.0), "{:?}", site.u_iso);
                 for op in &cif.symops {
                     let _ = op.apply(site.fract);
                 }

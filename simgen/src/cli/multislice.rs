@@ -10,7 +10,7 @@ use cluster::progress::Progress;
 use formats::manifest::{Dtype, Schema};
 use formats::scattering::{Compression, Precision};
 use simgen::multislice::crystal::{Crystal, parse_zone_axis};
-use simgen::multislice::generate::{Mode, MultisliceConfig, Plan};
+use simgen::multislice::generate::{DEFAULT_PHONON_SIGMA, Mode, MultisliceConfig, Plan};
 use simgen::multislice::optics::{Aberrations, Beam};
 use simgen::multislice::potential::Target;
 use simgen::multislice::store::{self, StoreStats};
@@ -75,10 +75,15 @@ pub struct MultisliceArgs {
     /// Frozen-phonon configurations averaged per sample (0: atoms at rest).
     #[arg(long, default_value_t = 0)]
     phonons: usize,
-    /// RMS thermal displacement per axis (Si at 300 K: 0.076A): of the
-    /// frozen-phonon configurations, and of the thermal average the target
-    /// image is (0: atoms at rest).
-    #[arg(long, default_value = "0.076A")]
+    /// RMS thermal displacement per axis, of the frozen-phonon
+    /// configurations and of the thermal average the target image is.
+    /// `auto`: each element's own from the --cif file's refinement
+    /// (`_atom_site_U_iso_or_equiv`, or `_B_iso_or_equiv` as B/8π²; √U per
+    /// axis, averaged over the element's sites), and 0.076A (Si at 300 K)
+    /// for elements it gives none and for built-in structures. A length
+    /// (0: atoms at rest) sets every element's. The report lists each
+    /// element's and where it came from.
+    #[arg(long, default_value = "auto", value_name = "auto|LENGTH")]
     phonon_sigma: String,
     /// Target image stored with each sample.
     #[arg(long, value_enum, default_value = "density")]
@@ -161,7 +166,11 @@ impl MultisliceArgs {
             slice: units::length(&self.slice)?,
             scan: units::scan(&self.scan)?,
             phonons: self.phonons,
-            phonon_sigma: units::length(&self.phonon_sigma)?,
+            phonon_sigma: match self.phonon_sigma.as_str() {
+                "auto" => DEFAULT_PHONON_SIGMA,
+                length => units::length(length)?,
+            },
+            crystal_thermal: self.phonon_sigma == "auto",
             target: match self.target {
                 TargetArg::Density => Target::Density,
                 TargetArg::Potential => Target::Potential,
@@ -299,7 +308,16 @@ fn report(
             "random_offset": c.random_offset,
             "volts": c.beam.volts(), "wavelength": c.beam.wavelength(), "semiangle": c.lens.semiangle,
             "defocus": c.lens.aberrations.defocus, "cs": c.lens.aberrations.cs, "c5": c.lens.aberrations.c5,
-            "slice": c.slice, "scan": [c.scan.0, c.scan.1], "phonons": c.phonons, "phonon_sigma": c.phonon_sigma,
+            "slice": c.slice, "scan": [c.scan.0, c.scan.1], "phonons": c.phonons,
+            "phonon_sigma": plan.thermal.iter().map(|t| serde_json::json!({
+                "element": t.element.symbol(),
+                "sigma": t.sigma,
+                "source": match (t.from_crystal, args.phonon_sigma.as_str()) {
+                    (true, _) => "cif",
+                    (false, "auto") => "default",
+                    (false, _) => "--phonon-sigma",
+                },
+            })).collect::<Vec<_>>(),
             "max_tilt": c.max_tilt, "target": format!("{:?}", c.target).to_lowercase(),
             "mode": format!("{:?}", c.mode).to_lowercase(), "dtype": format!("{:?}", args.dtype).to_lowercase(),
             "zstd": args.zstd, "seed": c.seed,

@@ -47,7 +47,26 @@ fn crystal(cif: &CifStructure, file: &str) -> Result<Crystal, (usize, String)> {
         }
     }
     let name = std::path::Path::new(file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    Ok(Crystal { name, lattice, basis })
+    Ok(Crystal { name, lattice, basis, thermal: thermal(cif)? })
+}
+
+/// Each element's RMS displacement per axis, √U with U the mean over the
+/// element's sites that give one (U is additive: mean squares average).
+fn thermal(cif: &CifStructure) -> Result<Vec<(Element, f64)>, (usize, String)> {
+    let mut sums: Vec<(Element, f64, usize)> = Vec::new();
+    for site in &cif.sites {
+        let Some(u) = site.u_iso else { continue };
+        let element =
+            element_of(&site.species).ok_or_else(|| (site.line, format!("{:?} names no element", site.species)))?;
+        match sums.iter_mut().find(|(e, ..)| *e == element) {
+            Some((_, sum, count)) => {
+                *sum += u;
+                *count += 1;
+            }
+            None => sums.push((element, u, 1)),
+        }
+    }
+    Ok(sums.into_iter().map(|(e, sum, count)| (e, (sum / count as f64).sqrt())).collect())
 }
 
 /// The element of a type symbol or label: `Si`, `Si1`, `O2-`, `Sr2+`.

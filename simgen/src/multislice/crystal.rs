@@ -29,6 +29,10 @@ pub struct Crystal {
     pub lattice: [[f64; 3]; 3],
     /// Atoms of one cell, fractional coordinates.
     pub basis: Vec<Atom>,
+    /// RMS thermal displacement per axis (Å) of each element whose sites
+    /// the structure's refinement gives one (a CIF's U_iso or B_iso,
+    /// averaged over the element's sites as U); the built-ins give none.
+    pub thermal: Vec<(Element, f64)>,
 }
 
 /// A rectangular box of atoms, periodic in x and y, the beam along z.
@@ -152,7 +156,7 @@ impl Crystal {
             }
             other => return Err(CrystalError::UnknownStructure(other.to_owned())),
         };
-        Ok(Crystal { name: canonical.to_owned(), lattice, basis })
+        Ok(Crystal { name: canonical.to_owned(), lattice, basis, thermal: Vec::new() })
     }
 
     /// Cell volume, Å³.

@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use rustfft::num_complex::Complex32;
 
 use super::crystal::{Crystal, CrystalError, OrthogonalCell};
+use super::elements::Element;
 use super::fft2::Fft2;
 use super::grid::Grid;
 use super::optics::{Beam, EnergyOutOfRange};
@@ -32,6 +33,11 @@ pub enum Mode {
     /// A plane wave and the objective lens: one bright-field image.
     Hrtem,
 }
+
+/// RMS thermal displacement per axis of an element no structure gives one
+/// for, Å: silicon's at 300 K, the value the command line has always
+/// defaulted to.
+pub const DEFAULT_PHONON_SIGMA: f64 = 0.076;
 
 /// A multislice run, as the command line gives it.
 #[derive(Debug, Clone)]
@@ -62,8 +68,12 @@ pub struct MultisliceConfig {
     pub scan: (usize, usize),
     /// Frozen-phonon configurations averaged per sample (0: atoms at rest).
     pub phonons: usize,
-    /// RMS thermal displacement per axis, Å.
+    /// RMS thermal displacement per axis, Å, of each element the crystal
+    /// gives none for (of every element unless `crystal_thermal`).
     pub phonon_sigma: f64,
+    /// Take each element's displacement from the crystal where it gives
+    /// one (a CIF's `_atom_site_U_iso_or_equiv` or `_B_iso_or_equiv`).
+    pub crystal_thermal: bool,
     /// The target image.
     pub target: Target,
     /// CBED or HRTEM.
@@ -143,8 +153,28 @@ pub struct Plan {
     pub repeats: [usize; 2],
     /// The grid (its sampling fitted to whole cells).
     pub grid: Grid,
+    /// Each element's RMS thermal displacement per axis, Å, and whether
+    /// the crystal gave it.
+    pub thermal: Vec<Thermal>,
     potential_tables: FactorTables,
     target_tables: FactorTables,
+}
+
+/// One element's thermal vibration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Thermal {
+    /// The element.
+    pub element: Element,
+    /// RMS displacement per axis, Å.
+    pub sigma: f64,
+    /// Given by the crystal (its CIF's U_iso or B_iso), not `phonon_sigma`.
+    pub from_crystal: bool,
+}
+
+/// σ of an element of `thermal` (every element of the specimen has one:
+/// the plan makes `thermal` from the specimen's elements).
+fn sigma_lookup(thermal: &[Thermal]) -> impl Fn(Element) -> f64 + '_ {
+    |element| thermal.iter().find(|t| t.element == element).map_or(0.0, |t| t.sigma)
 }
 
 /// Bytes one sample holds at its peak: the potential slices (f32) and
@@ -214,8 +244,18 @@ impl MultisliceConfig {
         }
         let elements = elements_of(&cell.atoms);
         let potential_tables = FactorTables::new(grid, Target::Potential, elements.iter().copied());
-        let target_tables = FactorTables::thermal(grid, self.target, elements, self.phonon_sigma);
-        Ok(Plan { config: self, cell, repeats: [rx, ry], grid, potential_tables, target_tables })
+        let thermal: Vec<Thermal> = elements
+            .iter()
+            .map(|&element| {
+                let given = self.crystal.thermal.iter().find(|(e, _)| *e == element).filter(|_| self.crystal_thermal);
+                match given {
+                    Some(&(_, sigma)) => Thermal { element, sigma, from_crystal: true },
+                    None => Thermal { element, sigma: self.phonon_sigma, from_crystal: false },
+                }
+            })
+            .collect();
+        let target_tables = FactorTables::thermal(grid, self.target, elements, &sigma_lookup(&thermal));
+        Ok(Plan { config: self, cell, repeats: [rx, ry], grid, thermal, potential_tables, target_tables })
     }
 }
 
@@ -311,8 +351,11 @@ impl Plan {
         let scan = self.scan_positions();
         for _ in 0..configurations {
             let started = Instant::now();
-            let frozen =
-                if c.phonons > 0 { specimen.displaced(c.phonon_sigma, &mut phonon_draw) } else { specimen.clone() };
+            let frozen = if c.phonons > 0 {
+                specimen.displaced(&sigma_lookup(&self.thermal), &mut phonon_draw)
+            } else {
+                specimen.clone()
+            };
             let potentials = slice_potentials(&frozen, &self.potential_tables, count);
             let slices = Slices::new(&potentials, dz, c.beam, self.grid, variation.tilt);
             drop(potentials);

@@ -50,11 +50,11 @@ impl FactorTables {
     /// frozen-phonon configuration's slices are made of: it displaces the
     /// atoms themselves).
     pub fn new(grid: Grid, target: Target, elements: impl IntoIterator<Item = Element>) -> FactorTables {
-        Self::thermal(grid, target, elements, 0.0)
+        Self::thermal(grid, target, elements, &|_| 0.0)
     }
 
     /// Tables of the thermal average of atoms vibrating with an RMS
-    /// displacement of `sigma` Å per axis: each factor times the
+    /// displacement of `sigma(element)` Å per axis: each factor times the
     /// Debye-Waller factor exp(-B s²) with B = 8π²σ² and s = q/2, that is
     /// exp(-2π²σ²q²) (International Tables for Crystallography Vol. C,
     /// §6.1.1.3). A target image is this average: the density of the
@@ -65,9 +65,9 @@ impl FactorTables {
         grid: Grid,
         target: Target,
         elements: impl IntoIterator<Item = Element>,
-        sigma: f64,
+        sigma: &dyn Fn(Element) -> f64,
     ) -> FactorTables {
-        let tables = elements.into_iter().map(|e| (e, Self::table_of(grid, target, e, sigma))).collect();
+        let tables = elements.into_iter().map(|e| (e, Self::table_of(grid, target, e, sigma(e)))).collect();
         FactorTables { grid, tables }
     }
 
@@ -236,7 +236,7 @@ mod tests {
                 let mut specimen = Specimen::build(&cell, repeats, 10.0).unwrap();
                 specimen.shift(0.3137, 0.1234);
                 let elements = elements_of(&specimen.atoms);
-                let tables = FactorTables::thermal(grid, Target::Density, elements, 0.076);
+                let tables = FactorTables::thermal(grid, Target::Density, elements, &|_| 0.076);
                 let rho = project(&specimen.atoms, &tables, &mut tables.fft());
                 let max = rho.iter().copied().fold(f32::MIN, f32::max);
                 let min = rho.iter().copied().fold(f32::MAX, f32::min);

@@ -3,6 +3,7 @@
 //! draws it (lateral offset, thermal displacements).
 
 use super::crystal::{Atom, OrthogonalCell};
+use super::elements::Element;
 use crate::random::Normals;
 
 /// A slab of atoms, periodic across x and y; the beam runs along z from 0
@@ -105,12 +106,13 @@ impl Specimen {
     }
 
     /// One frozen-phonon configuration: every atom displaced by an
-    /// independent Gaussian of standard deviation `sigma` Å along each axis
-    /// (the Einstein model of Debye–Waller displacements; Kirkland 2010,
-    /// ch. 7, frozen phonons). z stays inside the slab.
-    pub fn displaced(&self, sigma: f64, draw: &mut Normals) -> Specimen {
+    /// independent Gaussian of standard deviation `sigma(element)` Å along
+    /// each axis (the Einstein model of Debye–Waller displacements;
+    /// Kirkland 2010, ch. 7, frozen phonons). z stays inside the slab.
+    pub fn displaced(&self, sigma: &dyn Fn(Element) -> f64, draw: &mut Normals) -> Specimen {
         let mut out = self.clone();
         for a in &mut out.atoms {
+            let sigma = sigma(a.element);
             a.position[0] = (a.position[0] + sigma * draw.normal()).rem_euclid(self.lengths[0]);
             a.position[1] = (a.position[1] + sigma * draw.normal()).rem_euclid(self.lengths[1]);
             a.position[2] = (a.position[2] + sigma * draw.normal()).clamp(0.0, self.lengths[2] * (1.0 - 1e-12));
@@ -167,13 +169,35 @@ mod tests {
         let cell = Crystal::built_in("GaAs").unwrap().orthogonal_cell([0, 0, 1]).unwrap();
         let mut s = Specimen::build(&cell, [2, 2], 10.0).unwrap();
         s.shift(-3.7, 100.2);
-        let d = s.displaced(0.5, &mut Normals::new(7));
+        let d = s.displaced(&|_| 0.5, &mut Normals::new(7));
         for a in s.atoms.iter().chain(&d.atoms) {
             for k in 0..3 {
                 assert!(a.position[k] >= 0.0 && a.position[k] < s.lengths[k], "{:?}", a.position);
             }
         }
         assert_ne!(s, d);
+    }
+
+    #[test]
+    fn each_element_vibrates_with_its_own_displacement() {
+        let cell = Crystal::built_in("GaAs").unwrap().orthogonal_cell([0, 0, 1]).unwrap();
+        let s = Specimen::build(&cell, [6, 6], 60.0).unwrap();
+        let sigma = |e: Element| if e.symbol() == "Ga" { 0.05 } else { 0.12 };
+        let d = s.displaced(&sigma, &mut Normals::new(3));
+        for symbol in ["Ga", "As"] {
+            let (mut sum, mut count) = (0.0, 0);
+            for (a, b) in s.atoms.iter().zip(&d.atoms).filter(|(a, _)| a.element.symbol() == symbol) {
+                for k in 0..2 {
+                    let step = (b.position[k] - a.position[k]).rem_euclid(s.lengths[k]);
+                    let step = if step > s.lengths[k] / 2.0 { step - s.lengths[k] } else { step };
+                    sum += step * step;
+                    count += 1;
+                }
+            }
+            let rms = (sum / f64::from(count)).sqrt();
+            let expected = sigma(s.atoms.iter().find(|a| a.element.symbol() == symbol).unwrap().element);
+            assert!((rms / expected - 1.0).abs() < 0.05, "{symbol}: RMS {rms} against {expected} over {count}");
+        }
     }
 
     #[test]

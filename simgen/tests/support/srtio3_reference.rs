@@ -26,6 +26,7 @@ pub fn config() -> MultisliceConfig {
         scan: (2, 2),
         phonons: 0,
         phonon_sigma: 0.0,
+        crystal_thermal: false,
         target: Target::Density,
         mode: Mode::Cbed,
         seed: 1,
