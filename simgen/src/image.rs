@@ -34,6 +34,8 @@ pub struct PowerSpectrumPlot<'a> {
     pub measured: &'a [(f64, f64)],
     /// The same k with linear theory at the sample's redshift.
     pub theory: &'a [(f64, f64)],
+    /// The same k with halofit's nonlinear spectrum (empty: not drawn).
+    pub nonlinear: &'a [(f64, f64)],
     /// Shot-noise level of the particle count, (Mpc/h)³.
     pub shot_noise: f64,
 }
@@ -52,8 +54,8 @@ fn one_two_five(lo: f64, hi: f64) -> Vec<f64> {
 pub fn power_spectrum_plot(plot: &PowerSpectrumPlot<'_>, path: &Path) -> std::io::Result<()> {
     register_font();
     let positive = |s: &[(f64, f64)]| s.iter().copied().filter(|(k, p)| *k > 0.0 && *p > 0.0).collect::<Vec<_>>();
-    let (measured, theory) = (positive(plot.measured), positive(plot.theory));
-    let all = measured.iter().chain(&theory);
+    let (measured, theory, nonlinear) = (positive(plot.measured), positive(plot.theory), positive(plot.nonlinear));
+    let all = measured.iter().chain(&theory).chain(&nonlinear);
     let (k0, k1) = all.clone().fold((f64::MAX, f64::MIN), |(a, b), (k, _)| (a.min(*k), b.max(*k)));
     let (p0, p1) = all.fold((f64::MAX, f64::MIN), |(a, b), (_, p)| (a.min(*p), b.max(*p)));
     let p0 = if plot.shot_noise > 0.0 { p0.min(plot.shot_noise) } else { p0 };
@@ -90,6 +92,14 @@ pub fn power_spectrum_plot(plot: &PowerSpectrumPlot<'_>, path: &Path) -> std::io
             .map_err(e)?
             .label("linear theory")
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], red.stroke_width(2)));
+        if !nonlinear.is_empty() {
+            let orange = RGBColor(230, 140, 20);
+            chart
+                .draw_series(DashedLineSeries::new(nonlinear.iter().copied(), 10, 4, orange.stroke_width(2)))
+                .map_err(e)?
+                .label("halofit (nonlinear)")
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], orange.stroke_width(2)));
+        }
         chart
             .draw_series(LineSeries::new(measured.iter().copied(), blue.stroke_width(2)))
             .map_err(e)?

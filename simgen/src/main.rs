@@ -386,6 +386,7 @@ fn pk(args: &PkArgs) -> anyhow::Result<()> {
     text.push_str("# k [h/Mpc]  P_measured  P_linear  ratio  modes  P_halofit\n");
     let mut measured = Vec::new();
     let mut theory = Vec::new();
+    let mut nonlinear_curve = Vec::new();
     for b in &bins {
         let lin = power.at(b.k) * d1 * d1;
         let nonlinear = halofit.as_ref().map_or(lin, |h| h.at(b.k));
@@ -400,13 +401,22 @@ fn pk(args: &PkArgs) -> anyhow::Result<()> {
         ));
         measured.push((b.k, b.power));
         theory.push((b.k, lin));
+        if halofit.is_some() {
+            nonlinear_curve.push((b.k, nonlinear));
+        }
     }
     if let Some(plot) = &args.plot {
         let title = format!(
             "sample {} at z = {}: Ωm {:.3}, σ8 {:.3}, ns {:.3}, h {:.3}",
             args.sample, args.redshift, p[0], p[1], p[2], p[3]
         );
-        let figure = image::PowerSpectrumPlot { title: &title, measured: &measured, theory: &theory, shot_noise: shot };
+        let figure = image::PowerSpectrumPlot {
+            title: &title,
+            measured: &measured,
+            theory: &theory,
+            nonlinear: &nonlinear_curve,
+            shot_noise: shot,
+        };
         image::power_spectrum_plot(&figure, plot).with_context(|| format!("writing {}", plot.display()))?;
         text.push_str(&format!("# plot: {}\n", plot.display()));
     }

@@ -206,13 +206,18 @@ fn pk_prints_measured_against_linear_theory_and_plots_it() {
     let ratios: Vec<f64> = rows.iter().filter(|r| r[0] > 0.1 && r[0] < 0.3).map(|r| r[3]).collect();
     let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
     assert!((0.8..1.25).contains(&mean), "mean P_measured / P_linear = {mean}: {text}");
-    // The picture holds both curves and the shot-noise line in their
-    // colours (blue measured, red theory, grey dashes), at a readable size.
+    // The picture holds the three curves and the shot-noise line in their
+    // colours (blue measured, red linear theory, orange halofit dashes,
+    // grey dashes), at a readable size.
     let (width, rgb) = decode_png(&plot);
     assert_eq!(width, 800);
     let count = |colour: [u8; 3]| rgb.chunks_exact(3).filter(|p| *p == colour).count();
     let (blue, red, grey) = (count([30, 90, 200]), count([200, 40, 40]), count([120, 120, 120]));
-    assert!(blue > 500 && red > 500 && grey > 200, "pixels: measured {blue}, theory {red}, shot noise {grey}");
+    let orange = count([230, 140, 20]);
+    assert!(
+        blue > 500 && red > 500 && grey > 200 && orange > 300,
+        "pixels: measured {blue}, theory {red}, shot noise {grey}, halofit {orange}"
+    );
 }
 
 /// (width, RGB pixels) of a PNG.
