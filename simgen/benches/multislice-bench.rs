@@ -52,6 +52,7 @@ fn config(scan: usize) -> MultisliceConfig {
         lens: Probe { semiangle: 0.020, aberrations: Aberrations::default() },
         grid: 512,
         sampling: 0.05,
+        sampling_tolerance: simgen::multislice::specimen::SAMPLING_TOLERANCE,
         slice: 2.0,
         scan: (scan, scan),
         phonons: 0,

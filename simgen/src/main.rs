@@ -12,6 +12,7 @@ use formats::manifest::Schema;
 use formats::tfrecord::TfRecordFile;
 use mpi::traits::*;
 use simgen::cosmo::assign::Assignment;
+use simgen::cosmo::cosmology::EARLIEST_REDSHIFT;
 use simgen::cosmo::fft3::Fft3;
 use simgen::cosmo::generate::{
     CosmoConfig, PARAMETER_NAMES, Priors, WriteStats, cosmology_of, generate_box, write_files,
@@ -333,8 +334,8 @@ fn report(
 fn pk(args: &PkArgs) -> anyhow::Result<()> {
     // The same redshifts `simgen cosmo` accepts; a negative one used to give
     // a NaN growth factor and a theory column of NaN.
-    if !(args.redshift >= 0.0 && args.redshift.is_finite()) {
-        bail!("--redshift {} must be a finite number >= 0", args.redshift);
+    if !(args.redshift >= 0.0 && args.redshift <= EARLIEST_REDSHIFT) {
+        bail!("--redshift {} must be a number from 0 to {EARLIEST_REDSHIFT}", args.redshift);
     }
     if !(args.size > 0.0 && args.size.is_finite()) {
         bail!("--size {} must be the sample's side in Mpc/h, a finite number > 0", args.size);

@@ -127,7 +127,9 @@ impl OutputDir {
         &self.path
     }
 
-    fn is_leader(&self, world: &World) -> bool {
+    /// Whether this rank writes the directory's shared files (the lowest
+    /// rank writing there).
+    pub fn is_leader(&self, world: &World) -> bool {
         self.sharing.first() == Some(&world.rank())
     }
 

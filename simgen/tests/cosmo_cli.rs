@@ -140,7 +140,7 @@ fn bad_arguments_fail_with_one_clear_line() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.tfrecord"));
     // These used to exit 0 with a NaN theory column or empty output.
-    for (flag, value) in [("--redshift", "-3"), ("--size", "0"), ("--size", "nan")] {
+    for (flag, value) in [("--redshift", "-3"), ("--redshift", "2000"), ("--size", "0"), ("--size", "nan")] {
         let out = Command::new(SIMGEN).args(["pk", "--input", "/nonexistent.tfrecord", flag, value]).output().unwrap();
         assert!(!out.status.success(), "pk {flag} {value} succeeded");
         let err = String::from_utf8_lossy(&out.stderr);
@@ -435,4 +435,15 @@ fn particle_mesh_steps_change_the_boxes_identically_on_one_and_two_ranks() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--start-redshift -1") && stderr.lines().count() == 1, "{stderr}");
+
+    // Before z = 999 the growth factors do not exist: once these ran and
+    // wrote NaN boxes with exit 0.
+    for (flag, value) in [("--start-redshift", "5000"), ("--redshifts", "1500")] {
+        let mut bad = small(&dir.path().join("bad"));
+        bad.extend(["--steps", "2", flag, value].map(str::to_owned));
+        let out = Command::new(SIMGEN).args(&bad).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(value) && stderr.contains("999") && stderr.lines().count() == 1, "{stderr}");
+    }
 }

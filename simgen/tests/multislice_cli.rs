@@ -193,9 +193,10 @@ fn a_cif_crystal_generates_the_samples_of_the_built_in_one() {
 }
 
 /// With `--phonon-sigma auto` (the default) each element vibrates as the
-/// CIF's refinement says (√U per axis, B converted), the others and every
-/// built-in structure at 0.076 Å; a length sets them all; the report says
-/// which came from where, and the thermal target image follows.
+/// CIF's refinement says (√U per axis, B converted), an elemental crystal
+/// as Peng et al.'s table says, the others at 0.076 Å; a length sets them
+/// all; the report says which came from where, and the thermal target
+/// image follows.
 #[test]
 fn thermal_displacements_come_per_element_from_the_cif() {
     let dir = tempfile::tempdir().unwrap();
@@ -237,4 +238,117 @@ fn thermal_displacements_come_per_element_from_the_cif() {
     let peak = |image: Vec<f32>| image.into_iter().fold(0.0, f32::max);
     let (sharp, soft) = (peak(target(&auto_sample)), peak(target(&uniform_sample)));
     assert!(sharp > 1.1 * soft, "Mo's column peaks at {sharp} with σ 0.06 Å against {soft} with 0.076 Å");
+
+    // A built-in crystal of one element takes Peng et al.'s value for it
+    // (Au: B = 0.5925 Å² at 280 K); a compound's elements do not.
+    let built_in = |structure: &str| -> serde_json::Value {
+        let out = dir.path().join(structure);
+        let mut args = vec!["multislice", "--out", out.to_str().unwrap(), "--samples", "1", "--grid", "64"];
+        args.extend(["--structure", structure, "--sampling", "0.062A", "--thickness", "8A", "--scan", "1x1"]);
+        let result = Command::new(SIMGEN).args(&args).output().unwrap();
+        assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+        serde_json::from_slice(&result.stdout).unwrap()
+    };
+    let (au_sigma, au_source) = sigma(&built_in("Au"), "Au");
+    assert!((au_sigma - (0.5925f64 / (8.0 * std::f64::consts::PI.powi(2))).sqrt()).abs() < 1e-9, "{au_sigma}");
+    assert_eq!(au_source, "Peng et al. 1996, 280 K");
+    assert_eq!(sigma(&built_in("SrTiO3"), "Sr"), (0.076, "default".to_owned()));
+}
+
+/// `--structures LIST`: one dataset over a CIF and a built-in along several
+/// zone axes, on two ranks; each pair's block of samples is byte-for-byte
+/// what a run of that structure alone stores at those indices, and
+/// `structures.json` says which samples are which.
+#[test]
+fn a_structure_list_makes_one_dataset_of_every_pair_in_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let cifs = dir.path().join("lists").join("cifs");
+    std::fs::create_dir_all(&cifs).unwrap();
+    let mos2 = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/MoS2.cif");
+    std::fs::copy(mos2, cifs.join("MoS2.cif")).unwrap();
+    let list = dir.path().join("lists").join("train.txt");
+    std::fs::write(&list, "# structure  zone axes\ncifs/MoS2.cif\nSi 001 110  # two orientations\n").unwrap();
+    let common = |out: &Path, samples: &str| -> Vec<String> {
+        // 16 Å: whole cells of every pair within 5 % (2 of Si [110]'s 7.68 Å,
+        // 5 of MoS2's 3.16 Å).
+        let fixed = ["multislice", "--grid", "96", "--sampling", "0.1667A", "--thickness", "8A", "--scan", "1x1"];
+        fixed
+            .into_iter()
+            .chain(["--phonons", "1", "--seed", "3", "--samples", samples, "--out", out.to_str().unwrap()])
+            .map(str::to_owned)
+            .collect()
+    };
+    let run = |ranks: usize, out: &Path, extra: &[&str]| -> std::process::Output {
+        let mut args = common(out, "6");
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        e2e::mpirun(ranks, &[], SIMGEN.as_ref(), &args)
+    };
+    let listed = dir.path().join("listed");
+    let result = run(2, &listed, &["--structures", list.to_str().unwrap()]);
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&result.stdout).unwrap();
+    assert_eq!(report["config"]["structures"]["pairs"], 3, "{report}");
+
+    let index: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(listed.join("structures.json")).unwrap()).unwrap();
+    let pairs: Vec<(String, Vec<i64>, Vec<u64>)> = index
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let ints =
+                |v: &serde_json::Value| v.as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect::<Vec<_>>();
+            (
+                p["structure"].as_str().unwrap().to_owned(),
+                ints(&p["zone_axis"]),
+                ints(&p["samples"]).iter().map(|&x| x as u64).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(pairs.len(), 3, "{index}");
+    assert_eq!((pairs[0].1.clone(), pairs[0].2.clone()), (vec![0, 0, 1], vec![0, 2]));
+    assert_eq!((pairs[1].0.as_str(), pairs[1].1.clone(), pairs[1].2.clone()), ("Si", vec![0, 0, 1], vec![2, 4]));
+    assert_eq!((pairs[2].0.as_str(), pairs[2].1.clone(), pairs[2].2.clone()), ("Si", vec![1, 1, 0], vec![4, 6]));
+    let manifest = Manifest::load(&listed.join(MANIFEST_FILE)).unwrap();
+    assert!(manifest.files.iter().any(|f| f.path == "structures.json"));
+    let all = samples(&listed);
+    assert_eq!(all.keys().copied().collect::<Vec<_>>(), (0..6).collect::<Vec<_>>());
+
+    for (extra, block) in [
+        (vec!["--cif", mos2], 0..2u64),
+        (vec!["--structure", "Si"], 2..4),
+        (vec!["--structure", "Si", "--zone-axis", "110"], 4..6),
+    ] {
+        let alone = dir.path().join(format!("alone-{}", block.start));
+        let result = run(1, &alone, &extra);
+        assert!(result.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&result.stderr));
+        let theirs = samples(&alone);
+        for i in block {
+            assert!(all[&i] == theirs[&i], "sample {i} of the list differs from {extra:?} alone");
+        }
+    }
+
+    // Mistakes fail before anything is written, naming the line.
+    let bad_line = dir.path().join("lists").join("bad.txt");
+    std::fs::write(&bad_line, "Si\ncifs/missing.cif 001\n").unwrap();
+    for (extra, samples, says) in [
+        (vec!["--structures", bad_line.to_str().unwrap()], "6", "line 2"),
+        (vec!["--structures", list.to_str().unwrap()], "2", "fewer than the 3"),
+        (
+            vec!["--structures", list.to_str().unwrap(), "--sampling-tolerance", "0.01"],
+            "6",
+            "MoS2.cif along [0, 0, 1]: a 96-pixel grid",
+        ),
+        (vec!["--structures", list.to_str().unwrap(), "--structure", "Au"], "6", "cannot be used with"),
+    ] {
+        let out = dir.path().join("bad-out");
+        let mut args = common(&out, samples);
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let result = Command::new(SIMGEN).args(&args).output().unwrap();
+        assert_eq!(result.status.code(), Some(2), "{extra:?}");
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert!(stderr.contains(says), "{extra:?}: {stderr}");
+        assert!(!out.exists(), "{extra:?} wrote {}", out.display());
+    }
 }

@@ -1,19 +1,22 @@
 //! `simgen multislice`: scattering samples into LMDB sample stores.
 
+use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use cluster::World;
 use cluster::progress::Progress;
 use formats::manifest::{Dtype, Schema};
 use formats::scattering::{Compression, Precision};
 use simgen::multislice::crystal::{Crystal, parse_zone_axis};
-use simgen::multislice::generate::{DEFAULT_PHONON_SIGMA, Mode, MultisliceConfig, Plan};
+use simgen::multislice::generate::{DEFAULT_PHONON_SIGMA, Mode, MultisliceConfig, Plan, Thermal, ThermalSource};
 use simgen::multislice::optics::{Aberrations, Beam};
 use simgen::multislice::potential::Target;
-use simgen::multislice::store::{self, StoreStats};
+use simgen::multislice::specimen::SAMPLING_TOLERANCE;
+use simgen::multislice::store::{self, StoreStats, StoreWriter};
+use simgen::multislice::structure_list::{self, ListedStructure};
 use simgen::multislice::units;
 use simgen::multislice::wave::Probe;
 
@@ -30,6 +33,14 @@ pub struct MultisliceArgs {
     /// A crystal from a CIF file instead (cell, sites, symmetry operations; any cell shape).
     #[arg(long, conflicts_with = "structure")]
     cif: Option<PathBuf>,
+    /// One dataset over many structures and zone axes: a text file with a
+    /// line per structure, a CIF path (relative to the list) or a built-in
+    /// name, then the zone axes to see it along (none: --zone-axis), e.g.
+    /// `cifs/mp-5229.cif 001 110`. Each (structure, axis) pair gets an equal
+    /// contiguous block of the --samples; `structures.json` in the output
+    /// says which samples are which.
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["structure", "cif"])]
+    structures: Option<PathBuf>,
     /// Zone axis along the beam: three digits (001, 110) or integers (1,-1,0).
     #[arg(long, default_value = "001")]
     zone_axis: String,
@@ -63,9 +74,15 @@ pub struct MultisliceArgs {
     #[arg(long, default_value_t = 512)]
     grid: usize,
     /// Pixel size asked for; the field of view is fitted to whole cells, so
-    /// the sampling used (in the report) can differ by up to 10 %.
+    /// the sampling used (in the report) can differ by up to
+    /// --sampling-tolerance.
     #[arg(long, default_value = "0.05A")]
     sampling: String,
+    /// How far the sampling fitted to whole cells may stray from --sampling,
+    /// a fraction. A --structures list of many cells needs more than the
+    /// default: with 0.34 every cell up to 3/4 of the field of view fits.
+    #[arg(long, default_value_t = SAMPLING_TOLERANCE, value_name = "FRACTION")]
+    sampling_tolerance: f64,
     /// Slice thickness asked for; the specimen is cut into equal slices as close to it as a whole number allows.
     #[arg(long, default_value = "2A")]
     slice: String,
@@ -79,10 +96,11 @@ pub struct MultisliceArgs {
     /// configurations and of the thermal average the target image is.
     /// `auto`: each element's own from the --cif file's refinement
     /// (`_atom_site_U_iso_or_equiv`, or `_B_iso_or_equiv` as B/8π²; √U per
-    /// axis, averaged over the element's sites), and 0.076A (Si at 300 K)
-    /// for elements it gives none and for built-in structures. A length
-    /// (0: atoms at rest) sets every element's. The report lists each
-    /// element's and where it came from.
+    /// axis, averaged over the element's sites); else, for a crystal of one
+    /// element, that element's from Peng et al., Acta Cryst. A52 (1996) 456,
+    /// Table 1 at 280 K (Si, Cu, Au among the built-ins); else 0.076A (Si's).
+    /// A length (0: atoms at rest) sets every element's. The report lists
+    /// each element's and where it came from.
     #[arg(long, default_value = "auto", value_name = "auto|LENGTH")]
     phonon_sigma: String,
     /// Target image stored with each sample.
@@ -135,20 +153,53 @@ enum DtypeArg {
     F16,
 }
 
+/// One (structure, zone axis) pair of the run and its block of samples.
+struct Pair {
+    config: MultisliceConfig,
+    /// The CIF path or built-in name.
+    source: String,
+    samples: Range<u64>,
+}
+
 impl MultisliceArgs {
-    /// The run's configuration; every value checked before MPI starts.
-    fn config(&self) -> anyhow::Result<MultisliceConfig> {
-        let crystal = match &self.cif {
-            Some(path) => {
-                let text =
-                    std::fs::read_to_string(path).with_context(|| format!("reading --cif {}", path.display()))?;
-                simgen::multislice::cif::parse(&text, &path.display().to_string())?
-            }
-            None => Crystal::built_in(&self.structure)?,
+    /// The run's pairs (one without --structures); every value, and every
+    /// pair's layout on the grid, checked before MPI starts.
+    fn pairs(&self) -> anyhow::Result<Vec<Pair>> {
+        let Some(list) = &self.structures else {
+            let (crystal, source) = match &self.cif {
+                Some(path) => {
+                    let text =
+                        std::fs::read_to_string(path).with_context(|| format!("reading --cif {}", path.display()))?;
+                    (simgen::multislice::cif::parse(&text, &path.display().to_string())?, path.display().to_string())
+                }
+                None => (Crystal::built_in(&self.structure)?, self.structure.clone()),
+            };
+            let config = self.config(crystal, parse_zone_axis(&self.zone_axis)?)?;
+            return Ok(vec![Pair { config, source, samples: 0..self.samples }]);
         };
+        let listed = structure_list::load(list, parse_zone_axis(&self.zone_axis)?)?;
+        let Some(blocks) = structure_list::sample_blocks(self.samples, listed.len()) else {
+            bail!(
+                "--samples {} is fewer than the {} structure and zone-axis pairs of --structures {}: each needs a sample",
+                self.samples,
+                listed.len(),
+                list.display()
+            );
+        };
+        let mut pairs = Vec::with_capacity(listed.len());
+        for (ListedStructure { crystal, source, zone }, samples) in listed.into_iter().zip(blocks) {
+            let config = self.config(crystal, zone)?;
+            config.layout().with_context(|| format!("--structures {}: {source} along {zone:?}", list.display()))?;
+            pairs.push(Pair { config, source, samples });
+        }
+        Ok(pairs)
+    }
+
+    /// The configuration of one crystal along one zone axis.
+    fn config(&self, crystal: Crystal, zone: [i32; 3]) -> anyhow::Result<MultisliceConfig> {
         Ok(MultisliceConfig {
             crystal,
-            zone: parse_zone_axis(&self.zone_axis)?,
+            zone,
             max_tilt: units::angle(&self.tilt_mrad)?,
             random_offset: self.offset == OffsetArg::Random,
             thickness: units::length_range(&self.thickness)?,
@@ -163,6 +214,7 @@ impl MultisliceArgs {
             },
             grid: self.grid,
             sampling: units::length(&self.sampling)?,
+            sampling_tolerance: self.sampling_tolerance,
             slice: units::length(&self.slice)?,
             scan: units::scan(&self.scan)?,
             phonons: self.phonons,
@@ -190,13 +242,15 @@ impl MultisliceArgs {
 pub struct Usage(pub String);
 
 pub fn run(args: &MultisliceArgs) -> anyhow::Result<()> {
-    let plan = args
-        .config()
-        .and_then(|c| c.plan().map_err(anyhow::Error::from))
-        .map_err(|e| Usage(cluster::logging::chain(e.as_ref())))?;
     if args.samples == 0 {
         return Err(Usage("--samples must be at least 1".into()).into());
     }
+    let usage = |e: anyhow::Error| Usage(cluster::logging::chain(e.as_ref()));
+    let pairs = args.pairs().map_err(usage)?;
+    // The first pair's plan sets the samples' shape (every pair shares the
+    // grid and scan), the previews and the report's figures.
+    let first = pairs.first().ok_or_else(|| Usage("no structure to simulate".into()))?;
+    let plan = first.config.clone().plan().map_err(|e| usage(e.into()))?;
     let world = World::init()?;
     cluster::logging::init(world.topology(), None);
     let (out, out_dir) = args.output.claim(&world)?;
@@ -218,14 +272,27 @@ pub fn run(args: &MultisliceArgs) -> anyhow::Result<()> {
     let mut stats = StoreStats::default();
     let mut written = Vec::new();
     if !mine.is_empty() {
-        let store_path = out.join(&store_name);
-        let on_sample = || {
+        let mut on_sample = || {
             progress.counters().add_bytes(raw_bytes);
             progress.counters().add_item();
         };
-        let result = store::write_store(&plan, mine.clone(), &store_path, (precision, compression), &pool, on_sample)
-            .map_err(anyhow::Error::from)
-            .and_then(|written| Ok((written, out_dir.describe(&format!("{store_name}/data.mdb"), &schema)?)));
+        let mut write = || -> anyhow::Result<StoreStats> {
+            let mut writer = StoreWriter::create(&out.join(&store_name), shape, (precision, compression))?;
+            for (index, pair) in pairs.iter().enumerate() {
+                let block = pair.samples.start.max(mine.start)..pair.samples.end.min(mine.end);
+                if block.is_empty() {
+                    continue;
+                }
+                if index == 0 {
+                    writer.write(&plan, block, &pool, &mut on_sample)?;
+                } else {
+                    let pair_plan = pair.config.clone().plan()?;
+                    writer.write(&pair_plan, block, &pool, &mut on_sample)?;
+                }
+            }
+            Ok(writer.finish()?)
+        };
+        let result = write().and_then(|s| Ok((s, out_dir.describe(&format!("{store_name}/data.mdb"), &schema)?)));
         match result {
             Ok((written_stats, entry)) => {
                 stats = written_stats;
@@ -247,8 +314,48 @@ pub fn run(args: &MultisliceArgs) -> anyhow::Result<()> {
             }
         }
     }
+    if args.structures.is_some() && out_dir.is_leader(&world) {
+        let index: Vec<_> = pairs.iter().map(|pair| pair_json(pair, args)).collect::<anyhow::Result<_>>()?;
+        let text = serde_json::to_string_pretty(&index)?;
+        std::fs::write(out.join(STRUCTURE_INDEX), text)
+            .with_context(|| format!("writing {}", out.join(STRUCTURE_INDEX).display()))?;
+        written.push(out_dir.describe(STRUCTURE_INDEX, &schema)?);
+    }
     out_dir.write_manifest(&world, schema, written)?;
-    report(&world, &plan, args, &stats, threads, started.elapsed().as_secs_f64())
+    report(&world, &plan, &pairs, args, &stats, threads, started.elapsed().as_secs_f64())
+}
+
+/// With --structures: which samples are which structure, in the output.
+const STRUCTURE_INDEX: &str = "structures.json";
+
+/// What the index and the report say of one pair: where its samples are
+/// and how it was laid out.
+fn pair_json(pair: &Pair, args: &MultisliceArgs) -> anyhow::Result<serde_json::Value> {
+    let layout = pair.config.layout()?;
+    Ok(serde_json::json!({
+        "structure": pair.config.crystal.name, "source": pair.source, "zone_axis": pair.config.zone,
+        "samples": [pair.samples.start, pair.samples.end],
+        "dx": layout.grid.dx, "dy": layout.grid.dy, "cells": layout.repeats, "cell_lengths": layout.cell.lengths,
+        "phonon_sigma": thermal_json(&layout.thermal, args),
+    }))
+}
+
+fn thermal_json(thermal: &[Thermal], args: &MultisliceArgs) -> serde_json::Value {
+    thermal
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "element": t.element.symbol(),
+                "sigma": t.sigma,
+                "source": match (t.source, args.phonon_sigma.as_str()) {
+                    (ThermalSource::Crystal, _) => "cif",
+                    (ThermalSource::ElementalTable, _) => "Peng et al. 1996, 280 K",
+                    (ThermalSource::Given, "auto") => "default",
+                    (ThermalSource::Given, _) => "--phonon-sigma",
+                },
+            })
+        })
+        .collect()
 }
 
 /// Cores for each of this node's ranks.
@@ -260,6 +367,7 @@ fn cores_per_rank(world: &World) -> usize {
 fn report(
     world: &World,
     plan: &Plan,
+    pairs: &[Pair],
     args: &MultisliceArgs,
     stats: &StoreStats,
     threads: usize,
@@ -304,20 +412,18 @@ fn report(
             "max_angle_mrad": 1e3 * plan.grid.max_angle(c.beam.wavelength()),
         },
         "config": {
-            "structure": c.crystal.name, "zone_axis": c.zone, "thickness": [c.thickness.0, c.thickness.1],
+            // With --structures, each pair's are in the index.
+            "structure": args.structures.is_none().then_some(&c.crystal.name),
+            "zone_axis": args.structures.is_none().then_some(c.zone),
+            "thickness": [c.thickness.0, c.thickness.1],
             "random_offset": c.random_offset,
             "volts": c.beam.volts(), "wavelength": c.beam.wavelength(), "semiangle": c.lens.semiangle,
             "defocus": c.lens.aberrations.defocus, "cs": c.lens.aberrations.cs, "c5": c.lens.aberrations.c5,
             "slice": c.slice, "scan": [c.scan.0, c.scan.1], "phonons": c.phonons,
-            "phonon_sigma": plan.thermal.iter().map(|t| serde_json::json!({
-                "element": t.element.symbol(),
-                "sigma": t.sigma,
-                "source": match (t.from_crystal, args.phonon_sigma.as_str()) {
-                    (true, _) => "cif",
-                    (false, "auto") => "default",
-                    (false, _) => "--phonon-sigma",
-                },
-            })).collect::<Vec<_>>(),
+            "phonon_sigma": thermal_json(&plan.thermal, args),
+            "structures": args.structures.as_ref().map(|list| serde_json::json!({
+                "list": list, "pairs": pairs.len(), "index": STRUCTURE_INDEX,
+            })),
             "max_tilt": c.max_tilt, "target": format!("{:?}", c.target).to_lowercase(),
             "mode": format!("{:?}", c.mode).to_lowercase(), "dtype": format!("{:?}", args.dtype).to_lowercase(),
             "zstd": args.zstd, "seed": c.seed,

@@ -12,7 +12,7 @@ use formats::cosmoflow::{CosmoSample, CosmoShape};
 use formats::tfrecord::{TfRecordError, TfRecordFileWriter};
 
 use super::assign::{Assignment, assign, cut_into};
-use super::cosmology::Cosmology;
+use super::cosmology::{Cosmology, EARLIEST_REDSHIFT};
 use super::fft3::Fft3;
 use super::field::{Displacements, FieldConfig, displacements, linear_modes};
 use super::pm::{Particles, Stepper, step_boundaries};
@@ -102,8 +102,8 @@ impl CosmoConfig {
                 MAX_SPACING * self.particles as f64
             ));
         }
-        if let Some(z) = self.redshifts.iter().find(|z| !(**z >= 0.0 && z.is_finite())) {
-            return Err(format!("redshift {z} must be a finite number >= 0"));
+        if let Some(z) = self.redshifts.iter().find(|z| !(**z >= 0.0 && **z <= EARLIEST_REDSHIFT)) {
+            return Err(format!("redshift {z} must be a number from 0 to {EARLIEST_REDSHIFT}"));
         }
         if self.steps > 0 {
             if self.particles < 4 {
@@ -112,8 +112,11 @@ impl CosmoConfig {
                     self.particles
                 ));
             }
-            if !(self.start_redshift.is_finite() && self.start_redshift > 0.0) {
-                return Err(format!("--start-redshift {} must be a finite number > 0", self.start_redshift));
+            if !(self.start_redshift > 0.0 && self.start_redshift <= EARLIEST_REDSHIFT) {
+                return Err(format!(
+                    "--start-redshift {} must be a number above 0 and at most {EARLIEST_REDSHIFT} (where the growth factors start)",
+                    self.start_redshift
+                ));
             }
         }
         if let Transfer::Table(table) = &self.transfer {

@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use rustfft::num_complex::Complex32;
 
 use super::crystal::{Crystal, CrystalError, OrthogonalCell};
+use super::debye_waller;
 use super::elements::Element;
 use super::fft2::Fft2;
 use super::grid::Grid;
@@ -34,9 +35,9 @@ pub enum Mode {
     Hrtem,
 }
 
-/// RMS thermal displacement per axis of an element no structure gives one
-/// for, Å: silicon's at 300 K, the value the command line has always
-/// defaulted to.
+/// RMS thermal displacement per axis of an element neither the structure
+/// nor the elemental table gives one for, Å: silicon's (0.0766 Å in
+/// [`debye_waller`]), the value the command line has always defaulted to.
 pub const DEFAULT_PHONON_SIGMA: f64 = 0.076;
 
 /// A multislice run, as the command line gives it.
@@ -62,6 +63,10 @@ pub struct MultisliceConfig {
     pub grid: usize,
     /// Requested pixel size, Å.
     pub sampling: f64,
+    /// How far (relative) the sampling fitted to whole cells may stray from
+    /// `sampling` ([`super::specimen::SAMPLING_TOLERANCE`] unless a list of many cells
+    /// needs more).
+    pub sampling_tolerance: f64,
     /// Requested slice thickness, Å.
     pub slice: f64,
     /// Probe positions along x and y over one cell.
@@ -160,6 +165,20 @@ pub struct Plan {
     target_tables: FactorTables,
 }
 
+/// A configuration's crystal on its grid: [`MultisliceConfig::layout`].
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The orthogonal cell along the zone axis.
+    pub cell: OrthogonalCell,
+    /// Cells across x and y.
+    pub repeats: [usize; 2],
+    /// The grid (its sampling fitted to whole cells).
+    pub grid: Grid,
+    /// Each element's RMS thermal displacement per axis, in the order of
+    /// the cell's elements.
+    pub thermal: Vec<Thermal>,
+}
+
 /// One element's thermal vibration.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Thermal {
@@ -167,8 +186,20 @@ pub struct Thermal {
     pub element: Element,
     /// RMS displacement per axis, Å.
     pub sigma: f64,
-    /// Given by the crystal (its CIF's U_iso or B_iso), not `phonon_sigma`.
-    pub from_crystal: bool,
+    /// Where `sigma` came from.
+    pub source: ThermalSource,
+}
+
+/// Where an element's thermal displacement came from, in the order the
+/// plan looks (unless `crystal_thermal` is off: then always `Given`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThermalSource {
+    /// The crystal's own refinement (its CIF's U_iso or B_iso).
+    Crystal,
+    /// Peng et al. (1996)'s table, for a crystal of that one element.
+    ElementalTable,
+    /// `phonon_sigma`.
+    Given,
 }
 
 /// σ of an element of `thermal` (every element of the specimen has one:
@@ -194,8 +225,20 @@ impl MultisliceConfig {
         }
     }
 
-    /// Check everything that can be checked before a sample is made.
+    /// Check everything that can be checked before a sample is made and
+    /// build the scattering-factor tables the samples share.
     pub fn plan(self) -> Result<Plan, ConfigError> {
+        let Layout { cell, repeats, grid, thermal } = self.layout()?;
+        let elements = thermal.iter().map(|t| t.element).collect::<Vec<_>>();
+        let potential_tables = FactorTables::new(grid, Target::Potential, elements.iter().copied());
+        let target_tables = FactorTables::thermal(grid, self.target, elements, &sigma_lookup(&thermal));
+        Ok(Plan { config: self, cell, repeats, grid, thermal, potential_tables, target_tables })
+    }
+
+    /// Check everything that can be checked before a sample is made, and
+    /// lay the crystal out on the grid, without the tables [`Self::plan`]
+    /// builds (n² per element): a structure list checks every pair first.
+    pub fn layout(&self) -> Result<Layout, ConfigError> {
         if !(16..=8192).contains(&self.grid) {
             return Err(ConfigError::GridSize(self.grid));
         }
@@ -216,8 +259,11 @@ impl MultisliceConfig {
             return Err(ConfigError::Invalid("--phonon-sigma and --tilt-mrad must be >= 0"));
         }
         let cell = self.crystal.orthogonal_cell(self.zone)?;
-        let (rx, dx) = fit_axis(cell.lengths[0], self.grid, self.sampling)?;
-        let (ry, dy) = fit_axis(cell.lengths[1], self.grid, self.sampling)?;
+        if !(self.sampling_tolerance >= 0.0 && self.sampling_tolerance.is_finite()) {
+            return Err(ConfigError::Invalid("--sampling-tolerance must be a fraction >= 0"));
+        }
+        let (rx, dx) = fit_axis(cell.lengths[0], self.grid, self.sampling, self.sampling_tolerance)?;
+        let (ry, dy) = fit_axis(cell.lengths[1], self.grid, self.sampling, self.sampling_tolerance)?;
         let grid = Grid { n: self.grid, dx, dy };
         let max = grid.max_angle(self.beam.wavelength());
         if self.lens.semiangle > max {
@@ -243,19 +289,21 @@ impl MultisliceConfig {
             });
         }
         let elements = elements_of(&cell.atoms);
-        let potential_tables = FactorTables::new(grid, Target::Potential, elements.iter().copied());
         let thermal: Vec<Thermal> = elements
             .iter()
             .map(|&element| {
-                let given = self.crystal.thermal.iter().find(|(e, _)| *e == element).filter(|_| self.crystal_thermal);
-                match given {
-                    Some(&(_, sigma)) => Thermal { element, sigma, from_crystal: true },
-                    None => Thermal { element, sigma: self.phonon_sigma, from_crystal: false },
+                let refined = self.crystal.thermal.iter().find(|(e, _)| *e == element).map(|&(_, sigma)| sigma);
+                // The table is of elemental crystals: an atom in a compound
+                // vibrates differently (see `debye_waller`).
+                let tabulated = (elements.len() == 1).then(|| debye_waller::elemental_sigma(element)).flatten();
+                match (self.crystal_thermal, refined, tabulated) {
+                    (true, Some(sigma), _) => Thermal { element, sigma, source: ThermalSource::Crystal },
+                    (true, None, Some(sigma)) => Thermal { element, sigma, source: ThermalSource::ElementalTable },
+                    _ => Thermal { element, sigma: self.phonon_sigma, source: ThermalSource::Given },
                 }
             })
             .collect();
-        let target_tables = FactorTables::thermal(grid, self.target, elements, &sigma_lookup(&thermal));
-        Ok(Plan { config: self, cell, repeats: [rx, ry], grid, thermal, potential_tables, target_tables })
+        Ok(Layout { cell, repeats: [rx, ry], grid, thermal })
     }
 }
 

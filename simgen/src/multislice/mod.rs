@@ -3,6 +3,7 @@
 //! model of Laanait et al.
 pub mod cif;
 pub mod crystal;
+pub mod debye_waller;
 pub mod elements;
 pub mod fft2;
 pub mod generate;
@@ -12,6 +13,7 @@ pub mod optics;
 pub mod potential;
 pub mod specimen;
 pub mod store;
+pub mod structure_list;
 pub mod units;
 pub mod wave;
 

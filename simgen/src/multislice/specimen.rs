@@ -26,7 +26,7 @@ pub enum SpecimenError {
     #[error(
         "a {grid}-pixel grid at {sampling} Å/pixel ({fov:.2} Å) cannot hold a whole number of {cell:.4} Å cells \
          within {tolerance}% (nearest: {repeats} cells at {actual:.4} Å/pixel); pick --grid or --sampling so that \
-         grid × sampling is a multiple of the cell"
+         grid × sampling is a multiple of the cell, or allow more with --sampling-tolerance"
     )]
     GridDoesNotFit {
         /// Pixels per side.
@@ -47,17 +47,19 @@ pub enum SpecimenError {
 }
 
 /// How far the sampling of a fitted field of view may stray from the one
-/// asked for, relative: a tenth keeps pixels nearly what the user chose
-/// while letting any grid hold a whole number of cells of a few Å.
+/// asked for by default, relative: a tenth keeps pixels nearly what the
+/// user chose while letting any grid hold a whole number of cells of a few
+/// Å.
 pub const SAMPLING_TOLERANCE: f64 = 0.1;
 
 /// Whole cells along one axis for a field of view of `grid × sampling`,
-/// and the sampling they give.
-pub fn fit_axis(cell: f64, grid: usize, sampling: f64) -> Result<(usize, f64), SpecimenError> {
+/// and the sampling they give, which may differ from `sampling` by at most
+/// `tolerance` (relative).
+pub fn fit_axis(cell: f64, grid: usize, sampling: f64, tolerance: f64) -> Result<(usize, f64), SpecimenError> {
     let fov = grid as f64 * sampling;
     let repeats = ((fov / cell).round() as usize).max(1);
     let actual = repeats as f64 * cell / grid as f64;
-    if (actual / sampling - 1.0).abs() > SAMPLING_TOLERANCE {
+    if (actual / sampling - 1.0).abs() > tolerance {
         return Err(SpecimenError::GridDoesNotFit {
             grid,
             sampling,
@@ -65,7 +67,7 @@ pub fn fit_axis(cell: f64, grid: usize, sampling: f64) -> Result<(usize, f64), S
             cell,
             repeats,
             actual,
-            tolerance: SAMPLING_TOLERANCE * 100.0,
+            tolerance: tolerance * 100.0,
         });
     }
     Ok((repeats, actual))
@@ -156,12 +158,14 @@ mod tests {
     #[test]
     fn a_grid_fits_whole_cells_or_names_the_nearest() {
         // 512 × 0.05 = 25.6 Å ≈ 4.71 Si cells: 5 cells at 0.0530 Å/pixel.
-        let (repeats, actual) = fit_axis(5.4310, 512, 0.05).unwrap();
+        let (repeats, actual) = fit_axis(5.4310, 512, 0.05, SAMPLING_TOLERANCE).unwrap();
         assert_eq!(repeats, 5);
         assert!((actual - 5.0 * 5.4310 / 512.0).abs() < 1e-12);
         // 64 × 0.1 = 6.4 Å: one MoS2 a√3 = 5.47 Å cell is 15 % off.
-        let err = fit_axis(5.473, 64, 0.1).unwrap_err().to_string();
+        let err = fit_axis(5.473, 64, 0.1, SAMPLING_TOLERANCE).unwrap_err().to_string();
         assert!(err.contains("cannot hold a whole number"), "{err}");
+        // A wider tolerance (a list of many cells) takes it.
+        assert_eq!(fit_axis(5.473, 64, 0.1, 0.2).unwrap().0, 1);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use super::fft2::Fft2;
 use super::grid::Grid;
 use super::optics::{Aberrations, Beam};
 use super::potential::{FactorTables, Target, elements_of, slice_potentials};
-use super::specimen::{Specimen, fit_axis};
+use super::specimen::{SAMPLING_TOLERANCE, Specimen, fit_axis};
 use super::wave::{Probe, Slices, add_pattern, lens_image, probe_at};
 
 fn beam(kv: f64) -> Beam {
@@ -60,7 +60,7 @@ fn an_empty_specimen_conserves_intensity_over_a_hundred_slices() {
 #[test]
 fn silicon_001_cbed_on_a_column_has_four_fold_symmetry() {
     let cell = Crystal::built_in("Si").unwrap().orthogonal_cell([0, 0, 1]).unwrap();
-    let (repeats, d) = fit_axis(cell.lengths[0], 256, 0.1).unwrap();
+    let (repeats, d) = fit_axis(cell.lengths[0], 256, 0.1, SAMPLING_TOLERANCE).unwrap();
     let cells = 9;
     let thickness = cells as f64 * cell.lengths[2];
     let specimen = Specimen::build(&cell, [repeats, repeats], thickness).unwrap();

@@ -22,6 +22,7 @@ pub fn config() -> MultisliceConfig {
         lens: Probe { semiangle: 0.020, aberrations: Aberrations::default() },
         grid: 256,
         sampling: 0.061,
+        sampling_tolerance: simgen::multislice::specimen::SAMPLING_TOLERANCE,
         slice: 1.9525,
         scan: (2, 2),
         phonons: 0,
