@@ -10,8 +10,12 @@ use prost::Message;
 
 use crate::example::{Example, ExampleError};
 
-/// Number of target parameters (Omega_M, sigma_8, n_s and a fourth).
+/// Number of target parameters (Omega_M, sigma_8, n_s and h).
 pub const TARGETS: usize = 4;
+
+/// The target parameters' names, in the order of `y`: the MLPerf HPC data's
+/// Ω_m, σ_8, n_s and H_0 (as h = H_0 / 100 km/s/Mpc).
+pub const TARGET_NAMES: [&str; TARGETS] = ["omega_m", "sigma_8", "n_s", "h"];
 
 /// Spatial size D and channel count C of a sample of shape (D, D, D, C).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

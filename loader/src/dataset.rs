@@ -3,9 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use formats::cosmoflow::{CosmoError, CosmoSampleView, CosmoShape, TARGETS};
+use formats::cosmoflow::{CosmoError, CosmoSampleView, CosmoShape};
 use formats::manifest::Manifest;
 use formats::tfrecord::{RecordIndex, TfRecordError, TfRecordFile, index_path_for};
+
+use crate::cosmo_selection::CosmoSelection;
 
 /// A sample that cannot be produced. Names the file and byte offset.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +41,9 @@ pub enum DatasetError {
         /// Cause.
         source: std::io::Error,
     },
+    /// Channels or targets a CosmoFlow dataset does not have.
+    #[error(transparent)]
+    Selection(#[from] crate::cosmo_selection::SelectionError),
     /// The manifest's schema is not a CosmoFlow one.
     #[error("the manifest does not describe CosmoFlow samples (schema kind or x shape)")]
     NotCosmoflow,
@@ -282,6 +287,7 @@ pub struct CosmoflowDataset {
     records: Vec<(usize, u64)>,
     shape: CosmoShape,
     transform: CosmoTransform,
+    selection: CosmoSelection,
 }
 
 impl CosmoflowDataset {
@@ -292,7 +298,15 @@ impl CosmoflowDataset {
         transform: CosmoTransform,
     ) -> Result<Self, DatasetError> {
         let (files, records) = open_indexed(paths)?;
-        Ok(CosmoflowDataset { files, records, shape, transform })
+        Ok(CosmoflowDataset { files, records, shape, transform, selection: CosmoSelection::all(shape) })
+    }
+
+    /// Give only `channels` of each volume and `targets` of each sample
+    /// (indices into the file's, in the order given): SC18's z = 0 volume
+    /// and three parameters out of the MLPerf data's four and four.
+    pub fn select(mut self, channels: Vec<usize>, targets: Vec<usize>) -> Result<Self, DatasetError> {
+        self.selection = CosmoSelection::new(channels, targets, self.shape)?;
+        Ok(self)
     }
 }
 
@@ -368,16 +382,19 @@ impl Dataset for CosmoflowDataset {
     }
 
     fn x_len(&self) -> usize {
-        self.shape.voxels()
+        self.shape.size.pow(3) * self.selection.channels().len()
     }
 
     fn y_len(&self) -> usize {
-        TARGETS
+        self.selection.targets().len()
     }
 
     fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
         let &(file, offset) =
             self.records.get(index).ok_or(DatasetError::OutOfRange { index, len: self.records.len() })?;
+        if !self.selection.keeps_every_channel() {
+            return self.read_selected(index, x, y);
+        }
         let file = &self.files[file];
         let path = file.path();
         let record = file.pending_record_at(offset)?;
@@ -411,7 +428,32 @@ impl Dataset for CosmoflowDataset {
                 decode_counts(view.x, x, self.transform);
             }
         }
-        y.copy_from_slice(&view.y);
+        self.selection.pick_targets(&view.y, y);
+        Ok(formats::tfrecord::framed_len(data.len()) as u64)
+    }
+}
+
+impl CosmoflowDataset {
+    /// `read_into` for a subset of the channels: verify the record, gather
+    /// the selected channels' counts, decode those (a divide-by-mean takes
+    /// the mean of what the model sees).
+    fn read_selected(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
+        let &(file, offset) =
+            self.records.get(index).ok_or(DatasetError::OutOfRange { index, len: self.records.len() })?;
+        let file = &self.files[file];
+        let path = file.path();
+        let record = file.pending_record_at(offset)?;
+        let data = record.data;
+        record.verify(crc32c::crc32c(data), path)?;
+        let view = CosmoSampleView::parse(data, self.shape).map_err(|source| DatasetError::Sample {
+            path: path.to_owned(),
+            offset,
+            source,
+        })?;
+        let mut picked = Vec::new();
+        self.selection.gather_counts(view.x, self.shape.channels, &mut picked);
+        decode_counts(&picked, x, self.transform);
+        self.selection.pick_targets(&view.y, y);
         Ok(formats::tfrecord::framed_len(data.len()) as u64)
     }
 }

@@ -48,6 +48,7 @@
 
 mod buffer;
 pub mod catalog;
+pub mod cosmo_selection;
 pub mod dataset;
 pub mod deepcam;
 pub mod elastic;

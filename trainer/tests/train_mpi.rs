@@ -523,6 +523,45 @@ fn cosmoflow_small_learns_the_parameters_of_unseen_universes() {
     );
 }
 
+/// CosmoFlow as SC18 trained it: `sc18-small` sees the z = 0 channel of
+/// the four-redshift data alone and regresses Ω_m, σ_8 and n_s; `--channels`
+/// and `--targets` pick others; a channel the data lack or an unknown
+/// parameter fails in one line.
+#[test]
+fn sc18_trains_on_the_z0_snapshot_for_three_parameters_and_the_selection_can_change() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two boxes of 8 samples, a file each: one trains, one validates.
+    let data = dataset(dir.path(), 2, 15);
+    let run = |extra: &[&str]| {
+        let mut args = vec!["train", "--config", "sc18-small", "--data", data.to_str().unwrap()];
+        args.extend_from_slice(&["--epochs", "1", "--batch", "2", "--val-fraction", "0.5", "--workers", "1"]);
+        args.extend_from_slice(extra);
+        e2e::mpirun(1, &[], Path::new(TRAINER), &args)
+    };
+    let report = ok(&run(&[]));
+    let details = &report["model"]["details"];
+    assert_eq!(details["data_channels"], serde_json::json!([0]), "{details}");
+    assert_eq!(details["targets"], serde_json::json!(["omega_m", "sigma_8", "n_s"]));
+    assert_eq!((details["channels"].as_u64(), details["outputs"].as_u64()), (Some(1), Some(3)));
+    let validation = &report["epochs"][0]["validation"];
+    assert_eq!(validation["mae"].as_array().map(Vec::len), Some(3), "{validation}");
+
+    let report = ok(&run(&["--channels", "3,0", "--targets", "h,omega_m"]));
+    let details = &report["model"]["details"];
+    assert_eq!(details["data_channels"], serde_json::json!([3, 0]));
+    assert_eq!(details["targets"], serde_json::json!(["h", "omega_m"]));
+    assert_eq!((details["channels"].as_u64(), details["outputs"].as_u64()), (Some(2), Some(2)));
+
+    for (extra, says) in
+        [(["--channels", "4"], "--channels asks for 4"), (["--targets", "hubble"], "unknown parameter 'hubble'")]
+    {
+        let output = run(&extra);
+        assert!(!output.status.success(), "{extra:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(says), "{extra:?}: {stderr}");
+    }
+}
+
 /// `stager stage` of `data` onto two pretend nodes of one rank each.
 fn stage(data: &Path, dest: &str, policy: &str) {
     let stager = e2e::workspace_binary("stager");

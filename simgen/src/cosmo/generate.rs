@@ -180,7 +180,7 @@ impl CosmoConfig {
 }
 
 /// The four target parameters, in the order of the sample's `y`.
-pub const PARAMETER_NAMES: [&str; 4] = ["omega_m", "sigma_8", "n_s", "h"];
+pub const PARAMETER_NAMES: [&str; 4] = formats::cosmoflow::TARGET_NAMES;
 
 /// Where the target parameters are drawn from: uniform ranges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

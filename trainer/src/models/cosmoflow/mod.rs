@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use burn::tensor::{Device, Tensor, TensorData};
 use cluster::World;
+use formats::cosmoflow::{CosmoShape, TARGET_NAMES};
 use formats::manifest::Manifest;
 use loader::dataset::{CosmoTransform, CosmoflowDataset, Dataset, DatasetError};
 use loader::pipeline::Batch;
@@ -48,6 +49,33 @@ pub struct CosmoflowOptions {
     /// statistics of the training set (never per sample).
     #[arg(long)]
     pub standardize: bool,
+    /// The data's channels the network sees, as indices in the files' order
+    /// (`simgen cosmo --redshifts`, whose default 0,0.5,1.5,3 puts z = 0
+    /// first). Default: sc18 and sc18-small take 0, the z = 0 snapshot
+    /// alone, as Mathuriya et al. (SC18) trained; mlperf takes every channel.
+    #[arg(long, value_delimiter = ',', value_name = "INDEX,...")]
+    pub channels: Option<Vec<usize>>,
+    /// The parameters the network regresses, in this order: omega_m,
+    /// sigma_8, n_s, h. Default: sc18 and sc18-small omega_m,sigma_8,n_s (as
+    /// SC18); mlperf all four.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...", value_parser = target_index)]
+    pub targets: Option<Vec<usize>>,
+}
+
+/// `--targets`: a parameter's index in the samples' `y`.
+fn target_index(name: &str) -> Result<usize, String> {
+    TARGET_NAMES
+        .iter()
+        .position(|known| *known == name)
+        .ok_or_else(|| format!("unknown parameter '{name}' (known: {})", TARGET_NAMES.join(", ")))
+}
+
+/// Which of the data's channels and targets a configuration takes unless
+/// told: SC18 regressed Ω_m, σ_8 and n_s from the z = 0 snapshot
+/// (Mathuriya et al. 2018); MLPerf HPC all four parameters from all four
+/// redshifts. `None` channels: every channel, as many as the network has.
+fn default_selection(config: &str) -> (Option<Vec<usize>>, Vec<usize>) {
+    if config.starts_with("sc18") { (Some(vec![0]), vec![0, 1, 2]) } else { (None, (0..TARGET_NAMES.len()).collect()) }
 }
 
 /// Check that `manifest` (of the dataset in `dir`) describes CosmoFlow
@@ -58,13 +86,7 @@ pub fn check_data(
     (size, channels): (usize, usize),
     config: &str,
 ) -> Result<(), TrainError> {
-    let shape = manifest.schema.cosmo_shape().ok_or_else(|| {
-        TrainError::Data(format!(
-            "{}: not a CosmoFlow dataset (its manifest describes {:?} samples); this model reads `simgen cosmo` output",
-            dir.display(),
-            manifest.schema.kind
-        ))
-    })?;
+    let shape = data_shape(dir, manifest)?;
     if shape.size != size || shape.channels != channels {
         return Err(TrainError::Data(format!(
             "{}: the data holds {}³×{} samples; model '{config}' takes {size}³×{channels}",
@@ -76,6 +98,17 @@ pub fn check_data(
     Ok(())
 }
 
+/// The sample shape of the CosmoFlow dataset in `dir`.
+fn data_shape(dir: &Path, manifest: &Manifest) -> Result<CosmoShape, TrainError> {
+    manifest.schema.cosmo_shape().ok_or_else(|| {
+        TrainError::Data(format!(
+            "{}: not a CosmoFlow dataset (its manifest describes {:?} samples); this model reads `simgen cosmo` output",
+            dir.display(),
+            manifest.schema.kind
+        ))
+    })
+}
+
 /// The CosmoFlow TFRecords `files` of the dataset in `dir`, decoded with
 /// `log(1 + x)` (the MLPerf reference's `apply_log: True`).
 pub fn open_dataset(
@@ -84,6 +117,22 @@ pub fn open_dataset(
     files: Option<&[usize]>,
 ) -> Result<Arc<dyn Dataset>, DatasetError> {
     Ok(Arc::new(CosmoflowDataset::from_manifest(dir, manifest, files, CosmoTransform::Log1p)?))
+}
+
+/// [`open_dataset`] giving only `channels` of each volume (all when `None`)
+/// and `targets` of each sample.
+fn open_selected(
+    dir: &Path,
+    manifest: &Manifest,
+    files: Option<&[usize]>,
+    (channels, targets): (Option<&[usize]>, &[usize]),
+) -> Result<Arc<dyn Dataset>, DatasetError> {
+    let dataset = CosmoflowDataset::from_manifest(dir, manifest, files, CosmoTransform::Log1p)?;
+    let channels = match channels {
+        Some(picked) => picked.to_vec(),
+        None => (0..manifest.schema.cosmo_shape().ok_or(DatasetError::NotCosmoflow)?.channels).collect(),
+    };
+    Ok(Arc::new(dataset.select(channels, targets.to_vec())?))
 }
 
 /// CosmoFlow as the engine trains it.
@@ -97,6 +146,10 @@ pub struct CosmoflowModel {
     fitted: Option<Standardize>,
     /// Forward multiply-adds of one sample.
     forward_macs: f64,
+    /// The data's channels the network sees (`None`: all of them).
+    channels: Option<Vec<usize>>,
+    /// The data's targets it regresses, in order.
+    targets: Vec<usize>,
 }
 
 impl CosmoflowModel {
@@ -106,6 +159,19 @@ impl CosmoflowModel {
         if let Some(p) = options.dropout {
             config.dropout = p;
         }
+        let (default_channels, default_targets) = default_selection(&choice.config);
+        let channels = options.channels.clone().or(default_channels);
+        let targets = options.targets.clone().unwrap_or(default_targets);
+        for (what, picked) in [("--channels", channels.as_deref()), ("--targets", Some(&targets[..]))] {
+            let picked = picked.unwrap_or(&[0]);
+            if picked.is_empty() || picked.iter().enumerate().any(|(i, p)| picked[..i].contains(p)) {
+                return Err(TrainError::Model(format!("{what} must name at least one, each once: {picked:?}")));
+            }
+        }
+        if let Some(picked) = &channels {
+            config.channels = picked.len();
+        }
+        config.outputs = targets.len();
         let forward_macs = config.forward_macs().map_err(TrainError::of_model)?;
         let init = match options.init {
             None | Some(InitChoice::Glorot) => Init::GlorotUniform,
@@ -118,6 +184,8 @@ impl CosmoflowModel {
             standardize: options.standardize,
             fitted: None,
             forward_macs,
+            channels,
+            targets,
         })
     }
 
@@ -149,6 +217,9 @@ impl TrainModel for CosmoflowModel {
         if let Some(map) = details.as_object_mut() {
             map.insert("augment".into(), self.augment.into());
             map.insert("standardize".into(), self.standardize.into());
+            map.insert("data_channels".into(), serde_json::json!(self.channels));
+            let names: Vec<&str> = self.targets.iter().map(|&t| TARGET_NAMES[t]).collect();
+            map.insert("targets".into(), names.into());
         }
         ModelSummary { name: "cosmoflow".into(), config: self.config.name.clone(), details }
     }
@@ -166,7 +237,20 @@ impl TrainModel for CosmoflowModel {
     }
 
     fn check_data(&self, dir: &Path, manifest: &Manifest) -> Result<(), TrainError> {
-        check_data(dir, manifest, (self.config.input, self.config.channels), &self.config.name)
+        let Some(picked) = &self.channels else {
+            return check_data(dir, manifest, (self.config.input, self.config.channels), &self.config.name);
+        };
+        let shape = data_shape(dir, manifest)?;
+        check_data(dir, manifest, (self.config.input, shape.channels), &self.config.name)?;
+        match picked.iter().find(|&&c| c >= shape.channels) {
+            Some(c) => Err(TrainError::Data(format!(
+                "{}: the data holds {} channels (0 to {}); --channels asks for {c}",
+                dir.display(),
+                shape.channels,
+                shape.channels - 1
+            ))),
+            None => Ok(()),
+        }
     }
 
     fn open_dataset(
@@ -175,7 +259,7 @@ impl TrainModel for CosmoflowModel {
         manifest: &Manifest,
         files: Option<&[usize]>,
     ) -> Result<Arc<dyn Dataset>, DatasetError> {
-        open_dataset(dir, manifest, files)
+        open_selected(dir, manifest, files, (self.channels.as_deref(), &self.targets))
     }
 
     fn synthetic_data(&self, samples: usize) -> Option<Arc<dyn Dataset>> {
@@ -190,7 +274,10 @@ impl TrainModel for CosmoflowModel {
     }
 
     fn file_opener(&self) -> Option<loader::served::FileOpener> {
-        Some(Arc::new(|dir: &Path, manifest: &Manifest, files: &[usize]| open_dataset(dir, manifest, Some(files))))
+        let (channels, targets) = (self.channels.clone(), self.targets.clone());
+        Some(Arc::new(move |dir: &Path, manifest: &Manifest, files: &[usize]| {
+            open_selected(dir, manifest, Some(files), (channels.as_deref(), &targets))
+        }))
     }
 
     fn fit(&mut self, world: &World, train: &dyn Dataset, first: &[usize], same: bool) -> Result<(), TrainError> {
