@@ -30,9 +30,11 @@ pub mod guide;
 pub mod infer;
 pub mod layout;
 pub mod lstm;
+pub mod mcmc_stats;
 pub mod model;
 pub mod net;
 pub mod proposal;
+pub mod rmh;
 pub mod sampler;
 
 use serde::{Deserialize, Serialize};
