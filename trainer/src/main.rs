@@ -145,17 +145,38 @@ fn plot(args: &PlotArgs) -> anyhow::Result<()> {
 /// `trainer infer`: for each held-out observation, --samples runs of the
 /// simulator (`simgen traces`' tau decay) conditioned on it, with the
 /// trained network proposing every latent choice, weighted by prior ×
-/// likelihood / proposal; then the same with the prior as proposal. Prints
-/// the effective sample size and the posterior of the decay channel and
-/// the tau's momentum against the values that made the observation.
+/// likelihood / proposal; then the same with the prior as proposal. Or
+/// (--engine rmh) chains of lightweight Metropolis-Hastings over the
+/// simulator's traces, no network, with their R-hat and effective sample
+/// sizes; or both, and how far each importance-sampled posterior lies from
+/// the chains'. Prints the effective sample size and the posterior of the
+/// decay channel and the tau's momentum against the values that made the
+/// observation.
 #[derive(Args, Debug)]
 struct InferArgs {
     /// The trained model (only etalumis has proposals).
     #[arg(long, default_value = "etalumis")]
     model: String,
-    /// Checkpoint directory of `trainer train --model etalumis` (its latest checkpoint).
+    /// is: importance sampling with the network (and with the prior);
+    /// rmh: Metropolis-Hastings chains (no --checkpoint needed); both.
+    #[arg(long, value_enum, default_value = "is")]
+    engine: infer_engine::Engine,
+    /// Checkpoint directory of `trainer train --model etalumis` (its latest
+    /// checkpoint); --engine is and both need it.
     #[arg(long)]
-    checkpoint: PathBuf,
+    checkpoint: Option<PathBuf>,
+    /// Metropolis-Hastings chains per observation (R-hat needs two at least).
+    #[arg(long, default_value_t = 4)]
+    chains: usize,
+    /// Steps of each chain, one candidate each.
+    #[arg(long, default_value_t = 2000)]
+    steps: usize,
+    /// Steps discarded at the start of each chain.
+    #[arg(long, default_value_t = 500)]
+    burn_in: usize,
+    /// Keep every N-th state of a chain after the burn-in.
+    #[arg(long, default_value_t = 1)]
+    thin: usize,
     /// Held-out traces: a `simgen traces --out` directory (manifest.json and trace stores).
     #[arg(long)]
     observations: PathBuf,
@@ -180,6 +201,8 @@ struct InferArgs {
     report: Option<PathBuf>,
 }
 
+use trainer::models::etalumis::infer as infer_engine;
+
 fn infer(args: &InferArgs) -> anyhow::Result<()> {
     use trainer::models::etalumis::infer;
     anyhow::ensure!(
@@ -188,7 +211,16 @@ fn infer(args: &InferArgs) -> anyhow::Result<()> {
         args.model
     );
     let config = infer::InferConfig {
+        engine: args.engine,
         checkpoint: args.checkpoint.clone(),
+        rmh: trainer::models::etalumis::infer_rmh::RmhSettings {
+            chains: args.chains,
+            chain: trainer::models::etalumis::rmh::ChainConfig {
+                steps: args.steps,
+                burn_in: args.burn_in,
+                thin: args.thin,
+            },
+        },
         observations: args.observations.clone(),
         count: args.count,
         samples: args.samples,
@@ -196,12 +228,18 @@ fn infer(args: &InferArgs) -> anyhow::Result<()> {
         noise: args.noise,
     };
     let results = infer::run(&config, |i, r| {
-        eprintln!(
-            "observation {}: ESS {:.2} with the network, {:.2} with the prior",
-            i + 1,
-            r.network.ess,
-            r.prior.ess
-        );
+        let mut line = format!("observation {}:", i + 1);
+        if let (Some(network), Some(prior)) = (&r.network, &r.prior) {
+            line += &format!(" ESS {:.2} with the network, {:.2} with the prior", network.ess, prior.ess);
+        }
+        if let Some(rmh) = &r.rmh {
+            let worst = rmh.rhat.iter().flatten().copied().fold(f64::NAN, f64::max);
+            line += &format!(
+                " Metropolis-Hastings ESS {:.1}, acceptance {:.3}, largest R-hat {worst:.3}",
+                rmh.posterior.ess, rmh.acceptance
+            );
+        }
+        eprintln!("{line}");
     })?;
     print!("{}", infer::table(&results, args.samples));
     if let Some(path) = &args.report {

@@ -152,6 +152,62 @@ fn importance_sampling_steps_the_network_as_training_scored_it(
         ess("network"),
         ess("prior")
     );
+
+    // Both engines: the chains' posterior beside the importance-sampled
+    // ones, and the distance of each from it.
+    let both = dir.path().join("both.json");
+    let args = ["infer", "--engine", "both", "--checkpoint", checkpoint.to_str().unwrap()]
+        .into_iter()
+        .chain(["--observations", val.to_str().unwrap(), "--count", "3", "--samples", "20", "--noise", NOISE])
+        .chain(["--steps", "300", "--burn-in", "100", "--report", both.to_str().unwrap()]);
+    let output = e2e::output(Command::new(TRAINER).args(args)).unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("Metropolis-Hastings, 4 chains of 200 kept states") && stdout.contains("total variation"));
+    let results: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&both).unwrap()).unwrap();
+    for r in &results {
+        for engine in ["network", "prior"] {
+            let tv = r["distance"][engine]["channel"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&tv), "{r}");
+        }
+        assert!(r["rmh"]["posterior"]["ess"].as_f64().unwrap() > 0.0, "{r}");
+    }
+}
+
+/// `trainer infer --engine rmh` needs no network: chains of lightweight
+/// Metropolis-Hastings over the tau simulator's traces, with what the
+/// report promises (kept states, acceptance, R-hat and ESS per latent);
+/// importance sampling without a checkpoint is one clear line.
+#[test]
+fn metropolis_hastings_chains_infer_without_a_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let val = noisy_traces(dir.path(), "val", 10, 1, 2, NOISE);
+    let report = dir.path().join("rmh.json");
+    let args = ["infer", "--engine", "rmh", "--observations", val.to_str().unwrap(), "--count", "2"]
+        .into_iter()
+        .chain(["--chains", "3", "--steps", "400", "--burn-in", "100", "--thin", "2", "--noise", NOISE])
+        .chain(["--report", report.to_str().unwrap()]);
+    let output = e2e::output(Command::new(TRAINER).args(args)).unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let results: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(results.len(), 2);
+    for r in &results {
+        assert!(r.get("network").is_none() && r.get("distance").is_none(), "{r}");
+        let rmh = &r["rmh"];
+        assert_eq!((rmh["chains"].as_u64(), rmh["draws_per_chain"].as_u64()), (Some(3), Some(150)), "{rmh}");
+        let acceptance = rmh["acceptance"].as_f64().unwrap();
+        assert!(acceptance > 0.0 && acceptance < 1.0, "{rmh}");
+        assert_eq!(rmh["rhat"].as_array().map(Vec::len), Some(4));
+        // The momentum moves in every chain, so its diagnostics exist.
+        assert!(rmh["rhat"][3].as_f64().unwrap() >= 0.9 && rmh["ess"][3].as_f64().unwrap() > 0.0, "{rmh}");
+        let channels: f64 = rmh["posterior"]["channels"].as_array().unwrap().iter().map(|p| p.as_f64().unwrap()).sum();
+        assert!((channels - 1.0).abs() < 1e-9);
+    }
+
+    let output = Command::new(TRAINER).args(["infer", "--observations", val.to_str().unwrap()]).output().unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("needs --checkpoint") && stderr.trim_end().lines().count() == 1, "{stderr}");
 }
 
 /// With shuffled traces (`--buckets 0`) the ranks' batches hold different

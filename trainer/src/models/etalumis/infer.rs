@@ -26,6 +26,7 @@ use simgen::traces::generate::{from_trace, replay};
 use simgen::traces::tau::{self, CHANNELS, LATENTS};
 
 use super::guide::NetworkProposal;
+use super::infer_rmh::{self, Distance, McmcPosterior, RmhSettings};
 use super::model::SavedNetwork;
 use super::net::EtalumisNet;
 use crate::engine::TrainError;
@@ -34,11 +35,37 @@ use crate::params;
 /// Stream of the proposal runs' seeds in [`mix`].
 const STREAM: u64 = 41;
 
+/// Which inference `trainer infer` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Engine {
+    /// Importance sampling with the network's proposals and with the prior's.
+    Is,
+    /// Lightweight Metropolis-Hastings chains, no network.
+    Rmh,
+    /// Both, and how far each importance-sampled posterior lies from the chains'.
+    Both,
+}
+
+impl Engine {
+    fn importance(self) -> bool {
+        matches!(self, Engine::Is | Engine::Both)
+    }
+
+    fn chains(self) -> bool {
+        matches!(self, Engine::Rmh | Engine::Both)
+    }
+}
+
 /// What `trainer infer` does.
 #[derive(Debug, Clone)]
 pub struct InferConfig {
-    /// Checkpoint directory of a trained network (its latest checkpoint).
-    pub checkpoint: PathBuf,
+    /// Which inference.
+    pub engine: Engine,
+    /// Checkpoint directory of a trained network (its latest checkpoint);
+    /// importance sampling needs one.
+    pub checkpoint: Option<PathBuf>,
+    /// The Metropolis-Hastings chains.
+    pub rmh: RmhSettings,
     /// Dataset directory (a manifest of trace stores) of held-out traces.
     pub observations: PathBuf,
     /// Observations to infer, spread evenly over the dataset's traces.
@@ -115,10 +142,28 @@ pub struct Inferred {
     /// training's validation averages), and −log p under the prior; `None`
     /// when it visits an address the network has no layers for.
     pub true_choices: Option<[f64; 2]>,
-    /// With the network's proposals.
-    pub network: Posterior,
-    /// With the prior as proposal.
-    pub prior: Posterior,
+    /// With the network's proposals (importance sampling).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<Posterior>,
+    /// With the prior as proposal (importance sampling).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prior: Option<Posterior>,
+    /// By Metropolis-Hastings chains.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rmh: Option<McmcPosterior>,
+    /// With both engines: how far the network's and the prior's
+    /// importance-sampled posteriors lie from the chains'.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distance: Option<Distances>,
+}
+
+/// [`Distance`]s of the importance-sampled posteriors from the chains'.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Distances {
+    /// The network's.
+    pub network: Distance,
+    /// The prior's.
+    pub prior: Distance,
 }
 
 /// A held-out observation and the latents that made it.
@@ -154,7 +199,7 @@ pub fn load_network(dir: &Path, device: &Device) -> Result<(EtalumisNet, SavedNe
 /// `count` traces of the dataset in `dir` (all if it holds fewer), spread
 /// evenly over its stores: a store is sorted by trace type, so its first
 /// traces would all be of the commonest types.
-fn held_out(dir: &Path, count: usize, shape: [usize; 3]) -> Result<Vec<HeldOut>, TrainError> {
+fn held_out(dir: &Path, count: usize, (shape, whose): ([usize; 3], &str)) -> Result<Vec<HeldOut>, TrainError> {
     let context = || format!("--observations {}", dir.display());
     let data = |message: &str| TrainError::Data(format!("{}: {message}", context()));
     let manifest = Manifest::load(&dir.join(MANIFEST_FILE)).map_err(|e| TrainError::context(context(), e))?;
@@ -174,10 +219,7 @@ fn held_out(dir: &Path, count: usize, shape: [usize; 3]) -> Result<Vec<HeldOut>,
                 .map_err(|e| TrainError::context(context(), e))?
                 .ok_or_else(|| data(&format!("trace {index} missing")))?;
             if trace.shape.iter().map(|&d| d as usize).ne(shape) {
-                return Err(data(&format!(
-                    "observations of shape {:?}; the network was trained on {shape:?}",
-                    trace.shape
-                )));
+                return Err(data(&format!("observations of shape {:?}; {whose} {shape:?}", trace.shape)));
             }
             let run = from_trace(&trace, store.addresses()).map_err(|e| TrainError::context(context(), e))?;
             let truth = latents(&run).map_err(|e| {
@@ -233,9 +275,16 @@ fn sample<P: Proposal>(
     Posterior::of(&log_weights, &values, left_to_prior).map_err(TrainError::Model)
 }
 
-/// Importance sampling for `config.count` held-out observations,
-/// with the network's proposals and with the prior's; `progress` hears of
-/// each observation as it is done.
+/// The network of `config.checkpoint` and what it needs to propose.
+struct Loaded {
+    net: EtalumisNet,
+    saved: SavedNetwork,
+    positions: HashMap<String, usize>,
+}
+
+/// Inference for `config.count` held-out observations, by the engines
+/// `config.engine` names; `progress` hears of each observation as it is
+/// done.
 pub fn run(config: &InferConfig, mut progress: impl FnMut(usize, &Inferred)) -> Result<Vec<Inferred>, TrainError> {
     if config.samples == 0 || config.count == 0 {
         return Err(TrainError::Invalid("--samples and --count must be at least 1".into()));
@@ -244,44 +293,53 @@ pub fn run(config: &InferConfig, mut progress: impl FnMut(usize, &Inferred)) -> 
         return Err(TrainError::Invalid(format!("--noise must be a positive number of GeV, got {}", config.noise)));
     }
     let device = Device::flex();
-    let (net, saved) = load_network(&config.checkpoint, &device)?;
-    let positions: HashMap<String, usize> =
-        saved.data.layout.addresses.iter().enumerate().map(|(i, a)| (a.address.clone(), i)).collect();
-    let observations = held_out(&config.observations, config.count, saved.data.observation)?;
-    let [d, h, w] = saved.data.observation;
-    let (mean, std) = (saved.data.observation_mean, saved.data.observation_std);
+    let loaded = match (config.engine.importance(), &config.checkpoint) {
+        (false, _) => None,
+        (true, None) => {
+            return Err(TrainError::Invalid("importance sampling (--engine is or both) needs --checkpoint".into()));
+        }
+        (true, Some(dir)) => {
+            let (net, saved) = load_network(dir, &device)?;
+            let positions =
+                saved.data.layout.addresses.iter().enumerate().map(|(i, a)| (a.address.clone(), i)).collect();
+            Some(Loaded { net, saved, positions })
+        }
+    };
+    let shape = match &loaded {
+        Some(l) => (l.saved.data.observation, "the network was trained on"),
+        None => (simgen::traces::calorimeter::SHAPE, "the tau simulator's calorimeter is"),
+    };
+    let observations = held_out(&config.observations, config.count, shape)?;
     let mut out = Vec::with_capacity(observations.len());
     for (i, held) in observations.iter().enumerate() {
-        let x: Vec<f32> = held.run.observation.iter().map(|v| (v - mean) / std).collect();
-        let observed = net.observation.forward(Tensor::from_data(TensorData::new(x, [1, 1, d, h, w]), &device));
-        let first_seed = (i * config.samples) as u64;
-        let network = sample(
-            config,
-            held,
-            first_seed,
-            || NetworkProposal::new(&net, &saved, &positions, observed.clone()),
-            |p| p.from_prior,
-        )?;
-        let prior = sample(config, held, first_seed, || PriorProposal, |_| 0)?;
-        let log_q = NetworkProposal::new(&net, &saved, &positions, observed.clone())
-            .score(&held.run.choices)
-            .map_err(TrainError::Model)?;
-        let log_p = replay(&held.run)
-            .map_err(|e| {
-                TrainError::Data(format!(
-                    "--observations: trace {} of {} does not replay through the simulator: {e}",
-                    held.index,
-                    held.store.display()
-                ))
-            })?
-            .log_prior();
+        let (network, prior, true_choices) = match &loaded {
+            Some(loaded) => {
+                let Importance { network, prior, true_choices } = importance(config, loaded, held, i, &device)?;
+                (Some(network), Some(prior), true_choices)
+            }
+            None => (None, None, None),
+        };
+        let rmh = if config.engine.chains() {
+            Some(infer_rmh::posterior(&held.run.observation, config.noise, config.rmh, (config.seed, i as u64))?)
+        } else {
+            None
+        };
+        let distance = match (&network, &prior, &rmh) {
+            (Some(n), Some(p), Some(r)) => Some(Distances {
+                network: Distance::between(n, &r.posterior),
+                prior: Distance::between(p, &r.posterior),
+            }),
+            _ => None,
+        };
         let inferred = Inferred {
             store: held.store.clone(),
             index: held.index,
             truth: held.truth,
-            true_choices: log_q.map(|q| [-q, -log_p]),
+            true_choices,
             network,
             prior,
+            rmh,
+            distance,
         };
         progress(i, &inferred);
         out.push(inferred);
@@ -289,17 +347,68 @@ pub fn run(config: &InferConfig, mut progress: impl FnMut(usize, &Inferred)) -> 
     Ok(out)
 }
 
-/// The results as a table, two rows per observation (network, prior),
-/// and a summary line: what `trainer infer` prints.
+/// One observation's importance sampling.
+struct Importance {
+    network: Posterior,
+    prior: Posterior,
+    /// −log q and −log p of the choices that made it.
+    true_choices: Option<[f64; 2]>,
+}
+
+/// Importance sampling of observation `i` with the network's proposals and
+/// with the prior's, and the scores of the choices that made it.
+fn importance(
+    config: &InferConfig,
+    loaded: &Loaded,
+    held: &HeldOut,
+    i: usize,
+    device: &Device,
+) -> Result<Importance, TrainError> {
+    let Loaded { net, saved, positions } = loaded;
+    let [d, h, w] = saved.data.observation;
+    let (mean, std) = (saved.data.observation_mean, saved.data.observation_std);
+    let x: Vec<f32> = held.run.observation.iter().map(|v| (v - mean) / std).collect();
+    let observed = net.observation.forward(Tensor::from_data(TensorData::new(x, [1, 1, d, h, w]), device));
+    let first_seed = (i * config.samples) as u64;
+    let network = sample(
+        config,
+        held,
+        first_seed,
+        || NetworkProposal::new(net, saved, positions, observed.clone()),
+        |p| p.from_prior,
+    )?;
+    let prior = sample(config, held, first_seed, || PriorProposal, |_| 0)?;
+    let log_q = NetworkProposal::new(net, saved, positions, observed.clone())
+        .score(&held.run.choices)
+        .map_err(TrainError::Model)?;
+    let log_p = replay(&held.run)
+        .map_err(|e| {
+            TrainError::Data(format!(
+                "--observations: trace {} of {} does not replay through the simulator: {e}",
+                held.index,
+                held.store.display()
+            ))
+        })?
+        .log_prior();
+    Ok(Importance { network, prior, true_choices: log_q.map(|q| [-q, -log_p]) })
+}
+
+/// The results as a table, a row per observation and engine (network,
+/// prior, rmh), and summary lines: what `trainer infer` prints.
 pub fn table(results: &[Inferred], samples: usize) -> String {
     let name = |c: usize| CHANNELS.get(c).map_or("?", |c| c.name);
     let mut out = format!(
         "{:>3}  {:<12} {:>7}  {:<8} {:>7} {:>7}  {:<12} {:>16}\n",
-        "obs", "true channel", "true pz", "proposal", "ESS", "P(true)", "most probable", "pz mean ± std"
+        "obs", "true channel", "true pz", "engine", "ESS", "P(true)", "most probable", "pz mean ± std"
     );
     for (i, r) in results.iter().enumerate() {
         let truth = r.truth[0] as usize;
-        for (row, (label, p)) in [("network", &r.network), ("prior", &r.prior)].into_iter().enumerate() {
+        let rows = [
+            ("network", r.network.as_ref()),
+            ("prior", r.prior.as_ref()),
+            ("rmh", r.rmh.as_ref().map(|m| &m.posterior)),
+        ];
+        for (row, (label, p)) in rows.into_iter().filter_map(|(l, p)| p.map(|p| (l, p))).enumerate() {
             let (obs, channel, pz) = if row == 0 {
                 (i.to_string(), name(truth).to_owned(), format!("{:.2}", r.truth[3]))
             } else {
@@ -316,18 +425,50 @@ pub fn table(results: &[Inferred], samples: usize) -> String {
         }
     }
     let n = results.len().max(1) as f64;
-    let mean_ess = |f: fn(&Inferred) -> &Posterior| results.iter().map(|r| f(r).ess).sum::<f64>() / n;
-    let right =
-        |f: fn(&Inferred) -> &Posterior| results.iter().filter(|r| f(r).channel() == r.truth[0] as usize).count();
-    out += &format!(
-        "{} observations, {samples} samples each: mean ESS {:.2} with the network, {:.2} with the prior; \
-         the true channel most probable for {} and {}\n",
-        results.len(),
-        mean_ess(|r| &r.network),
-        mean_ess(|r| &r.prior),
-        right(|r| &r.network),
-        right(|r| &r.prior),
-    );
+    let importance: Vec<(&Posterior, &Posterior, usize)> =
+        results.iter().filter_map(|r| Some((r.network.as_ref()?, r.prior.as_ref()?, r.truth[0] as usize))).collect();
+    if !importance.is_empty() {
+        let mean_ess = |f: fn(&(&Posterior, &Posterior, usize)) -> f64| importance.iter().map(f).sum::<f64>() / n;
+        let right = |f: fn(&(&Posterior, &Posterior, usize)) -> bool| importance.iter().filter(|r| f(r)).count();
+        out += &format!(
+            "{} observations, {samples} samples each: mean ESS {:.2} with the network, {:.2} with the prior; \
+             the true channel most probable for {} and {}\n",
+            results.len(),
+            mean_ess(|r| r.0.ess),
+            mean_ess(|r| r.1.ess),
+            right(|r| r.0.channel() == r.2),
+            right(|r| r.1.channel() == r.2),
+        );
+    }
+    let chains: Vec<&McmcPosterior> = results.iter().filter_map(|r| r.rmh.as_ref()).collect();
+    if let Some(first) = chains.first() {
+        let worst_rhat = chains.iter().flat_map(|m| m.rhat.iter().flatten()).copied().fold(f64::NAN, f64::max);
+        let ess_per_second = chains.iter().map(|m| m.posterior.ess / m.seconds.max(1e-9)).sum::<f64>() / n;
+        out += &format!(
+            "Metropolis-Hastings, {} chains of {} kept states each: mean acceptance {:.3}, largest R-hat {:.3}, \
+             mean ESS {:.1} ({:.1} per second), the true channel most probable for {}\n",
+            first.chains,
+            first.draws_per_chain,
+            chains.iter().map(|m| m.acceptance).sum::<f64>() / n,
+            worst_rhat,
+            chains.iter().map(|m| m.posterior.ess).sum::<f64>() / n,
+            ess_per_second,
+            results
+                .iter()
+                .filter(|r| r.rmh.as_ref().is_some_and(|m| m.posterior.channel() == r.truth[0] as usize))
+                .count(),
+        );
+    }
+    let distances: Vec<&Distances> = results.iter().filter_map(|r| r.distance.as_ref()).collect();
+    if !distances.is_empty() {
+        let tv = |f: fn(&Distances) -> f64| distances.iter().map(|d| f(d)).sum::<f64>() / distances.len() as f64;
+        out += &format!(
+            "distance from the chains' posterior (mean over observations): channel total variation {:.3} with the \
+             network, {:.3} with the prior\n",
+            tv(|d| d.network.channel),
+            tv(|d| d.prior.channel),
+        );
+    }
     let scored: Vec<[f64; 2]> = results.iter().filter_map(|r| r.true_choices).collect();
     if !scored.is_empty() {
         let mean = |i: usize| scored.iter().map(|s| s[i]).sum::<f64>() / scored.len() as f64;
