@@ -203,14 +203,15 @@ struct InferArgs {
 
 use trainer::models::etalumis::infer as infer_engine;
 
-fn infer(args: &InferArgs) -> anyhow::Result<()> {
-    use trainer::models::etalumis::infer;
+/// `trainer infer`'s configuration, checked, with the network and the
+/// observations loaded: everything that can fail on bad input, before MPI.
+fn prepare_infer(args: &InferArgs) -> anyhow::Result<(infer_engine::InferConfig, infer_engine::Prepared)> {
     anyhow::ensure!(
         args.model == "etalumis",
         "--model {}: only etalumis proposes latents; infer takes etalumis",
         args.model
     );
-    let config = infer::InferConfig {
+    let config = infer_engine::InferConfig {
         engine: args.engine,
         checkpoint: args.checkpoint.clone(),
         rmh: trainer::models::etalumis::infer_rmh::RmhSettings {
@@ -227,8 +228,27 @@ fn infer(args: &InferArgs) -> anyhow::Result<()> {
         seed: args.seed,
         noise: args.noise,
     };
-    let results = infer::run(&config, |i, r| {
-        let mut line = format!("observation {}:", i + 1);
+    let prepared = infer_engine::Prepared::new(&config)?;
+    Ok((config, prepared))
+}
+
+/// Infer this rank's share of the observations (a contiguous block; the
+/// results do not depend on the split), gather every rank's on rank 0, which
+/// prints the table and writes the report.
+fn infer(
+    world: &World,
+    args: &InferArgs,
+    config: &infer_engine::InferConfig,
+    prepared: &infer_engine::Prepared,
+) -> anyhow::Result<()> {
+    let (rank, size, n) = (world.rank(), world.size(), prepared.len());
+    let mine = rank * n / size..(rank + 1) * n / size;
+    let results = prepared.infer(config, mine, |i, r| {
+        let mut line = format!("observation {}", i + 1);
+        if size > 1 {
+            line += &format!(" (rank {rank})");
+        }
+        line += ":";
         if let (Some(network), Some(prior)) = (&r.network, &r.prior) {
             line += &format!(" ESS {:.2} with the network, {:.2} with the prior", network.ess, prior.ess);
         }
@@ -241,9 +261,26 @@ fn infer(args: &InferArgs) -> anyhow::Result<()> {
         }
         eprintln!("{line}");
     })?;
-    print!("{}", infer::table(&results, args.samples));
+    let gathered = world.all_gather_bytes(&serde_json::to_vec(&results)?);
+    if rank != 0 {
+        return Ok(());
+    }
+    let mut all = Vec::with_capacity(n);
+    for (from, bytes) in gathered.iter().enumerate() {
+        let mut theirs: Vec<infer_engine::Inferred> =
+            serde_json::from_slice(bytes).with_context(|| format!("the results rank {from} sent"))?;
+        for r in &mut theirs {
+            r.rank = from;
+        }
+        all.extend(theirs);
+    }
+    print!("{}", infer_engine::table(&all, args.samples));
+    if size > 1 {
+        let counts: Vec<String> = (0..size).map(|r| (r * n / size..(r + 1) * n / size).len().to_string()).collect();
+        println!("observations per rank: {}", counts.join(", "));
+    }
     if let Some(path) = &args.report {
-        std::fs::write(path, serde_json::to_string_pretty(&results)?)
+        std::fs::write(path, serde_json::to_string_pretty(&all)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
@@ -838,12 +875,12 @@ fn main() {
             return;
         }
         Command::Infer(args) => {
-            if let Err(e) = infer(&args) {
-                cluster::logging::print_error(format_args!("{}", cluster::logging::chain(e.as_ref())));
-                // Bad arguments, checkpoints or data exit 2; a failure
-                // while sampling (the simulator, the network) exits 1.
-                let sampling = matches!(e.downcast_ref(), Some(trainer::engine::TrainError::Model(_)));
-                std::process::exit(if sampling { 1 } else { 2 });
+            // Bad arguments, checkpoints or data exit 2 before MPI; a
+            // failure while sampling (the simulator, the network) exits 1.
+            let (config, prepared) = prepare_infer(&args).unwrap_or_else(|e| exit_before_mpi(&e));
+            let world = init_world();
+            if let Err(e) = infer(&world, &args, &config, &prepared) {
+                world.fail(cluster::logging::chain(e.as_ref()));
             }
             return;
         }

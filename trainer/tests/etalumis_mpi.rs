@@ -172,6 +172,23 @@ fn importance_sampling_steps_the_network_as_training_scored_it(
         }
         assert!(r["rmh"]["posterior"]["ess"].as_f64().unwrap() > 0.0, "{r}");
     }
+
+    // Importance sampling spread over 2 ranks: the results of one.
+    let spread = |ranks: usize| -> Vec<serde_json::Value> {
+        let report = dir.path().join(format!("is-{ranks}.json"));
+        let args = ["infer", "--checkpoint", checkpoint.to_str().unwrap(), "--observations", val.to_str().unwrap()]
+            .into_iter()
+            .chain(["--count", "4", "--samples", "10", "--noise", NOISE, "--report", report.to_str().unwrap()])
+            .collect::<Vec<_>>();
+        let output = e2e::mpirun(ranks, &[], Path::new(TRAINER), &args);
+        assert!(output.status.success(), "{ranks} ranks: {}", String::from_utf8_lossy(&output.stderr));
+        let mut results: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        for r in &mut results {
+            r["rank"] = serde_json::Value::Null;
+        }
+        results
+    };
+    assert_eq!(spread(1), spread(2));
 }
 
 /// `trainer infer --engine rmh` needs no network: chains of lightweight
@@ -205,9 +222,37 @@ fn metropolis_hastings_chains_infer_without_a_network() {
     }
 
     let output = Command::new(TRAINER).args(["infer", "--observations", val.to_str().unwrap()]).output().unwrap();
-    assert!(!output.status.success());
+    assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("needs --checkpoint") && stderr.trim_end().lines().count() == 1, "{stderr}");
+
+    // Spread over 3 ranks (1, 2 and 2 of the 5 observations), the same
+    // posteriors as on one: an observation's seeds are its own.
+    let spread = |ranks: usize| -> (Vec<serde_json::Value>, String) {
+        let report = dir.path().join(format!("rmh-{ranks}.json"));
+        let args = ["infer", "--engine", "rmh", "--observations", val.to_str().unwrap(), "--count", "5"]
+            .into_iter()
+            .chain(["--chains", "2", "--steps", "200", "--burn-in", "50", "--noise", NOISE])
+            .chain(["--report", report.to_str().unwrap()])
+            .collect::<Vec<_>>();
+        let output = e2e::mpirun(ranks, &[], Path::new(TRAINER), &args);
+        assert!(output.status.success(), "{ranks} ranks: {}", String::from_utf8_lossy(&output.stderr));
+        let mut results: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        for r in &mut results {
+            r["rmh"]["seconds"] = serde_json::Value::Null;
+        }
+        (results, String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    let (one, _) = spread(1);
+    let (three, stdout) = spread(3);
+    assert!(stdout.contains("observations per rank: 1, 2, 2"), "{stdout}");
+    assert_eq!(three.iter().map(|r| r["rank"].as_u64().unwrap()).collect::<Vec<_>>(), [0, 1, 1, 2, 2]);
+    for (a, b) in one.iter().zip(&three) {
+        let (mut a, mut b) = (a.clone(), b.clone());
+        a["rank"] = serde_json::Value::Null;
+        b["rank"] = serde_json::Value::Null;
+        assert_eq!(a, b);
+    }
 }
 
 /// With shuffled traces (`--buckets 0`) the ranks' batches hold different

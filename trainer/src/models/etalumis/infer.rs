@@ -19,7 +19,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use formats::checkpoint;
 use formats::lmdb::TraceStore;
 use formats::manifest::{MANIFEST_FILE, Manifest};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use simgen::random::mix;
 use simgen::traces::executor::{Executor, Mode, PriorProposal, Proposal, Recorded};
 use simgen::traces::generate::{from_trace, replay};
@@ -80,7 +80,7 @@ pub struct InferConfig {
 }
 
 /// The weighted posterior of one proposal's runs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Posterior {
     /// Effective sample size, (Σw)² / Σw².
     pub ess: f64,
@@ -130,7 +130,7 @@ impl Posterior {
 }
 
 /// One observation's inference.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Inferred {
     /// The store holding it.
     pub store: PathBuf,
@@ -155,10 +155,13 @@ pub struct Inferred {
     /// importance-sampled posteriors lie from the chains'.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub distance: Option<Distances>,
+    /// The rank that inferred it.
+    #[serde(default)]
+    pub rank: usize,
 }
 
 /// [`Distance`]s of the importance-sampled posteriors from the chains'.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Distances {
     /// The network's.
     pub network: Distance,
@@ -282,69 +285,111 @@ struct Loaded {
     positions: HashMap<String, usize>,
 }
 
-/// Inference for `config.count` held-out observations, by the engines
-/// `config.engine` names; `progress` hears of each observation as it is
-/// done.
-pub fn run(config: &InferConfig, mut progress: impl FnMut(usize, &Inferred)) -> Result<Vec<Inferred>, TrainError> {
-    if config.samples == 0 || config.count == 0 {
-        return Err(TrainError::Invalid("--samples and --count must be at least 1".into()));
-    }
-    if !(config.noise.is_finite() && config.noise > 0.0) {
-        return Err(TrainError::Invalid(format!("--noise must be a positive number of GeV, got {}", config.noise)));
-    }
-    let device = Device::flex();
-    let loaded = match (config.engine.importance(), &config.checkpoint) {
-        (false, _) => None,
-        (true, None) => {
-            return Err(TrainError::Invalid("importance sampling (--engine is or both) needs --checkpoint".into()));
+/// What every rank loads before inferring: the network (for importance
+/// sampling) and the held-out observations. Built before MPI starts, so a
+/// bad checkpoint or dataset is one line and exit 2.
+pub struct Prepared {
+    loaded: Option<Loaded>,
+    observations: Vec<HeldOut>,
+    device: Device,
+}
+
+impl Prepared {
+    /// Check `config`, load the network and pick the observations.
+    pub fn new(config: &InferConfig) -> Result<Prepared, TrainError> {
+        if config.samples == 0 || config.count == 0 {
+            return Err(TrainError::Invalid("--samples and --count must be at least 1".into()));
         }
-        (true, Some(dir)) => {
-            let (net, saved) = load_network(dir, &device)?;
-            let positions =
-                saved.data.layout.addresses.iter().enumerate().map(|(i, a)| (a.address.clone(), i)).collect();
-            Some(Loaded { net, saved, positions })
+        if !(config.noise.is_finite() && config.noise > 0.0) {
+            return Err(TrainError::Invalid(format!("--noise must be a positive number of GeV, got {}", config.noise)));
         }
-    };
-    let shape = match &loaded {
-        Some(l) => (l.saved.data.observation, "the network was trained on"),
-        None => (simgen::traces::calorimeter::SHAPE, "the tau simulator's calorimeter is"),
-    };
-    let observations = held_out(&config.observations, config.count, shape)?;
-    let mut out = Vec::with_capacity(observations.len());
-    for (i, held) in observations.iter().enumerate() {
-        let (network, prior, true_choices) = match &loaded {
-            Some(loaded) => {
-                let Importance { network, prior, true_choices } = importance(config, loaded, held, i, &device)?;
-                (Some(network), Some(prior), true_choices)
+        let device = Device::flex();
+        let loaded = match (config.engine.importance(), &config.checkpoint) {
+            (false, _) => None,
+            (true, None) => {
+                return Err(TrainError::Invalid("importance sampling (--engine is or both) needs --checkpoint".into()));
             }
-            None => (None, None, None),
+            (true, Some(dir)) => {
+                let (net, saved) = load_network(dir, &device)?;
+                let positions =
+                    saved.data.layout.addresses.iter().enumerate().map(|(i, a)| (a.address.clone(), i)).collect();
+                Some(Loaded { net, saved, positions })
+            }
         };
-        let rmh = if config.engine.chains() {
-            Some(infer_rmh::posterior(&held.run.observation, config.noise, config.rmh, (config.seed, i as u64))?)
-        } else {
-            None
+        let shape = match &loaded {
+            Some(l) => (l.saved.data.observation, "the network was trained on"),
+            None => (simgen::traces::calorimeter::SHAPE, "the tau simulator's calorimeter is"),
         };
-        let distance = match (&network, &prior, &rmh) {
-            (Some(n), Some(p), Some(r)) => Some(Distances {
-                network: Distance::between(n, &r.posterior),
-                prior: Distance::between(p, &r.posterior),
-            }),
-            _ => None,
-        };
-        let inferred = Inferred {
-            store: held.store.clone(),
-            index: held.index,
-            truth: held.truth,
-            true_choices,
-            network,
-            prior,
-            rmh,
-            distance,
-        };
-        progress(i, &inferred);
-        out.push(inferred);
+        let observations = held_out(&config.observations, config.count, shape)?;
+        Ok(Prepared { loaded, observations, device })
     }
-    Ok(out)
+
+    /// Observations to infer.
+    pub fn len(&self) -> usize {
+        self.observations.len()
+    }
+
+    /// Whether there are none (never: [`Prepared::new`] refuses that).
+    pub fn is_empty(&self) -> bool {
+        self.observations.is_empty()
+    }
+
+    /// Infer observations `indices` (of [`Prepared::len`]), by the engines
+    /// `config.engine` names; `progress` hears of each as it is done. An
+    /// observation's seeds come from its index alone, so any split of the
+    /// indices over ranks gives the same results.
+    pub fn infer(
+        &self,
+        config: &InferConfig,
+        indices: std::ops::Range<usize>,
+        mut progress: impl FnMut(usize, &Inferred),
+    ) -> Result<Vec<Inferred>, TrainError> {
+        let mut out = Vec::with_capacity(indices.len());
+        for i in indices {
+            let Some(held) = self.observations.get(i) else { break };
+            let (network, prior, true_choices) = match &self.loaded {
+                Some(loaded) => {
+                    let Importance { network, prior, true_choices } =
+                        importance(config, loaded, held, i, &self.device)?;
+                    (Some(network), Some(prior), true_choices)
+                }
+                None => (None, None, None),
+            };
+            let rmh = if config.engine.chains() {
+                Some(infer_rmh::posterior(&held.run.observation, config.noise, config.rmh, (config.seed, i as u64))?)
+            } else {
+                None
+            };
+            let distance = match (&network, &prior, &rmh) {
+                (Some(n), Some(p), Some(r)) => Some(Distances {
+                    network: Distance::between(n, &r.posterior),
+                    prior: Distance::between(p, &r.posterior),
+                }),
+                _ => None,
+            };
+            let inferred = Inferred {
+                store: held.store.clone(),
+                index: held.index,
+                truth: held.truth,
+                true_choices,
+                network,
+                prior,
+                rmh,
+                distance,
+                rank: 0,
+            };
+            progress(i, &inferred);
+            out.push(inferred);
+        }
+        Ok(out)
+    }
+}
+
+/// Inference for `config.count` held-out observations in this process:
+/// [`Prepared::new`] then [`Prepared::infer`] of them all.
+pub fn run(config: &InferConfig, progress: impl FnMut(usize, &Inferred)) -> Result<Vec<Inferred>, TrainError> {
+    let prepared = Prepared::new(config)?;
+    prepared.infer(config, 0..prepared.len(), progress)
 }
 
 /// One observation's importance sampling.

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use simgen::random::mix;
 use simgen::traces::tau::{self, CHANNELS, LATENTS};
 
@@ -28,7 +28,7 @@ pub struct RmhSettings {
 }
 
 /// One observation's posterior by Metropolis-Hastings.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McmcPosterior {
     /// The posterior of every chain's kept states together, equally
     /// weighted; its `ess` is the smallest effective sample size of the
@@ -54,7 +54,7 @@ pub struct McmcPosterior {
 /// latent: the total variation distance of the decay channel's
 /// probabilities (½ Σ |p − q|, 0 to 1), and for px, py, pz the difference
 /// of the means in the Metropolis-Hastings posterior's deviations.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Distance {
     /// Total variation distance of the channel posteriors.
     pub channel: f64,
