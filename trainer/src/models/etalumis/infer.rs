@@ -93,6 +93,9 @@ pub struct Posterior {
     /// Choices proposed from the prior because the network had no layers
     /// for their address (0 for the prior).
     pub from_prior: usize,
+    /// Seconds the runs (or chains) took.
+    #[serde(default)]
+    pub seconds: f64,
 }
 
 impl Posterior {
@@ -120,7 +123,7 @@ impl Posterior {
             }
         }
         let std = std::array::from_fn(|m| (square[m] - mean[m] * mean[m]).max(0.0).sqrt());
-        Ok(Posterior { ess, channels, momentum_mean: mean, momentum_std: std, from_prior })
+        Ok(Posterior { ess, channels, momentum_mean: mean, momentum_std: std, from_prior, seconds: 0.0 })
     }
 
     /// The most probable channel.
@@ -262,6 +265,7 @@ fn sample<P: Proposal>(
     mut make: impl FnMut() -> P,
     from_prior: impl Fn(&P) -> usize,
 ) -> Result<Posterior, TrainError> {
+    let started = std::time::Instant::now();
     let mut log_weights = Vec::with_capacity(config.samples);
     let mut values = Vec::with_capacity(config.samples);
     let mut left_to_prior = 0;
@@ -275,7 +279,9 @@ fn sample<P: Proposal>(
         log_weights.push(run.log_weight_ratio() + run.log_likelihood);
         values.push(latents(&run).map_err(|e| TrainError::Model(format!("a run made {e}")))?);
     }
-    Posterior::of(&log_weights, &values, left_to_prior).map_err(TrainError::Model)
+    let mut posterior = Posterior::of(&log_weights, &values, left_to_prior).map_err(TrainError::Model)?;
+    posterior.seconds = started.elapsed().as_secs_f64();
+    Ok(posterior)
 }
 
 /// The network of `config.checkpoint` and what it needs to propose.

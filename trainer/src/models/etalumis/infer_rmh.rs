@@ -32,7 +32,7 @@ pub struct RmhSettings {
 pub struct McmcPosterior {
     /// The posterior of every chain's kept states together, equally
     /// weighted; its `ess` is the smallest effective sample size of the
-    /// momentum latents.
+    /// latents (those with one).
     pub posterior: Posterior,
     /// Chains run.
     pub chains: usize,
@@ -114,12 +114,15 @@ pub fn posterior(
     let latent = |i: usize| -> Vec<Vec<f64>> { chains.iter().map(|c| c.iter().map(|d| d[i]).collect()).collect() };
     let rhat = std::array::from_fn(|i| split_rhat(&latent(i)));
     let ess: [Option<f64>; 4] = std::array::from_fn(|i| effective_samples(&latent(i)));
-    // The conservative figure: the worst-mixing momentum component.
-    posterior.ess = ess[1..].iter().flatten().copied().fold(f64::INFINITY, f64::min);
+    // The conservative figure: the worst-mixing latent (the decay channel
+    // mixes slowest: a new channel brings new products from their priors).
+    posterior.ess = ess.iter().flatten().copied().fold(f64::INFINITY, f64::min);
     if !posterior.ess.is_finite() {
         posterior.ess = 0.0;
     }
     debug_assert_eq!(posterior.channels.len(), CHANNELS.len());
+    let seconds = started.elapsed().as_secs_f64();
+    posterior.seconds = seconds;
     Ok(McmcPosterior {
         posterior,
         chains: settings.chains,
@@ -127,7 +130,7 @@ pub fn posterior(
         acceptance: accepted as f64 / proposed.max(1) as f64,
         rhat,
         ess,
-        seconds: started.elapsed().as_secs_f64(),
+        seconds,
     })
 }
 
