@@ -92,11 +92,24 @@ pub fn from_manifest(
 /// CosmoFlow TFRecord files (plain or GZIP; an index sidecar is used where
 /// there is one) of samples of `shape`.
 pub fn cosmoflow(paths: &[PathBuf], shape: CosmoShape, transform: CosmoTransform) -> Result<Opened, DatasetError> {
+    cosmoflow_selected(paths, shape, transform, ((0..shape.channels).collect(), (0..TARGETS).collect()))
+}
+
+/// [`cosmoflow`] giving only `channels` of each volume and `targets` of each
+/// sample (indices into the file's, in the order given; see
+/// [`CosmoflowDataset::select`]).
+pub fn cosmoflow_selected(
+    paths: &[PathBuf],
+    shape: CosmoShape,
+    transform: CosmoTransform,
+    (channels, targets): (Vec<usize>, Vec<usize>),
+) -> Result<Opened, DatasetError> {
+    let (c, t) = (channels.len(), targets.len());
     Ok(Opened {
-        dataset: Arc::new(CosmoflowDataset::open(paths, shape, transform)?),
+        dataset: Arc::new(CosmoflowDataset::open(paths, shape, transform)?.select(channels, targets)?),
         kind: SampleKind::Cosmoflow,
-        x_shape: shape.dims().to_vec(),
-        y_shape: Some(vec![TARGETS]),
+        x_shape: vec![shape.size, shape.size, shape.size, c],
+        y_shape: Some(vec![t]),
         paths: paths.to_vec(),
         addresses: Vec::new(),
     })

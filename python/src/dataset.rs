@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cluster::Topology;
-use formats::cosmoflow::CosmoShape;
+use formats::cosmoflow::{CosmoShape, TARGET_NAMES};
 use formats::manifest::{Manifest, SampleKind};
 use loader::catalog::{self, Opened};
 use loader::dataset::CosmoTransform;
@@ -230,13 +230,40 @@ impl Dataset {
     }
 
     /// CosmoFlow TFRecord files (plain or GZIP, with or without an index
-    /// sidecar) of `size`^3 x `channels` samples.
+    /// sidecar) of `size`^3 x `channels` samples. `select` picks channels of
+    /// each volume by index (SC18 trained on `[0]`, the z = 0 snapshot) and
+    /// `targets` parameters by name (`omega_m`, `sigma_8`, `n_s`, `h`), in
+    /// the order given.
     #[staticmethod]
-    #[pyo3(signature = (paths, *, size, channels = 4, transform = "log1p"))]
-    fn cosmoflow(py: Python<'_>, paths: Vec<PathBuf>, size: usize, channels: usize, transform: &str) -> PyResult<Self> {
+    #[pyo3(signature = (paths, *, size, channels = 4, transform = "log1p", select = None, targets = None))]
+    fn cosmoflow(
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        size: usize,
+        channels: usize,
+        transform: &str,
+        select: Option<Vec<usize>>,
+        targets: Option<Vec<String>>,
+    ) -> PyResult<Self> {
         let transform = transform_of(transform)?;
         let shape = CosmoShape { size, channels };
-        Ok(Dataset::of(py.detach(|| catalog::cosmoflow(&paths, shape, transform)).map_err(data_error)?))
+        let select = select.unwrap_or_else(|| (0..channels).collect());
+        let targets = match targets {
+            None => (0..TARGET_NAMES.len()).collect(),
+            Some(names) => names
+                .iter()
+                .map(|name| {
+                    TARGET_NAMES.iter().position(|known| known == name).ok_or_else(|| {
+                        PyValueError::new_err(format!(
+                            "unknown CosmoFlow target {name:?} (known: {})",
+                            TARGET_NAMES.join(", ")
+                        ))
+                    })
+                })
+                .collect::<PyResult<Vec<usize>>>()?,
+        };
+        let opened = py.detach(|| catalog::cosmoflow_selected(&paths, shape, transform, (select, targets)));
+        Ok(Dataset::of(opened.map_err(data_error)?))
     }
 
     /// DeepCAM HDF5 sample files, min-max normalised with the `stats.h5` at

@@ -38,7 +38,15 @@ class Dataset:
         transform: str = "log1p",
     ) -> "Dataset": ...
     @staticmethod
-    def cosmoflow(paths: Sequence[_Path], *, size: int, channels: int = 4, transform: str = "log1p") -> "Dataset": ...
+    def cosmoflow(
+        paths: Sequence[_Path],
+        *,
+        size: int,
+        channels: int = 4,
+        transform: str = "log1p",
+        select: Sequence[int] | None = None,
+        targets: Sequence[str] | None = None,
+    ) -> "Dataset": ...
     @staticmethod
     def deepcam(paths: Sequence[_Path], stats: _Path) -> "Dataset": ...
     @staticmethod

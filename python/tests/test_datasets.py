@@ -47,6 +47,27 @@ def test_cosmoflow_from_files_equals_from_manifest(cosmo):
     assert np.isclose(divided.read(0)[0].reshape(-1, 4).mean(), 1.0, rtol=0.2)
 
 
+def test_cosmoflow_selects_channels_and_targets_as_sc18_trained(cosmo):
+    files = sorted(cosmo.glob("*.tfrecord"))
+    full = stagehand.Dataset.cosmoflow(files, size=8)
+    sc18 = stagehand.Dataset.cosmoflow(files, size=8, select=[0], targets=["omega_m", "sigma_8", "n_s"])
+    assert sc18.x_shape == [8, 8, 8, 1] and sc18.y_shape == [3]
+    swapped = stagehand.Dataset.cosmoflow(files, size=8, select=[3, 1], targets=["h", "omega_m"])
+    for i in (0, 11):
+        x, y = full.read(i)
+        volume = x.reshape(8, 8, 8, 4)
+        np.testing.assert_array_equal(sc18.read(i)[0], volume[..., 0].ravel())
+        np.testing.assert_array_equal(sc18.read(i)[1], y[:3])
+        np.testing.assert_array_equal(swapped.read(i)[0], volume[..., [3, 1]].ravel())
+        np.testing.assert_array_equal(swapped.read(i)[1], y[[3, 0]])
+    batch = next(iter(stagehand.Loader(sc18, batch_size=2, workers=1, rank=0, world_size=1).batches()))
+    assert batch.x.shape == (2, 8, 8, 8, 1) and batch.y.shape == (2, 3)
+    with pytest.raises(ValueError, match='unknown CosmoFlow target "hubble"'):
+        stagehand.Dataset.cosmoflow(files, size=8, targets=["hubble"])
+    with pytest.raises(Exception, match="channel 4"):
+        stagehand.Dataset.cosmoflow(files, size=8, select=[4])
+
+
 def test_deepcam_inputs_are_the_files_min_max_normalised_channels_first(climate):
     data = stagehand.Dataset.from_manifest(climate, prefix="train/")
     assert data.kind == "deepcam" and data.x_shape == [16, 128, 256] and data.y_shape == [128, 256]
