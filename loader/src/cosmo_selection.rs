@@ -85,7 +85,10 @@ impl CosmoSelection {
     }
 }
 
-fn check(what: &'static str, picked: &[usize], available: usize) -> Result<(), SelectionError> {
+/// `picked` is non-empty, without repeats and below `available`: what
+/// [`CosmoSelection::new`] checks, for callers that check a pick before the
+/// data's channel count is known (give `usize::MAX`).
+pub fn check(what: &'static str, picked: &[usize], available: usize) -> Result<(), SelectionError> {
     if picked.is_empty() {
         return Err(SelectionError { what, index: 0, available });
     }

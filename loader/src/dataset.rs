@@ -390,11 +390,11 @@ impl Dataset for CosmoflowDataset {
     }
 
     fn read_into(&self, index: usize, x: &mut [f32], y: &mut [f32]) -> Result<u64, DatasetError> {
-        let &(file, offset) =
-            self.records.get(index).ok_or(DatasetError::OutOfRange { index, len: self.records.len() })?;
         if !self.selection.keeps_every_channel() {
             return self.read_selected(index, x, y);
         }
+        let &(file, offset) =
+            self.records.get(index).ok_or(DatasetError::OutOfRange { index, len: self.records.len() })?;
         let file = &self.files[file];
         let path = file.path();
         let record = file.pending_record_at(offset)?;

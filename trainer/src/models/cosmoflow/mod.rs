@@ -162,10 +162,12 @@ impl CosmoflowModel {
         let (default_channels, default_targets) = default_selection(&choice.config);
         let channels = options.channels.clone().or(default_channels);
         let targets = options.targets.clone().unwrap_or(default_targets);
-        for (what, picked) in [("--channels", channels.as_deref()), ("--targets", Some(&targets[..]))] {
-            let picked = picked.unwrap_or(&[0]);
-            if picked.is_empty() || picked.iter().enumerate().any(|(i, p)| picked[..i].contains(p)) {
-                return Err(TrainError::Model(format!("{what} must name at least one, each once: {picked:?}")));
+        for (what, picked, available) in
+            [("--channels", channels.as_deref(), usize::MAX), ("--targets", Some(&targets[..]), TARGET_NAMES.len())]
+        {
+            if let Some(picked) = picked {
+                loader::cosmo_selection::check(what, picked, available)
+                    .map_err(|_| TrainError::Model(format!("{what} must name at least one, each once: {picked:?}")))?;
             }
         }
         if let Some(picked) = &channels {

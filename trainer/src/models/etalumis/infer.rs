@@ -242,7 +242,7 @@ fn held_out(dir: &Path, count: usize, (shape, whose): ([usize; 3], &str)) -> Res
 }
 
 /// A run's latents: channel, px, py, pz; an error names a missing one.
-fn latents(run: &Recorded) -> Result<[f64; 4], String> {
+pub(super) fn latents(run: &Recorded) -> Result<[f64; 4], String> {
     let mut out = [0.0; 4];
     for (v, (name, address)) in out.iter_mut().zip(LATENTS) {
         *v = run
@@ -389,13 +389,6 @@ impl Prepared {
         }
         Ok(out)
     }
-}
-
-/// Inference for `config.count` held-out observations in this process:
-/// [`Prepared::new`] then [`Prepared::infer`] of them all.
-pub fn run(config: &InferConfig, progress: impl FnMut(usize, &Inferred)) -> Result<Vec<Inferred>, TrainError> {
-    let prepared = Prepared::new(config)?;
-    prepared.infer(config, 0..prepared.len(), progress)
 }
 
 /// One observation's importance sampling.

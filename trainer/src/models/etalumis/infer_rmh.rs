@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use simgen::random::mix;
-use simgen::traces::tau::{self, CHANNELS, LATENTS};
+use simgen::traces::tau::{self, CHANNELS};
 
-use super::infer::Posterior;
+use super::infer::{Posterior, latents};
 use super::mcmc_stats::{effective_samples, split_rhat};
 use super::rmh::{ChainConfig, run_chain};
 use crate::engine::TrainError;
@@ -87,18 +87,7 @@ pub fn posterior(
         return Err(TrainError::Invalid("--chains must be at least 1".into()));
     }
     let started = Instant::now();
-    let extract = |run: &simgen::traces::executor::Recorded| -> Result<Vec<f64>, String> {
-        LATENTS
-            .iter()
-            .map(|(name, address)| {
-                run.choices
-                    .iter()
-                    .find(|c| c.address == *address)
-                    .map(|c| c.value)
-                    .ok_or_else(|| format!("no choice {name} ({address})"))
-            })
-            .collect()
-    };
+    let extract = |run: &simgen::traces::executor::Recorded| latents(run).map(|l| l.to_vec());
     let chain_seed = mix(seed, index, STREAM);
     let mut chains = Vec::with_capacity(settings.chains);
     let (mut accepted, mut proposed) = (0, 0);
