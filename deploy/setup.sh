@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the system packages Stagehand builds and runs against, on Debian 12
-# (or Ubuntu): Open MPI, HDF5, libclang (for the MPI bindings), pkg-config
-# and Lmod.
+# (or Ubuntu): Open MPI, HDF5, libclang (for the MPI bindings), pkg-config,
+# ZeroMQ (the PPX protocol's transport) and Lmod.
 # Idempotent: when everything is present it only checks and returns.
 # Works as root, or as a user with sudo.
 set -euo pipefail
 
 # lmod: the module tool EasyBuild needs (the tests check deploy/easybuild with it).
-PACKAGES=(openmpi-bin libopenmpi-dev libhdf5-dev libclang-dev pkg-config lmod)
+# libzmq3-dev: the Etalumis PPX protocol runs over ZeroMQ (crate `zmq`, linked
+# against the system library through pkg-config).
+PACKAGES=(openmpi-bin libopenmpi-dev libhdf5-dev libclang-dev pkg-config libzmq3-dev lmod)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }

@@ -42,6 +42,8 @@ enum Command {
     Multislice(Box<cli::multislice::MultisliceArgs>),
     /// Execution traces of a tau-decay simulator observed by a calorimeter, sorted by trace type into LMDB (Etalumis).
     Traces(Box<cli::traces::TracesArgs>),
+    /// Serve the tau simulator over PPX (pyprob's protocol), so pyprob or `--ppx` clients can put it under inference.
+    PpxServe(cli::ppx_serve::PpxServeArgs),
     /// Measure P(k) of one channel of one sample of a CosmoFlow TFRecord file and compare with linear theory.
     Pk(PkArgs),
 }
@@ -187,6 +189,7 @@ fn main() {
         Command::Multislice(args) => cli::multislice::run(&args),
         Command::Climate(args) => cli::climate::run(&args),
         Command::Traces(args) => cli::traces::run(&args),
+        Command::PpxServe(args) => cli::ppx_serve::run(&args),
     };
     if let Err(e) = result {
         // Bad arguments exit 2, as clap's own usage errors do, and are

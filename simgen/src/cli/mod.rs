@@ -2,6 +2,7 @@
 //! generator's command line shares.
 pub mod climate;
 pub mod multislice;
+pub mod ppx_serve;
 pub mod preview;
 pub mod traces;
 pub mod traces_preview;

@@ -10,8 +10,11 @@ use cluster::progress::Progress;
 use formats::lmdb::TraceStoreWriter;
 use formats::manifest::Schema;
 use simgen::traces::calorimeter::{NOISE_GEV, SHAPE, VOXELS};
+use simgen::traces::executor::{Executor, RunError};
+use simgen::traces::remote::RemoteSimulator;
 use simgen::traces::store::{self, dictionary_order, store_name};
 use simgen::traces::summary::Summary;
+use simgen::traces::tau;
 
 use super::multislice::Usage;
 
@@ -32,14 +35,47 @@ pub struct TracesArgs {
     /// Master seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// The calorimeter's electronic noise per voxel, GeV (Gaussian). Give
-    /// `trainer infer --noise` the same value.
-    #[arg(long, default_value_t = NOISE_GEV)]
-    noise: f32,
+    /// The calorimeter's electronic noise per voxel, GeV (Gaussian); with
+    /// --ppx, replaces the deviation the simulator states for its tensor
+    /// observation. Give `trainer infer --noise` the same value. Default:
+    /// 0.002 for the built-in simulator, the simulator's own with --ppx.
+    #[arg(long)]
+    noise: Option<f32>,
     /// Write `preview-observations.png` (a few calorimeter images) and
     /// `preview-trace-types.png` (the most frequent trace types).
     #[arg(long)]
     preview: bool,
+    /// Record the traces of a simulator that speaks PPX (pyprob's protocol)
+    /// at this ZeroMQ address instead of the built-in tau simulator; we
+    /// draw every choice from its prior. A PPX simulator serves one system
+    /// at a time: with several ranks, put `{rank}` in the address (each
+    /// rank connects to its own simulator, for example
+    /// `ipc:///tmp/sim-{rank}`).
+    #[arg(long, value_name = "ADDRESS")]
+    ppx: Option<String>,
+    /// Seconds a PPX simulator may take to answer before the run fails.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    ppx_timeout: f64,
+}
+
+/// The simulator a rank records: built in, or over PPX.
+enum Simulator {
+    Tau,
+    Remote(Box<RemoteSimulator>),
+}
+
+impl Simulator {
+    fn run(&mut self, ex: &mut Executor<'_>) -> Result<(), RunError> {
+        match self {
+            Simulator::Tau => tau::simulate(ex),
+            Simulator::Remote(remote) => remote.run(ex),
+        }
+    }
+}
+
+/// The `{rank}` of a PPX address, filled in.
+fn rank_address(address: &str, rank: usize) -> String {
+    address.replace("{rank}", &rank.to_string())
 }
 
 /// Where a rank's time went.
@@ -54,8 +90,18 @@ pub fn run(args: &TracesArgs) -> anyhow::Result<()> {
     if args.traces == 0 {
         return Err(Usage("--traces must be at least 1".into()).into());
     }
-    if !(args.noise.is_finite() && args.noise > 0.0) {
-        return Err(Usage(format!("--noise must be a positive number of GeV, got {}", args.noise)).into());
+    if let Some(noise) = args.noise
+        && !(noise.is_finite() && noise > 0.0)
+    {
+        return Err(Usage(format!("--noise must be a positive number of GeV, got {noise}")).into());
+    }
+    if args.ppx.is_some() && args.preview {
+        return Err(Usage("--preview draws the calorimeter; a --ppx simulator observes what it likes".into()).into());
+    }
+    if !(args.ppx_timeout.is_finite() && args.ppx_timeout > 0.0) {
+        return Err(
+            Usage(format!("--ppx-timeout must be a positive number of seconds, got {}", args.ppx_timeout)).into()
+        );
     }
     if args.files == Some(0) || args.files.is_some_and(|f| f > args.traces) {
         return Err(Usage(format!("--files must be 1 to --traces ({})", args.traces)).into());
@@ -63,12 +109,37 @@ pub fn run(args: &TracesArgs) -> anyhow::Result<()> {
     let world = World::init()?;
     cluster::logging::init(world.topology(), None);
     let files = args.files.unwrap_or((world.size() as u64).min(args.traces));
+    let mut simulator = match &args.ppx {
+        None => Simulator::Tau,
+        Some(address) => {
+            if world.size() > 1 && !address.contains("{rank}") {
+                world.fail(format!(
+                    "--ppx {address} on {} ranks: a PPX simulator serves one system at a time; put {{rank}} in the address",
+                    world.size()
+                ));
+            }
+            let address = rank_address(address, world.rank());
+            let timeout = Duration::from_secs_f64(args.ppx_timeout);
+            match RemoteSimulator::connect(&address, timeout) {
+                Ok(remote) => Simulator::Remote(Box::new(remote)),
+                Err(e) => world.fail(format!("--ppx: {e}")),
+            }
+        }
+    };
+    let noise = match &simulator {
+        Simulator::Tau => Some(args.noise.unwrap_or(NOISE_GEV)),
+        Simulator::Remote(_) => args.noise,
+    };
     let (out, out_dir) = args.output.claim(&world)?;
     let (rank, size) = (world.rank() as u64, world.size() as u64);
     let mine: Vec<u64> = (rank..files).step_by(size as usize).collect();
     let block = |f: u64| store::file_traces(f, files, args.traces);
     let my_traces: u64 = mine.iter().map(|&f| block(f).end - block(f).start).sum();
-    let progress = Progress::start(&world, "simulating", args.traces * (VOXELS as u64 * 4), args.traces);
+    // A PPX simulator's observation size is known once it has run; its
+    // progress counts traces.
+    let bytes_per_trace = if args.ppx.is_none() { VOXELS as u64 * 4 } else { 0 };
+    let progress = Progress::start(&world, "simulating", args.traces * bytes_per_trace, args.traces);
+    let mut shape: Option<Vec<usize>> = None;
     let started = Instant::now();
     let mut times = Times::default();
     let mut summary = Summary::default();
@@ -81,14 +152,29 @@ pub fn run(args: &TracesArgs) -> anyhow::Result<()> {
             Ok(w) => w,
             Err(e) => world.fail(format!("creating a trace store: {e}")),
         };
+        let mut other_shape = None;
         let on_trace = |i: u64, run: &simgen::traces::executor::Recorded| {
             if args.preview && i < 4 {
                 previews.push((i, run.observation.clone()));
             }
-            progress.counters().add_bytes(VOXELS as u64 * 4);
+            match &shape {
+                None => shape = Some(run.observation_shape.clone()),
+                Some(first) if *first != run.observation_shape => {
+                    other_shape.get_or_insert((i, run.observation_shape.clone()));
+                }
+                Some(_) => {}
+            }
+            progress.counters().add_bytes(bytes_per_trace);
             progress.counters().add_item();
         };
-        match store::simulate_into(&mut writer, (args.seed, args.noise), block(f), &mut summary, on_trace) {
+        let mut program = |ex: &mut Executor<'_>| simulator.run(ex);
+        let simulated =
+            store::simulate_into(&mut writer, &mut program, (args.seed, noise), block(f), &mut summary, on_trace);
+        if let (Some((i, other)), Some(first)) = (other_shape, &shape) {
+            drop((writer, writers));
+            world.fail(format!("trace {i} observes a tensor of shape {other:?}; the first trace's was {first:?}"));
+        }
+        match simulated {
             Ok(spent) => {
                 times.simulating += spent.simulating;
                 times.staging += spent.staging;
@@ -119,7 +205,20 @@ pub fn run(args: &TracesArgs) -> anyhow::Result<()> {
     dictionary.sort_by_key(|a| dictionary_order(a));
 
     let t = Instant::now();
-    let schema = Schema::traces(&SHAPE);
+    // Every rank's observations must have one shape: the manifest states it.
+    let mut agreed: Option<Vec<usize>> = None;
+    for (r, bytes) in world.all_gather_bytes(&serde_json::to_vec(&shape)?).iter().enumerate() {
+        let theirs: Option<Vec<usize>> =
+            serde_json::from_slice(bytes).with_context(|| format!("the shape rank {r} sent"))?;
+        match (&agreed, theirs) {
+            (Some(first), Some(theirs)) if *first != theirs => {
+                world.fail(format!("rank {r}'s simulator observes shape {theirs:?}, a lower rank's {first:?}"))
+            }
+            (None, Some(theirs)) => agreed = Some(theirs),
+            _ => {}
+        }
+    }
+    let schema = Schema::traces(&agreed.unwrap_or_else(|| SHAPE.to_vec()));
     let mut written = Vec::new();
     let mut unfinished = writers.into_iter();
     while let Some((f, writer)) = unfinished.next() {
@@ -161,7 +260,17 @@ pub fn run(args: &TracesArgs) -> anyhow::Result<()> {
     }
     out_dir.write_manifest(&world, schema, written)?;
     let seconds = started.elapsed().as_secs_f64();
-    report(&world, args, files, &total, &times, (my_traces, stored_bytes, encoded_bytes), seconds)
+    let simulator = match &simulator {
+        Simulator::Tau => serde_json::json!({ "kind": "built-in tau decay" }),
+        Simulator::Remote(remote) => serde_json::json!({
+            "kind": "ppx",
+            "address": args.ppx,
+            "system_name": remote.system_name,
+            "model_name": remote.model_name,
+        }),
+    };
+    let figures = (my_traces, stored_bytes, encoded_bytes);
+    report(&world, args, files, &total, &times, figures, (seconds, simulator, noise))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -172,7 +281,7 @@ fn report(
     summary: &Summary,
     times: &Times,
     (traces, stored_bytes, encoded_bytes): (u64, u64, u64),
-    seconds: f64,
+    (seconds, simulator, noise): (f64, serde_json::Value, Option<f32>),
 ) -> anyhow::Result<()> {
     let mine = [
         traces as f64,
@@ -211,6 +320,8 @@ fn report(
         },
         "choices_per_trace": total.lengths(),
         "seed": args.seed,
+        "noise": noise,
+        "simulator": simulator,
     });
     args.output.write_report(&json)
 }

@@ -82,6 +82,36 @@ pub enum Mode<'a> {
     Replay(&'a Recorded),
     /// Draw controlled choices from the proposal, the rest from their priors.
     Proposal(u64, &'a mut dyn Proposal),
+    /// Ask the driver for every choice and tell it every observation: the
+    /// simulator runs under another system's inference (PPX, served).
+    /// Observations are drawn with the seeded stream.
+    Driven(u64, &'a mut dyn Driver),
+}
+
+/// The other end of a driven run ([`Mode::Driven`]): a probabilistic
+/// programming system that picks each value and sees each observation.
+/// Errors say why the system could not answer.
+pub trait Driver {
+    /// The value of the choice at `site` (address `address`) under `prior`.
+    fn sample(&mut self, site: &str, address: &str, prior: &Distribution, controlled: bool) -> Result<f64, String>;
+    /// `value` observed at `site` under `likelihood`.
+    fn observe(&mut self, site: &str, likelihood: &Distribution, value: f64) -> Result<(), String>;
+    /// The tensor observation `value` (shape `shape`) at `site`:
+    /// independent normals of deviation `noise` around `mean`.
+    fn observe_tensor(&mut self, site: &str, tensor: TensorObservation<'_>) -> Result<(), String>;
+}
+
+/// A tensor observation as a driver sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct TensorObservation<'v> {
+    /// Its shape, C order.
+    pub shape: &'v [usize],
+    /// The means.
+    pub mean: &'v [f32],
+    /// The deviation of every value.
+    pub noise: f32,
+    /// The values observed.
+    pub value: &'v [f32],
 }
 
 /// One random choice of a run.
@@ -110,6 +140,8 @@ pub struct Recorded {
     pub observation_address: String,
     /// The tensor observation (for example a calorimeter's voxels).
     pub observation: Vec<f32>,
+    /// Its shape, C order.
+    pub observation_shape: Vec<usize>,
     /// log likelihood of every observation given the choices.
     pub log_likelihood: f64,
 }
@@ -191,6 +223,9 @@ pub enum RunError {
         /// Values given.
         given: usize,
     },
+    /// The system or simulator at the other end of PPX failed or broke the protocol.
+    #[error("{0}")]
+    Remote(String),
     /// A loop did not end within its bound.
     #[error("at {address}: {what}")]
     Bound {
@@ -209,7 +244,8 @@ pub struct Executor<'a> {
     /// The observation's noise if not the simulator's own.
     observation_noise: Option<f32>,
     rng: ChaCha12Rng,
-    instances: HashMap<(&'static str, &'static str), u32>,
+    /// Calls so far of each `site__Distribution`.
+    instances: HashMap<String, u32>,
     run: Recorded,
 }
 
@@ -227,7 +263,7 @@ impl<'a> Executor<'a> {
     /// An executor in `mode`.
     pub fn new(mode: Mode<'a>) -> Self {
         let seed = match &mode {
-            Mode::Prior(seed) | Mode::Proposal(seed, _) => *seed,
+            Mode::Prior(seed) | Mode::Proposal(seed, _) | Mode::Driven(seed, _) => *seed,
             Mode::Replay(_) => 0,
         };
         Executor {
@@ -258,11 +294,19 @@ impl<'a> Executor<'a> {
         self
     }
 
-    fn address(&mut self, site: &'static str, d: &Distribution) -> String {
-        let dist = name(d);
-        let n = self.instances.entry((site, dist)).or_insert(0);
-        *n += 1;
-        format!("{site}__{dist}__{n}")
+    fn address(&mut self, site: &str, d: &Distribution) -> String {
+        let base = format!("{site}__{}", name(d));
+        let n = match self.instances.get_mut(&base) {
+            Some(n) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                self.instances.insert(base.clone(), 1);
+                1
+            }
+        };
+        format!("{base}__{n}")
     }
 
     /// The recorded choice at the next position, checked against `address`.
@@ -284,16 +328,16 @@ impl<'a> Executor<'a> {
     }
 
     /// A controlled random choice at `site`.
-    pub fn sample(&mut self, site: &'static str, prior: Distribution) -> Result<f64, RunError> {
+    pub fn sample(&mut self, site: &str, prior: Distribution) -> Result<f64, RunError> {
         self.choose(site, prior, true)
     }
 
     /// A random choice inference does not propose (drawn from its prior).
-    pub fn sample_uncontrolled(&mut self, site: &'static str, prior: Distribution) -> Result<f64, RunError> {
+    pub fn sample_uncontrolled(&mut self, site: &str, prior: Distribution) -> Result<f64, RunError> {
         self.choose(site, prior, false)
     }
 
-    fn choose(&mut self, site: &'static str, prior: Distribution, controlled: bool) -> Result<f64, RunError> {
+    fn choose(&mut self, site: &str, prior: Distribution, controlled: bool) -> Result<f64, RunError> {
         let address = self.address(site, &prior);
         distribution::validate(&prior).map_err(Self::invalid(&address))?;
         let (value, log_proposal) = match self.replayed(&address)? {
@@ -304,6 +348,10 @@ impl<'a> Executor<'a> {
                         .propose(&address, &prior, &self.run.choices, &mut self.rng)
                         .map_err(|reason| RunError::Proposal { address: address.clone(), reason })?;
                     (proposed.value, proposed.log_density)
+                }
+                Mode::Driven(_, driver) => {
+                    let v = driver.sample(site, &address, &prior, controlled).map_err(RunError::Remote)?;
+                    (v, distribution::log_prob(&prior, v))
                 }
                 _ => {
                     let v = distribution::draw(&prior, &mut self.rng).map_err(Self::invalid(&address))?;
@@ -321,10 +369,13 @@ impl<'a> Executor<'a> {
 
     /// Condition on `value` under `likelihood` at `site` (recorded as an
     /// uncontrolled choice).
-    pub fn observe(&mut self, site: &'static str, likelihood: Distribution, value: f64) -> Result<(), RunError> {
+    pub fn observe(&mut self, site: &str, likelihood: Distribution, value: f64) -> Result<(), RunError> {
         let address = self.address(site, &likelihood);
         distribution::validate(&likelihood).map_err(Self::invalid(&address))?;
         let value = self.replayed(&address)?.unwrap_or(value);
+        if let Mode::Driven(_, driver) = &mut self.mode {
+            driver.observe(site, &likelihood, value).map_err(RunError::Remote)?;
+        }
         let log_prob = distribution::log_prob(&likelihood, value);
         self.run.log_likelihood += log_prob;
         self.run.choices.push(Choice {
@@ -339,13 +390,40 @@ impl<'a> Executor<'a> {
     }
 
     /// The tensor observation at `site`: independent normals of standard
-    /// deviation `noise` around `mean`. Drawn under prior and proposal
-    /// unless the run is [conditioned](Self::conditioned_on); under replay,
-    /// the recorded observation. Its log likelihood is added.
-    pub fn observe_tensor(&mut self, site: &'static str, mean: &[f32], noise: f32) -> Result<&[f32], RunError> {
+    /// deviation `noise` around `mean`, in `shape`. Drawn under prior and
+    /// proposal unless the run is [conditioned](Self::conditioned_on);
+    /// under replay, the recorded observation. Its log likelihood is added.
+    pub fn observe_tensor(
+        &mut self,
+        site: &str,
+        shape: &[usize],
+        mean: &[f32],
+        noise: f32,
+    ) -> Result<&[f32], RunError> {
+        self.observe_tensor_given(site, shape, mean, noise, None)
+    }
+
+    /// [`observe_tensor`](Self::observe_tensor) of a simulator that brings
+    /// its own observation (`given`): it is the observation unless the run
+    /// is replayed or conditioned.
+    pub fn observe_tensor_given(
+        &mut self,
+        site: &str,
+        shape: &[usize],
+        mean: &[f32],
+        noise: f32,
+        given: Option<&[f32]>,
+    ) -> Result<&[f32], RunError> {
         let address = format!("{site}__Normal__1");
         let noise = self.observation_noise.unwrap_or(noise);
-        let observation = match (&self.mode, self.observed) {
+        if shape.iter().product::<usize>() != mean.len() || given.is_some_and(|g| g.len() != mean.len()) {
+            return Err(RunError::ObservationSize {
+                site: address,
+                expected: shape.iter().product(),
+                given: given.map_or(mean.len(), <[f32]>::len),
+            });
+        }
+        let observation = match (&self.mode, self.observed.or(given)) {
             (Mode::Replay(trace), _) => {
                 if trace.observation_address != address || trace.observation.len() != mean.len() {
                     return Err(RunError::Diverged {
@@ -372,8 +450,13 @@ impl<'a> Executor<'a> {
         let sigma = f64::from(noise);
         self.run.log_likelihood += -squares / (2.0 * sigma * sigma)
             - mean.len() as f64 * (sigma.ln() + 0.5 * (2.0 * std::f64::consts::PI).ln());
+        if let Mode::Driven(_, driver) = &mut self.mode {
+            let tensor = TensorObservation { shape, mean, noise, value: &observation };
+            driver.observe_tensor(site, tensor).map_err(RunError::Remote)?;
+        }
         self.run.observation_address = address;
         self.run.observation = observation;
+        self.run.observation_shape = shape.to_vec();
         Ok(&self.run.observation)
     }
 

@@ -3,13 +3,13 @@
 
 use formats::lmdb::trace_codec::{self, Trace};
 
-use super::calorimeter::{NOISE_GEV, SHAPE};
+use super::calorimeter::NOISE_GEV;
 use super::executor::{Choice, Executor, Mode, Recorded, RunError};
 use super::tau::{self, OBSERVATION_SITE};
 use crate::random::mix;
 
 /// Stream of a trace's randomness in [`mix`].
-const STREAM: u64 = 40;
+pub(crate) const STREAM: u64 = 40;
 
 /// Trace `index` of a run seeded with `seed`, from the prior: the same
 /// bytes whichever rank runs it.
@@ -34,7 +34,7 @@ pub fn replay(recorded: &Recorded) -> Result<Recorded, RunError> {
 /// The store's record of a run; `address_id` gives each address its id.
 pub fn to_trace(run: &Recorded, mut address_id: impl FnMut(&str) -> u32) -> Trace {
     Trace {
-        shape: SHAPE.iter().map(|&d| d as u32).collect(),
+        shape: run.observation_shape.iter().map(|&d| d as u32).collect(),
         observation: run.observation.clone(),
         choices: run
             .choices
@@ -75,6 +75,7 @@ pub fn from_trace(trace: &Trace, dictionary: &[String]) -> Result<Recorded, RunE
         choices,
         observation_address: format!("{OBSERVATION_SITE}__Normal__1"),
         observation: trace.observation.clone(),
+        observation_shape: trace.shape.iter().map(|&d| d as usize).collect(),
         log_likelihood: 0.0,
     })
 }

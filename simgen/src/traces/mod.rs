@@ -5,7 +5,9 @@
 //! prior, replay and proposal modes); [`tau`] the simulator written
 //! against it, a tau lepton decaying into a [`calorimeter`]; [`generate`]
 //! turns a run into the trace store's records; [`summary`] counts trace
-//! types.
+//! types; [`serve`] offers the simulator over PPX (pyprob's protocol) and
+//! [`remote`] drives a simulator elsewhere over it, [`ppx_map`] translating
+//! between PPX's distributions and ours.
 //!
 //! ```
 //! use simgen::traces::generate::run_prior;
@@ -19,6 +21,9 @@ pub mod calorimeter;
 pub mod distribution;
 pub mod executor;
 pub mod generate;
+pub mod ppx_map;
+pub mod remote;
+pub mod serve;
 pub mod store;
 pub mod summary;
 pub mod tau;

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use formats::lmdb::{LmdbError, TraceStoreWriter};
 
-use super::executor::{Recorded, RunError};
-use super::generate::{run_prior_with_noise, to_trace};
+use super::executor::{Executor, Mode, Recorded, RunError};
+use super::generate::{STREAM, to_trace};
 use super::summary::Summary;
 
 /// A trace that could not be simulated or staged.
@@ -67,12 +67,18 @@ pub struct StageTimes {
     pub staging: Duration,
 }
 
-/// Simulate traces `traces` of the run seeded `seed` (observation noise
-/// `noise` GeV) from the prior and stage them in `writer`, counting their
-/// types in `summary` and calling `on_trace` with each after it is staged.
+/// A simulator the executor runs: `tau::simulate`, or a
+/// [`RemoteSimulator`](super::remote::RemoteSimulator)'s `run`.
+pub type Program<'p> = &'p mut dyn FnMut(&mut Executor<'_>) -> Result<(), RunError>;
+
+/// Simulate traces `traces` of the run seeded `seed` with `program` from
+/// the prior (observation noise `noise`, if not the simulator's own) and
+/// stage them in `writer`, counting their types in `summary` and calling
+/// `on_trace` with each after it is staged.
 pub fn simulate_into(
     writer: &mut TraceStoreWriter,
-    (seed, noise): (u64, f32),
+    program: Program<'_>,
+    (seed, noise): (u64, Option<f32>),
     traces: Range<u64>,
     summary: &mut Summary,
     mut on_trace: impl FnMut(u64, &Recorded),
@@ -80,8 +86,13 @@ pub fn simulate_into(
     let mut times = StageTimes::default();
     for index in traces {
         let t = Instant::now();
-        let run =
-            run_prior_with_noise(seed, index, noise).map_err(|source| TraceStoreError::Simulate { index, source })?;
+        let mut ex = Executor::new(Mode::Prior(crate::random::mix(seed, index, STREAM)));
+        if let Some(noise) = noise {
+            ex = ex.with_observation_noise(noise);
+        }
+        let run = program(&mut ex)
+            .and_then(|()| ex.finish())
+            .map_err(|source| TraceStoreError::Simulate { index, source })?;
         times.simulating += t.elapsed();
         let t = Instant::now();
         let trace = to_trace(&run, |a| writer.address_id(a));

@@ -24,7 +24,7 @@
 
 use formats::lmdb::trace_codec::Distribution;
 
-use super::calorimeter::{self, NOISE_GEV, Particle, Shower, VOXELS};
+use super::calorimeter::{self, NOISE_GEV, Particle, SHAPE, Shower, VOXELS};
 use super::executor::{Executor, RunError};
 
 /// Address prefix of the calorimeter observation.
@@ -163,7 +163,7 @@ pub fn simulate(ex: &mut Executor<'_>) -> Result<(), RunError> {
         let y = ex.sample("pileup__y", uniform(0.0, calorimeter::SIDE as f64))?;
         calorimeter::deposit(&mut grid, &Particle { energy: e, x, y, shower: Shower::Hadronic { start: 0.0 } });
     }
-    ex.observe_tensor(OBSERVATION_SITE, &grid, NOISE_GEV)?;
+    ex.observe_tensor(OBSERVATION_SITE, &SHAPE, &grid, NOISE_GEV)?;
     Ok(())
 }
 
