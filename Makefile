@@ -72,6 +72,9 @@ test: setup
 # cdylibs), so after it nothing is rebuilt: a narrower `cargo build -p ...`
 # resolves features without the dev-dependencies and rebuilds much of the
 # tree (`-p stagehand-preload` took 2 minutes of CI).
+# pyprob 1.5.0 gets a venv of its own (python/setup-pyprob-venv.sh: its pins
+# clash with TensorFlow's), borrowing torch from the first: the PPX tests
+# (python/tests/test_ppx.py) run pyprob against our simulator server.
 # The wheel `make wheel` builds is tested too (python/tests/test_wheel.py:
 # installed into a fresh venv with no cargo on the PATH).
 # The package and the wheel are built in the `dev` profile here (a user's
@@ -81,6 +84,7 @@ test: setup
 test-python: export STAGEHAND_PYTHON_PROFILE := dev
 test-python:
 	bash python/setup-venv.sh
+	bash python/setup-pyprob-venv.sh
 	bash python/build-wheel.sh
 	$(CLIPPY_BUILD) $(CARGO) build --workspace --all-targets
 	python/.venv/bin/pytest -q python/tests

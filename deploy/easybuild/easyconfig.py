@@ -50,6 +50,7 @@ builddependencies = [
 ]
 dependencies = [
     ('HDF5', '2.1.1', '', ('gompi', '{toolchain_version}')),
+    ('ZeroMQ', '4.3.5', '', ('GCCcore', '15.2.0')),  # libzmq: the PPX protocol (crate zmq, via pkg-config)
     ('Python', '3.14.2', '', ('GCCcore', '15.2.0')),
     ('SciPy-bundle', '2026.05', '', ('gfbf', '{toolchain_version}')),  # NumPy
 ]

@@ -24,7 +24,7 @@ DIRECTIVES = {"license", "version", "variant", "depends_on", "extends", "when", 
 # checked in spack-packages: rust (versions to 1.96.0), c (the compiler
 # virtual), llvm (variant clang), pkgconfig (virtual, pkgconf provides it),
 # mpi (virtual; providers set spec["mpi"].mpicc), hdf5 (1.10 to 2.1.0),
-# python, py-maturin (to 1.13.1), py-pip, py-numpy.
+# libzmq (4.x), python, py-maturin (to 1.13.1), py-pip, py-numpy.
 CHECKED = {
     "rust": set(),
     "c": set(),
@@ -32,6 +32,7 @@ CHECKED = {
     "pkgconfig": set(),
     "mpi": set(),
     "hdf5": set(),
+    "libzmq": set(),
     "python": set(),
     "py-maturin": set(),
     "py-pip": set(),

@@ -9,7 +9,7 @@ use super::tau::{self, OBSERVATION_SITE};
 use crate::random::mix;
 
 /// Stream of a trace's randomness in [`mix`].
-pub(crate) const STREAM: u64 = 40;
+const STREAM: u64 = 40;
 
 /// Trace `index` of a run seeded with `seed`, from the prior: the same
 /// bytes whichever rank runs it.
@@ -19,10 +19,26 @@ pub fn run_prior(seed: u64, index: u64) -> Result<Recorded, RunError> {
 
 /// [`run_prior`] with a calorimeter noise of `noise` GeV per voxel.
 pub fn run_prior_with_noise(seed: u64, index: u64, noise: f32) -> Result<Recorded, RunError> {
-    let mut ex = Executor::new(Mode::Prior(mix(seed, index, STREAM))).with_observation_noise(noise);
-    tau::simulate(&mut ex)?;
+    run_prior_of(&mut tau::simulate, seed, index, Some(noise))
+}
+
+/// Trace `index` of `program` (a simulator: `tau::simulate`, a
+/// [`RemoteSimulator`](super::remote::RemoteSimulator)'s `run`) seeded
+/// with `seed`, from the prior, its tensor observation's noise `noise` if
+/// not the simulator's own. The same seed gives the built-in simulator and
+/// a remote one the same choices.
+pub fn run_prior_of(program: Program<'_>, seed: u64, index: u64, noise: Option<f32>) -> Result<Recorded, RunError> {
+    let mut ex = Executor::new(Mode::Prior(mix(seed, index, STREAM)));
+    if let Some(noise) = noise {
+        ex = ex.with_observation_noise(noise);
+    }
+    program(&mut ex)?;
     ex.finish()
 }
+
+/// A simulator the executor runs: `tau::simulate`, or a
+/// [`RemoteSimulator`](super::remote::RemoteSimulator)'s `run`.
+pub type Program<'p> = &'p mut dyn FnMut(&mut Executor<'_>) -> Result<(), RunError>;
 
 /// Re-execute the simulator on `recorded`'s values.
 pub fn replay(recorded: &Recorded) -> Result<Recorded, RunError> {

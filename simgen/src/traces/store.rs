@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use formats::lmdb::{LmdbError, TraceStoreWriter};
 
-use super::executor::{Executor, Mode, Recorded, RunError};
-use super::generate::{STREAM, to_trace};
+use super::executor::{Recorded, RunError};
+use super::generate::{Program, run_prior_of, to_trace};
 use super::summary::Summary;
 
 /// A trace that could not be simulated or staged.
@@ -67,10 +67,6 @@ pub struct StageTimes {
     pub staging: Duration,
 }
 
-/// A simulator the executor runs: `tau::simulate`, or a
-/// [`RemoteSimulator`](super::remote::RemoteSimulator)'s `run`.
-pub type Program<'p> = &'p mut dyn FnMut(&mut Executor<'_>) -> Result<(), RunError>;
-
 /// Simulate traces `traces` of the run seeded `seed` with `program` from
 /// the prior (observation noise `noise`, if not the simulator's own) and
 /// stage them in `writer`, counting their types in `summary` and calling
@@ -86,13 +82,8 @@ pub fn simulate_into(
     let mut times = StageTimes::default();
     for index in traces {
         let t = Instant::now();
-        let mut ex = Executor::new(Mode::Prior(crate::random::mix(seed, index, STREAM)));
-        if let Some(noise) = noise {
-            ex = ex.with_observation_noise(noise);
-        }
-        let run = program(&mut ex)
-            .and_then(|()| ex.finish())
-            .map_err(|source| TraceStoreError::Simulate { index, source })?;
+        let run =
+            run_prior_of(program, seed, index, noise).map_err(|source| TraceStoreError::Simulate { index, source })?;
         times.simulating += t.elapsed();
         let t = Instant::now();
         let trace = to_trace(&run, |a| writer.address_id(a));

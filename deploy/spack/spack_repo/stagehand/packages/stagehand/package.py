@@ -38,6 +38,8 @@ class Stagehand(Package):
     # The HDF5 versions hdf5-metno-sys 0.12 knows; serial or parallel
     # (Stagehand opens files per rank, never collectively).
     depends_on("hdf5@1.10:2.2")
+    # libzmq for the PPX protocol (the zmq crate finds it through pkg-config).
+    depends_on("libzmq@4.1:")
 
     with when("+python"):
         extends("python")
