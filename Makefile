@@ -119,6 +119,8 @@ bench: setup
 	$(CARGO) bench -p stagehand-simgen --bench multislice-bench
 	$(CARGO) bench -p stagehand-simgen --bench climate-bench
 	$(CARGO) bench -p stagehand-simgen --bench traces-bench
+	bash python/setup-venv.sh && bash python/setup-pyprob-venv.sh
+	$(CARGO) bench -p stagehand-simgen --bench ppx-bench
 	$(CARGO) bench -p stagehand-trainer --bench allreduce
 	$(CARGO) bench -p stagehand-trainer --bench step
 	$(CARGO) bench -p stagehand-trainer --bench ops
@@ -126,3 +128,4 @@ bench: setup
 	$(CARGO) bench -p stagehand-trainer --bench segmentation
 	$(CARGO) bench -p stagehand-trainer --bench inverse
 	$(CARGO) bench -p stagehand-trainer --bench etalumis
+	$(CARGO) bench -p stagehand-trainer --bench etalumis_inference

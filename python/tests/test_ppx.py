@@ -7,6 +7,7 @@ records a simulator written in Python with pyprob's own message classes
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import time
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 import stagehand
-from conftest import REPO, binary
+from conftest import MPI_ENV, MPIRUN, REPO, binary
 
 PYPROB_PYTHON = REPO / "python" / ".venv-pyprob" / "bin" / "python"
 HERE = Path(__file__).resolve().parent / "ppx"
@@ -122,3 +123,76 @@ def test_a_ppx_simulator_that_breaks_the_protocol_is_one_clear_error(tmp_path, f
     errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and re.search(message, errors[0]), done.stderr
     assert time.monotonic() - started < 30
+
+
+def trainer_infer_over_ppx(address: str, observations: Path, report: Path, ranks: int = 1) -> str:
+    command = [str(binary("trainer")), "infer", "--ppx", address, "--engine", "rmh", "--observations",
+               str(observations), "--count", "2", "--chains", "4", "--steps", "2000", "--burn-in", "400",
+               "--seed", "3", "--report", str(report)]
+    if ranks > 1:
+        command = [*MPIRUN, "-np", str(ranks), *command]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env={**os.environ, **MPI_ENV})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_trainer_infer_over_ppx_recovers_the_closed_form_gaussian_posterior_on_one_rank_and_two(tmp_path):
+    n, sigma = 16, 2.0
+    simulator, address = gaussian("--n", str(n), "--sigma", str(sigma))
+    try:
+        held_out = tmp_path / "held-out"
+        subprocess.run([str(binary("simgen")), "traces", "--out", str(held_out), "--traces", "2", "--seed", "11",
+                        "--ppx", address], capture_output=True, text=True, check=True)
+        one = trainer_infer_over_ppx(address, held_out, tmp_path / "one.json")
+    finally:
+        stop(simulator)
+    assert "gaussian unknown mean" in one
+    results = json.loads((tmp_path / "one.json").read_text())
+    data = stagehand.Dataset.from_manifest(held_out)
+    # mu | x ~ N(m, s^2): 1/s^2 = 1 + n/sigma^2, m = s^2 sum(x) / sigma^2.
+    s2 = 1.0 / (1.0 + n / sigma**2)
+    for r in results:
+        x, _ = data.read(r["index"])
+        m = s2 * float(np.sum(x)) / sigma**2
+        (mu,) = r["latents"]
+        assert mu["address"] == "mu__Normal__1"
+        assert mu["rhat"] < 1.05
+        # Five standard errors of the chains' mean, and 10 % on the deviation.
+        assert abs(mu["mean"] - m) < 5 * np.sqrt(s2 / mu["ess"]), (mu, m)
+        assert abs(mu["std"] - np.sqrt(s2)) < 0.1 * np.sqrt(s2), (mu, np.sqrt(s2))
+
+    # Two ranks, a simulator each: the same chains, observation by observation.
+    sockets = tmp_path / "sockets"
+    sockets.mkdir()
+    simulators = [gaussian_at(f"ipc://{sockets}/sim-{rank}", n, sigma) for rank in range(2)]
+    try:
+        trainer_infer_over_ppx(f"ipc://{sockets}/sim-{{rank}}", held_out, tmp_path / "two.json", ranks=2)
+    finally:
+        for s in simulators:
+            stop(s)
+    two = json.loads((tmp_path / "two.json").read_text())
+    assert [r["rank"] for r in two] == [0, 1]
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in ("rank", "seconds")} for r in rs]
+    assert strip(two) == strip(results)
+
+
+def gaussian_at(address: str, n: int, sigma: float) -> subprocess.Popen:
+    process, _ = start([pyprob_python(), HERE / "gaussian_simulator.py", address, "--n", str(n), "--sigma",
+                        str(sigma)], "gaussian simulator")
+    return process
+
+
+def test_pyprob_runs_its_own_importance_sampling_and_metropolis_hastings_on_our_served_simulator(tmp_path):
+    server, address = start([binary("simgen"), "ppx-serve", "--address", "tcp://127.0.0.1:*"], "simgen ppx-serve")
+    try:
+        done = subprocess.run(
+            [str(pyprob_python()), str(HERE / "pyprob_posterior.py"), address, "calorimeter", "20"],
+            capture_output=True, text=True, timeout=300)
+    finally:
+        stop(server)
+    assert done.returncode == 0, done.stderr
+    # pyprob prints its progress and the socket's close on stdout too.
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    result = json.loads(line)
+    assert result["IMPORTANCE_SAMPLING"] == {"traces": 20, "finite": True}
+    assert result["RANDOM_WALK_METROPOLIS_HASTINGS"]["traces"] == 20

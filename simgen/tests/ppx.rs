@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used)]
 
 use std::thread;
+
+use rand::SeedableRng;
 use std::time::{Duration, Instant};
 
 use ppx::Replier;
@@ -89,4 +91,42 @@ fn a_simulator_that_dies_mid_run_is_an_error_within_seconds() {
     simulator.join().unwrap();
     assert!(err.contains("closed the connection"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+}
+
+#[test]
+fn the_served_simulator_takes_a_value_outside_its_prior_as_the_system_s_choice() {
+    let mut replier = Replier::bind("tcp://127.0.0.1:*").unwrap();
+    let endpoint = replier.endpoint().unwrap();
+    let config = ServeConfig { seed: 1, noise: 0.002, timeout: Duration::from_secs(30), runs: Some(1) };
+    let mut recorded = Vec::new();
+    let server = thread::spawn(move || {
+        serve(&mut replier, &config, |_, run| recorded.push(run.clone()), |e| panic!("abandoned: {e}")).unwrap();
+        recorded
+    });
+    let mut system = ppx::Requester::connect(&endpoint, Duration::from_secs(30)).unwrap();
+    let mut reply = system.request(&message(MessageBody::Run(Box::new(schema::Run {})))).unwrap();
+    let mut first = true;
+    let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(1);
+    loop {
+        let answer = match reply.body {
+            Some(MessageBody::Sample(sample)) => {
+                // px ~ Uniform(-0.5, 0.5) answered with 2.0 (pyprob's RMH
+                // may reuse such a value and reject the run itself).
+                let prior = simgen::traces::ppx_map::from_ppx("", sample.distribution.as_ref().unwrap()).unwrap();
+                let value = if std::mem::take(&mut first) {
+                    2.0
+                } else {
+                    simgen::traces::distribution::draw(&prior, &mut rng).unwrap()
+                };
+                MessageBody::SampleResult(Box::new(schema::SampleResult { result: Some(Box::new(scalar(value))) }))
+            }
+            Some(MessageBody::Observe(_)) => MessageBody::ObserveResult(Box::new(schema::ObserveResult {})),
+            Some(MessageBody::RunResult(_)) => break,
+            other => panic!("unexpected {other:?}"),
+        };
+        reply = system.request(&message(answer)).unwrap();
+    }
+    let recorded = server.join().unwrap();
+    let px = &recorded[0].choices[0];
+    assert_eq!((px.address.as_str(), px.value, px.log_prior), ("tau__px__Uniform__1", 2.0, f64::NEG_INFINITY));
 }

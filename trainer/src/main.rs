@@ -180,6 +180,21 @@ struct InferArgs {
     /// Held-out traces: a `simgen traces --out` directory (manifest.json and trace stores).
     #[arg(long)]
     observations: PathBuf,
+    /// Infer on a simulator that speaks PPX (pyprob's protocol) at this
+    /// ZeroMQ address instead of the built-in tau simulator, conditioned on
+    /// --observations recorded from it (`simgen traces --ppx`). With
+    /// --engine rmh. Several ranks: put `{rank}` in the address, one
+    /// simulator per rank.
+    #[arg(long, value_name = "ADDRESS")]
+    ppx: Option<String>,
+    /// Seconds a PPX simulator may take to answer before inference fails.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    ppx_timeout: f64,
+    /// With --ppx: the latents to report, by address (`mu__Normal__1`),
+    /// comma-separated. Default: every controlled address the observations'
+    /// traces share.
+    #[arg(long, value_delimiter = ',', value_name = "ADDRESSES")]
+    latents: Vec<String>,
     /// Importance samples per observation, for each proposal.
     #[arg(long, default_value_t = 100)]
     samples: usize,
@@ -190,18 +205,21 @@ struct InferArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// The calorimeter's noise per voxel, GeV, the observations were
-    /// simulated with (`simgen traces --noise`; its default is this one).
+    /// simulated with (`simgen traces --noise`; default 0.002, simgen's).
     /// The likelihood scores them with it. A larger value than the data's
     /// gives an approximate (ABC-style) posterior; train on data with the
     /// noise you infer with, or the proposals will be too narrow for it.
-    #[arg(long, default_value_t = simgen::traces::calorimeter::NOISE_GEV)]
-    noise: f32,
+    /// With --ppx: replaces the deviation the simulator states for its
+    /// tensor observation (default: the simulator's own).
+    #[arg(long)]
+    noise: Option<f32>,
     /// Write the results as JSON here.
     #[arg(long)]
     report: Option<PathBuf>,
 }
 
 use trainer::models::etalumis::infer as infer_engine;
+use trainer::models::etalumis::infer_ppx;
 
 /// `trainer infer`'s configuration, checked, with the network and the
 /// observations loaded: everything that can fail on bad input, before MPI.
@@ -226,10 +244,101 @@ fn prepare_infer(args: &InferArgs) -> anyhow::Result<(infer_engine::InferConfig,
         count: args.count,
         samples: args.samples,
         seed: args.seed,
-        noise: args.noise,
+        noise: args.noise.unwrap_or(simgen::traces::calorimeter::NOISE_GEV),
     };
     let prepared = infer_engine::Prepared::new(&config)?;
     Ok((config, prepared))
+}
+
+/// `trainer infer --ppx`'s configuration, checked, with the observations
+/// read: before MPI, as [`prepare_infer`].
+fn prepare_infer_ppx(args: &InferArgs) -> anyhow::Result<(infer_ppx::PpxInferConfig, infer_ppx::PpxPrepared)> {
+    anyhow::ensure!(
+        args.engine == infer_engine::Engine::Rmh,
+        "--ppx runs Metropolis-Hastings (--engine rmh); importance sampling over PPX needs a network trained \
+         on that simulator's traces, which trainer train etalumis does not take yet"
+    );
+    anyhow::ensure!(
+        args.ppx_timeout.is_finite() && args.ppx_timeout > 0.0,
+        "--ppx-timeout must be a positive number of seconds, got {}",
+        args.ppx_timeout
+    );
+    if let Some(noise) = args.noise {
+        anyhow::ensure!(noise.is_finite() && noise > 0.0, "--noise must be a positive number, got {noise}");
+    }
+    let config = infer_ppx::PpxInferConfig {
+        observations: args.observations.clone(),
+        count: args.count,
+        latents: args.latents.clone(),
+        rmh: trainer::models::etalumis::infer_rmh::RmhSettings {
+            chains: args.chains,
+            chain: trainer::models::etalumis::rmh::ChainConfig {
+                steps: args.steps,
+                burn_in: args.burn_in,
+                thin: args.thin,
+            },
+        },
+        seed: args.seed,
+        noise: args.noise,
+    };
+    let prepared = infer_ppx::PpxPrepared::new(&config)?;
+    Ok((config, prepared))
+}
+
+/// `trainer infer --ppx` on this rank's share of the observations, gathered
+/// on rank 0 as [`infer`] does.
+fn infer_over_ppx(
+    world: &World,
+    args: &InferArgs,
+    config: &infer_ppx::PpxInferConfig,
+    prepared: &infer_ppx::PpxPrepared,
+) -> anyhow::Result<()> {
+    let (rank, size, n) = (world.rank(), world.size(), prepared.len());
+    let template = args.ppx.as_deref().unwrap_or_default();
+    anyhow::ensure!(
+        size == 1 || template.contains("{rank}"),
+        "--ppx {template} on {size} ranks: a PPX simulator serves one system at a time; put {{rank}} in the address"
+    );
+    let address = template.replace("{rank}", &rank.to_string());
+    let mut remote = simgen::traces::remote::RemoteSimulator::connect(
+        &address,
+        std::time::Duration::from_secs_f64(args.ppx_timeout),
+    )
+    .with_context(|| format!("--ppx {address}"))?;
+    let mine = rank * n / size..(rank + 1) * n / size;
+    let results = prepared.infer(config, &mut remote, mine, |i, r| {
+        let worst = r.latents.iter().filter_map(|l| l.rhat).fold(f64::NAN, f64::max);
+        let on = if size > 1 { format!(" (rank {rank})") } else { String::new() };
+        eprintln!(
+            "observation {}{on}: Metropolis-Hastings over PPX, acceptance {:.3}, largest R-hat {worst:.3}",
+            i + 1,
+            r.acceptance
+        );
+    })?;
+    let gathered = world.all_gather_bytes(&serde_json::to_vec(&results)?);
+    if rank != 0 {
+        return Ok(());
+    }
+    let mut all = Vec::with_capacity(n);
+    for (from, bytes) in gathered.iter().enumerate() {
+        let mut theirs: Vec<infer_ppx::PpxInferred> =
+            serde_json::from_slice(bytes).with_context(|| format!("the results rank {from} sent"))?;
+        for r in &mut theirs {
+            r.rank = from;
+        }
+        all.extend(theirs);
+    }
+    println!("simulator: {} ({}) at {template}", remote.model_name, remote.system_name);
+    print!("{}", infer_ppx::table(&all));
+    if size > 1 {
+        let counts: Vec<String> = (0..size).map(|r| (r * n / size..(r + 1) * n / size).len().to_string()).collect();
+        println!("observations per rank: {}", counts.join(", "));
+    }
+    if let Some(path) = &args.report {
+        std::fs::write(path, serde_json::to_string_pretty(&all)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Infer this rank's share of the observations (a contiguous block; the
@@ -870,6 +979,14 @@ fn main() {
                 );
             }
             if let Err(e) = exchange_model(&world, &args, exchanged) {
+                world.fail(cluster::logging::chain(e.as_ref()));
+            }
+            return;
+        }
+        Command::Infer(args) if args.ppx.is_some() => {
+            let (config, prepared) = prepare_infer_ppx(&args).unwrap_or_else(|e| exit_before_mpi(&e));
+            let world = init_world();
+            if let Err(e) = infer_over_ppx(&world, &args, &config, &prepared) {
                 world.fail(cluster::logging::chain(e.as_ref()));
             }
             return;

@@ -360,7 +360,11 @@ impl<'a> Executor<'a> {
             },
         };
         let log_prior = distribution::log_prob(&prior, value);
-        if log_prior == f64::NEG_INFINITY {
+        // A driving system may reuse a value its prior no longer allows
+        // (pyprob's Metropolis-Hastings does, and rejects the candidate by
+        // its log probability): its choice, recorded at −∞. Elsewhere such
+        // a value ends the run.
+        if log_prior == f64::NEG_INFINITY && !matches!(self.mode, Mode::Driven(..)) {
             return Err(RunError::OutOfSupport { address, value });
         }
         self.run.choices.push(Choice { address, controlled, distribution: prior, value, log_prior, log_proposal });

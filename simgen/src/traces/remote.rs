@@ -10,7 +10,10 @@ use std::time::Duration;
 use ppx::codec::{body_name, message, scalar, values};
 use ppx::schema::{self, MessageBody};
 use ppx::{Requester, TransportError};
+use rand::SeedableRng;
+use rand_chacha::ChaCha12Rng;
 
+use super::distribution;
 use super::executor::{Executor, RunError};
 use super::ppx_map::{from_ppx, tensor_observation};
 
@@ -64,7 +67,10 @@ impl RemoteSimulator {
         self.requester.request(&message(body)).map_err(|e| RunError::Remote(e.to_string()))
     }
 
-    /// One run of the simulator, every random choice made by `ex`.
+    /// One run of the simulator, every random choice made by `ex`. A run
+    /// the executor gives up on (a proposed value outside its prior's
+    /// support: a rejected Metropolis-Hastings candidate) is still taken to
+    /// its end, so the simulator is ready for the next.
     pub fn run(&mut self, ex: &mut Executor<'_>) -> Result<(), RunError> {
         let mut reply = self.request(MessageBody::Run(Box::new(schema::Run {})))?;
         loop {
@@ -75,13 +81,30 @@ impl RemoteSimulator {
                         .distribution
                         .ok_or_else(|| RunError::Remote(format!("at {site}: a Sample without a distribution")))?;
                     let prior = from_ppx(&site, &distribution).map_err(|e| RunError::Remote(e.to_string()))?;
-                    let value =
-                        if sample.control { ex.sample(&site, prior)? } else { ex.sample_uncontrolled(&site, prior)? };
+                    let chosen = if sample.control {
+                        ex.sample(&site, prior.clone())
+                    } else {
+                        ex.sample_uncontrolled(&site, prior.clone())
+                    };
+                    // A failed choice still needs an answer (see finish_abandoned).
+                    let value = match chosen {
+                        Ok(value) => value,
+                        Err(e) => {
+                            let mut rng = ChaCha12Rng::seed_from_u64(0);
+                            let stand_in = distribution::draw(&prior, &mut rng)
+                                .map_err(|d| RunError::Remote(format!("{e}; finishing the run: {d}")))?;
+                            let answer = schema::SampleResult { result: Some(Box::new(scalar(stand_in))) };
+                            return self.finish_abandoned(e, MessageBody::SampleResult(Box::new(answer)));
+                        }
+                    };
                     MessageBody::SampleResult(Box::new(schema::SampleResult { result: Some(Box::new(scalar(value))) }))
                 }
                 Some(MessageBody::Observe(observe)) => {
-                    self.observe(ex, *observe)?;
-                    MessageBody::ObserveResult(Box::new(schema::ObserveResult {}))
+                    let acknowledged = MessageBody::ObserveResult(Box::new(schema::ObserveResult {}));
+                    if let Err(e) = self.observe(ex, *observe) {
+                        return self.finish_abandoned(e, acknowledged);
+                    }
+                    acknowledged
                 }
                 // Tags are values a simulator records for the user; traces do not keep them.
                 Some(MessageBody::Tag(_)) => MessageBody::TagResult(Box::new(schema::TagResult {})),
@@ -95,6 +118,39 @@ impl RemoteSimulator {
                 }
             };
             reply = self.request(next)?;
+        }
+    }
+
+    /// Take a run the executor gave up on (with `why`) to its end:
+    /// `answer` to the message in flight, then every later choice drawn
+    /// from its prior and observations acknowledged; then `why`. PPX has no
+    /// message that ends a run early.
+    fn finish_abandoned(&mut self, why: RunError, mut answer: MessageBody) -> Result<(), RunError> {
+        // The values only keep the simulator in step; the run is discarded.
+        let mut rng = ChaCha12Rng::seed_from_u64(0);
+        loop {
+            let reply = self.request(answer)?;
+            answer = match reply.body {
+                Some(MessageBody::Sample(sample)) => {
+                    let site = sample.address.unwrap_or_default();
+                    let value = sample
+                        .distribution
+                        .ok_or_else(|| format!("at {site}: a Sample without a distribution"))
+                        .and_then(|d| from_ppx(&site, &d).map_err(|e| e.to_string()))
+                        .and_then(|prior| distribution::draw(&prior, &mut rng).map_err(|e| e.to_string()))
+                        .map_err(|e| RunError::Remote(format!("{why}; finishing the run: {e}")))?;
+                    MessageBody::SampleResult(Box::new(schema::SampleResult { result: Some(Box::new(scalar(value))) }))
+                }
+                Some(MessageBody::Observe(_)) => MessageBody::ObserveResult(Box::new(schema::ObserveResult {})),
+                Some(MessageBody::Tag(_)) => MessageBody::TagResult(Box::new(schema::TagResult {})),
+                Some(MessageBody::RunResult(_)) => return Err(why),
+                _ => {
+                    return Err(RunError::Remote(format!(
+                        "{why}; finishing the run, the simulator sent {}",
+                        body_name(&reply)
+                    )));
+                }
+            };
         }
     }
 

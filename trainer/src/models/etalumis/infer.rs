@@ -204,8 +204,9 @@ pub fn load_network(dir: &Path, device: &Device) -> Result<(EtalumisNet, SavedNe
 
 /// `count` traces of the dataset in `dir` (all if it holds fewer), spread
 /// evenly over its stores: a store is sorted by trace type, so its first
-/// traces would all be of the commonest types.
-fn held_out(dir: &Path, count: usize, (shape, whose): ([usize; 3], &str)) -> Result<Vec<HeldOut>, TrainError> {
+/// traces would all be of the commonest types. Each with its store and
+/// its index there.
+pub(super) fn read_held_out(dir: &Path, count: usize) -> Result<Vec<(PathBuf, u64, Recorded)>, TrainError> {
     let context = || format!("--observations {}", dir.display());
     let data = |message: &str| TrainError::Data(format!("{}: {message}", context()));
     let manifest = Manifest::load(&dir.join(MANIFEST_FILE)).map_err(|e| TrainError::context(context(), e))?;
@@ -224,14 +225,8 @@ fn held_out(dir: &Path, count: usize, (shape, whose): ([usize; 3], &str)) -> Res
                 .get(index)
                 .map_err(|e| TrainError::context(context(), e))?
                 .ok_or_else(|| data(&format!("trace {index} missing")))?;
-            if trace.shape.iter().map(|&d| d as usize).ne(shape) {
-                return Err(data(&format!("observations of shape {:?}; {whose} {shape:?}", trace.shape)));
-            }
             let run = from_trace(&trace, store.addresses()).map_err(|e| TrainError::context(context(), e))?;
-            let truth = latents(&run).map_err(|e| {
-                data(&format!("trace {index} of {}: {e}: not traces of simgen's tau simulator", store_dir.display()))
-            })?;
-            out.push(HeldOut { store: store_dir.clone(), index, truth, run });
+            out.push((store_dir.clone(), index, run));
         }
         before += store.len();
     }
@@ -239,6 +234,24 @@ fn held_out(dir: &Path, count: usize, (shape, whose): ([usize; 3], &str)) -> Res
         return Err(data("holds no traces"));
     }
     Ok(out)
+}
+
+/// [`read_held_out`] for the tau simulator: observations of `shape`, each
+/// with the latents that made it.
+fn held_out(dir: &Path, count: usize, (shape, whose): ([usize; 3], &str)) -> Result<Vec<HeldOut>, TrainError> {
+    let data = |message: String| TrainError::Data(format!("--observations {}: {message}", dir.display()));
+    read_held_out(dir, count)?
+        .into_iter()
+        .map(|(store, index, run)| {
+            if run.observation_shape != shape {
+                return Err(data(format!("observations of shape {:?}; {whose} {shape:?}", run.observation_shape)));
+            }
+            let truth = latents(&run).map_err(|e| {
+                data(format!("trace {index} of {}: {e}: not traces of simgen's tau simulator", store.display()))
+            })?;
+            Ok(HeldOut { store, index, truth, run })
+        })
+        .collect()
 }
 
 /// A run's latents: channel, px, py, pz; an error names a missing one.

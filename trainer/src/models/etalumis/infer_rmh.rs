@@ -92,8 +92,9 @@ pub fn posterior(
     let mut chains = Vec::with_capacity(settings.chains);
     let (mut accepted, mut proposed) = (0, 0);
     for chain in 0..settings.chains as u64 {
-        let out = run_chain(&tau::simulate, (observation, Some(noise)), settings.chain, (chain_seed, chain), &extract)
-            .map_err(|e| TrainError::Model(format!("Metropolis-Hastings chain {chain}: {e}")))?;
+        let out =
+            run_chain(&mut tau::simulate, (observation, Some(noise)), settings.chain, (chain_seed, chain), &extract)
+                .map_err(|e| TrainError::Model(format!("Metropolis-Hastings chain {chain}: {e}")))?;
         accepted += out.accepted;
         proposed += out.proposed;
         chains.push(out.draws);

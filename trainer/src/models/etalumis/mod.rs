@@ -28,6 +28,7 @@
 pub mod flops;
 pub mod guide;
 pub mod infer;
+pub mod infer_ppx;
 pub mod infer_rmh;
 pub mod layout;
 pub mod lstm;

@@ -34,8 +34,9 @@ use formats::lmdb::trace_codec::Distribution;
 const CHAIN_STREAM: u64 = 61;
 const RUN_STREAM: u64 = 62;
 
-/// A simulator written against the executor (`simgen::traces::tau::simulate`).
-pub type Simulator<'a> = &'a dyn Fn(&mut Executor<'_>) -> Result<(), RunError>;
+/// A simulator written against the executor (`simgen::traces::tau::simulate`,
+/// or a PPX simulator's `RemoteSimulator::run`).
+pub type Simulator<'a> = &'a mut dyn FnMut(&mut Executor<'_>) -> Result<(), RunError>;
 
 /// One chain's length and what of it is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +134,7 @@ pub fn run_chain(
     if steps <= burn_in {
         return Err(RmhError::KeepsNothing { steps, burn_in, thin });
     }
-    let execute = |step: u64, proposal: &mut dyn Proposal| -> Result<Recorded, RunError> {
+    let mut execute = |step: u64, proposal: &mut dyn Proposal| -> Result<Recorded, RunError> {
         let mut ex = Executor::new(Mode::Proposal(mix(seed, chain << 32 | step, RUN_STREAM), proposal))
             .conditioned_on(observation);
         if let Some(noise) = noise {
@@ -206,7 +207,7 @@ mod tests {
         (0..4)
             .map(|chain| {
                 let config = ChainConfig { steps, burn_in: steps / 10, thin: 1 };
-                let out = run_chain(simulate, (&[], None), config, (7, chain), &extract).unwrap();
+                let out = run_chain(&mut *simulate, (&[], None), config, (7, chain), &extract).unwrap();
                 assert!(out.accepted > 0 && out.accepted < out.proposed);
                 out.draws.into_iter().map(|d| d[0]).collect()
             })
@@ -218,14 +219,14 @@ mod tests {
     #[test]
     fn the_chains_recover_a_conjugate_gaussian_posterior() {
         const Y: [f64; 4] = [1.2, 0.8, 1.5, 0.9];
-        let simulate = |ex: &mut Executor<'_>| -> Result<(), RunError> {
+        let mut simulate = |ex: &mut Executor<'_>| -> Result<(), RunError> {
             let mu = ex.sample("mu", normal(0.0, 1.0))?;
             for y in Y {
                 ex.observe("y", normal(mu, 1.0), y)?;
             }
             Ok(())
         };
-        let draws = chains(&simulate, "mu__Normal__1", 20_000);
+        let draws = chains(&mut simulate, "mu__Normal__1", 20_000);
         assert!(split_rhat(&draws).unwrap() < 1.05);
         let all: Vec<f64> = draws.concat();
         let mean = all.iter().sum::<f64>() / all.len() as f64;
@@ -240,12 +241,12 @@ mod tests {
     /// with the |x| / |x'| term of the acceptance ratio.
     #[test]
     fn a_choice_that_changes_the_traces_length_gets_its_posterior() {
-        let simulate = |ex: &mut Executor<'_>| -> Result<(), RunError> {
+        let mut simulate = |ex: &mut Executor<'_>| -> Result<(), RunError> {
             let k = ex.sample("k", Distribution::Bernoulli { p: 0.5 })?;
             let e = if k == 1.0 { ex.sample("e", normal(0.0, 1.0))? } else { 0.0 };
             ex.observe("y", normal(2.0 * k + e, 1.0), 1.5)
         };
-        let draws = chains(&simulate, "k__Bernoulli__1", 40_000);
+        let draws = chains(&mut simulate, "k__Bernoulli__1", 40_000);
         let all: Vec<f64> = draws.concat();
         let p = all.iter().sum::<f64>() / all.len() as f64;
         let n = |x: f64, m: f64, s: f64| (-(x - m).powi(2) / (2.0 * s * s)).exp() / s;
@@ -255,10 +256,10 @@ mod tests {
 
     #[test]
     fn burn_in_that_keeps_nothing_is_refused() {
-        let simulate =
+        let mut simulate =
             |ex: &mut Executor<'_>| -> Result<(), RunError> { ex.sample("mu", normal(0.0, 1.0)).map(|_| ()) };
         let config = ChainConfig { steps: 10, burn_in: 10, thin: 1 };
-        let err = run_chain(&simulate, (&[], None), config, (1, 0), &|_| Ok(vec![])).unwrap_err();
+        let err = run_chain(&mut simulate, (&[], None), config, (1, 0), &|_| Ok(vec![])).unwrap_err();
         assert!(matches!(err, RmhError::KeepsNothing { .. }), "{err}");
     }
 }
