@@ -295,11 +295,7 @@ fn infer_over_ppx(
 ) -> anyhow::Result<()> {
     let (rank, size, n) = (world.rank(), world.size(), prepared.len());
     let template = args.ppx.as_deref().unwrap_or_default();
-    anyhow::ensure!(
-        size == 1 || template.contains("{rank}"),
-        "--ppx {template} on {size} ranks: a PPX simulator serves one system at a time; put {{rank}} in the address"
-    );
-    let address = template.replace("{rank}", &rank.to_string());
+    let address = simgen::traces::remote::rank_address(template, rank, size).map_err(anyhow::Error::msg)?;
     let mut remote = simgen::traces::remote::RemoteSimulator::connect(
         &address,
         std::time::Duration::from_secs_f64(args.ppx_timeout),
@@ -315,27 +311,44 @@ fn infer_over_ppx(
             r.acceptance
         );
     })?;
-    let gathered = world.all_gather_bytes(&serde_json::to_vec(&results)?);
-    if rank != 0 {
-        return Ok(());
+    let Some(all) = gather_on_root(world, &results, |r, from| r.rank = from)? else { return Ok(()) };
+    println!("simulator: {} ({}) at {template}", remote.model_name, remote.system_name);
+    print!("{}", infer_ppx::table(&all));
+    finish_infer(args, &all, n, size)
+}
+
+/// Every rank's `results` on rank 0 (`None` elsewhere), each stamped with
+/// the rank that made it.
+fn gather_on_root<T: serde::Serialize + serde::de::DeserializeOwned>(
+    world: &World,
+    results: &[T],
+    stamp: impl Fn(&mut T, usize),
+) -> anyhow::Result<Option<Vec<T>>> {
+    let gathered = world.all_gather_bytes(&serde_json::to_vec(results)?);
+    if world.rank() != 0 {
+        return Ok(None);
     }
-    let mut all = Vec::with_capacity(n);
+    let mut all = Vec::new();
     for (from, bytes) in gathered.iter().enumerate() {
-        let mut theirs: Vec<infer_ppx::PpxInferred> =
+        let mut theirs: Vec<T> =
             serde_json::from_slice(bytes).with_context(|| format!("the results rank {from} sent"))?;
         for r in &mut theirs {
-            r.rank = from;
+            stamp(r, from);
         }
         all.extend(theirs);
     }
-    println!("simulator: {} ({}) at {template}", remote.model_name, remote.system_name);
-    print!("{}", infer_ppx::table(&all));
+    Ok(Some(all))
+}
+
+/// What rank 0 ends `trainer infer` with: how the `n` observations were
+/// split over `size` ranks, and the report.
+fn finish_infer<T: serde::Serialize>(args: &InferArgs, all: &[T], n: usize, size: usize) -> anyhow::Result<()> {
     if size > 1 {
         let counts: Vec<String> = (0..size).map(|r| (r * n / size..(r + 1) * n / size).len().to_string()).collect();
         println!("observations per rank: {}", counts.join(", "));
     }
     if let Some(path) = &args.report {
-        std::fs::write(path, serde_json::to_string_pretty(&all)?)
+        std::fs::write(path, serde_json::to_string_pretty(all)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
@@ -370,29 +383,9 @@ fn infer(
         }
         eprintln!("{line}");
     })?;
-    let gathered = world.all_gather_bytes(&serde_json::to_vec(&results)?);
-    if rank != 0 {
-        return Ok(());
-    }
-    let mut all = Vec::with_capacity(n);
-    for (from, bytes) in gathered.iter().enumerate() {
-        let mut theirs: Vec<infer_engine::Inferred> =
-            serde_json::from_slice(bytes).with_context(|| format!("the results rank {from} sent"))?;
-        for r in &mut theirs {
-            r.rank = from;
-        }
-        all.extend(theirs);
-    }
+    let Some(all) = gather_on_root(world, &results, |r, from| r.rank = from)? else { return Ok(()) };
     print!("{}", infer_engine::table(&all, args.samples));
-    if size > 1 {
-        let counts: Vec<String> = (0..size).map(|r| (r * n / size..(r + 1) * n / size).len().to_string()).collect();
-        println!("observations per rank: {}", counts.join(", "));
-    }
-    if let Some(path) = &args.report {
-        std::fs::write(path, serde_json::to_string_pretty(&all)?)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(())
+    finish_infer(args, &all, n, size)
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use formats::lmdb::TraceStoreWriter;
 use formats::manifest::Schema;
 use simgen::traces::calorimeter::{NOISE_GEV, SHAPE, VOXELS};
 use simgen::traces::executor::{Executor, RunError};
-use simgen::traces::remote::RemoteSimulator;
+use simgen::traces::remote::{self, RemoteSimulator};
 use simgen::traces::store::{self, dictionary_order, store_name};
 use simgen::traces::summary::Summary;
 use simgen::traces::tau;
@@ -73,11 +73,6 @@ impl Simulator {
     }
 }
 
-/// The `{rank}` of a PPX address, filled in.
-fn rank_address(address: &str, rank: usize) -> String {
-    address.replace("{rank}", &rank.to_string())
-}
-
 /// Where a rank's time went.
 #[derive(Default)]
 struct Times {
@@ -111,14 +106,8 @@ pub fn run(args: &TracesArgs) -> anyhow::Result<()> {
     let files = args.files.unwrap_or((world.size() as u64).min(args.traces));
     let mut simulator = match &args.ppx {
         None => Simulator::Tau,
-        Some(address) => {
-            if world.size() > 1 && !address.contains("{rank}") {
-                world.fail(format!(
-                    "--ppx {address} on {} ranks: a PPX simulator serves one system at a time; put {{rank}} in the address",
-                    world.size()
-                ));
-            }
-            let address = rank_address(address, world.rank());
+        Some(template) => {
+            let address = remote::rank_address(template, world.rank(), world.size()).unwrap_or_else(|e| world.fail(e));
             let timeout = Duration::from_secs_f64(args.ppx_timeout);
             match RemoteSimulator::connect(&address, timeout) {
                 Ok(remote) => Simulator::Remote(Box::new(remote)),

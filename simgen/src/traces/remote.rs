@@ -34,6 +34,18 @@ pub enum ConnectError {
     },
 }
 
+/// The address rank `rank` of `size` connects to: `template` with `{rank}`
+/// filled in. A PPX simulator serves one system at a time, so several
+/// ranks need `{rank}` in the template (a simulator each).
+pub fn rank_address(template: &str, rank: usize, size: usize) -> Result<String, String> {
+    if size > 1 && !template.contains("{rank}") {
+        return Err(format!(
+            "--ppx {template} on {size} ranks: a PPX simulator serves one system at a time; put {{rank}} in the address"
+        ));
+    }
+    Ok(template.replace("{rank}", &rank.to_string()))
+}
+
 /// A PPX simulator at an address.
 pub struct RemoteSimulator {
     requester: Requester,
@@ -172,5 +184,17 @@ impl RemoteSimulator {
                 other.len()
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_rank_gets_its_own_simulator_or_the_template_is_refused() {
+        assert_eq!(rank_address("ipc:///tmp/sim-{rank}", 3, 4).as_deref(), Ok("ipc:///tmp/sim-3"));
+        assert_eq!(rank_address("tcp://127.0.0.1:5555", 0, 1).as_deref(), Ok("tcp://127.0.0.1:5555"));
+        assert!(rank_address("tcp://127.0.0.1:5555", 0, 2).unwrap_err().contains("{rank}"));
     }
 }
