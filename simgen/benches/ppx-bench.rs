@@ -38,7 +38,7 @@ n = int(sys.argv[2])
 started = time.perf_counter()
 for _ in range(n):
     model.get_trace()
-print(n / (time.perf_counter() - started))
+print('traces/s', n / (time.perf_counter() - started))
 model.close()
 "#;
 
@@ -83,7 +83,9 @@ fn main() {
         in_process.push(traces as f64 / started.elapsed().as_secs_f64());
         let peer = Command::new(PYPROB).args(["-c", PEER, &address, &peer_traces.to_string()]).output().unwrap();
         assert!(peer.status.success(), "pyprob: {}", String::from_utf8_lossy(&peer.stderr));
-        let rate: f64 = String::from_utf8_lossy(&peer.stdout).lines().last().unwrap().trim().parse().unwrap();
+        // pyprob prints its connection's messages on stdout too.
+        let stdout = String::from_utf8_lossy(&peer.stdout);
+        let rate: f64 = stdout.lines().find_map(|l| l.strip_prefix("traces/s ")).unwrap().trim().parse().unwrap();
         theirs.push(rate);
         println!(
             "rep {rep}: ours {:.0} traces/s, pyprob {:.0} traces/s, in process {:.0} traces/s",
