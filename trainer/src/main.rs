@@ -182,8 +182,9 @@ struct InferArgs {
     observations: PathBuf,
     /// Infer on a simulator that speaks PPX (pyprob's protocol) at this
     /// ZeroMQ address instead of the built-in tau simulator, conditioned on
-    /// --observations recorded from it (`simgen traces --ppx`). With
-    /// --engine rmh. Several ranks: put `{rank}` in the address, one
+    /// --observations recorded from it (`simgen traces --ppx`). Importance
+    /// sampling takes a --checkpoint trained on that simulator's traces.
+    /// Several ranks: put `{rank}` in the address, one
     /// simulator per rank.
     #[arg(long, value_name = "ADDRESS")]
     ppx: Option<String>,
@@ -254,11 +255,6 @@ fn prepare_infer(args: &InferArgs) -> anyhow::Result<(infer_engine::InferConfig,
 /// read: before MPI, as [`prepare_infer`].
 fn prepare_infer_ppx(args: &InferArgs) -> anyhow::Result<(infer_ppx::PpxInferConfig, infer_ppx::PpxPrepared)> {
     anyhow::ensure!(
-        args.engine == infer_engine::Engine::Rmh,
-        "--ppx runs Metropolis-Hastings (--engine rmh); importance sampling over PPX needs a network trained \
-         on that simulator's traces, which trainer train etalumis does not take yet"
-    );
-    anyhow::ensure!(
         args.ppx_timeout.is_finite() && args.ppx_timeout > 0.0,
         "--ppx-timeout must be a positive number of seconds, got {}",
         args.ppx_timeout
@@ -267,6 +263,9 @@ fn prepare_infer_ppx(args: &InferArgs) -> anyhow::Result<(infer_ppx::PpxInferCon
         anyhow::ensure!(noise.is_finite() && noise > 0.0, "--noise must be a positive number, got {noise}");
     }
     let config = infer_ppx::PpxInferConfig {
+        engine: args.engine,
+        checkpoint: args.checkpoint.clone(),
+        samples: args.samples,
         observations: args.observations.clone(),
         count: args.count,
         latents: args.latents.clone(),
@@ -303,13 +302,16 @@ fn infer_over_ppx(
     .with_context(|| format!("--ppx {address}"))?;
     let mine = rank * n / size..(rank + 1) * n / size;
     let results = prepared.infer(config, &mut remote, mine, |i, r| {
-        let worst = r.latents.iter().filter_map(|l| l.rhat).fold(f64::NAN, f64::max);
         let on = if size > 1 { format!(" (rank {rank})") } else { String::new() };
-        eprintln!(
-            "observation {}{on}: Metropolis-Hastings over PPX, acceptance {:.3}, largest R-hat {worst:.3}",
-            i + 1,
-            r.acceptance
-        );
+        let mut done = Vec::new();
+        if let Some(n) = &r.network {
+            done.push(format!("importance sampling ESS {:.1}", n.ess));
+        }
+        if let Some(c) = &r.rmh {
+            let worst = c.latents.iter().filter_map(|l| l.rhat).fold(f64::NAN, f64::max);
+            done.push(format!("Metropolis-Hastings acceptance {:.3}, largest R-hat {worst:.3}", c.acceptance));
+        }
+        eprintln!("observation {}{on} over PPX: {}", i + 1, done.join("; "));
     })?;
     let Some(all) = gather_on_root(world, &results, |r, from| r.rank = from)? else { return Ok(()) };
     println!("simulator: {} ({}) at {template}", remote.model_name, remote.system_name);

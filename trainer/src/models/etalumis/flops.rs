@@ -1,18 +1,28 @@
 //! Multiply-adds of the inference network on one trace, from its layer
-//! shapes ([`crate::flops`] for the conventions): the observation's 3-D
-//! CNN and its dense layer once per trace, then per controlled choice the
+//! shapes ([`crate::flops`] for the conventions): the observation's
+//! embedding once per trace, then per controlled choice the
 //! LSTM's layers, the embedding of the choice's value and its address's
 //! proposal head (the layers of [`net`](super::net)).
 
 use super::EtalumisConfig;
 use super::layout::{AddressLayer, Layout};
+use super::observation::EmbeddingKind;
 use super::proposal::head_width;
 use crate::flops::{conv, dense, lstm_step};
 
-/// The CNN's multiply-adds on one observation of `shape` (valid 3³
-/// convolutions, pooling by 2 after the second and the fifth).
-pub fn observation(config: &EtalumisConfig, shape: [usize; 3]) -> f64 {
-    let (mut size, mut inputs, mut total) = (shape, 1, 0.0);
+/// The embedding's multiply-adds on one observation of `shape`: the CNN
+/// (valid 3³ convolutions, pooling by 2 after the second and the fifth)
+/// and its dense layer, or the three dense layers of the feed-forward one.
+pub fn observation(config: &EtalumisConfig, shape: &[usize]) -> f64 {
+    let out = config.observation_embedding;
+    let volume = match EmbeddingKind::of(shape) {
+        EmbeddingKind::Cnn(volume) => volume,
+        EmbeddingKind::FeedForward(values) => {
+            let hidden = (values + out) / 2;
+            return dense(values, hidden) + dense(hidden, hidden) + dense(hidden, out);
+        }
+    };
+    let (mut size, mut inputs, mut total) = (volume, 1, 0.0);
     for (i, &channels) in config.conv_channels.iter().enumerate() {
         size = size.map(|s| s.saturating_sub(2));
         total += conv(size.iter().product(), inputs, channels, 27);
@@ -21,7 +31,7 @@ pub fn observation(config: &EtalumisConfig, shape: [usize; 3]) -> f64 {
             size = size.map(|s| s / 2);
         }
     }
-    total + dense(inputs * size.iter().product::<usize>(), config.observation_embedding)
+    total + dense(inputs * size.iter().product::<usize>(), out)
 }
 
 /// One controlled choice at `layer`: the LSTM's layers, the value's
@@ -37,7 +47,7 @@ pub fn choice(config: &EtalumisConfig, layer: &AddressLayer) -> f64 {
 }
 
 /// One trace visiting the layout positions `positions`.
-pub fn trace(config: &EtalumisConfig, shape: [usize; 3], layout: &Layout, positions: &[usize]) -> f64 {
+pub fn trace(config: &EtalumisConfig, shape: &[usize], layout: &Layout, positions: &[usize]) -> f64 {
     let choices: f64 = positions.iter().filter_map(|&p| layout.addresses.get(p)).map(|l| choice(config, l)).sum();
     observation(config, shape) + choices
 }
@@ -59,7 +69,9 @@ mod tests {
         // pool to 1·4·4, dense 128·16 → 256.
         let want =
             27.0 * (19602.0 * 64.0 + 15376.0 * 4096.0 + 1014.0 * 8192.0 + (484.0 + 162.0) * 16384.0) + 2048.0 * 256.0;
-        assert_eq!(observation(&config, [20, 35, 35]), want);
+        assert_eq!(observation(&config, &[20, 35, 35]), want);
+        // A vector of 16: 16 → 136 → 136 → 256.
+        assert_eq!(observation(&config, &[16]), (16 * 136 + 136 * 136 + 136 * 256) as f64);
     }
 
     #[test]

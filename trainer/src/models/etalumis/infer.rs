@@ -47,11 +47,11 @@ pub enum Engine {
 }
 
 impl Engine {
-    fn importance(self) -> bool {
+    pub(super) fn importance(self) -> bool {
         matches!(self, Engine::Is | Engine::Both)
     }
 
-    fn chains(self) -> bool {
+    pub(super) fn chains(self) -> bool {
         matches!(self, Engine::Rmh | Engine::Both)
     }
 }
@@ -190,7 +190,7 @@ pub fn load_network(dir: &Path, device: &Device) -> Result<(EtalumisNet, SavedNe
     let saved: SavedNetwork = serde_json::from_value(cp.state.layout.clone()).map_err(|e| {
         TrainError::context(format!("--checkpoint {shown}: not a checkpoint of the etalumis network"), e)
     })?;
-    let net = EtalumisNet::new(&saved.config, saved.data.observation, &saved.data.layout, device)?;
+    let net = EtalumisNet::new(&saved.config, &saved.data.observation, &saved.data.layout, device)?;
     let lengths = params::lengths(&params::shapes(&net)?);
     if lengths != cp.state.lengths {
         return Err(TrainError::Invalid(format!(
@@ -238,7 +238,7 @@ pub(super) fn read_held_out(dir: &Path, count: usize) -> Result<Vec<(PathBuf, u6
 
 /// [`read_held_out`] for the tau simulator: observations of `shape`, each
 /// with the latents that made it.
-fn held_out(dir: &Path, count: usize, (shape, whose): ([usize; 3], &str)) -> Result<Vec<HeldOut>, TrainError> {
+fn held_out(dir: &Path, count: usize, (shape, whose): (&[usize], &str)) -> Result<Vec<HeldOut>, TrainError> {
     let data = |message: String| TrainError::Data(format!("--observations {}: {message}", dir.display()));
     read_held_out(dir, count)?
         .into_iter()
@@ -266,6 +266,20 @@ pub(super) fn latents(run: &Recorded) -> Result<[f64; 4], String> {
             .ok_or_else(|| format!("no choice {name} ({address})"))?;
     }
     Ok(out)
+}
+
+/// The network's embedding [1, size] of one observation, standardised as
+/// in training.
+pub(super) fn embed_observation(
+    net: &EtalumisNet,
+    saved: &SavedNetwork,
+    observation: &[f32],
+    device: &Device,
+) -> Tensor<2> {
+    let (mean, std) = (saved.data.observation_mean, saved.data.observation_std);
+    let x: Vec<f32> = observation.iter().map(|v| (v - mean) / std).collect();
+    let n = x.len();
+    net.observation.forward(Tensor::from_data(TensorData::new(x, [1, n]), device))
 }
 
 /// Run `samples` conditioned simulations of `held`, each with a proposal
@@ -297,11 +311,26 @@ fn sample<P: Proposal>(
     Ok(posterior)
 }
 
-/// The network of `config.checkpoint` and what it needs to propose.
-struct Loaded {
-    net: EtalumisNet,
-    saved: SavedNetwork,
+/// A trained network and what it needs to propose.
+pub(super) struct Loaded {
+    pub(super) net: EtalumisNet,
+    pub(super) saved: SavedNetwork,
     positions: HashMap<String, usize>,
+}
+
+impl Loaded {
+    /// The network of the latest checkpoint in `dir`.
+    pub(super) fn new(dir: &Path, device: &Device) -> Result<Loaded, TrainError> {
+        let (net, saved) = load_network(dir, device)?;
+        let positions = saved.data.layout.addresses.iter().enumerate().map(|(i, a)| (a.address.clone(), i)).collect();
+        Ok(Loaded { net, saved, positions })
+    }
+
+    /// The proposal of one run conditioned on the observation whose
+    /// embedding is `observed` ([`embed_observation`]).
+    pub(super) fn proposal(&self, observed: Tensor<2>) -> NetworkProposal<'_> {
+        NetworkProposal::new(&self.net, &self.saved, &self.positions, observed)
+    }
 }
 
 /// What every rank loads before inferring: the network (for importance
@@ -328,16 +357,11 @@ impl Prepared {
             (true, None) => {
                 return Err(TrainError::Invalid("importance sampling (--engine is or both) needs --checkpoint".into()));
             }
-            (true, Some(dir)) => {
-                let (net, saved) = load_network(dir, &device)?;
-                let positions =
-                    saved.data.layout.addresses.iter().enumerate().map(|(i, a)| (a.address.clone(), i)).collect();
-                Some(Loaded { net, saved, positions })
-            }
+            (true, Some(dir)) => Some(Loaded::new(dir, &device)?),
         };
         let shape = match &loaded {
-            Some(l) => (l.saved.data.observation, "the network was trained on"),
-            None => (simgen::traces::calorimeter::SHAPE, "the tau simulator's calorimeter is"),
+            Some(l) => (l.saved.data.observation.as_slice(), "the network was trained on"),
+            None => (&simgen::traces::calorimeter::SHAPE[..], "the tau simulator's calorimeter is"),
         };
         let observations = held_out(&config.observations, config.count, shape)?;
         Ok(Prepared { loaded, observations, device })
@@ -421,23 +445,11 @@ fn importance(
     i: usize,
     device: &Device,
 ) -> Result<Importance, TrainError> {
-    let Loaded { net, saved, positions } = loaded;
-    let [d, h, w] = saved.data.observation;
-    let (mean, std) = (saved.data.observation_mean, saved.data.observation_std);
-    let x: Vec<f32> = held.run.observation.iter().map(|v| (v - mean) / std).collect();
-    let observed = net.observation.forward(Tensor::from_data(TensorData::new(x, [1, 1, d, h, w]), device));
+    let observed = embed_observation(&loaded.net, &loaded.saved, &held.run.observation, device);
     let first_seed = (i * config.samples) as u64;
-    let network = sample(
-        config,
-        held,
-        first_seed,
-        || NetworkProposal::new(net, saved, positions, observed.clone()),
-        |p| p.from_prior,
-    )?;
+    let network = sample(config, held, first_seed, || loaded.proposal(observed.clone()), |p| p.from_prior)?;
     let prior = sample(config, held, first_seed, || PriorProposal, |_| 0)?;
-    let log_q = NetworkProposal::new(net, saved, positions, observed.clone())
-        .score(&held.run.choices)
-        .map_err(TrainError::Model)?;
+    let log_q = loaded.proposal(observed.clone()).score(&held.run.choices).map_err(TrainError::Model)?;
     let log_p = replay(&held.run)
         .map_err(|e| {
             TrainError::Data(format!(

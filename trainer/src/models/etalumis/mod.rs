@@ -9,7 +9,9 @@
 //! - a 3-D CNN embeds the 20 × 35 × 35 calorimeter: Conv3d(1, 64, 3),
 //!   Conv3d(64, 64, 3), MaxPool3d(2), Conv3d(64, 128, 3) and twice
 //!   Conv3d(128, 128, 3), MaxPool3d(2), then a dense layer to 256, each
-//!   followed by ReLU;
+//!   followed by ReLU; an observation that is not a volume (a PPX
+//!   simulator's vector of measurements) gets pyprob's three dense layers
+//!   instead ([`observation`]);
 //! - an LSTM of 512 hidden units (1 to 4 layers) runs over a trace's
 //!   controlled choices; its input at each step is the observation's
 //!   embedding, the embedding of the previous choice's value (one dense
@@ -35,6 +37,7 @@ pub mod lstm;
 pub mod mcmc_stats;
 pub mod model;
 pub mod net;
+pub mod observation;
 pub mod proposal;
 pub mod rmh;
 pub mod sampler;

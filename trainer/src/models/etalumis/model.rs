@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::layout::Layout;
 use super::net::EtalumisNet;
+use super::observation::ObservationEmbedding;
 use super::proposal::{Rows, log_density};
 use super::{EtalumisConfig, by_name};
 use crate::engine::segments::Cuts;
@@ -40,8 +41,9 @@ pub const DEFAULT_BUCKETS: usize = 16;
 pub struct DataLayout {
     /// The address-specific layers.
     pub layout: Layout,
-    /// Observation shape (depth, height, width).
-    pub observation: [usize; 3],
+    /// Observation shape: (depth, height, width) for the calorimeter's
+    /// CNN, any other for the feed-forward embedding.
+    pub observation: Vec<usize>,
     /// Mean of the observations' values.
     pub observation_mean: f32,
     /// Their deviation.
@@ -144,7 +146,7 @@ impl EtalumisModel {
         cuts: &mut Cuts,
     ) -> Result<Option<Tensor<1>>, TrainError> {
         let data = self.data()?;
-        let (layout, shape) = (&data.layout, data.observation);
+        let (layout, shape) = (&data.layout, &data.observation);
         let (mean, std) = (data.observation_mean, data.observation_std);
         let used: Vec<usize> =
             (0..traces.len()).filter(|&k| traces[k].as_ref().is_some_and(|t| !t.positions.is_empty())).collect();
@@ -156,9 +158,8 @@ impl EtalumisModel {
         for &k in &used {
             x.extend(batch.x[k * voxels..(k + 1) * voxels].iter().map(|v| (v - mean) / std));
         }
-        let [d, h, w] = shape;
         let observed =
-            net.observation.forward_cut(Tensor::from_data(TensorData::new(x, [used.len(), 1, d, h, w]), device), cuts);
+            net.observation.forward_cut(Tensor::from_data(TensorData::new(x, [used.len(), voxels]), device), cuts);
         // Sub-batches of one trace type, in the order the types first occur.
         let mut types: Vec<(&[usize], Vec<usize>)> = Vec::new();
         for (row, &k) in used.iter().enumerate() {
@@ -262,8 +263,8 @@ impl TrainModel for EtalumisModel {
     /// shares and none per address, on the simulator's calorimeter.
     fn build(&self, device: &Device) -> Result<EtalumisNet, TrainError> {
         match self.data.get() {
-            Some((_, data)) => EtalumisNet::new(&self.config, data.observation, &data.layout, device),
-            None => EtalumisNet::new(&self.config, [20, 35, 35], &Layout::default(), device),
+            Some((_, data)) => EtalumisNet::new(&self.config, &data.observation, &data.layout, device),
+            None => EtalumisNet::new(&self.config, &[20, 35, 35], &Layout::default(), device),
         }
     }
 
@@ -281,19 +282,13 @@ impl TrainModel for EtalumisModel {
         }
         let stores =
             TraceStores::open(&loader::catalog::lmdb_stores(dir, manifest, None), &[]).map_err(TrainError::from)?;
-        let shape = match stores.observation_shape() {
-            &[d, h, w] => [d as usize, h as usize, w as usize],
-            other => {
-                return Err(TrainError::Data(format!(
-                    "{shown}: observations of shape {other:?}; etalumis takes 3-D observations (a calorimeter's \
-                     depth, height and width)"
-                )));
-            }
-        };
+        let shape: Vec<usize> = stores.observation_shape().iter().map(|&d| d as usize).collect();
         match self.data.get() {
             None => {
                 let layout = Layout::of_stores(stores.stores())?;
                 let (observation_mean, observation_std) = observation_scale(&stores)?;
+                // A volume too small for the CNN is refused here, before MPI starts.
+                ObservationEmbedding::new(&self.config, &shape, &Device::flex())?;
                 let data = DataLayout { layout, observation: shape, observation_mean, observation_std };
                 let _ = self.data.set((dir.to_owned(), data));
             }
@@ -360,7 +355,7 @@ impl TrainModel for EtalumisModel {
         let macs: f64 = parse(batch)
             .iter()
             .flatten()
-            .map(|t| super::flops::trace(&self.config, data.observation, &data.layout, &t.positions))
+            .map(|t| super::flops::trace(&self.config, &data.observation, &data.layout, &t.positions))
             .sum();
         Ok(crate::flops::training_flops(macs))
     }
