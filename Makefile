@@ -129,3 +129,4 @@ bench: setup
 	$(CARGO) bench -p stagehand-trainer --bench inverse
 	$(CARGO) bench -p stagehand-trainer --bench etalumis
 	$(CARGO) bench -p stagehand-trainer --bench etalumis_inference
+	$(CARGO) bench -p stagehand-trainer --bench etalumis_online

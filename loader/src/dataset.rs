@@ -33,6 +33,14 @@ pub enum DatasetError {
     /// file (it failed, or it ended).
     #[error(transparent)]
     Service(#[from] formats::service::ServiceError),
+    /// A simulator making a sample as it is read (online training) failed.
+    #[error("simulated sample {index}: {reason}")]
+    Simulated {
+        /// The sample's index (its seed).
+        index: usize,
+        /// What the simulator said.
+        reason: String,
+    },
     /// Opening or mapping a file failed.
     #[error("{}: {source}", path.display())]
     Io {

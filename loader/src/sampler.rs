@@ -125,6 +125,30 @@ impl DistributedSampler {
     }
 }
 
+/// Samples that a simulator makes from their index as they are read
+/// (Etalumis' online training, Baydin et al. 2019, Sec. IV-D): every epoch
+/// takes `per_epoch` indices never used before, `epoch × per_epoch` on,
+/// dealt round-robin to the ranks, so no rank sees a sample twice and the
+/// run never repeats one. No shuffle: a simulator's samples are independent
+/// draws already. A remainder that does not divide among the ranks is dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FreshSampler {
+    /// Samples per epoch, over all ranks.
+    pub per_epoch: usize,
+    /// Ranks.
+    pub world: usize,
+    /// This rank.
+    pub rank: usize,
+}
+
+impl Sampler for FreshSampler {
+    fn order(&self, epoch: u64, _batch: usize) -> Vec<usize> {
+        let world = self.world.max(1);
+        let first = (epoch as usize).saturating_mul(self.per_epoch);
+        (0..self.per_epoch / world).map(|k| first.saturating_add(k * world + self.rank)).collect()
+    }
+}
+
 /// Etalumis' distributed bucketed sampler over traces sorted by trace type
 /// (pyprob `pyprob/nn/dataset.py`): batches are consecutive chunks of the
 /// sorted order, so a batch mostly holds one trace type; batches are grouped
@@ -180,6 +204,23 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    /// Each epoch's indices are new, the ranks' are disjoint and equal, and
+    /// together they are the epoch's block less the remainder.
+    #[test]
+    fn fresh_samples_are_never_repeated_across_ranks_or_epochs() {
+        let mut seen = BTreeSet::new();
+        for epoch in 0..3 {
+            let orders: Vec<Vec<usize>> =
+                (0..3).map(|rank| FreshSampler { per_epoch: 10, world: 3, rank }.order(epoch, 4)).collect();
+            assert!(orders.iter().all(|o| o.len() == 3));
+            for &i in orders.iter().flatten() {
+                assert!(seen.insert(i), "index {i} twice");
+                assert!((epoch as usize * 10..epoch as usize * 10 + 10).contains(&i));
+            }
+        }
+        assert_eq!(seen.len(), 27);
+    }
 
     proptest! {
         /// Ranks are disjoint, equal in length, and cover the epoch (pad: all

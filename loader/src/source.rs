@@ -84,6 +84,14 @@ pub enum Origin {
         /// Samples per epoch, over all ranks.
         samples: usize,
     },
+    /// Samples a simulator makes as they are read, from their index (the
+    /// reader's [`synthetic`](Reader::synthetic) dataset): every epoch new
+    /// ones ([`FreshSampler`](crate::sampler::FreshSampler)), no file read
+    /// for training; validated on a directory's samples if one is given.
+    Simulated {
+        /// Samples per epoch, over all ranks.
+        samples: usize,
+    },
 }
 
 /// Where the validation samples are.
@@ -174,10 +182,11 @@ pub trait Reader {
 
     /// `samples` samples of the shapes this reader's samples have, made in
     /// memory ([`crate::synthetic`]); `None` (the default) if the reader's
-    /// samples cannot be made without their files.
-    fn synthetic(&self, samples: usize) -> Option<Arc<dyn Dataset>> {
+    /// samples cannot be made without their files; an error if making
+    /// them failed (a simulator's pilot run).
+    fn synthetic(&self, samples: usize) -> Result<Option<Arc<dyn Dataset>>, Self::Error> {
         let _ = samples;
-        None
+        Ok(None)
     }
 }
 
@@ -384,8 +393,8 @@ impl Source {
                     checked_manifest(reader, &dir)?;
                 }
             }
-            Origin::Synthetic { samples } => {
-                reader.synthetic(*samples).ok_or_else(|| wrap(SourceError::NoSyntheticData))?;
+            Origin::Synthetic { samples } | Origin::Simulated { samples } => {
+                reader.synthetic(*samples)?.ok_or_else(|| wrap(SourceError::NoSyntheticData))?;
             }
         }
         if let Validation::Dir(dir) = &self.validation {
@@ -409,10 +418,19 @@ impl Source {
         }
         match (&self.origin, bucketed) {
             (Origin::Synthetic { samples }, _) => {
-                let dataset = reader.synthetic(*samples).ok_or_else(|| wrap(SourceError::NoSyntheticData))?;
+                let dataset = reader.synthetic(*samples)?.ok_or_else(|| wrap(SourceError::NoSyntheticData))?;
                 let sampler =
                     DistributedSampler { len: *samples, world, rank, seed, shuffle: true, remainder: Remainder::Drop };
                 Ok(RankData { train: Arc::new(TrainSet::Files(dataset)), sampler: Box::new(sampler), validation: None })
+            }
+            (Origin::Simulated { samples }, _) => {
+                let dataset = reader.synthetic(*samples)?.ok_or_else(|| wrap(SourceError::NoSyntheticData))?;
+                let sampler = crate::sampler::FreshSampler { per_epoch: *samples, world, rank };
+                let validation = match &self.validation {
+                    Validation::Dir(v) => Some(open_val(reader, v, rank, world)?),
+                    _ => None,
+                };
+                Ok(RankData { train: Arc::new(TrainSet::Files(dataset)), sampler: Box::new(sampler), validation })
             }
             (Origin::Staged { .. }, Some(_)) => {
                 Err(wrap(SourceError::BucketedNeedsDir { origin: "a staged destination" }))

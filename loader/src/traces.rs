@@ -56,6 +56,15 @@ pub fn prior_parameters(prior: &Distribution) -> [f64; 2] {
     }
 }
 
+/// The target of one controlled choice: layout `position` (or
+/// [`UNKNOWN_ADDRESS`]), the value, its prior's two numbers and the value's
+/// log prior density. What [`TraceStores`] reads, and what a simulator run
+/// on the fly is encoded as.
+pub fn choice_target(position: f32, prior: &Distribution, value: f64) -> [f32; CHOICE_WIDTH] {
+    let [a, b] = prior_parameters(prior);
+    [position, value as f32, a as f32, b as f32, prior.log_prob(value) as f32]
+}
+
 /// Trace stores read one after the other, each in its trace-type order,
 /// with address ids translated into positions in a layout.
 pub struct TraceStores {
@@ -175,9 +184,7 @@ impl Dataset for TraceStores {
                     key,
                     reason: format!("address id {} is not in the store's dictionary", choice.address),
                 })?;
-            let [a, b] = prior_parameters(&choice.distribution);
-            let log_prior = choice.distribution.log_prob(choice.value);
-            y.extend_from_slice(&[position, choice.value as f32, a as f32, b as f32, log_prior as f32]);
+            y.extend_from_slice(&choice_target(position, &choice.distribution, choice.value));
             bytes += 8 * 4;
         }
         Ok(bytes)

@@ -421,11 +421,8 @@ struct TrainArgs {
     #[arg(long, default_value = "cpu")]
     device: DeviceChoice,
     /// Dataset directory with manifest.json (e.g. `simgen cosmo --out`), read by every rank.
-    #[arg(
-        long,
-        conflicts_with_all = ["staged", "node_local", "synthetic_data"],
-        required_unless_present_any = ["staged", "node_local", "synthetic_data"]
-    )]
+    /// One of --data, --staged, --node-local, --synthetic-data (or etalumis' --online) is needed.
+    #[arg(long, conflicts_with_all = ["staged", "node_local", "synthetic_data"])]
     data: Option<PathBuf>,
     /// Node-local copies made by `stager stage`: the same --dest template
     /// (`/tmp/bb/node{node}`). The placement record the stager wrote in
@@ -587,12 +584,18 @@ fn config_from(
     let choice =
         ModelChoice { config: args.config.clone().unwrap_or_else(|| entry.configs[0].to_owned()), batch: args.batch };
     let model = entry.build(&choice, matches)?;
-    let source = match (&args.data, &args.staged, &args.node_local, args.synthetic_data) {
-        (Some(dir), ..) => Origin::Dir(dir.clone()),
-        (None, Some(dest), ..) => Origin::Staged { dest: dest.clone() },
-        (None, None, Some(template), _) => Origin::NodeLocal { template: template.clone() },
-        (None, None, None, Some(samples)) => Origin::Synthetic { samples },
-        (None, None, None, None) => {
+    // A model's own `--online TRACES` (etalumis) simulates its samples.
+    let online = matches.try_get_one::<usize>("online").ok().flatten().copied();
+    let source = match (online, &args.data, &args.staged, &args.node_local, args.synthetic_data) {
+        (Some(samples), None, None, None, None) => Origin::Simulated { samples },
+        (Some(_), ..) => anyhow::bail!(
+            "--online simulates the training traces; give no --data, --staged, --node-local or --synthetic-data"
+        ),
+        (None, Some(dir), ..) => Origin::Dir(dir.clone()),
+        (None, None, Some(dest), ..) => Origin::Staged { dest: dest.clone() },
+        (None, None, None, Some(template), _) => Origin::NodeLocal { template: template.clone() },
+        (None, None, None, None, Some(samples)) => Origin::Synthetic { samples },
+        (None, None, None, None, None) => {
             anyhow::bail!("give --data DIR, --staged TEMPLATE, --node-local TEMPLATE or --synthetic-data SAMPLES")
         }
     };

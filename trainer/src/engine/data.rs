@@ -42,7 +42,7 @@ impl<M: TrainModel> Reader for ModelReader<'_, M> {
         self.0.file_opener()
     }
 
-    fn synthetic(&self, samples: usize) -> Option<Arc<dyn Dataset>> {
+    fn synthetic(&self, samples: usize) -> Result<Option<Arc<dyn Dataset>>, TrainError> {
         self.0.synthetic_data(samples)
     }
 }

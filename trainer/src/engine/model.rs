@@ -175,10 +175,10 @@ pub trait TrainModel: Send + Sync + 'static {
     /// `samples` samples of the shapes this model trains on, made in memory
     /// (`--synthetic-data`, [`loader::synthetic`]: no file is read). `None`
     /// (the default) for a model whose inputs cannot be made without their
-    /// files.
-    fn synthetic_data(&self, samples: usize) -> Option<Arc<dyn Dataset>> {
+    /// files; an error if making them failed.
+    fn synthetic_data(&self, samples: usize) -> Result<Option<Arc<dyn Dataset>>, TrainError> {
         let _ = samples;
-        None
+        Ok(None)
     }
 
     /// [`open_dataset`](Self::open_dataset) as a value of its own, so a

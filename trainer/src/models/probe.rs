@@ -139,9 +139,9 @@ impl TrainModel for ProbeModel {
         cosmoflow::check_data(dir, manifest, (INPUT, CHANNELS), "bn-probe")
     }
 
-    fn synthetic_data(&self, samples: usize) -> Option<Arc<dyn Dataset>> {
+    fn synthetic_data(&self, samples: usize) -> Result<Option<Arc<dyn Dataset>>, TrainError> {
         let target = loader::synthetic::Target::Values { low: -1.0, high: 1.0 };
-        Some(Arc::new(loader::synthetic::SyntheticDataset::new(samples, INPUT.pow(3) * CHANNELS, OUTPUTS, target)))
+        Ok(Some(Arc::new(loader::synthetic::SyntheticDataset::new(samples, INPUT.pow(3) * CHANNELS, OUTPUTS, target))))
     }
 
     fn open_dataset(

@@ -264,15 +264,15 @@ impl TrainModel for CosmoflowModel {
         open_selected(dir, manifest, files, (self.channels.as_deref(), &self.targets))
     }
 
-    fn synthetic_data(&self, samples: usize) -> Option<Arc<dyn Dataset>> {
+    fn synthetic_data(&self, samples: usize) -> Result<Option<Arc<dyn Dataset>>, TrainError> {
         let c = &self.config;
         let target = loader::synthetic::Target::Values { low: -1.0, high: 1.0 };
-        Some(Arc::new(loader::synthetic::SyntheticDataset::new(
+        Ok(Some(Arc::new(loader::synthetic::SyntheticDataset::new(
             samples,
             c.input.pow(3) * c.channels,
             c.outputs,
             target,
-        )))
+        ))))
     }
 
     fn file_opener(&self) -> Option<loader::served::FileOpener> {

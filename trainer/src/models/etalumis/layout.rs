@@ -1,6 +1,7 @@
 //! Which address-specific layers the network is made with: one entry per
 //! controlled address that any trace of the training stores visits, read
-//! from the stores' address dictionaries and type tables before training,
+//! from the stores' address dictionaries and type tables before training
+//! (or from a pilot of simulated runs, for online training),
 //! so that every rank builds the same parameters (Baydin et al. 2019,
 //! section V-B: pyprob made layers the first time a minibatch met an
 //! address, which at scale left the ranks with different networks).
@@ -11,6 +12,7 @@ use std::path::Path;
 use formats::lmdb::TraceStore;
 use formats::lmdb::trace_codec::Distribution;
 use serde::{Deserialize, Serialize};
+use simgen::traces::executor::Recorded;
 
 use crate::engine::TrainError;
 
@@ -104,7 +106,7 @@ impl Layout {
     /// what is wrong (an unknown distribution, an address whose categories
     /// differ between traces).
     pub fn of_stores<'a>(stores: impl IntoIterator<Item = (&'a Path, &'a TraceStore)>) -> Result<Layout, TrainError> {
-        let mut found: BTreeMap<String, (Kind, usize, String)> = BTreeMap::new();
+        let mut found = Found::default();
         for (path, store) in stores {
             let shown = path.display();
             for trace_type in store.trace_types() {
@@ -136,24 +138,64 @@ impl Layout {
                     } else {
                         0
                     };
-                    match found.get(name) {
-                        Some((_, known, where_)) if *known != outcomes && kind == Kind::Categorical => {
-                            return Err(TrainError::Data(format!(
-                                "{shown}: '{name}' has {outcomes} categories, in {where_} {known}"
-                            )));
-                        }
-                        // A Poisson proposal covers the widest rate met.
-                        Some((_, known, _)) if *known >= outcomes => {}
-                        _ => {
-                            found.insert(name.clone(), (kind, outcomes, shown.to_string()));
-                        }
-                    }
+                    found.add(name, kind, outcomes, &shown.to_string())?;
                 }
             }
         }
+        Ok(found.layout())
+    }
+
+    /// Every controlled address that `runs` visit (a pilot of simulated
+    /// traces, `trainer train etalumis --online`), read as
+    /// [`of_stores`](Self::of_stores) reads stores; `source` names them in
+    /// errors.
+    pub fn of_runs(runs: &[Recorded], source: &str) -> Result<Layout, TrainError> {
+        let mut found = Found::default();
+        for (i, run) in runs.iter().enumerate() {
+            for choice in run.choices.iter().filter(|c| c.controlled) {
+                let name = &choice.address;
+                let kind = Kind::of_address(name).map_err(|e| TrainError::Data(format!("{source}: {e}")))?;
+                let outcomes = match (kind, &choice.distribution) {
+                    (Kind::Categorical, Distribution::Categorical { probs }) => probs.len(),
+                    (Kind::Poisson, Distribution::Poisson { rate }) => poisson_counts(*rate),
+                    (Kind::Categorical | Kind::Poisson, _) => {
+                        return Err(TrainError::Data(format!(
+                            "{source}: run {i} does not draw '{name}' from the {kind:?} prior its address names"
+                        )));
+                    }
+                    _ => 0,
+                };
+                found.add(name, kind, outcomes, &format!("{source} (run {i})"))?;
+            }
+        }
+        Ok(found.layout())
+    }
+}
+
+/// The addresses met so far: kind, outcomes and where they were first met.
+#[derive(Default)]
+struct Found(BTreeMap<String, (Kind, usize, String)>);
+
+impl Found {
+    /// Meet `name` in `place`: a categorical must keep its categories; a
+    /// Poisson proposal covers the widest rate met.
+    fn add(&mut self, name: &str, kind: Kind, outcomes: usize, place: &str) -> Result<(), TrainError> {
+        match self.0.get(name) {
+            Some((_, known, first)) if *known != outcomes && kind == Kind::Categorical => {
+                Err(TrainError::Data(format!("{place}: '{name}' has {outcomes} categories, in {first} {known}")))
+            }
+            Some((_, known, _)) if *known >= outcomes => Ok(()),
+            _ => {
+                self.0.insert(name.to_owned(), (kind, outcomes, place.to_owned()));
+                Ok(())
+            }
+        }
+    }
+
+    fn layout(self) -> Layout {
         let addresses =
-            found.into_iter().map(|(address, (kind, outcomes, _))| AddressLayer { address, kind, outcomes }).collect();
-        Ok(Layout { addresses })
+            self.0.into_iter().map(|(address, (kind, outcomes, _))| AddressLayer { address, kind, outcomes }).collect();
+        Layout { addresses }
     }
 }
 

@@ -84,6 +84,13 @@ pub struct Lstm {
 }
 
 impl Lstm {
+    /// A loss of 0 that back-propagation can still run from (every weight
+    /// of the first layer's hidden-state gates gets a zero gradient): what
+    /// a batch with no trace to score contributes.
+    pub fn tracked_zero(&self) -> Option<Tensor<1>> {
+        self.layers.first().map(|l| l.hidden.weight.val().sum().mul_scalar(0.0))
+    }
+
     /// `depth` layers of `units`, the first taking `inputs` values.
     pub fn new(inputs: usize, units: usize, depth: usize, device: &Device) -> Self {
         let layers = (0..depth).map(|l| LstmLayer::new(if l == 0 { inputs } else { units }, units, device)).collect();

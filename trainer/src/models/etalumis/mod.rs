@@ -38,6 +38,7 @@ pub mod mcmc_stats;
 pub mod model;
 pub mod net;
 pub mod observation;
+pub mod online;
 pub mod proposal;
 pub mod rmh;
 pub mod sampler;

@@ -1,10 +1,11 @@
-//! The Etalumis network as the engine trains it: traces from trace stores,
-//! a minibatch split into sub-batches of one trace type, the loss
+//! The Etalumis network as the engine trains it: traces from trace stores
+//! (or simulated as they are read, [`online`](super::online)), a minibatch split into sub-batches of one trace type, the loss
 //! −Σ log q(x_t | y) over the controlled choices averaged over the batch
 //! (pyprob `InferenceNetworkLSTM._loss`), and validation against the prior.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::layout::Layout;
 use super::net::EtalumisNet;
 use super::observation::ObservationEmbedding;
+use super::online::{self, OnlineConfig, OnlineTraces};
 use super::proposal::{Rows, log_density};
 use super::{EtalumisConfig, by_name};
 use crate::engine::segments::Cuts;
@@ -69,6 +71,11 @@ pub struct EtalumisModel {
     buckets: usize,
     /// The training data's directory and what was read from it.
     data: OnceLock<(PathBuf, DataLayout)>,
+    /// Traces simulated as they are read instead of stores (`--online`).
+    online: Option<OnlineConfig>,
+    /// Online training traces dropped for visiting an address the pilot
+    /// never met, on this rank.
+    dropped: AtomicU64,
 }
 
 /// One trace of a batch, read from its target.
@@ -112,6 +119,25 @@ pub struct EtalumisOptions {
     /// batches of shuffled traces instead.
     #[arg(long)]
     pub buckets: Option<usize>,
+    /// Train online (Baydin et al. 2019, Sec. IV-D): TRACES new traces of
+    /// the built-in tau simulator per epoch (over all ranks), simulated by
+    /// the loader workers as they are read; no --data. Trace i is trace i of
+    /// `simgen traces --seed --online-seed`. Validate on stores of another
+    /// seed with --val.
+    #[arg(long, value_name = "TRACES")]
+    pub online: Option<usize>,
+    /// Seed of the online traces.
+    #[arg(long, default_value_t = 1, requires = "online")]
+    pub online_seed: u64,
+    /// Prior runs simulated before training to find the addresses the
+    /// network gets layers for (the same on every rank); an online trace
+    /// visiting an address they never met is dropped and counted.
+    #[arg(long, default_value_t = online::DEFAULT_PILOT, requires = "online")]
+    pub online_pilot: usize,
+    /// The calorimeter's noise per voxel of the online traces, GeV
+    /// (`simgen traces --noise`; default simgen's).
+    #[arg(long, requires = "online")]
+    pub online_noise: Option<f32>,
 }
 
 impl EtalumisModel {
@@ -122,7 +148,39 @@ impl EtalumisModel {
         if let Some(depth) = options.lstm_depth {
             config.lstm_depth = depth;
         }
-        Ok(EtalumisModel { config, buckets: options.buckets.unwrap_or(DEFAULT_BUCKETS), data: OnceLock::new() })
+        if let Some(noise) = options.online_noise
+            && !(noise.is_finite() && noise > 0.0)
+        {
+            return Err(TrainError::Invalid(format!("--online-noise must be a positive number of GeV, got {noise}")));
+        }
+        let online = options.online.map(|_| OnlineConfig {
+            seed: options.online_seed,
+            pilot: options.online_pilot,
+            noise: options.online_noise,
+        });
+        Ok(EtalumisModel {
+            config,
+            buckets: options.buckets.unwrap_or(DEFAULT_BUCKETS),
+            data: OnceLock::new(),
+            online,
+            dropped: AtomicU64::new(0),
+        })
+    }
+
+    /// The layout of online training, from the pilot (once).
+    fn online_layout(&self, online: &OnlineConfig) -> Result<&DataLayout, TrainError> {
+        if let Some((_, data)) = self.data.get() {
+            return Ok(data);
+        }
+        let runs = online::pilot(online)?;
+        let layout = Layout::of_runs(&runs, "the online pilot")?;
+        let observation = runs[0].observation_shape.clone();
+        ObservationEmbedding::new(&self.config, &observation, &Device::flex())?;
+        let (observation_mean, observation_std) =
+            observation_scale(runs.iter().take(FITTED_TRACES).map(|r| r.observation.as_slice()))?;
+        let data = DataLayout { layout, observation, observation_mean, observation_std };
+        let _ = self.data.set((PathBuf::from("(online)"), data));
+        self.data()
     }
 
     /// What the training data decided, once it was checked.
@@ -222,13 +280,22 @@ impl EtalumisModel {
 /// One mean and deviation of the observations' values over the first
 /// traces of the training stores: read before training (with the address
 /// layout), so that a checkpoint's layout can be checked before MPI starts.
-fn observation_scale(stores: &TraceStores) -> Result<(f32, f32), TrainError> {
+fn stores_scale(stores: &TraceStores) -> Result<(f32, f32), TrainError> {
     let mut x = vec![0f32; stores.x_len()];
     let mut target = Vec::new();
-    let mut sums = [0f64; 3];
+    let mut observations = Vec::new();
     for i in 0..stores.len().min(FITTED_TRACES) {
         target.clear();
         stores.read_ragged(i, &mut x, &mut target).map_err(TrainError::from)?;
+        observations.push(x.clone());
+    }
+    observation_scale(observations.iter().map(Vec::as_slice))
+}
+
+/// One mean and deviation of the values of `observations`.
+fn observation_scale<'a>(observations: impl Iterator<Item = &'a [f32]>) -> Result<(f32, f32), TrainError> {
+    let mut sums = [0f64; 3];
+    for x in observations {
         sums[0] += x.len() as f64;
         sums[1] += x.iter().map(|&v| f64::from(v)).sum::<f64>();
         sums[2] += x.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>();
@@ -286,7 +353,7 @@ impl TrainModel for EtalumisModel {
         match self.data.get() {
             None => {
                 let layout = Layout::of_stores(stores.stores())?;
-                let (observation_mean, observation_std) = observation_scale(&stores)?;
+                let (observation_mean, observation_std) = stores_scale(&stores)?;
                 // A volume too small for the CNN is refused here, before MPI starts.
                 ObservationEmbedding::new(&self.config, &shape, &Device::flex())?;
                 let data = DataLayout { layout, observation: shape, observation_mean, observation_std };
@@ -319,6 +386,14 @@ impl TrainModel for EtalumisModel {
         serde_json::to_value(saved).unwrap_or(serde_json::Value::Null)
     }
 
+    /// The online traces (`--online`), after the pilot; `None` without it.
+    fn synthetic_data(&self, samples: usize) -> Result<Option<Arc<dyn Dataset>>, TrainError> {
+        let Some(online) = &self.online else { return Ok(None) };
+        let data = self.online_layout(online)?;
+        let x_len = data.observation.iter().product();
+        Ok(Some(Arc::new(OnlineTraces::new(*online, &data.layout, samples, x_len))))
+    }
+
     fn open_dataset(
         &self,
         dir: &Path,
@@ -338,15 +413,22 @@ impl TrainModel for EtalumisModel {
         cuts: &mut Cuts,
     ) -> Result<Tensor<1>, TrainError> {
         let traces = parse(batch);
-        if let Some(k) = traces.iter().position(Option::is_none) {
-            return Err(TrainError::Data(format!(
-                "training trace {} visits an address the network has no layers for",
-                batch.indices[k]
-            )));
+        let unknown = traces.iter().filter(|t| t.is_none()).count();
+        if unknown > 0 {
+            if self.online.is_none() {
+                let k = traces.iter().position(Option::is_none).unwrap_or(0);
+                return Err(TrainError::Data(format!(
+                    "training trace {} visits an address the network has no layers for",
+                    batch.indices[k]
+                )));
+            }
+            self.dropped.fetch_add(unknown as u64, Ordering::Relaxed);
         }
-        let total = self.log_q(net, batch, &traces, device, cuts)?;
+        // A batch with no trace to score (every online trace dropped) still
+        // takes part in the step, with zero gradients.
+        let total = self.log_q(net, batch, &traces, device, cuts)?.or_else(|| net.lstm.tracked_zero());
         let total = total.unwrap_or_else(|| Tensor::zeros([1], device));
-        Ok(total.neg().div_scalar(batch.len().max(1) as f32))
+        Ok(total.neg().div_scalar((batch.len() - unknown).max(1) as f32))
     }
 
     fn training_flops(&self, batch: &Batch) -> Result<f64, TrainError> {
@@ -361,7 +443,7 @@ impl TrainModel for EtalumisModel {
     }
 
     fn metric_names(&self) -> &'static [&'static str] {
-        &["loss", "prior_loss", "skipped"]
+        &["loss", "prior_loss", "skipped", "dropped"]
     }
 
     /// The mean −log q per trace on the held-out traces, the same with the
@@ -374,8 +456,9 @@ impl TrainModel for EtalumisModel {
         batches: &mut dyn Iterator<Item = Result<Batch, DatasetError>>,
         device: &Device,
     ) -> Result<Validation, TrainError> {
-        // [Σ −log q, Σ −log p, traces scored, traces skipped]
-        let mut local = [0f64; 4];
+        // [Σ −log q, Σ −log p, traces scored, traces skipped, online traces dropped]
+        let mut local = [0f64; 5];
+        local[4] = self.dropped.load(Ordering::Relaxed) as f64;
         for batch in batches {
             let batch = batch.map_err(TrainError::from)?;
             let traces = parse(&batch);
@@ -392,18 +475,22 @@ impl TrainModel for EtalumisModel {
                 }
             }
         }
-        let mut total = [0f64; 4];
+        let mut total = [0f64; 5];
         world.comm().all_reduce_into(&local[..], &mut total[..], SystemOperation::sum());
         let scored = total[2];
         let (loss, prior) = if scored > 0.0 { (total[0] / scored, total[1] / scored) } else { (f64::NAN, f64::NAN) };
-        let skipped = total[3] as u64;
-        let line = format!(
+        let (skipped, dropped) = (total[3] as u64, total[4] as u64);
+        let mut line = format!(
             "val −log q {loss:.3} per trace (the prior: {prior:.3}), {skipped} traces skipped (unknown addresses)"
         );
+        if self.online.is_some() {
+            line += &format!(", {dropped} online training traces dropped so far (addresses the pilot never met)");
+        }
         let mut metrics = serde_json::Map::new();
         metrics.insert("loss".into(), loss.into());
         metrics.insert("prior_loss".into(), prior.into());
         metrics.insert("skipped".into(), skipped.into());
+        metrics.insert("dropped".into(), dropped.into());
         Ok(Validation { samples: scored as u64, metrics, line })
     }
 }

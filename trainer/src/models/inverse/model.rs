@@ -179,14 +179,19 @@ impl TrainModel for InverseModel {
 
     /// Samples of the configuration's shape: its patterns as inputs, a
     /// potential of values in [-1, 1) as target.
-    fn synthetic_data(&self, samples: usize) -> Option<Arc<dyn Dataset>> {
+    fn synthetic_data(&self, samples: usize) -> Result<Option<Arc<dyn Dataset>>, TrainError> {
         let [height, width] = self.network.input;
         let shape =
             ScatteringShape { positions: self.network.channels as u32, height: height as u32, width: width as u32 };
         let s = *self.shape.get_or_init(|| shape);
         let pixels = s.height as usize * s.width as usize;
         let target = loader::synthetic::Target::Values { low: -1.0, high: 1.0 };
-        Some(Arc::new(loader::synthetic::SyntheticDataset::new(samples, pixels * s.positions as usize, pixels, target)))
+        Ok(Some(Arc::new(loader::synthetic::SyntheticDataset::new(
+            samples,
+            pixels * s.positions as usize,
+            pixels,
+            target,
+        ))))
     }
 
     /// The input's mean and deviation, and each target pixel's, over the

@@ -305,12 +305,12 @@ impl<N: Network> TrainModel for SegmentationModel<N> {
     /// (checked before training) stands in until the node's copy is there:
     /// a serving stager stages it last, having no sample in it.
     /// Fields of the configuration's size (unless data was checked first).
-    fn synthetic_data(&self, samples: usize) -> Option<Arc<dyn Dataset>> {
+    fn synthetic_data(&self, samples: usize) -> Result<Option<Arc<dyn Dataset>>, TrainError> {
         let [height, width] = self.network.input();
         let s = *self.shape.get_or_init(|| ClimateShape { height, width, channels: self.network.channels() });
         let pixels = s.height * s.width;
         let target = loader::synthetic::Target::Classes(CLASSES);
-        Some(Arc::new(loader::synthetic::SyntheticDataset::new(samples, pixels * s.channels, pixels, target)))
+        Ok(Some(Arc::new(loader::synthetic::SyntheticDataset::new(samples, pixels * s.channels, pixels, target))))
     }
 
     fn file_opener(&self) -> Option<loader::served::FileOpener> {
