@@ -33,10 +33,8 @@ fn train(source: &[&str]) -> [f64; 2] {
     let report = e2e::trainer_report(&e2e::mpirun(2, &[], Path::new(TRAINER), &args));
     let epoch = &report["epochs"][0];
     let times = &epoch["times"];
-    let total: f64 = ["data_wait", "compute", "communication", "optimizer"]
-        .iter()
-        .map(|k| times[*k].as_f64().unwrap())
-        .sum();
+    let total: f64 =
+        ["data_wait", "compute", "communication", "optimizer"].iter().map(|k| times[*k].as_f64().unwrap()).sum();
     [epoch["samples_per_sec"].as_f64().unwrap(), times["data_wait"].as_f64().unwrap() / total]
 }
 
