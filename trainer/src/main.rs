@@ -222,6 +222,18 @@ struct InferArgs {
 use trainer::models::etalumis::infer as infer_engine;
 use trainer::models::etalumis::infer_ppx;
 
+/// The Metropolis-Hastings chains `args` ask for.
+fn rmh_settings(args: &InferArgs) -> trainer::models::etalumis::infer_rmh::RmhSettings {
+    trainer::models::etalumis::infer_rmh::RmhSettings {
+        chains: args.chains,
+        chain: trainer::models::etalumis::rmh::ChainConfig {
+            steps: args.steps,
+            burn_in: args.burn_in,
+            thin: args.thin,
+        },
+    }
+}
+
 /// `trainer infer`'s configuration, checked, with the network and the
 /// observations loaded: everything that can fail on bad input, before MPI.
 fn prepare_infer(args: &InferArgs) -> anyhow::Result<(infer_engine::InferConfig, infer_engine::Prepared)> {
@@ -233,14 +245,7 @@ fn prepare_infer(args: &InferArgs) -> anyhow::Result<(infer_engine::InferConfig,
     let config = infer_engine::InferConfig {
         engine: args.engine,
         checkpoint: args.checkpoint.clone(),
-        rmh: trainer::models::etalumis::infer_rmh::RmhSettings {
-            chains: args.chains,
-            chain: trainer::models::etalumis::rmh::ChainConfig {
-                steps: args.steps,
-                burn_in: args.burn_in,
-                thin: args.thin,
-            },
-        },
+        rmh: rmh_settings(args),
         observations: args.observations.clone(),
         count: args.count,
         samples: args.samples,
@@ -269,14 +274,7 @@ fn prepare_infer_ppx(args: &InferArgs) -> anyhow::Result<(infer_ppx::PpxInferCon
         observations: args.observations.clone(),
         count: args.count,
         latents: args.latents.clone(),
-        rmh: trainer::models::etalumis::infer_rmh::RmhSettings {
-            chains: args.chains,
-            chain: trainer::models::etalumis::rmh::ChainConfig {
-                steps: args.steps,
-                burn_in: args.burn_in,
-                thin: args.thin,
-            },
-        },
+        rmh: rmh_settings(args),
         seed: args.seed,
         noise: args.noise,
     };
