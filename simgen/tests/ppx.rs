@@ -130,3 +130,39 @@ fn the_served_simulator_takes_a_value_outside_its_prior_as_the_system_s_choice()
     let px = &recorded[0].choices[0];
     assert_eq!((px.address.as_str(), px.value, px.log_prior), ("tau__px__Uniform__1", 2.0, f64::NEG_INFINITY));
 }
+
+/// Proposes far outside every prior's support, as a rejected
+/// Metropolis-Hastings candidate does.
+struct OutOfSupport;
+
+impl simgen::traces::executor::Proposal for OutOfSupport {
+    fn propose(
+        &mut self,
+        _: &str,
+        _: &formats::lmdb::trace_codec::Distribution,
+        _: &[simgen::traces::executor::Choice],
+        _: &mut rand_chacha::ChaCha12Rng,
+    ) -> Result<simgen::traces::executor::Proposed, String> {
+        Ok(simgen::traces::executor::Proposed { value: 1e9, log_density: 0.0 })
+    }
+}
+
+/// A run the executor gives up on is an error for its caller, and the
+/// simulator, taken to the run's end, makes the next run as if nothing
+/// had happened.
+#[test]
+fn an_abandoned_run_leaves_the_simulator_in_step_for_the_next() {
+    use simgen::traces::executor::{Executor, Mode};
+    let mut replier = Replier::bind("tcp://127.0.0.1:*").unwrap();
+    let endpoint = replier.endpoint().unwrap();
+    let config = ServeConfig { seed: 5, noise: 0.002, timeout: Duration::from_secs(30), runs: Some(2) };
+    let server = thread::spawn(move || serve(&mut replier, &config, |_, _| {}, |e| panic!("abandoned: {e}")).unwrap());
+    let mut remote = RemoteSimulator::connect(&endpoint, Duration::from_secs(30)).unwrap();
+    let mut proposal = OutOfSupport;
+    let mut ex = Executor::new(Mode::Proposal(1, &mut proposal));
+    let err = remote.run(&mut ex).unwrap_err();
+    assert!(err.to_string().contains("1000000000"), "{err}");
+    let next = run_prior_of(&mut |ex| remote.run(ex), 3, 0, None).unwrap();
+    assert_eq!(next.choices, run_prior(3, 0).unwrap().choices);
+    assert_eq!(server.join().unwrap().runs, 2);
+}

@@ -98,18 +98,15 @@ impl RemoteSimulator {
                     } else {
                         ex.sample_uncontrolled(&site, prior.clone())
                     };
-                    // A failed choice still needs an answer (see finish_abandoned).
-                    let value = match chosen {
-                        Ok(value) => value,
+                    match chosen {
+                        Ok(value) => sample_result(value),
+                        // A failed choice still needs an answer (see finish_abandoned).
                         Err(e) => {
                             let mut rng = ChaCha12Rng::seed_from_u64(0);
-                            let stand_in = distribution::draw(&prior, &mut rng)
-                                .map_err(|d| RunError::Remote(format!("{e}; finishing the run: {d}")))?;
-                            let answer = schema::SampleResult { result: Some(Box::new(scalar(stand_in))) };
-                            return self.finish_abandoned(e, MessageBody::SampleResult(Box::new(answer)));
+                            let answer = stand_in(&prior, &mut rng).map_err(|d| finishing(&e, &d))?;
+                            return self.finish_abandoned(e, answer);
                         }
-                    };
-                    MessageBody::SampleResult(Box::new(schema::SampleResult { result: Some(Box::new(scalar(value))) }))
+                    }
                 }
                 Some(MessageBody::Observe(observe)) => {
                     let acknowledged = MessageBody::ObserveResult(Box::new(schema::ObserveResult {}));
@@ -145,13 +142,12 @@ impl RemoteSimulator {
             answer = match reply.body {
                 Some(MessageBody::Sample(sample)) => {
                     let site = sample.address.unwrap_or_default();
-                    let value = sample
+                    sample
                         .distribution
                         .ok_or_else(|| format!("at {site}: a Sample without a distribution"))
                         .and_then(|d| from_ppx(&site, &d).map_err(|e| e.to_string()))
-                        .and_then(|prior| distribution::draw(&prior, &mut rng).map_err(|e| e.to_string()))
-                        .map_err(|e| RunError::Remote(format!("{why}; finishing the run: {e}")))?;
-                    MessageBody::SampleResult(Box::new(schema::SampleResult { result: Some(Box::new(scalar(value))) }))
+                        .and_then(|prior| stand_in(&prior, &mut rng))
+                        .map_err(|e| finishing(&why, &e))?
                 }
                 Some(MessageBody::Observe(_)) => MessageBody::ObserveResult(Box::new(schema::ObserveResult {})),
                 Some(MessageBody::Tag(_)) => MessageBody::TagResult(Box::new(schema::TagResult {})),
@@ -185,6 +181,22 @@ impl RemoteSimulator {
             ))),
         }
     }
+}
+
+/// The answer to a Sample: one value.
+fn sample_result(value: f64) -> MessageBody {
+    MessageBody::SampleResult(Box::new(schema::SampleResult { result: Some(Box::new(scalar(value))) }))
+}
+
+/// A value drawn from `prior` that only keeps the simulator in step in a
+/// run being discarded.
+fn stand_in(prior: &formats::lmdb::trace_codec::Distribution, rng: &mut ChaCha12Rng) -> Result<MessageBody, String> {
+    distribution::draw(prior, rng).map(sample_result).map_err(|e| e.to_string())
+}
+
+/// `why` a run was given up, and what then failed while finishing it.
+fn finishing(why: &RunError, failed: &str) -> RunError {
+    RunError::Remote(format!("{why}; finishing the run: {failed}"))
 }
 
 #[cfg(test)]
