@@ -102,17 +102,10 @@ impl Posterior {
     /// The posterior of runs with log weights `log_weights` and latents
     /// `latents` (channel index, px, py, pz).
     pub fn of(log_weights: &[f64], latents: &[[f64; 4]], from_prior: usize) -> Result<Posterior, String> {
-        let top = log_weights.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        if !top.is_finite() {
-            return Err(format!("no run has a finite weight (the largest log weight is {top})"));
-        }
-        let w: Vec<f64> = log_weights.iter().map(|l| (l - top).exp()).collect();
-        let total: f64 = w.iter().sum();
-        let ess = total * total / w.iter().map(|v| v * v).sum::<f64>();
+        let (shares, ess) = normalized_weights(log_weights)?;
         let mut channels = vec![0.0; CHANNELS.len()];
         let (mut mean, mut square) = ([0.0; 3], [0.0; 3]);
-        for (wi, l) in w.iter().zip(latents) {
-            let p = wi / total;
+        for (&p, l) in shares.iter().zip(latents) {
             let channel = l[0] as usize;
             if let Some(c) = channels.get_mut(channel) {
                 *c += p;
@@ -130,6 +123,20 @@ impl Posterior {
     pub fn channel(&self) -> usize {
         (0..self.channels.len()).max_by(|&a, &b| self.channels[a].total_cmp(&self.channels[b])).unwrap_or(0)
     }
+}
+
+/// Each run's share of the total weight, from log weights, and the
+/// weights' effective sample size (Σw)² / Σw² (Kong 1992); an error when
+/// no weight is finite.
+pub(super) fn normalized_weights(log_weights: &[f64]) -> Result<(Vec<f64>, f64), String> {
+    let top = log_weights.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !top.is_finite() {
+        return Err(format!("no run has a finite weight (the largest log weight is {top})"));
+    }
+    let w: Vec<f64> = log_weights.iter().map(|l| (l - top).exp()).collect();
+    let total: f64 = w.iter().sum();
+    let ess = total * total / w.iter().map(|v| v * v).sum::<f64>();
+    Ok((w.into_iter().map(|v| v / total).collect(), ess))
 }
 
 /// One observation's inference.

@@ -21,7 +21,7 @@ use simgen::random::mix;
 use simgen::traces::executor::{Executor, Mode, Recorded};
 use simgen::traces::remote::RemoteSimulator;
 
-use super::infer::{Engine, Loaded, embed_observation, read_held_out};
+use super::infer::{Engine, Loaded, embed_observation, normalized_weights, read_held_out};
 use super::infer_rmh::RmhSettings;
 use super::mcmc_stats::{effective_samples, split_rhat};
 use super::rmh::run_chain;
@@ -139,18 +139,12 @@ pub struct PpxInferred {
 /// weights `log_weights`, and the weights' effective sample size; an error
 /// when no weight is finite.
 fn weighted(log_weights: &[f64], rows: &[Vec<f64>]) -> Result<(f64, Vec<Moments>), String> {
-    let top = log_weights.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if !top.is_finite() {
-        return Err(format!("no run has a finite weight (the largest log weight is {top})"));
-    }
-    let w: Vec<f64> = log_weights.iter().map(|l| (l - top).exp()).collect();
-    let total: f64 = w.iter().sum();
-    let ess = total * total / w.iter().map(|v| v * v).sum::<f64>();
+    let (shares, ess) = normalized_weights(log_weights)?;
     let columns = rows.first().map_or(0, Vec::len);
     let moments = (0..columns)
         .map(|k| {
-            let mean = w.iter().zip(rows).map(|(w, r)| w * r[k]).sum::<f64>() / total;
-            let var = w.iter().zip(rows).map(|(w, r)| w * (r[k] - mean).powi(2)).sum::<f64>() / total;
+            let mean = shares.iter().zip(rows).map(|(p, r)| p * r[k]).sum::<f64>();
+            let var = shares.iter().zip(rows).map(|(p, r)| p * (r[k] - mean).powi(2)).sum::<f64>();
             Moments { mean, std: var.sqrt() }
         })
         .collect();
