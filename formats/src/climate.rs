@@ -165,7 +165,7 @@ pub struct Extent {
     pub len: u64,
 }
 
-fn h5err(path: &Path, what: impl Into<String>) -> impl FnOnce(hdf5::Error) -> ClimateError {
+pub(crate) fn h5err(path: &Path, what: impl Into<String>) -> impl FnOnce(hdf5::Error) -> ClimateError {
     let path = path.to_owned();
     let what = what.into();
     move |source| ClimateError::Hdf5 { path, what, source }
@@ -175,7 +175,7 @@ fn check_len(what: &'static str, got: usize, expected: usize) -> Result<(), Clim
     if got == expected { Ok(()) } else { Err(ClimateError::BufferLen { what, got, expected }) }
 }
 
-fn write_dataset<T: H5Type>(
+pub(crate) fn write_dataset<T: H5Type>(
     file: &hdf5::File,
     path: &Path,
     name: &str,
@@ -187,7 +187,7 @@ fn write_dataset<T: H5Type>(
 }
 
 /// Write the file atomically: build it under a hidden temporary name, then rename.
-fn write_atomically(
+pub(crate) fn write_atomically(
     path: &Path,
     fill: impl FnOnce(&hdf5::File, &Path) -> Result<(), ClimateError>,
 ) -> Result<(), ClimateError> {
@@ -271,7 +271,12 @@ pub fn read_channel_descriptions(path: &Path) -> Result<Vec<(String, String)>, C
     Ok(read(CHANNEL_NAMES)?.into_iter().zip(read(CHANNEL_UNITS)?).collect())
 }
 
-fn open_checked(file: &hdf5::File, path: &Path, name: &str, expected: &[usize]) -> Result<hdf5::Dataset, ClimateError> {
+pub(crate) fn open_checked(
+    file: &hdf5::File,
+    path: &Path,
+    name: &str,
+    expected: &[usize],
+) -> Result<hdf5::Dataset, ClimateError> {
     let ds = file.dataset(name).map_err(h5err(path, format!("opening dataset {name}")))?;
     let got = ds.shape();
     if got != expected {
@@ -285,7 +290,7 @@ fn open_checked(file: &hdf5::File, path: &Path, name: &str, expected: &[usize]) 
     Ok(ds)
 }
 
-fn check_dtype<T: H5Type>(
+pub(crate) fn check_dtype<T: H5Type>(
     ds: &hdf5::Dataset,
     path: &Path,
     name: &str,

@@ -56,6 +56,7 @@ pub mod cosmoflow;
 pub mod example;
 pub mod global_order;
 pub mod hdf5_rows;
+pub mod jets;
 pub mod lmdb;
 pub mod lock;
 pub mod manifest;

@@ -44,6 +44,8 @@ pub enum SampleKind {
     Scattering,
     /// Simulator traces in LMDB.
     Traces,
+    /// Collision-event images, many per HDF5 file (the HEP-CNN benchmark's layout).
+    Jets,
     /// Files Stagehand moves but does not interpret.
     Opaque,
 }
@@ -133,6 +135,22 @@ impl Schema {
         Schema {
             kind: SampleKind::Traces,
             fields: vec![Field { name: "observation".into(), dtype: Dtype::F32, shape: shape.to_vec() }],
+        }
+    }
+
+    /// Collision events, many per HDF5 file: `data` float32 (C, H, W) and
+    /// `label` int32 per event ([`crate::jets`]).
+    pub fn jets(shape: crate::jets::EventShape) -> Self {
+        Schema {
+            kind: SampleKind::Jets,
+            fields: vec![
+                Field {
+                    name: crate::jets::DATA.into(),
+                    dtype: Dtype::F32,
+                    shape: vec![shape.channels, shape.height, shape.width],
+                },
+                Field { name: crate::jets::LABEL.into(), dtype: Dtype::I32, shape: Vec::new() },
+            ],
         }
     }
 
@@ -578,7 +596,8 @@ fn scan_one(
 
 /// Samples in a file, by the schema's kind: TFRecord records for CosmoFlow,
 /// one per `.h5` file but `stats.h5` for DeepCAM, the store's count for the
-/// `data.mdb` of a scattering or trace store, none otherwise.
+/// `data.mdb` of a scattering or trace store, the events of a jets `.h5`
+/// file, none otherwise.
 fn count_samples(path: &Path, rel: &str, schema: &Schema) -> Result<u64, ManifestError> {
     let name = Path::new(rel).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     match schema.kind {
@@ -600,6 +619,8 @@ fn count_samples(path: &Path, rel: &str, schema: &Schema) -> Result<u64, Manifes
             let store = path.parent().ok_or_else(|| samples("a store file needs its directory".into()))?;
             crate::lmdb::TraceStore::open(store).map(|s| s.len()).map_err(|e| samples(e.to_string()))
         }
+        SampleKind::Jets if name.ends_with(".h5") => crate::jets::count_events(path)
+            .map_err(|e| ManifestError::Samples { entry: rel.to_owned(), reason: e.to_string() }),
         _ => Ok(0),
     }
 }

@@ -85,6 +85,7 @@ pub fn from_manifest(
         }
         SampleKind::Scattering => scattering(&store_dirs(&paths)),
         SampleKind::Traces => traces(&store_dirs(&paths)),
+        SampleKind::Jets => jets(&paths),
         other => Err(DatasetError::Unreadable { path: dir.to_owned(), kind: format!("{other:?}") }),
     }
 }
@@ -172,6 +173,21 @@ pub fn traces(stores: &[PathBuf]) -> Result<Opened, DatasetError> {
         y_shape: None,
         paths: stores.to_vec(),
         addresses,
+    })
+}
+
+/// Collision-event images of HEP-CNN files ([`formats::jets`]): inputs
+/// (C, H, W), targets `[label, weight, psr]`.
+pub fn jets(paths: &[PathBuf]) -> Result<Opened, DatasetError> {
+    let dataset = crate::jets::JetEvents::open(paths)?;
+    let shape = dataset.shape();
+    Ok(Opened {
+        dataset: Arc::new(dataset),
+        kind: SampleKind::Jets,
+        x_shape: vec![shape.channels, shape.height, shape.width],
+        y_shape: Some(vec![crate::jets::TARGET_LEN]),
+        paths: paths.to_vec(),
+        addresses: Vec::new(),
     })
 }
 

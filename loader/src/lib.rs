@@ -54,6 +54,7 @@ pub mod deepcam;
 pub mod elastic;
 pub mod finite;
 pub mod global;
+pub mod jets;
 pub mod lmdb;
 pub mod pipeline;
 pub mod records;

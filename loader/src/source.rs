@@ -130,6 +130,21 @@ pub struct Split {
     pub validation: Vec<usize>,
 }
 
+impl Split {
+    /// The split of a dataset laid out in folders, as DeepCAM's and HEP-CNN's
+    /// are: files under `train/` train, files under `validation/` validate;
+    /// `None` for a dataset with neither folder.
+    pub fn by_folders(manifest: &Manifest) -> Option<Split> {
+        let under = |folder: &str| -> Vec<usize> {
+            (0..manifest.files.len())
+                .filter(|&i| manifest.files[i].samples > 0 && manifest.files[i].path.starts_with(folder))
+                .collect()
+        };
+        let (train, validation) = (under("train/"), under("validation/"));
+        (!train.is_empty() || !validation.is_empty()).then_some(Split { train, validation })
+    }
+}
+
 /// How the training samples are ordered and dealt to the ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Sampling {

@@ -85,6 +85,7 @@ fn kind_name(kind: SampleKind) -> &'static str {
         SampleKind::Deepcam => "deepcam",
         SampleKind::Scattering => "scattering",
         SampleKind::Traces => "traces",
+        SampleKind::Jets => "jets",
         _ => "opaque",
     }
 }

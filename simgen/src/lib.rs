@@ -3,7 +3,8 @@
 //! diffraction stacks and projected densities for the inverse-imaging
 //! model; [`climate`], weather fields with cyclone and river masks for
 //! the segmentation models; [`traces`], execution traces of a stochastic
-//! simulator for the Etalumis inference network. [`output`] is what every generator shares:
+//! simulator for the Etalumis inference network; [`jets`], collision events
+//! (signal and background) as calorimeter images for HEP-CNN. [`output`] is what every generator shares:
 //! claiming an empty output directory and writing its manifest from the
 //! files the run wrote; [`heatmap`] draws their previews. The `simgen`
 //! binary runs the generators on one rank or under `mpirun`.
@@ -23,6 +24,7 @@ pub mod climate;
 pub mod cosmo;
 pub mod heatmap;
 pub mod image;
+pub mod jets;
 pub mod multislice;
 pub mod output;
 pub mod png;

@@ -42,6 +42,8 @@ enum Command {
     Multislice(Box<cli::multislice::MultisliceArgs>),
     /// Execution traces of a tau-decay simulator observed by a calorimeter, sorted by trace type into LMDB (Etalumis).
     Traces(Box<cli::traces::TracesArgs>),
+    /// Collision events (gluino pairs against QCD multi-jet, with pile-up) as ECAL/HCAL/track images, in the HEP-CNN HDF5 layout.
+    Jets(Box<cli::jets::JetsArgs>),
     /// Serve the tau simulator over PPX (pyprob's protocol), so pyprob or `--ppx` clients can put it under inference.
     PpxServe(cli::ppx_serve::PpxServeArgs),
     /// Measure P(k) of one channel of one sample of a CosmoFlow TFRecord file and compare with linear theory.
@@ -189,6 +191,7 @@ fn main() {
         Command::Multislice(args) => cli::multislice::run(&args),
         Command::Climate(args) => cli::climate::run(&args),
         Command::Traces(args) => cli::traces::run(&args),
+        Command::Jets(args) => cli::jets::run(&args),
         Command::PpxServe(args) => cli::ppx_serve::run(&args),
     };
     if let Err(e) = result {

@@ -1,6 +1,7 @@
 //! The `simgen` subcommands that have outgrown `main.rs`, and what every
 //! generator's command line shares.
 pub mod climate;
+pub mod jets;
 pub mod multislice;
 pub mod ppx_serve;
 pub mod preview;

@@ -11,11 +11,14 @@
 //!   densities from CBED stacks (Laanait et al. 2019).
 //! - [`etalumis`]: the Etalumis inference network proposing a simulator's
 //!   latent choices from its observation (Baydin et al. 2019).
+//! - [`hepcnn`]: HEP-CNN telling new-physics collision events from
+//!   Standard-Model background in calorimeter images (Kurth et al. 2018).
 //! - [`dropout`]: seeded dropout masks every model with dropout draws.
 
 pub mod cosmoflow;
 pub mod dropout;
 pub mod etalumis;
+pub mod hepcnn;
 pub mod inverse;
 pub mod probe;
 pub mod segmentation;
@@ -160,6 +163,14 @@ pub const MODELS: &[ModelEntry] = &[
         configs: etalumis::CONFIGS,
         options: options_of::<etalumis::model::EtalumisOptions>,
         build: |c, m| Ok(Box::new(etalumis::EtalumisModel::new(c, &parsed(m)?)?)),
+    },
+    ModelEntry {
+        name: "hepcnn",
+        about: "new-physics (RPV gluino) events against QCD multi-jet background in calorimeter images, \
+                5 convolution+pooling units (Kurth et al. 2018; NERSC's HEP-CNN benchmark)",
+        configs: hepcnn::CONFIGS,
+        options: options_of::<hepcnn::model::HepCnnOptions>,
+        build: |c, m| Ok(Box::new(hepcnn::HepCnnModel::new(c, &parsed(m)?)?)),
     },
     ModelEntry {
         name: "bn-probe",

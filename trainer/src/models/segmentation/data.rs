@@ -37,13 +37,7 @@ pub fn shape(dir: &Path, manifest: &Manifest) -> Result<ClimateShape, TrainError
 /// DeepCAM's split: files under `train/` train, files under `validation/`
 /// validate; a dataset with neither folder is all training files.
 pub fn split(manifest: &Manifest) -> Option<Split> {
-    let under = |folder: &str| -> Vec<usize> {
-        (0..manifest.files.len())
-            .filter(|&i| manifest.files[i].samples > 0 && manifest.files[i].path.starts_with(folder))
-            .collect()
-    };
-    let (train, validation) = (under("train/"), under("validation/"));
-    (!train.is_empty() || !validation.is_empty()).then_some(Split { train, validation })
+    Split::by_folders(manifest)
 }
 
 /// Read the first training sample as training will, so labels that are
