@@ -4,7 +4,7 @@
 # summary a person reads in ten seconds. `make demo [MODEL=...]` builds the
 # binaries and calls this; it can also run on its own:
 #
-#   bash demo/run.sh [cosmoflow|deepcam|etalumis|inverse]
+#   bash demo/run.sh [cosmoflow|deepcam|etalumis|inverse|hepcnn]
 #
 # Environment: DEMO_DIR (/tmp/stagehand-demo, recreated), RANKS (4),
 # RANKS_PER_NODE (2), BIN (target/release). Every command's full output
@@ -29,9 +29,9 @@ MPIRUN=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca pml ob1
 NODES=$((RANKS / RANKS_PER_NODE))
 
 case $MODEL in
-cosmoflow | deepcam | etalumis | inverse) ;;
+cosmoflow | deepcam | etalumis | inverse | hepcnn) ;;
 *)
-    echo "demo: unknown MODEL '$MODEL' (cosmoflow, deepcam, etalumis or inverse)" >&2
+    echo "demo: unknown MODEL '$MODEL' (cosmoflow, deepcam, etalumis, inverse or hepcnn)" >&2
     exit 2
     ;;
 esac
@@ -186,6 +186,22 @@ inverse)
     train "train the small inverse-imaging FC-DenseNet on what each node generated" \
         --model inverse --config small --node-local "$DIR/node{node}/cbed" --epochs 14 --batch 4 --workers 1 \
         --optimizer adam --lr 0.002 --checkpoint "$DIR/checkpoints"
+    ;;
+hepcnn)
+    # Kurth et al. 2018's latency-bound probe on Bhimji et al. 2017's task:
+    # gluino pairs against QCD multi-jet events, as calorimeter images.
+    step "simulate 6000 collision events (64 x 64 x 3: ECAL, HCAL, tracks) into HEP-CNN HDF5, on $RANKS ranks" \
+        simgen "" "${MPIRUN[@]}" "$BIN/simgen" jets --out "$DIR/jets" --events 6000 --per-file 500 --size 64 \
+        --val-fraction 0.17 --seed 1 --preview --report "$DIR/simgen.json"
+    step "stage: the whole dataset onto each of $NODES nodes (replicate), each file read once" stage "" \
+        "${MPIRUN[@]}" "$BIN/stager" stage --source "$DIR/jets" --dest "$DIR/node{node}" \
+        --policy replicate --report "$DIR/stage.json"
+    step "verify every node's files against the manifest" verify "" \
+        "${MPIRUN[@]}" "$BIN/stager" verify --source "$DIR/jets" --dest "$DIR/node{node}" --policy replicate
+    train "train the small HEP-CNN (the benchmark's Adam at 0.001); validate on the held-out events" \
+        --model hepcnn --config small --staged "$DIR/node{node}" \
+        --val "$DIR/jets" --epochs 4 --batch 8 --workers 1 --optimizer adam --lr 0.001 \
+        --checkpoint "$DIR/checkpoints"
     ;;
 esac
 

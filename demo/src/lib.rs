@@ -127,7 +127,7 @@ impl Report<'_> {
 
 /// What the demo ran.
 pub struct Run<'a> {
-    /// `cosmoflow`, `deepcam`, `etalumis` or `inverse`.
+    /// `cosmoflow`, `deepcam`, `etalumis`, `inverse` or `hepcnn`.
     pub model: &'a str,
     /// Ranks and pretend nodes.
     pub ranks: usize,
@@ -150,6 +150,7 @@ fn generated(model: &str, simgen: &Report<'_>) -> Result<String, FieldError> {
         "cosmoflow" => (simgen.number("/boxes")?, "universes (CosmoFlow TFRecords)"),
         "deepcam" => (simgen.number("/samples")?, "climate fields (DeepCAM HDF5)"),
         "etalumis" => (simgen.number("/traces")?, "simulator traces (LMDB)"),
+        "hepcnn" => (simgen.number("/events")?, "collision events (HEP-CNN HDF5)"),
         _ => (simgen.number("/samples")?, "CBED stacks (LMDB, on every node's own storage)"),
     };
     // Not every generator's report counts its bytes.
@@ -227,6 +228,17 @@ fn learned(model: &str, train: &Report<'_>) -> Result<(String, bool), FieldError
             let (loss, prior) = (v.number("/loss")?, v.number("/prior_loss")?);
             let line = format!("validation loss {loss:.3} per trace against {prior:.3} for proposing from the prior");
             (line, loss < prior)
+        }
+        "hepcnn" => {
+            let (auc, energy) = (v.number("/auc")?, v.number("/energy_auc")?);
+            let line = format!(
+                "held-out ROC area {auc:.3} against {energy:.3} for the total E_T alone; where the cut-based \
+                 selection keeps {:.3} of the signal at {:.3} of the background, the network keeps {:.3}",
+                v.number("/selection_signal_efficiency")?,
+                v.number("/selection_background_efficiency")?,
+                v.number("/signal_efficiency_at_selection")?
+            );
+            (line, auc > energy && auc > 0.8)
         }
         _ => {
             let (loss, mean) = (v.number("/loss")?, v.number("/mean_image_loss")?);

@@ -13,7 +13,7 @@ use demo::{Reports, Run};
 #[derive(Parser, Debug)]
 #[command(version)]
 struct Args {
-    /// cosmoflow, deepcam, etalumis or inverse.
+    /// cosmoflow, deepcam, etalumis, inverse or hepcnn.
     #[arg(long)]
     model: String,
     /// The demo's directory (simgen.json, train.json, stage.json if staged).

@@ -79,6 +79,15 @@ def scattering(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def jets(tmp_path_factory) -> Path:
+    """24 HEP-CNN collision events of 3 x 32 x 32 in 3 files, one of them in validation/."""
+    out = tmp_path_factory.mktemp("data") / "jets"
+    simgen("jets", "--out", out, "--events", "24", "--per-file", "8", "--size", "32", "--val-fraction", "0.34",
+           "--seed", "3")
+    return out
+
+
+@pytest.fixture(scope="session")
 def traces(tmp_path_factory) -> Path:
     """20 simulator traces in one LMDB store."""
     out = tmp_path_factory.mktemp("data") / "traces"

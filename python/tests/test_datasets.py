@@ -92,6 +92,28 @@ def test_deepcam_from_files_reads_the_shape_from_the_first_file(climate):
     assert data.x_shape == [16, 128, 256] and len(data) == len(files)
 
 
+def test_jets_files_are_the_hep_cnn_benchmarks_layout_and_load_as_events(jets):
+    """h5py reads what simgen jets writes as the HEP-CNN benchmark's reader
+    does (data NCHW float32, label, normweight, weight, psr at the root),
+    and stagehand gives each event's image and [label, weight, psr]."""
+    data = stagehand.Dataset.from_manifest(jets, prefix="train/")
+    assert data.kind == "jets" and data.x_shape == [3, 32, 32] and data.y_shape == [3] and len(data) == 16
+    seen = 0
+    for path in data.paths:
+        with h5py.File(path, "r") as f:
+            assert f["data"].dtype == np.float32 and f["data"].shape == (8, 3, 32, 32)
+            assert f["label"].dtype == np.int32 and set(f["label"][:]) <= {0, 1}
+            for name in ("weight", "normweight", "psr"):
+                assert f[name].shape == (8,) and f[name].dtype == np.float32
+            assert np.all(f["data"][:] >= 0) and np.all(f["data"][:, 2] == np.round(f["data"][:, 2]))
+            for event in range(8):
+                x, y = data.read(seen + event)
+                np.testing.assert_array_equal(x, f["data"][event].ravel())
+                np.testing.assert_array_equal(y, [f["label"][event], f["weight"][event], f["psr"][event]])
+        seen += 8
+    assert len(stagehand.Dataset.from_manifest(jets, prefix="validation/")) == 8
+
+
 def test_scattering_stacks_and_potentials(scattering):
     data = stagehand.Dataset.from_manifest(scattering)
     assert data.kind == "scattering" and data.x_shape == [1024, 32, 32] and data.y_shape == [32, 32]

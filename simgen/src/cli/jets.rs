@@ -50,7 +50,7 @@ pub struct JetsArgs {
     /// Master seed: the same seed gives byte-identical files on any number of ranks.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Also draw the first event of each class as a PNG (each channel beside the others).
+    /// Also draw the first event of each class in the first file as a PNG (each channel beside the others).
     #[arg(long)]
     preview: bool,
 }
@@ -133,7 +133,8 @@ pub fn run(args: &JetsArgs) -> anyhow::Result<()> {
             figures[1] += f64::from(event.label);
             figures[2 + usize::from(event.label == 0)] += f64::from(u8::from(event.selected));
             figures[4] += event.particles as f64;
-            if args.preview && !previewed[event.label as usize] {
+            // From the first file only, so one rank draws each picture.
+            if args.preview && file == 0 && !previewed[event.label as usize] {
                 previewed[event.label as usize] = true;
                 let name = format!("preview-{}.png", if event.label == 1 { "signal" } else { "background" });
                 match preview(&event.image, shape, index, event.label, &out.join(&name))
