@@ -9,7 +9,15 @@ use e2e::cli_docs::check_command_pages;
 fn every_command_page_shows_the_help_the_binary_prints() {
     if let Err(error) = check_command_pages(
         env!("CARGO_BIN_EXE_simgen").as_ref(),
-        &["simgen cosmo", "simgen pk", "simgen multislice", "simgen climate", "simgen traces", "simgen jets", "simgen ppx-serve"],
+        &[
+            "simgen cosmo",
+            "simgen pk",
+            "simgen multislice",
+            "simgen climate",
+            "simgen traces",
+            "simgen jets",
+            "simgen ppx-serve",
+        ],
     ) {
         panic!("{error}");
     }

@@ -1,0 +1,200 @@
+//! HEP-CNN's speed.
+//!
+//! 1. One training step (forward, backward, gradients read out, Adam,
+//!    parameters written back) of the `small` network (64×64, 32 filters)
+//!    and of the `paper` network (224×224, 128 filters) on one rank, on
+//!    random images, against the same network in PyTorch on the same
+//!    number of CPU threads (`bench/peers/torch_hepcnn.py`, in the venv of
+//!    `bench/setup-peers.sh`), alternating in the same run.
+//! 2. Time to a training loss of 0.1 on 1, 2 and 4 ranks, as Kurth et al.
+//!    2018 (Fig. 3) measure HEP-CNN: `simgen jets` events, the `trainer`
+//!    binary with a fixed batch per rank (weak scaling, as the seed's node
+//!    batch of 128), the wall time until an epoch's mean training loss is
+//!    at most 0.1.
+//!
+//! ```sh
+//! bash bench/setup-peers.sh
+//! cargo bench -p stagehand-trainer --bench hepcnn
+//! ```
+//! `STAGEHAND_BENCH_STEPS` (10), `STAGEHAND_BENCH_REPS` (3: peer and us
+//! alternate, medians reported).
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Instant;
+
+use bench_rows::Row;
+use burn::module::Module;
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use e2e::median;
+use serde_json::Value;
+use trainer::models::hepcnn::HepCnnConfig;
+use trainer::models::segmentation::layers::Pass;
+use trainer::optim::{Optimizer, Rule};
+use trainer::params::{self, Init};
+
+/// The target training loss of Kurth et al.'s time-to-solution runs.
+const TARGET_LOSS: f64 = 0.1;
+
+/// (median step seconds, median forward seconds, parameters).
+fn ours(config: &HepCnnConfig, batch: usize, steps: usize) -> (f64, f64, usize) {
+    let device = Device::flex().autodiff();
+    let net = config.init(&device);
+    let tensors = params::inventory(&net).unwrap();
+    let (mut values, state) = params::initial(&tensors, Init::HeUniformLeaky { slope: 0.0 }, 1);
+    let mut net = params::with_state(params::with_values(net, &values, &device), &state, &device);
+    let lengths: Vec<usize> = values.iter().map(Vec::len).collect();
+    let mut optimizer = Optimizer::new(Rule::ADAM, None, &lengths);
+    let mut grads: Vec<Vec<f32>> = lengths.iter().map(|&n| vec![0.0; n]).collect();
+    let mut rng = e2e::SplitMix64::new(3);
+    let [h, w] = config.input;
+    let x: Vec<f32> = (0..batch * 3 * h * w).map(|_| (rng.next() % 1000) as f32 / 1000.0).collect();
+    let y: Vec<i64> = (0..batch).map(|_| (rng.next() % 2) as i64).collect();
+    let (mut step_times, mut forward_times) = (Vec::new(), Vec::new());
+    for k in 0..steps + 2 {
+        let t = Instant::now();
+        let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, 3, h, w]), &device);
+        let yt = Tensor::<1, Int>::from_data(TensorData::new(y.clone(), [batch]), &device);
+        let logits = net.forward(xt, &mut Pass::inference());
+        let loss = log_softmax(logits, 1).gather(1, yt.reshape([batch, 1])).mean().neg();
+        let g = loss.backward();
+        params::gradients(&net, &g, |i, v| grads[i].copy_from_slice(v));
+        let views: Vec<&[f32]> = grads.iter().map(Vec::as_slice).collect();
+        optimizer.step(0.001, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), &views);
+        net = params::with_values(net, &values, &device);
+        if k >= 2 {
+            step_times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    let valid = net.valid();
+    for k in 0..steps + 2 {
+        let t = Instant::now();
+        let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, 3, h, w]), &Device::flex());
+        assert_eq!(valid.forward(xt, &mut Pass::inference()).into_data().num_elements(), batch * 2);
+        if k >= 2 {
+            forward_times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    (median(step_times), median(forward_times), lengths.iter().sum())
+}
+
+fn peer(config: &HepCnnConfig, batch: usize, steps: usize, threads: usize) -> Option<Value> {
+    let out = e2e::peer_command("torch_hepcnn.py")?
+        .args(["--size", &config.input[0].to_string(), "--filters", &config.filters.to_string()])
+        .args(["--batch", &batch.to_string(), "--steps", &steps.to_string(), "--threads", &threads.to_string()])
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!("PyTorch peer failed: {}", String::from_utf8_lossy(&out.stderr));
+        return None;
+    }
+    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').rfind(|l| !l.is_empty())?).ok()
+}
+
+fn step_row(config: &HepCnnConfig, batch: usize, steps: usize, reps: usize, threads: usize) -> Row {
+    let label = format!("hepcnn-{}", config.name);
+    println!(
+        "# {label} step time, {}x{}x3, {} filters, batch {batch}, {threads} threads",
+        config.input[0], config.input[1], config.filters
+    );
+    let comparison =
+        e2e::alternate_with_peer(&label, reps, || ours(config, batch, steps), || peer(config, batch, steps, threads))
+            .unwrap_or_else(|| panic!("the PyTorch peer did not run (above): no rows recorded"));
+    let ratio = comparison.step_ratio();
+    Row::new(
+        format!("{label}-step"),
+        format!("HEP-CNN `{}` step, batch {batch}: {:.3} s", config.name, comparison.ours_step),
+    )
+    .peer(format!("PyTorch {}: {:.3} s", comparison.peer["torch"].as_str().unwrap(), comparison.peer_step))
+    .ratio(format!("{ratio:.2}×"))
+    .target("≤ 1.0×", Some(ratio <= 1.0))
+}
+
+/// Seconds until the first epoch whose mean training loss is at most the
+/// target (`None` if no epoch reached it), and that epoch.
+fn time_to_target(report: &Value) -> Option<(f64, u64)> {
+    let mut seconds = report["first_batch_secs"].as_f64().unwrap_or(0.0);
+    for epoch in report["epochs"].as_array()? {
+        seconds += epoch["seconds"].as_f64()?;
+        if epoch["train_loss"].as_f64()? <= TARGET_LOSS {
+            return Some((seconds, epoch["epoch"].as_u64()?));
+        }
+    }
+    None
+}
+
+fn main() {
+    cluster::allocator::keep_freed_memory();
+    let steps = bench_rows::count("STAGEHAND_BENCH_STEPS", 10);
+    let reps = bench_rows::repetitions(3);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut rows = vec![
+        step_row(&trainer::models::hepcnn::small(), 16, steps, reps, threads),
+        step_row(&trainer::models::hepcnn::paper(), 4, steps.min(5), reps, threads),
+    ];
+
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("jets");
+    let args = ["jets", "--out", data.to_str().unwrap(), "--events", "4000", "--per-file", "500", "--size", "64"];
+    let generated = e2e::mpirun(2, &[], &e2e::workspace_binary("simgen"), &args);
+    assert!(generated.status.success(), "simgen: {}", String::from_utf8_lossy(&generated.stderr));
+    let batch = 8;
+    let mut times = Vec::new();
+    for ranks in [1usize, 2, 4] {
+        let args = [
+            "train",
+            "--model",
+            "hepcnn",
+            "--config",
+            "small",
+            "--data",
+            data.to_str().unwrap(),
+            "--epochs",
+            "8",
+            "--batch",
+            "8",
+            "--optimizer",
+            "adam",
+            "--lr",
+            "0.001",
+            "--workers",
+            "1",
+            "--seed",
+            "1",
+        ];
+        let out = e2e::mpirun(ranks, &[], Path::new(env!("CARGO_BIN_EXE_trainer")), &args);
+        let report = e2e::trainer_report(&out);
+        let reached = time_to_target(&report);
+        println!(
+            "hepcnn, {ranks} rank(s), batch {batch} per rank: {reached:?} (seconds, epoch) to training loss {TARGET_LOSS}"
+        );
+        times.push((ranks, reached));
+    }
+    let shown: Vec<String> = times
+        .iter()
+        .map(|(ranks, reached)| match reached {
+            Some((seconds, epoch)) => {
+                format!("{ranks} rank{}: {seconds:.0} s (epoch {epoch})", if *ranks == 1 { "" } else { "s" })
+            }
+            None => format!("{ranks} ranks: not within 8 epochs"),
+        })
+        .collect();
+    rows.push(
+        Row::new(
+            "hepcnn-time-to-loss",
+            format!(
+                "time to training loss {TARGET_LOSS}, `small`, batch {batch} per rank, 2 cores: {}",
+                shown.join(", ")
+            ),
+        )
+        .target("(the seed's Fig. 3; ranks share 2 cores here)", None),
+    );
+    bench_rows::record(
+        "hepcnn",
+        &format!("STAGEHAND_BENCH_REPS={reps} cargo bench -p stagehand-trainer --bench hepcnn"),
+        &rows,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
