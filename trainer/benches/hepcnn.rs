@@ -141,7 +141,7 @@ fn main() {
     let generated = e2e::mpirun(2, &[], &e2e::workspace_binary("simgen"), &args);
     assert!(generated.status.success(), "simgen: {}", String::from_utf8_lossy(&generated.stderr));
     let batch = 8;
-    let mut times = Vec::new();
+    let (mut times, mut rates) = (Vec::new(), Vec::new());
     for ranks in [1usize, 2, 4] {
         let args = [
             "train",
@@ -167,10 +167,13 @@ fn main() {
         let out = e2e::mpirun(ranks, &[], Path::new(env!("CARGO_BIN_EXE_trainer")), &args);
         let report = e2e::trainer_report(&out);
         let reached = time_to_target(&report);
+        let rate = report["samples_per_sec"].as_f64().unwrap();
         println!(
-            "hepcnn, {ranks} rank(s), batch {batch} per rank: {reached:?} (seconds, epoch) to training loss {TARGET_LOSS}"
+            "hepcnn, {ranks} rank(s), batch {batch} per rank: {reached:?} (seconds, epoch) to training loss \
+             {TARGET_LOSS}; {rate:.1} samples/s"
         );
         times.push((ranks, reached));
+        rates.push((ranks, rate));
     }
     let shown: Vec<String> = times
         .iter()
@@ -190,6 +193,20 @@ fn main() {
             ),
         )
         .target("(the seed's Fig. 3; ranks share 2 cores here)", None),
+    );
+    // Weak scaling (a fixed batch per rank): samples/s on N ranks over N
+    // times one rank's, as trainer::scaling computes it from reports.
+    let one = rates[0].1;
+    let efficiency: Vec<String> = rates[1..]
+        .iter()
+        .map(|&(ranks, rate)| format!("{ranks} ranks {:.0} %", 100.0 * rate / (ranks as f64 * one)))
+        .collect();
+    rows.push(
+        Row::new(
+            "hepcnn-weak-scaling",
+            format!("weak scaling efficiency, `small`, batch {batch} per rank, 2 cores: {}", efficiency.join(", ")),
+        )
+        .target("(4 ranks on 2 cores cannot scale; a cluster's figure needs a cluster)", None),
     );
     bench_rows::record(
         "hepcnn",
