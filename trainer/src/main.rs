@@ -583,7 +583,7 @@ fn config_from(
         ModelChoice { config: args.config.clone().unwrap_or_else(|| entry.configs[0].to_owned()), batch: args.batch };
     let model = entry.build(&choice, matches)?;
     // A model's own `--online TRACES` (etalumis) simulates its samples.
-    let online = matches.try_get_one::<usize>("online").ok().flatten().copied();
+    let online = matches.try_get_one::<u64>("online").ok().flatten().map(|&n| n as usize);
     let source = match (online, &args.data, &args.staged, &args.node_local, args.synthetic_data) {
         (Some(samples), None, None, None, None) => Origin::Simulated { samples },
         (Some(_), ..) => anyhow::bail!(

@@ -407,6 +407,8 @@ fn data_the_network_cannot_take_fails_before_mpi_with_one_line() {
     one_line(refused(&flat, &[]), "too small for the 3-D CNN");
     // Online training reads no --data.
     one_line(refused(&small, &["--online", "64"]), "--online simulates the training traces");
+    // No traces to train on is refused by the parser, before MPI starts.
+    one_line(refused(&small, &["--online", "0"]), "invalid value '0' for '--online <TRACES>'");
     let thin = store(dir.path(), "thin", &[20, 35, 34], "tau__px__Normal__1");
     one_line(refused(&small, &["--val", thin.to_str().unwrap()]), "the training data's are [20, 35, 35]");
     // Inference: observations of another shape, traces of another

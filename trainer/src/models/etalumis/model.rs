@@ -124,8 +124,8 @@ pub struct EtalumisOptions {
     /// the loader workers as they are read; no --data. Trace i is trace i of
     /// `simgen traces --seed --online-seed`. Validate on stores of another
     /// seed with --val.
-    #[arg(long, value_name = "TRACES")]
-    pub online: Option<usize>,
+    #[arg(long, value_name = "TRACES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub online: Option<u64>,
     /// Seed of the online traces.
     #[arg(long, default_value_t = 1, requires = "online")]
     pub online_seed: u64,
