@@ -49,6 +49,14 @@ fn max_pool() -> (Vec<f32>, Vec<u8>, Vec<f32>) {
     (y, arg, x_grad)
 }
 
+/// The same for the 2-D pool, on 5 planes of 6 × 22 (rows of 11 windows).
+fn max_pool_2d() -> (Vec<f32>, Vec<u8>, Vec<f32>) {
+    let x: Vec<f32> = values(5 * 132, 8).iter().map(|v| (v * 4.0).round()).collect();
+    let (y, arg) = direct_pool::max2_forward([6, 22], &x);
+    let x_grad = direct_pool::max2_backward([6, 22], &arg, &y);
+    (y, arg, x_grad)
+}
+
 /// The 2-D forward convolutions the direct kernel takes (8 or 16 output
 /// channels, rows of at least 16): rows of 61 end on a 16-wide tile
 /// overlapping the one before, the 7 × 7 stride-2 stem reads regrouped
@@ -93,6 +101,7 @@ fn every_kernel_path_this_cpu_runs_gives_the_portable_paths_bits() {
     let portable: Vec<[Vec<f32>; 4]> = shapes.iter().map(all_four).collect();
     let portable_2d = two_dimensional();
     let portable_pool = max_pool();
+    let portable_pool_2d = max_pool_2d();
     let mut compared = vec!["portable"];
     for path in [KernelPath::Avx2, KernelPath::Avx512] {
         if cpu::force(path).is_err() {
@@ -123,6 +132,10 @@ fn every_kernel_path_this_cpu_runs_gives_the_portable_paths_bits() {
         assert_eq!(bits(&y), bits(&portable_pool.0), "{}: max pool maxima", path.name());
         assert_eq!(arg, portable_pool.1, "{}: max pool argmax", path.name());
         assert_eq!(bits(&x_grad), bits(&portable_pool.2), "{}: max pool gradient", path.name());
+        let (y, arg, x_grad) = max_pool_2d();
+        assert_eq!(bits(&y), bits(&portable_pool_2d.0), "{}: 2-D max pool maxima", path.name());
+        assert_eq!(arg, portable_pool_2d.1, "{}: 2-D max pool argmax", path.name());
+        assert_eq!(bits(&x_grad), bits(&portable_pool_2d.2), "{}: 2-D max pool gradient", path.name());
         compared.push(path.name());
     }
     let _ = writeln!(std::io::stderr(), "kernel_paths: compared bit for bit: {}", compared.join(", "));

@@ -104,6 +104,92 @@ wide!(
     (volume: [usize; 3], arg: &[u8], grad: &[f32], x_grad: &mut [MaybeUninit<f32>])
 );
 
+/// Maximum of every 2×2 window of planes [H, W] (H, W even) and which of
+/// its 4 pixels held it (index `dy·2 + dx`, the first one on ties): the
+/// 2-D pooling of HEP-CNN, where burn's `max_pool2d_with_indices` took a
+/// seventh of a step.
+pub fn max2_forward(plane: [usize; 2], x: &[f32]) -> (Vec<f32>, Vec<u8>) {
+    let [h, w] = plane;
+    let out_len = x.len() / 4;
+    let (mut y, mut arg) = (vec![0.0; out_len], vec![0u8; out_len]);
+    let out_plane = (h / 2) * (w / 2);
+    y.par_chunks_mut(out_plane.max(1))
+        .zip(arg.par_chunks_mut(out_plane.max(1)))
+        .zip(x.par_chunks((h * w).max(1)))
+        .for_each(|((y, arg), x)| max2_forward_plane_wide(plane, x, y, arg));
+    (y, arg)
+}
+
+/// One plane of [`max2_forward`].
+#[inline(always)]
+fn max2_forward_plane(plane: [usize; 2], x: &[f32], y: &mut [f32], arg: &mut [u8]) {
+    let [h, w] = plane;
+    for oy in 0..h / 2 {
+        let row = |dy: usize| x[(2 * oy + dy) * w..][..w].chunks_exact(2);
+        let at = oy * (w / 2);
+        let outputs = y[at..at + w / 2].iter_mut().zip(&mut arg[at..at + w / 2]);
+        // Branch-free selects in window order, as in `max_forward_plane`.
+        for ((best_out, which_out), (r0, r1)) in outputs.zip(row(0).zip(row(1))) {
+            let candidates = [r0[0], r0[1], r1[0], r1[1]];
+            let (mut best, mut which) = (candidates[0], 0u8);
+            for (k, &v) in (1u8..).zip(&candidates[1..]) {
+                let larger = v > best;
+                best = if larger { v } else { best };
+                which = if larger { k } else { which };
+            }
+            *best_out = best;
+            *which_out = which;
+        }
+    }
+}
+
+/// Gradient of the input of [`max2_forward`]: each window's gradient goes
+/// to the pixel that held its maximum.
+pub fn max2_backward(plane: [usize; 2], arg: &[u8], grad: &[f32]) -> Vec<f32> {
+    let [h, w] = plane;
+    let out_plane = (h / 2) * (w / 2);
+    assert_eq!(arg.len(), grad.len(), "one argmax per pooled gradient");
+    let len = grad.len() * 4;
+    let mut x_grad = Vec::with_capacity(len);
+    x_grad.spare_capacity_mut()[..len]
+        .par_chunks_mut((h * w).max(1))
+        .zip(arg.par_chunks(out_plane.max(1)))
+        .zip(grad.par_chunks(out_plane.max(1)))
+        .for_each(|((x_grad, arg), grad)| max2_backward_plane_wide(plane, arg, grad, x_grad));
+    // SAFETY: the first `len` elements are initialised: there are
+    // `grad.len() / out_plane` planes of `h·w` (4 per pooled pixel), each
+    // with its `arg` and `grad` chunk, and `max2_backward_plane` writes every
+    // row of its plane whole, two pixels per window (`w` is even).
+    #[allow(unsafe_code)]
+    unsafe {
+        x_grad.set_len(len);
+    }
+    x_grad
+}
+
+/// One plane of [`max2_backward`]: every input row written once, whole.
+#[inline(always)]
+fn max2_backward_plane(plane: [usize; 2], arg: &[u8], grad: &[f32], x_grad: &mut [MaybeUninit<f32>]) {
+    let [_, w] = plane;
+    for (y, row) in x_grad.chunks_mut(w).enumerate() {
+        let at = (y / 2) * (w / 2);
+        let corner = (y % 2) * 2;
+        let (arg, grad) = (&arg[at..at + w / 2], &grad[at..at + w / 2]);
+        for (pair, (&k, &g)) in row.chunks_exact_mut(2).zip(arg.iter().zip(grad)) {
+            let k = usize::from(k);
+            pair[0].write(if k == corner { g } else { 0.0 });
+            pair[1].write(if k == corner + 1 { g } else { 0.0 });
+        }
+    }
+}
+
+wide!(max2_forward_plane_wide, max2_forward_plane, (plane: [usize; 2], x: &[f32], y: &mut [f32], arg: &mut [u8]));
+wide!(
+    max2_backward_plane_wide,
+    max2_backward_plane,
+    (plane: [usize; 2], arg: &[u8], grad: &[f32], x_grad: &mut [MaybeUninit<f32>])
+);
+
 /// Mean of every window.
 pub fn avg_forward(volume: [usize; 3], x: &[f32]) -> Vec<f32> {
     let [d, h, w] = volume;
@@ -177,6 +263,34 @@ mod tests {
             assert_eq!(y[o], best);
             let Some(&(i, _)) = win.iter().find(|&&(_, v)| v == best) else { panic!("window {o} has no maximum") };
             want[i] = grad[o];
+        }
+        assert_eq!(x_grad, want);
+    }
+
+    #[test]
+    fn max_pool_2d_and_its_gradient_follow_the_definition() {
+        let [h, w] = [6, 8];
+        let x = input(2);
+        let planes = x.len() / (h * w);
+        let (y, arg) = max2_forward([h, w], &x);
+        assert_eq!(y.len(), x.len() / 4);
+        let grad: Vec<f32> = (0..y.len()).map(|i| i as f32 + 1.0).collect();
+        let x_grad = max2_backward([h, w], &arg, &grad);
+        let mut want = vec![0.0; x.len()];
+        for plane in 0..planes {
+            for oy in 0..h / 2 {
+                for ox in 0..w / 2 {
+                    let o = (plane * (h / 2) + oy) * (w / 2) + ox;
+                    let window: [(usize, f32); 4] = std::array::from_fn(|k| {
+                        let i = plane * h * w + (2 * oy + k / 2) * w + 2 * ox + k % 2;
+                        (i, x[i])
+                    });
+                    let best = window.iter().map(|&(_, v)| v).fold(f32::MIN, f32::max);
+                    assert_eq!(y[o], best);
+                    let Some(&(i, _)) = window.iter().find(|&&(_, v)| v == best) else { panic!("no maximum") };
+                    want[i] = grad[o];
+                }
+            }
         }
         assert_eq!(x_grad, want);
     }

@@ -76,6 +76,13 @@ pub fn pool3d(x: Tensor<5>, pooling: Pooling) -> Tensor<5> {
     })
 }
 
+/// 2×2 max pooling with stride 2 of `x` [N, C, H, W]: on the CPU our
+/// kernel for even H and W (forward and backward in one pass each), burn's
+/// `max_pool2d` otherwise.
+pub fn max_pool2d_2(x: Tensor<4>) -> Tensor<4> {
+    Tensor::from_dispatch(<Dispatch as KernelOps>::max_pool2d_2(x.into_dispatch()))
+}
+
 /// burn's `conv2d(x, weight, bias, options)`, x [N, C_in, H, W], whose
 /// weight gradient on the CPU is [`conv2d_grad::weight_grad`] (burn's is
 /// slow for small batches: see there).

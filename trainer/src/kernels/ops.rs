@@ -47,6 +47,11 @@ pub trait KernelOps: Backend {
         composed::pool3d_2::<Self>(x, false)
     }
 
+    /// Maximum over each 2×2 window of x [N, C, H, W], stride 2 (H, W even).
+    fn max_pool2d_2(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        Self::max_pool2d(x, [2, 2], [2, 2], [0, 0], [1, 1], false)
+    }
+
     /// Mean over each 2³ window of x [N, C, D, H, W] (D, H, W even).
     fn avg_pool3d_2(x: FloatTensor<Self>) -> FloatTensor<Self> {
         composed::pool3d_2::<Self>(x, true)
@@ -173,6 +178,14 @@ fn conv_forward(shape: &ConvShape, x: &FlexTensor, weight: &FlexTensor, bias: &F
 }
 
 /// The shape of `x` [N, C, D, H, W] halved in D, H and W.
+/// [H, W] of a tensor [N, C, H, W] of f32 with both even, which the
+/// direct 2-D pool takes; `None` for burn's.
+fn direct_pool_plane(x: &FlexTensor) -> Option<[usize; 2]> {
+    let shape = x.shape();
+    let &[_, _, h, w] = shape.as_slice() else { return None };
+    (x.dtype() == DType::F32 && h % 2 == 0 && w % 2 == 0).then_some([h, w])
+}
+
 fn pooled_shape(x: &FlexTensor) -> Shape {
     let mut shape = x.shape();
     for e in shape.as_mut_slice().iter_mut().skip(2) {
@@ -205,6 +218,13 @@ impl KernelOps for Flex {
 
     fn conv2d_unbiased(x: FlexTensor, weight: FlexTensor, options: ConvOptions<2>) -> FlexTensor {
         conv2d_flex(x, weight, options)
+    }
+
+    fn max_pool2d_2(x: FlexTensor) -> FlexTensor {
+        match direct_pool_plane(&x) {
+            Some(plane) => flex(direct_pool::max2_forward(plane, &values(&x)).0, pooled_shape(&x)),
+            None => Self::max_pool2d(x, [2, 2], [2, 2], [0, 0], [1, 1], false),
+        }
     }
 }
 
@@ -341,6 +361,24 @@ impl Backward<Flex, 1> for MaxPoolBackward {
 }
 
 #[derive(Debug)]
+struct MaxPool2dBackward;
+
+impl Backward<Flex, 1> for MaxPool2dBackward {
+    /// Which pixel of each window held its maximum; the input's plane and shape.
+    type State = (Vec<u8>, [usize; 2], Shape);
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [node] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let grad = values(&grad);
+        let (arg, plane, shape) = ops.state;
+        if let Some(node) = node {
+            grads.register::<Flex>(node.id, flex(direct_pool::max2_backward(plane, &arg, &grad), shape));
+        }
+    }
+}
+
+#[derive(Debug)]
 struct AvgPoolBackward;
 
 impl Backward<Flex, 1> for AvgPoolBackward {
@@ -388,6 +426,18 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
         let (y, arg) = direct_pool::max_forward(volume, &values(x.primitive()));
         match MaxPoolBackward.prepare::<C>([x.node()]).compute_bound().stateful() {
             OpsKind::Tracked(prep) => prep.finish((arg, volume, in_shape), flex(y, out_shape)),
+            OpsKind::UnTracked(prep) => prep.finish(flex(y, out_shape)),
+        }
+    }
+
+    fn max_pool2d_2(x: AutodiffFloat<C>) -> AutodiffFloat<C> {
+        let Some(plane) = direct_pool_plane(x.primitive()) else {
+            return Self::max_pool2d(x, [2, 2], [2, 2], [0, 0], [1, 1], false);
+        };
+        let (in_shape, out_shape) = (x.primitive().shape(), pooled_shape(x.primitive()));
+        let (y, arg) = direct_pool::max2_forward(plane, &values(x.primitive()));
+        match MaxPool2dBackward.prepare::<C>([x.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish((arg, plane, in_shape), flex(y, out_shape)),
             OpsKind::UnTracked(prep) => prep.finish(flex(y, out_shape)),
         }
     }
@@ -674,5 +724,30 @@ mod tests {
                 assert!((a - b).abs() < 1e-5, "{pooling:?}: {a} != {b}");
             }
         }
+    }
+
+    /// The direct 2-D max pool equals burn's `max_pool2d` in values and
+    /// input gradient on autodiff tensors (distinct values: no ties), and
+    /// an odd side still pools (through burn's).
+    #[test]
+    fn the_direct_2d_max_pool_equals_burns_in_values_and_gradients() {
+        let burns_pool = burn::nn::pool::MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init();
+        let dims = [2, 3, 6, 10];
+        let len: usize = dims.iter().product();
+        let device = Device::flex().autodiff();
+        let x: Vec<f32> = (0..len).map(|i| ((i * 7919) % len) as f32 / 10.0 - 9.0).collect();
+        let up: Vec<f32> = (0..len / 4).map(|i| i as f32 - 5.0).collect();
+        let up = Tensor::<4>::from_data(TensorData::new(up, [2, 3, 3, 5]), &device);
+        let run = |direct: bool| {
+            let t = Tensor::<4>::from_data(TensorData::new(x.clone(), dims), &device).require_grad();
+            let y = if direct { super::super::max_pool2d_2(t.clone()) } else { burns_pool.forward(t.clone()) };
+            let grads = (y.clone() * up.clone()).sum().backward();
+            (to_vec(y), to_vec(t.grad(&grads).unwrap()))
+        };
+        let (direct, burns) = (run(true), run(false));
+        assert_eq!((direct.0.len(), direct.1.len()), (len / 4, len));
+        assert_eq!(direct, burns);
+        let odd = filled([1, 2, 5, 4], 3, &Device::flex());
+        assert_eq!(super::super::max_pool2d_2(odd).dims(), [1, 2, 2, 2]);
     }
 }

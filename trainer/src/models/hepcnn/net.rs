@@ -17,7 +17,6 @@
 
 use burn::module::Module;
 use burn::nn::conv::Conv2d;
-use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
@@ -50,12 +49,7 @@ impl HepCnnConfig {
             convs.push(conv([from, self.filters], 3, (1, 1), true, device));
             from = self.filters;
         }
-        HepCnn {
-            convs,
-            pool: MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init(),
-            head: LinearConfig::new(self.filters, 2).init(device),
-            dropout: self.dropout,
-        }
+        HepCnn { convs, head: LinearConfig::new(self.filters, 2).init(device), dropout: self.dropout }
     }
 
     /// The image side after the units' poolings: TensorFlow's "same"
@@ -69,7 +63,6 @@ impl HepCnnConfig {
 #[derive(Module, Debug)]
 pub struct HepCnn {
     convs: Vec<Conv2d>,
-    pool: MaxPool2d,
     head: Linear,
     dropout: f32,
 }
@@ -82,7 +75,7 @@ impl HepCnn {
         let units = self.convs.len() - 1;
         let mut h = x;
         for conv in &self.convs[..units] {
-            h = self.pool_same(relu(conv.apply(h)));
+            h = Self::pool_same(relu(conv.apply(h)));
             h = pass.dropout(h, self.dropout);
             h = pass.cut(h);
         }
@@ -92,10 +85,11 @@ impl HepCnn {
         self.head.forward(pooled.mean_dim(2).reshape([n, c]))
     }
 
-    /// 2×2 max pooling with stride 2; an odd side is padded at the end
-    /// first, as TensorFlow's "same" pooling does (the padding never wins
-    /// the maximum: after ReLU every value is ≥ 0, and the padding is 0).
-    fn pool_same(&self, x: Tensor<4>) -> Tensor<4> {
+    /// 2×2 max pooling with stride 2 ([`crate::kernels::max_pool2d_2`]);
+    /// an odd side is padded at the end first, as TensorFlow's "same"
+    /// pooling does (the padding never wins the maximum: after ReLU every
+    /// value is ≥ 0, and the padding is 0).
+    fn pool_same(x: Tensor<4>) -> Tensor<4> {
         let [n, c, h, w] = x.dims();
         let x = if h % 2 == 1 || w % 2 == 1 {
             let padded = Tensor::<4>::zeros([n, c, h + h % 2, w + w % 2], &x.device());
@@ -103,7 +97,7 @@ impl HepCnn {
         } else {
             x
         };
-        self.pool.forward(x)
+        crate::kernels::max_pool2d_2(x)
     }
 }
 
