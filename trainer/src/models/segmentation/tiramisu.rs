@@ -30,7 +30,6 @@
 use burn::module::Module;
 use burn::nn::BatchNorm;
 use burn::nn::conv::{Conv2d, ConvTranspose2d};
-use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::tensor::activation::relu;
 use burn::tensor::module::avg_pool2d;
 use burn::tensor::ops::AvgPoolOptions;
@@ -167,7 +166,6 @@ impl TiramisuConfig {
             let transition = TransitionDown {
                 norm: norm(channels, device),
                 conv: conv([channels, channels], 1, (1, 1), true, device),
-                pool: MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init(),
                 average: self.pooling == DownPool::Avg,
             };
             down.push((block, transition));
@@ -248,13 +246,16 @@ impl DenseBlock {
 pub struct TransitionDown {
     norm: BatchNorm,
     conv: Conv2d,
-    pool: MaxPool2d,
     average: bool,
 }
 
 impl TransitionDown {
     fn pool(&self, x: Tensor<4>) -> Tensor<4> {
-        if self.average { avg_pool2d(x, AvgPoolOptions::new([2, 2]).with_stride([2, 2])) } else { self.pool.forward(x) }
+        if self.average {
+            avg_pool2d(x, AvgPoolOptions::new([2, 2]).with_stride([2, 2]))
+        } else {
+            crate::kernels::max_pool2d_2(x)
+        }
     }
 }
 
