@@ -124,7 +124,11 @@ pub fn read_event_file(path: &Path) -> Result<EventFile, ClimateError> {
     };
     check_dtype::<f32>(&data, path, DATA, "float32")?;
     let not_contiguous = || ClimateError::NotContiguous { path: path.to_owned(), dataset: DATA.to_owned() };
-    let len = (events * shape.values() * 4) as u64;
+    // A shape whose bytes overflow is no dataset a file can hold.
+    let len = [shape.channels, shape.height, shape.width, 4]
+        .iter()
+        .try_fold(events as u64, |bytes, &d| bytes.checked_mul(d as u64))
+        .ok_or_else(not_contiguous)?;
     if data.layout() != hdf5::dataset::Layout::Contiguous || data.storage_size() != len {
         return Err(not_contiguous());
     }

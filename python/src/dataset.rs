@@ -318,7 +318,7 @@ impl Dataset {
         Ok(Dataset::of(py.detach(|| catalog::hdf5_rows(&paths, name)).map_err(data_error)?))
     }
 
-    /// "cosmoflow", "deepcam", "scattering", "traces", or "records" for
+    /// "cosmoflow", "deepcam", "scattering", "traces", "jets", or "records" for
     /// datasets whose samples are bytes (`tfrecord`, `npz`, `hdf5`).
     #[getter]
     fn kind(&self) -> &'static str {

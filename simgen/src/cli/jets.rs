@@ -23,7 +23,8 @@ pub struct JetsArgs {
     /// Number of events; whole files of --per-file events are divided among the ranks.
     #[arg(long)]
     events: u64,
-    /// Events per HDF5 file (the last file may hold fewer).
+    /// Events per HDF5 file (the last file may hold fewer); a rank holds one file's events in memory
+    /// (1024 of 224×224: 0.6 GB).
     #[arg(long, default_value_t = 1024)]
     per_file: u64,
     /// Image size: N bins of η over |η| < 2.5 by N bins of φ (224 as HEP-CNN's large images, 64 its small ones).
@@ -105,6 +106,22 @@ fn file_path(file: u64, val_fraction: f64) -> String {
 pub fn run(args: &JetsArgs) -> anyhow::Result<()> {
     let config = args.config()?;
     let shape = EventShape { channels: 3, height: config.height, width: config.width };
+    // A file's events are held until the file is written.
+    let needed = args.per_file.min(args.events) * (shape.values() * 4) as u64;
+    if let Some(available) = cluster::memory::available_bytes()
+        && needed > available
+    {
+        return Err(Usage(format!(
+            "--per-file {} of {}×{} images needs about {:.1} GiB per rank; this machine has {:.1} GiB available: \
+             lower --per-file",
+            args.per_file,
+            shape.height,
+            shape.width,
+            needed as f64 / f64::from(1u32 << 30),
+            available as f64 / f64::from(1u32 << 30)
+        ))
+        .into());
+    }
     let world = World::init()?;
     cluster::logging::init(world.topology(), None);
     let (out, out_dir) = args.output.claim(&world)?;

@@ -7,8 +7,10 @@
 //! §2) taken from the ATLAS multi-jet search (ATLAS Collaboration, Phys.
 //! Lett. B 785 (2018) 136, arXiv:1804.03568): g̃ → q q̄ χ̃⁰₁, then
 //! χ̃⁰₁ → q q q through λ''; ten quarks per event. Masses default to
-//! m(g̃) = 1400 GeV and m(χ̃⁰₁) = 850 GeV, the point Bhimji et al. trained
-//! on. Decays fill phase space evenly ([`n_body`]). The pair's production
+//! m(g̃) = 1400 GeV and m(χ̃⁰₁) = 850 GeV, our choice of a point in the
+//! range that search probed (we could not check the exact point Bhimji
+//! et al. trained on; `simgen jets --gluino-mass --neutralino-mass`
+//! changes it). Decays fill phase space evenly ([`n_body`]). The pair's production
 //! is a parametrisation, not a matrix element: the pair mass exceeds
 //! threshold by an exponential fraction (mean [`PAIR_EXCESS`]) as
 //! near-threshold production of heavy coloured pairs is, isotropic in
@@ -57,8 +59,9 @@ pub struct Processes {
 }
 
 impl Processes {
-    /// Bhimji et al.'s signal point; a background threshold at which the
-    /// total transverse energy alone separates the classes only partly.
+    /// A signal point in the search's range (see the module's doc); a
+    /// background threshold at which the total transverse energy alone
+    /// separates the classes only partly.
     pub const DEFAULT: Processes = Processes { gluino_mass: 1400.0, neutralino_mass: 850.0, background_pt_min: 700.0 };
 
     /// The quarks of one signal event.
