@@ -14,6 +14,8 @@
 //! - [`cosmoflow`]: the MLPerf HPC CosmoFlow sample (`x` int16 (D,D,D,C), `y` f32[4]).
 //! - [`climate`]: the DeepCAM HDF5 sample and `stats.h5`, with raw byte extents of
 //!   contiguous datasets so readers can bypass the HDF5 lock.
+//! - [`massmaps`]: CosmoGAN's mass maps, (N, S, S) float32 `.npy` arrays,
+//!   and the statistics they are judged by (power spectrum, pixel histogram).
 //! - [`hdf5_rows`]: an HDF5 dataset by name read as rows along its first
 //!   axis (with its byte extent where contiguous).
 //! - [`lmdb`]: a u64-keyed LMDB sample store and the Etalumis-style trace store.
@@ -61,6 +63,7 @@ pub mod lmdb;
 pub mod lock;
 pub mod manifest;
 pub mod mapped;
+pub mod massmaps;
 pub mod npy;
 pub mod placement;
 pub mod placement_record;

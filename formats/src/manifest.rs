@@ -46,6 +46,9 @@ pub enum SampleKind {
     Traces,
     /// Collision-event images, many per HDF5 file (the HEP-CNN benchmark's layout).
     Jets,
+    /// Square projected-density maps, many per `.npy` file (CosmoGAN's layout).
+    #[serde(rename = "massmaps")]
+    MassMaps,
     /// Files Stagehand moves but does not interpret.
     Opaque,
 }
@@ -151,6 +154,15 @@ impl Schema {
                 },
                 Field { name: crate::jets::LABEL.into(), dtype: Dtype::I32, shape: Vec::new() },
             ],
+        }
+    }
+
+    /// Mass maps, many per `.npy` file: `maps` float32 (S, S) per map
+    /// ([`crate::massmaps`]).
+    pub fn massmaps(side: usize) -> Self {
+        Schema {
+            kind: SampleKind::MassMaps,
+            fields: vec![Field { name: "maps".into(), dtype: Dtype::F32, shape: vec![side, side] }],
         }
     }
 
@@ -597,7 +609,7 @@ fn scan_one(
 /// Samples in a file, by the schema's kind: TFRecord records for CosmoFlow,
 /// one per `.h5` file but `stats.h5` for DeepCAM, the store's count for the
 /// `data.mdb` of a scattering or trace store, the events of a jets `.h5`
-/// file, none otherwise.
+/// file, the maps of a mass-map `.npy` file, none otherwise.
 fn count_samples(path: &Path, rel: &str, schema: &Schema) -> Result<u64, ManifestError> {
     let name = Path::new(rel).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     match schema.kind {
@@ -620,6 +632,8 @@ fn count_samples(path: &Path, rel: &str, schema: &Schema) -> Result<u64, Manifes
             crate::lmdb::TraceStore::open(store).map(|s| s.len()).map_err(|e| samples(e.to_string()))
         }
         SampleKind::Jets if name.ends_with(".h5") => crate::jets::count_events(path)
+            .map_err(|e| ManifestError::Samples { entry: rel.to_owned(), reason: e.to_string() }),
+        SampleKind::MassMaps if name.ends_with(".npy") => crate::massmaps::count_maps(path)
             .map_err(|e| ManifestError::Samples { entry: rel.to_owned(), reason: e.to_string() }),
         _ => Ok(0),
     }

@@ -86,6 +86,7 @@ pub fn from_manifest(
         SampleKind::Scattering => scattering(&store_dirs(&paths)),
         SampleKind::Traces => traces(&store_dirs(&paths)),
         SampleKind::Jets => jets(&paths),
+        SampleKind::MassMaps => massmaps(&paths),
         other => Err(DatasetError::Unreadable { path: dir.to_owned(), kind: format!("{other:?}") }),
     }
 }
@@ -186,6 +187,21 @@ pub fn jets(paths: &[PathBuf]) -> Result<Opened, DatasetError> {
         kind: SampleKind::Jets,
         x_shape: vec![shape.channels, shape.height, shape.width],
         y_shape: Some(vec![crate::jets::TARGET_LEN]),
+        paths: paths.to_vec(),
+        addresses: Vec::new(),
+    })
+}
+
+/// Mass maps of CosmoGAN `.npy` files ([`formats::massmaps`]): inputs
+/// (S, S) of ρ/ρ̄, targets `[mean]`.
+pub fn massmaps(paths: &[PathBuf]) -> Result<Opened, DatasetError> {
+    let dataset = crate::massmaps::MassMaps::open(paths)?;
+    let side = dataset.side();
+    Ok(Opened {
+        dataset: Arc::new(dataset),
+        kind: SampleKind::MassMaps,
+        x_shape: vec![side, side],
+        y_shape: Some(vec![crate::massmaps::TARGET_LEN]),
         paths: paths.to_vec(),
         addresses: Vec::new(),
     })

@@ -56,6 +56,7 @@ pub mod finite;
 pub mod global;
 pub mod jets;
 pub mod lmdb;
+pub mod massmaps;
 pub mod pipeline;
 pub mod records;
 pub mod sampler;

@@ -86,6 +86,7 @@ fn kind_name(kind: SampleKind) -> &'static str {
         SampleKind::Scattering => "scattering",
         SampleKind::Traces => "traces",
         SampleKind::Jets => "jets",
+        SampleKind::MassMaps => "massmaps",
         _ => "opaque",
     }
 }
@@ -318,8 +319,9 @@ impl Dataset {
         Ok(Dataset::of(py.detach(|| catalog::hdf5_rows(&paths, name)).map_err(data_error)?))
     }
 
-    /// "cosmoflow", "deepcam", "scattering", "traces", "jets", or "records" for
-    /// datasets whose samples are bytes (`tfrecord`, `npz`, `hdf5`).
+    /// "cosmoflow", "deepcam", "scattering", "traces", "jets", "massmaps",
+    /// or "records" for datasets whose samples are bytes (`tfrecord`, `npz`,
+    /// `hdf5`).
     #[getter]
     fn kind(&self) -> &'static str {
         if self.opened.dataset.holds_records() { "records" } else { kind_name(self.opened.kind) }

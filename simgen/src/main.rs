@@ -44,6 +44,8 @@ enum Command {
     Traces(Box<cli::traces::TracesArgs>),
     /// Collision events (gluino pairs against QCD multi-jet, with pile-up) as ECAL/HCAL/track images, in the HEP-CNN HDF5 layout.
     Jets(Box<cli::jets::JetsArgs>),
+    /// Projected matter-density maps cut from simulated boxes at one cosmology, as CosmoGAN's .npy training maps.
+    Massmaps(Box<cli::massmaps::MassMapsArgs>),
     /// Serve the tau simulator over PPX (pyprob's protocol), so pyprob or `--ppx` clients can put it under inference.
     PpxServe(cli::ppx_serve::PpxServeArgs),
     /// Measure P(k) of one channel of one sample of a CosmoFlow TFRecord file and compare with linear theory.
@@ -192,6 +194,7 @@ fn main() {
         Command::Climate(args) => cli::climate::run(&args),
         Command::Traces(args) => cli::traces::run(&args),
         Command::Jets(args) => cli::jets::run(&args),
+        Command::Massmaps(args) => cli::massmaps::run(&args),
         Command::PpxServe(args) => cli::ppx_serve::run(&args),
     };
     if let Err(e) = result {

@@ -461,6 +461,9 @@ struct TrainArgs {
     /// SGD momentum.
     #[arg(long, default_value_t = 0.9)]
     momentum: f32,
+    /// Adam's β1, the decay of its first moment (DCGAN and CosmoGAN: 0.5).
+    #[arg(long, default_value_t = 0.9)]
+    adam_beta1: f32,
     /// LARC: scale each tensor's step by min(1, trust·‖w‖/(lr·‖g‖)) (CosmoFlow SC18).
     #[arg(long, conflicts_with = "lars")]
     larc: bool,
@@ -604,7 +607,10 @@ fn config_from(
     );
     let rule = match args.optimizer {
         OptimizerKind::Sgd => Rule::Sgd { momentum: args.momentum },
-        OptimizerKind::Adam => Rule::ADAM,
+        OptimizerKind::Adam => match Rule::ADAM {
+            Rule::Adam { beta2, epsilon, .. } => Rule::Adam { beta1: args.adam_beta1, beta2, epsilon },
+            other => other,
+        },
     };
     let trust = (args.larc || args.lars).then_some(TrustRatio { trust: args.trust, clip: args.larc });
     let schedule = match args.schedule {

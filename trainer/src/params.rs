@@ -365,6 +365,14 @@ pub enum Init {
         /// Negative slope of the LeakyReLU that follows each layer.
         slope: f32,
     },
+    /// Normal with mean 0 and standard deviation `std`, whatever the
+    /// layer's size: the DCGAN initialisation (Radford et al. 2016, §4:
+    /// "all weights were initialized from a zero-centered Normal
+    /// distribution with standard deviation 0.02").
+    Normal {
+        /// Standard deviation.
+        std: f32,
+    },
 }
 
 /// Fan-in and fan-out of a weight. burn's `Linear` stores [in, out];
@@ -400,15 +408,24 @@ pub fn initial(tensors: &[TensorInfo], init: Init, seed: u64) -> (Vec<Vec<f32>>,
                 let limit = match init {
                     Init::GlorotUniform => (6.0 / (fan_in + fan_out) as f64).sqrt(),
                     Init::HeUniformLeaky { slope } => (6.0 / ((1.0 + f64::from(slope).powi(2)) * fan_in as f64)).sqrt(),
+                    Init::Normal { std } => {
+                        let values = (0..len).map(|_| std * rng.sample::<f32, _>(rand_distr::StandardNormal)).collect();
+                        params_or_state(tensor, values, &mut params, &mut state);
+                        continue;
+                    }
                 } as f32;
                 (0..len).map(|_| rng.random_range(-limit..=limit)).collect()
             }
             Role::Bias | Role::Beta | Role::RunningMean => vec![0.0; len],
             Role::Gamma | Role::RunningVar => vec![1.0; len],
         };
-        if tensor.role.trainable() { params.push(values) } else { state.push(values) }
+        params_or_state(tensor, values, &mut params, &mut state);
     }
     (params, state)
+}
+
+fn params_or_state(tensor: &TensorInfo, values: Vec<f32>, params: &mut Vec<Vec<f32>>, state: &mut Vec<Vec<f32>>) {
+    if tensor.role.trainable() { params.push(values) } else { state.push(values) }
 }
 
 /// Glorot-uniform weights and zero biases for a model of convolutions and

@@ -144,13 +144,29 @@ pub fn smoothed(losses: &[f32], smoothing: f32) -> Vec<f32> {
 pub fn draw(curves: &[Curve], smoothing: f32, path: &Path) -> Result<(), PlotError> {
     let write = |source| PlotError::Write { path: path.to_owned(), source };
     let rgb = render(curves, smoothing).map_err(|e| write(std::io::Error::other(e)))?;
-    let file = std::fs::File::create(path).map_err(write)?;
-    let mut encoder = png::Encoder::new(BufWriter::new(file), WIDTH, HEIGHT);
+    write_rgb(&rgb, (WIDTH, HEIGHT), path).map_err(write)
+}
+
+/// Encode RGB pixels, row by row, of `width` × `height` as the PNG `path`.
+pub fn write_rgb(rgb: &[u8], (width, height): (u32, u32), path: &Path) -> std::io::Result<()> {
+    let file = std::fs::File::create(path)?;
+    let mut encoder = png::Encoder::new(BufWriter::new(file), width, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header().map_err(|e| write(std::io::Error::other(e)))?;
-    writer.write_image_data(&rgb).map_err(|e| write(std::io::Error::other(e)))?;
-    writer.finish().map_err(|e| write(std::io::Error::other(e)))
+    let mut writer = encoder.write_header().map_err(std::io::Error::other)?;
+    writer.write_image_data(rgb).map_err(std::io::Error::other)?;
+    writer.finish().map_err(std::io::Error::other)
+}
+
+/// Register DejaVu Sans (compiled into the binary) as plotters'
+/// "sans-serif", once.
+pub fn use_embedded_font() {
+    static FONT: Once = Once::new();
+    FONT.call_once(|| {
+        // DejaVu Sans is a valid font; if registering failed anyway, drawing
+        // the labels fails later with plotters' error.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
+    });
 }
 
 /// `colour` at a quarter of its strength over white: the raw curve behind
@@ -166,12 +182,7 @@ fn shown(l: &f32) -> bool {
 
 /// The plot as RGB pixels, row by row.
 fn render(curves: &[Curve], smoothing: f32) -> Result<Vec<u8>, String> {
-    static FONT: Once = Once::new();
-    FONT.call_once(|| {
-        // DejaVu Sans is a valid font; if registering failed anyway, drawing
-        // the labels fails below with plotters' error.
-        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
-    });
+    use_embedded_font();
     let values = curves.iter().flat_map(|c| c.losses.iter().copied().chain(c.validation.iter().map(|v| v.1)));
     let (lo, hi) = values.filter(shown).fold((f32::MAX, f32::MIN), |(lo, hi), l| (lo.min(l), hi.max(l)));
     // Whole decades around the data (one decade either side of a flat curve).

@@ -2,6 +2,7 @@
 //! generator's command line shares.
 pub mod climate;
 pub mod jets;
+pub mod massmaps;
 pub mod multislice;
 pub mod ppx_serve;
 pub mod preview;

@@ -266,22 +266,12 @@ pub fn generate_box(config: &CosmoConfig, box_index: usize, fft: &mut Fft3, keep
     fft.reset_time();
     let parameters = config.priors.draw(config.seed, box_index);
     let cosmology = cosmology_of(parameters);
-    let power = cosmology.linear_power_with(config.transfer.clone());
-    let field = FieldConfig {
-        n: config.particles,
-        box_size: config.box_size,
-        seed: mix(config.seed, box_index as u64, 0),
-        fixed_amplitude: false,
-    };
-    let modes = linear_modes(&field, &power, fft);
-    let disp = displacements(&modes, config.box_size, config.lpt, fft);
-    drop(modes);
     let shape = config.shape();
     let channels = config.redshifts.len();
     let mut xs = vec![vec![0i16; shape.voxels()]; config.samples_per_box()];
     let mut saturated = 0;
     let mut grids = Vec::new();
-    let counts_per_channel = counts_at_redshifts(config, &cosmology, disp, fft);
+    let counts_per_channel = box_counts(config, &cosmology, box_index, fft);
     for (channel, counts) in counts_per_channel.into_iter().enumerate() {
         saturated += cut_into(&counts, config.grid, config.split, channel, channels, &mut xs);
         if keep_grids {
@@ -294,6 +284,24 @@ pub fn generate_box(config: &CosmoConfig, box_index: usize, fft: &mut Fft3, keep
         .filter_map(|x| CosmoSample::new(shape, x, y).ok()) // lengths match the shape by construction
         .collect();
     GeneratedBox { samples, parameters, saturated, fft_time: fft.time(), time: started.elapsed(), grids }
+}
+
+/// The particle-count grid (`config.grid`³, C order) of each of
+/// `config.redshifts`, in order, of box `box_index` of `cosmology`: its
+/// Gaussian initial conditions (seeded by the box), displacements by
+/// `config.lpt`, and `config.steps` particle-mesh steps if any.
+pub fn box_counts(config: &CosmoConfig, cosmology: &Cosmology, box_index: usize, fft: &mut Fft3) -> Vec<Vec<f32>> {
+    let power = cosmology.linear_power_with(config.transfer.clone());
+    let field = FieldConfig {
+        n: config.particles,
+        box_size: config.box_size,
+        seed: mix(config.seed, box_index as u64, 0),
+        fixed_amplitude: false,
+    };
+    let modes = linear_modes(&field, &power, fft);
+    let disp = displacements(&modes, config.box_size, config.lpt, fft);
+    drop(modes);
+    counts_at_redshifts(config, cosmology, disp, fft)
 }
 
 /// The count grid of each of `config.redshifts`, in order: 2LPT's

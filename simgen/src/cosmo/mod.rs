@@ -17,6 +17,7 @@ pub mod fft3;
 pub mod field;
 pub mod generate;
 pub mod halofit;
+pub mod maps;
 pub mod pk;
 pub mod pm;
 pub mod transfer;

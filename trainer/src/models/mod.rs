@@ -13,9 +13,13 @@
 //!   latent choices from its observation (Baydin et al. 2019).
 //! - [`hepcnn`]: HEP-CNN telling new-physics collision events from
 //!   Standard-Model background in calorimeter images (Kurth et al. 2018).
+//! - [`cosmogan`]: CosmoGAN generating projected matter-density maps, a
+//!   DCGAN trained against simulated ones (Mustafa et al. 2019; Kurth et
+//!   al. 2018).
 //! - [`dropout`]: seeded dropout masks every model with dropout draws.
 
 pub mod cosmoflow;
+pub mod cosmogan;
 pub mod dropout;
 pub mod etalumis;
 pub mod hepcnn;
@@ -171,6 +175,14 @@ pub const MODELS: &[ModelEntry] = &[
         configs: hepcnn::CONFIGS,
         options: options_of::<hepcnn::model::HepCnnOptions>,
         build: |c, m| Ok(Box::new(hepcnn::HepCnnModel::new(c, &parsed(m)?)?)),
+    },
+    ModelEntry {
+        name: "cosmogan",
+        about: "projected matter-density maps from noise, a DCGAN against simulated maps \
+                (Mustafa et al. 2019; Kurth et al. 2018)",
+        configs: cosmogan::CONFIGS,
+        options: options_of::<cosmogan::model::CosmoGanOptions>,
+        build: |c, m| Ok(Box::new(cosmogan::CosmoGanModel::new(c, &parsed(m)?)?)),
     },
     ModelEntry {
         name: "bn-probe",

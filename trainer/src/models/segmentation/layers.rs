@@ -112,36 +112,59 @@ impl Pass {
         if !training || group == 0 || group >= n || !n.is_multiple_of(group) {
             return norm.forward(x);
         }
-        let groups = n / group;
-        let device = x.device();
-        // Sample order grouped: g, g + G, g + 2G, ... for each g.
-        let order: Vec<i64> = (0..groups).flat_map(|g| (g..n).step_by(groups)).map(|i| i as i64).collect();
-        let mut back = vec![0i64; n];
-        for (position, &sample) in order.iter().enumerate() {
-            back[sample as usize] = position as i64;
-        }
-        let index = |v: Vec<i64>| Tensor::<1, Int>::from_data(TensorData::new(v, [n]), &device);
-        let grouped = x.select(0, index(order));
-        let mut outputs = Vec::with_capacity(groups);
-        let mut mean: Option<Tensor<1>> = None;
-        let mut variance: Option<Tensor<1>> = None;
-        for part in grouped.chunk(groups, 0) {
-            let r = burn::tensor::module::batch_norm_train(part, norm.gamma.val(), norm.beta.val(), norm.epsilon);
-            outputs.push(r.output);
-            let (m, v) = (r.mean.detach(), r.variance.detach());
-            mean = Some(mean.map_or(m.clone(), |s| s + m));
-            variance = Some(variance.map_or(v.clone(), |s| s + v));
-        }
-        if let (Some(mean), Some(variance)) = (mean, variance) {
-            let keep = 1.0 - norm.momentum;
-            let share = norm.momentum / groups as f64;
-            let running_mean = norm.running_mean.value_sync().to_device(&device);
-            let running_var = norm.running_var.value_sync().to_device(&device);
-            norm.running_mean.update((running_mean.mul_scalar(keep) + mean.mul_scalar(share)).detach());
-            norm.running_var.update((running_var.mul_scalar(keep) + variance.mul_scalar(share)).detach());
-        }
-        Tensor::cat(outputs, 0).select(0, index(back))
+        let (y, mean, variance) = normalise_in_groups(x, (norm.gamma.val(), norm.beta.val()), norm.epsilon, group);
+        let keep = 1.0 - norm.momentum;
+        let device = y.device();
+        let running_mean = norm.running_mean.value_sync().to_device(&device);
+        let running_var = norm.running_var.value_sync().to_device(&device);
+        norm.running_mean.update((running_mean.mul_scalar(keep) + mean.mul_scalar(norm.momentum)).detach());
+        norm.running_var.update((running_var.mul_scalar(keep) + variance.mul_scalar(norm.momentum)).detach());
+        y
     }
+}
+
+/// `x` [N, C, H, W] normalised by the statistics of each group of `group`
+/// samples (the whole batch when `group` is 0 or does not divide N),
+/// scaled by `gamma` and shifted by `beta`; with the groups' mean
+/// statistics (mean, biased variance per channel, detached), which
+/// [`Pass::norm`] moves the running statistics by. Group g holds samples
+/// g, g + G, g + 2G, … (see [`Pass::norm`]).
+pub fn normalise_in_groups(
+    x: Tensor<4>,
+    (gamma, beta): (Tensor<1>, Tensor<1>),
+    epsilon: f64,
+    group: usize,
+) -> (Tensor<4>, Tensor<1>, Tensor<1>) {
+    let n = x.dims()[0];
+    let groups = if group == 0 || group >= n || !n.is_multiple_of(group) { 1 } else { n / group };
+    let device = x.device();
+    // Sample order grouped: g, g + G, g + 2G, ... for each g.
+    let order: Vec<i64> = (0..groups).flat_map(|g| (g..n).step_by(groups)).map(|i| i as i64).collect();
+    let mut back = vec![0i64; n];
+    for (position, &sample) in order.iter().enumerate() {
+        back[sample as usize] = position as i64;
+    }
+    let index = |v: Vec<i64>| Tensor::<1, Int>::from_data(TensorData::new(v, [n]), &device);
+    let grouped = if groups == 1 { x } else { x.select(0, index(order)) };
+    let mut outputs = Vec::with_capacity(groups);
+    let mut sums: Option<(Tensor<1>, Tensor<1>)> = None;
+    for part in grouped.chunk(groups, 0) {
+        let r = burn::tensor::module::batch_norm_train(part, gamma.clone(), beta.clone(), epsilon);
+        outputs.push(r.output);
+        let (m, v) = (r.mean.detach(), r.variance.detach());
+        sums = Some(match sums {
+            None => (m, v),
+            Some((sm, sv)) => (sm + m, sv + v),
+        });
+    }
+    let share = 1.0 / groups as f64;
+    let (mean, variance) = match sums {
+        Some((m, v)) => (m.mul_scalar(share), v.mul_scalar(share)),
+        None => (gamma.zeros_like().detach(), gamma.ones_like().detach()),
+    };
+    let y = Tensor::cat(outputs, 0);
+    let y = if groups == 1 { y } else { y.select(0, index(back)) };
+    (y, mean, variance)
 }
 
 /// A `k`×`k` convolution from `from` to `to` channels with "same" padding
