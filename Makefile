@@ -19,7 +19,7 @@ setup:
 
 ## demo: one pipeline end to end on $(RANKS) ranks as $(RANKS)/$(RANKS_PER_NODE) pretend nodes
 # (generate, stage, train), then a short summary; MODEL=cosmoflow (default),
-# deepcam, etalumis, inverse or hepcnn. Reports, logs and pictures stay in
+# deepcam, etalumis, inverse, hepcnn or cosmogan. Reports, logs and pictures stay in
 # $(DEMO_DIR). What each pipeline runs: demo/run.sh.
 MODEL ?= cosmoflow
 demo: setup

@@ -4,7 +4,7 @@
 # summary a person reads in ten seconds. `make demo [MODEL=...]` builds the
 # binaries and calls this; it can also run on its own:
 #
-#   bash demo/run.sh [cosmoflow|deepcam|etalumis|inverse|hepcnn]
+#   bash demo/run.sh [cosmoflow|deepcam|etalumis|inverse|hepcnn|cosmogan]
 #
 # Environment: DEMO_DIR (/tmp/stagehand-demo, recreated), RANKS (4),
 # RANKS_PER_NODE (2), BIN (target/release). Every command's full output
@@ -29,9 +29,9 @@ MPIRUN=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca pml ob1
 NODES=$((RANKS / RANKS_PER_NODE))
 
 case $MODEL in
-cosmoflow | deepcam | etalumis | inverse | hepcnn) ;;
+cosmoflow | deepcam | etalumis | inverse | hepcnn | cosmogan) ;;
 *)
-    echo "demo: unknown MODEL '$MODEL' (cosmoflow, deepcam, etalumis, inverse or hepcnn)" >&2
+    echo "demo: unknown MODEL '$MODEL' (cosmoflow, deepcam, etalumis, inverse, hepcnn or cosmogan)" >&2
     exit 2
     ;;
 esac
@@ -201,6 +201,22 @@ hepcnn)
     train "train the small HEP-CNN (the benchmark's Adam at 0.001); validate on the held-out events" \
         --model hepcnn --config small --staged "$DIR/node{node}" \
         --val "$DIR/jets" --epochs 4 --batch 8 --workers 1 --optimizer adam --lr 0.001 \
+        --checkpoint "$DIR/checkpoints"
+    ;;
+cosmogan)
+    # Kurth et al. 2018's compute-bound probe: Mustafa et al.'s DCGAN
+    # learning to make projected matter-density maps.
+    step "simulate 32 boxes at one cosmology and cut them into 768 mass maps (64 x 64, CosmoGAN .npy), on $RANKS ranks" \
+        simgen "" "${MPIRUN[@]}" "$BIN/simgen" massmaps --out "$DIR/maps" --maps 768 --size 64 --per-file 96 \
+        --val-fraction 0.125 --seed 1 --preview --report "$DIR/simgen.json"
+    step "stage: the whole dataset onto each of $NODES nodes (replicate), each file read once" stage "" \
+        "${MPIRUN[@]}" "$BIN/stager" stage --source "$DIR/maps" --dest "$DIR/node{node}" \
+        --policy replicate --report "$DIR/stage.json"
+    step "verify every node's files against the manifest" verify "" \
+        "${MPIRUN[@]}" "$BIN/stager" verify --source "$DIR/maps" --dest "$DIR/node{node}" --policy replicate
+    train "train the small CosmoGAN (the reference's Adam: lr 0.0002, beta1 0.5); compare generated maps with held-out ones" \
+        --model cosmogan --config small --staged "$DIR/node{node}" \
+        --val "$DIR/maps" --epochs 8 --batch 4 --workers 1 --optimizer adam --lr 0.0002 --adam-beta1 0.5 \
         --checkpoint "$DIR/checkpoints"
     ;;
 esac

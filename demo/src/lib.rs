@@ -117,6 +117,13 @@ impl Report<'_> {
     }
 
     /// The last epoch's validation figures.
+    fn first_validation(&self) -> Result<Report<'_>, FieldError> {
+        let epochs = self.array("/epochs")?;
+        let first = epochs.first().and_then(|e| e.get("validation")).filter(|v| v.is_object());
+        let json = first.ok_or_else(|| self.field("/epochs/0/validation", "validation object"))?;
+        Ok(Report { name: "train.json, the first epoch's validation", json })
+    }
+
     fn last_validation(&self) -> Result<Report<'_>, FieldError> {
         let epochs = self.array("/epochs")?;
         let last = epochs.last().and_then(|e| e.get("validation")).filter(|v| v.is_object());
@@ -127,7 +134,7 @@ impl Report<'_> {
 
 /// What the demo ran.
 pub struct Run<'a> {
-    /// `cosmoflow`, `deepcam`, `etalumis`, `inverse` or `hepcnn`.
+    /// `cosmoflow`, `deepcam`, `etalumis`, `inverse`, `hepcnn` or `cosmogan`.
     pub model: &'a str,
     /// Ranks and pretend nodes.
     pub ranks: usize,
@@ -151,6 +158,7 @@ fn generated(model: &str, simgen: &Report<'_>) -> Result<String, FieldError> {
         "deepcam" => (simgen.number("/samples")?, "climate fields (DeepCAM HDF5)"),
         "etalumis" => (simgen.number("/traces")?, "simulator traces (LMDB)"),
         "hepcnn" => (simgen.number("/events")?, "collision events (HEP-CNN HDF5)"),
+        "cosmogan" => (simgen.number("/maps")?, "mass maps (CosmoGAN .npy)"),
         _ => (simgen.number("/samples")?, "CBED stacks (LMDB, on every node's own storage)"),
     };
     // Not every generator's report counts its bytes.
@@ -239,6 +247,18 @@ fn learned(model: &str, train: &Report<'_>) -> Result<(String, bool), FieldError
                 v.number("/signal_efficiency_at_selection")?
             );
             (line, auc > energy && auc > 0.8)
+        }
+        "cosmogan" => {
+            let first = train.first_validation()?;
+            let (before, after) = (first.number("/pk_error")?, v.number("/pk_error")?);
+            let line = format!(
+                "generated against held-out maps: power spectrum off by a factor e^{after:.2} on average over \
+                 the rings (e^{before:.2} after the first epoch), pixel histograms {:.3} apart (KS; {:.3} after \
+                 the first epoch)",
+                v.number("/pixel_ks")?,
+                first.number("/pixel_ks")?
+            );
+            (line, after < 0.75 * before)
         }
         _ => {
             let (loss, mean) = (v.number("/loss")?, v.number("/mean_image_loss")?);

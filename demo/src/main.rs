@@ -13,7 +13,7 @@ use demo::{Reports, Run};
 #[derive(Parser, Debug)]
 #[command(version)]
 struct Args {
-    /// cosmoflow, deepcam, etalumis, inverse or hepcnn.
+    /// cosmoflow, deepcam, etalumis, inverse, hepcnn or cosmogan.
     #[arg(long)]
     model: String,
     /// The demo's directory (simgen.json, train.json, stage.json if staged).
