@@ -16,6 +16,7 @@ fn every_command_page_shows_the_help_the_binary_prints() {
             "simgen climate",
             "simgen traces",
             "simgen jets",
+            "simgen massmaps",
             "simgen ppx-serve",
         ],
     ) {

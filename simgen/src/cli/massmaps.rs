@@ -107,10 +107,9 @@ fn file_path(file: u64, val_fraction: f64) -> String {
     format!("{split}/maps-{file:05}.npy")
 }
 
-/// The maps' power spectrum and pixel histogram summed over this rank's
-/// maps, to be summed over the ranks.
+/// One file's maps' power spectrum, pixel histogram and moments, summed
+/// map by map in order.
 struct Sums {
-    spectrum: SpectrumEstimator,
     power: Vec<f64>,
     histogram: PixelHistogram,
     /// [maps, Σ x, Σ x²]
@@ -118,8 +117,12 @@ struct Sums {
 }
 
 impl Sums {
-    fn add(&mut self, map: &[f32]) {
-        self.spectrum.add(map, &mut self.power);
+    fn new(side: usize) -> Self {
+        Sums { power: vec![0.0; side / 2], histogram: PixelHistogram::default(), moments: [0.0; 3] }
+    }
+
+    fn add(&mut self, map: &[f32], spectrum: &mut SpectrumEstimator) {
+        spectrum.add(map, &mut self.power);
         for &x in map {
             self.histogram.add(to_unit(x));
             self.moments[1] += f64::from(x);
@@ -128,13 +131,24 @@ impl Sums {
         self.moments[0] += 1.0;
     }
 
-    /// Everything summed over the ranks, on every rank. Collective.
-    fn reduced(&self, world: &World) -> Vec<f64> {
-        let mine: Vec<f64> = self.moments.iter().chain(&self.power).chain(self.histogram.counts()).copied().collect();
-        let mut all = vec![0f64; mine.len()];
-        world.comm().all_reduce_into(&mine[..], &mut all[..], SystemOperation::sum());
-        all
+    /// [moments, power by ring, histogram counts]
+    fn row(&self) -> Vec<f64> {
+        self.moments.iter().chain(&self.power).chain(self.histogram.counts()).copied().collect()
     }
+}
+
+/// Every file's [`Sums::row`] summed in file order, on every rank, so the
+/// statistics are the same bytes on any number of ranks. Collective:
+/// `rows` holds this rank's files' rows (zeros elsewhere); every slot has
+/// one writer, so the reduction adds zeros only and is exact.
+fn in_file_order(world: &World, rows: &[f64], len: usize) -> Vec<f64> {
+    let mut all = vec![0f64; rows.len()];
+    world.comm().all_reduce_into(rows, &mut all[..], SystemOperation::sum());
+    let mut total = vec![0f64; len];
+    for row in all.chunks_exact(len) {
+        total.iter_mut().zip(row).for_each(|(t, v)| *t += v);
+    }
+    total
 }
 
 pub fn run(args: &MassMapsArgs) -> anyhow::Result<()> {
@@ -169,12 +183,9 @@ pub fn run(args: &MassMapsArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let mut fft = Fft3::new(config.particles);
     let mut written = Vec::new();
-    let mut sums = Sums {
-        spectrum: SpectrumEstimator::new(side),
-        power: vec![0.0; side / 2],
-        histogram: PixelHistogram::default(),
-        moments: [0.0; 3],
-    };
+    let mut spectrum = SpectrumEstimator::new(side);
+    let row_len = Sums::new(side).row().len();
+    let mut rows = vec![0f64; files as usize * row_len];
     // [boxes simulated, seconds simulating, seconds writing]
     let mut figures = [0f64; 3];
     // The last box simulated: a file's maps may start in the box the
@@ -183,6 +194,7 @@ pub fn run(args: &MassMapsArgs) -> anyhow::Result<()> {
     for file in (0..files).filter(|f| f % size == rank) {
         let maps = (file * args.per_file)..((file + 1) * args.per_file).min(args.maps);
         let mut data = Vec::with_capacity((maps.end - maps.start) as usize * side * side);
+        let mut sums = Sums::new(side);
         let t = Instant::now();
         for index in maps {
             let box_index = index / per_box;
@@ -192,11 +204,12 @@ pub fn run(args: &MassMapsArgs) -> anyhow::Result<()> {
             }
             let Some((_, box_maps)) = &current else { continue };
             let map = &box_maps[(index % per_box) as usize];
-            sums.add(map);
+            sums.add(map, &mut spectrum);
             data.extend_from_slice(map);
             progress.counters().add_bytes(map_bytes);
             progress.counters().add_item();
         }
+        rows[file as usize * row_len..(file as usize + 1) * row_len].copy_from_slice(&sums.row());
         figures[1] += t.elapsed().as_secs_f64();
         let t = Instant::now();
         let rel = file_path(file, args.val_fraction);
@@ -220,7 +233,7 @@ pub fn run(args: &MassMapsArgs) -> anyhow::Result<()> {
         figures[2] += t.elapsed().as_secs_f64();
     }
     progress.finish();
-    let all = sums.reduced(&world);
+    let all = in_file_order(&world, &rows, row_len);
     let statistics = statistics_json(&config, &all);
     if out_dir.is_leader(&world) {
         let text = serde_json::to_vec_pretty(&statistics)?;
@@ -256,7 +269,7 @@ pub fn run(args: &MassMapsArgs) -> anyhow::Result<()> {
     args.output.write_report(&json)
 }
 
-/// The dataset's statistics from the sums over every rank ([`Sums::reduced`]).
+/// The dataset's statistics from the sums over every file ([`in_file_order`]).
 fn statistics_json(config: &MapsConfig, all: &[f64]) -> serde_json::Value {
     let rings = config.side / 2;
     let maps = all[0].max(1.0);
