@@ -88,6 +88,15 @@ def jets(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def massmaps(tmp_path_factory) -> Path:
+    """36 CosmoGAN mass maps of 16 x 16 (three boxes) in 3 files, one of them in validation/."""
+    out = tmp_path_factory.mktemp("data") / "massmaps"
+    simgen("massmaps", "--out", out, "--maps", "36", "--per-file", "12", "--size", "16", "--depth", "4",
+           "--val-fraction", "0.34", "--seed", "6")
+    return out
+
+
+@pytest.fixture(scope="session")
 def traces(tmp_path_factory) -> Path:
     """20 simulator traces in one LMDB store."""
     out = tmp_path_factory.mktemp("data") / "traces"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import h5py
 import numpy as np
 import pytest
@@ -112,6 +114,37 @@ def test_jets_files_are_the_hep_cnn_benchmarks_layout_and_load_as_events(jets):
                 np.testing.assert_array_equal(y, [f["label"][event], f["weight"][event], f["psr"][event]])
         seen += 8
     assert len(stagehand.Dataset.from_manifest(jets, prefix="validation/")) == 8
+
+
+def test_mass_maps_are_cosmogans_npy_layout_and_load_as_maps(massmaps):
+    """numpy.load reads what simgen massmaps writes as CosmoGAN's reader
+    does ((N, S, S) float32, memory-mapped), and stagehand gives each map
+    and its mean; statistics.json describes the same maps."""
+    data = stagehand.Dataset.from_manifest(massmaps, prefix="train/")
+    assert data.kind == "massmaps" and data.x_shape == [16, 16] and data.y_shape == [1] and len(data) == 24
+    seen = 0
+    pixels = []
+    for path in data.paths:
+        maps = np.load(path, mmap_mode="r")
+        assert maps.dtype == np.float32 and maps.shape == (12, 16, 16) and maps.flags["C_CONTIGUOUS"]
+        for m in range(12):
+            x, y = data.read(seen + m)
+            np.testing.assert_array_equal(x, maps[m].ravel())
+            assert y[0] == pytest.approx(float(maps[m].mean()), rel=1e-5)
+        pixels.append(np.asarray(maps))
+        seen += 12
+    assert np.all(np.concatenate(pixels) >= 0)
+    validation = np.load(massmaps / "validation" / "maps-00002.npy")
+    statistics = json.loads((massmaps / "statistics.json").read_text())
+    everything = np.concatenate(pixels + [validation])
+    assert statistics["maps"] == 36
+    assert statistics["pixel_mean"] == pytest.approx(float(everything.mean(dtype=np.float64)), rel=1e-6)
+    # P(k) of ring 1 by numpy's FFT: the mean |X|^2 / S^2 over the modes with round(|k|) == 1.
+    k = np.fft.fftfreq(16) * 16
+    ring = np.rint(np.hypot(*np.meshgrid(k, k, indexing="ij"))) == 1
+    power = np.mean([np.mean(np.abs(np.fft.fft2(m))[ring] ** 2) / 256 for m in everything])
+    assert statistics["power_spectrum"][0]["power_pixels"] == pytest.approx(power, rel=1e-4)
+    assert len(stagehand.Dataset.from_manifest(massmaps, prefix="validation/")) == 12
 
 
 def test_scattering_stacks_and_potentials(scattering):
