@@ -128,6 +128,7 @@ bench: setup
 	$(CARGO) bench -p stagehand-trainer --bench segmentation
 	$(CARGO) bench -p stagehand-trainer --bench inverse
 	$(CARGO) bench -p stagehand-trainer --bench hepcnn
+	$(CARGO) bench -p stagehand-trainer --bench cosmogan
 	$(CARGO) bench -p stagehand-trainer --bench etalumis
 	$(CARGO) bench -p stagehand-trainer --bench etalumis_inference
 	$(CARGO) bench -p stagehand-trainer --bench etalumis_online

@@ -15,7 +15,8 @@ const SIMGEN: &str = env!("CARGO_BIN_EXE_simgen");
 fn args(out: &Path) -> Vec<String> {
     // 16² maps from boxes of 4-cell slabs: 12 maps per box, so files of
     // 10 maps start inside boxes another rank also simulates.
-    let fixed = ["massmaps", "--maps", "50", "--per-file", "10", "--size", "16", "--depth", "4", "--val-fraction", "0.2"];
+    let fixed =
+        ["massmaps", "--maps", "50", "--per-file", "10", "--size", "16", "--depth", "4", "--val-fraction", "0.2"];
     fixed.into_iter().map(str::to_owned).chain(["--out".into(), out.to_str().unwrap().to_owned()]).collect()
 }
 
@@ -42,8 +43,12 @@ fn one_and_three_ranks_write_the_same_maps_and_statistics() {
         assert!(manifest.files.iter().any(|f| f.path == "statistics.json" && f.samples == 0));
         let statistics: serde_json::Value =
             serde_json::from_slice(&std::fs::read(out.join("statistics.json")).unwrap()).unwrap();
-        let power: Vec<f64> =
-            statistics["power_spectrum"].as_array().unwrap().iter().map(|r| r["power_pixels"].as_f64().unwrap()).collect();
+        let power: Vec<f64> = statistics["power_spectrum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["power_pixels"].as_f64().unwrap())
+            .collect();
         assert_eq!(power.len(), 8, "rings 1 to 8 of 16² maps");
         assert!(power[0] > 10.0 * power[7], "large scales hold more power: {power:?}");
         let fractions: f64 =
