@@ -635,6 +635,18 @@ mod tests {
             }
             assert!(max_diff(bias.grad(&g_ours).unwrap(), bias.grad(&g_theirs).unwrap()) < 1e-3);
         }
+        // CosmoGAN's discriminator: 5×5, stride 2, padding 2 on even sides.
+        let options = ConvOptions::new([2, 2], [2, 2], [1, 1], 1);
+        let x = filled([2, 3, 8, 10], 9, &device).require_grad();
+        let weight = filled([4, 3, 5, 5], 10, &device).require_grad();
+        let ours = super::super::conv2d(x.clone(), weight.clone(), None, options.clone());
+        let theirs = conv2d(x.clone(), weight.clone(), None, options);
+        let up = filled(theirs.dims(), 11, &device);
+        assert!(max_diff(ours.clone(), theirs.clone()) < 1e-5);
+        let (g_ours, g_theirs) = ((ours * up.clone()).sum().backward(), (theirs * up).sum().backward());
+        assert!(max_diff(x.grad(&g_ours).unwrap(), x.grad(&g_theirs).unwrap()) < 1e-3);
+        assert!(max_diff(weight.grad(&g_ours).unwrap(), weight.grad(&g_theirs).unwrap()) < 1e-3);
+
         let options = ConvTransposeOptions::new([2, 2], [1, 1], [1, 1], [1, 1], 1);
         let x = filled([2, 4, 5, 7], 5, &device).require_grad();
         let weight = filled([4, 3, 3, 3], 6, &device).require_grad();
