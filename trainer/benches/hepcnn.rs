@@ -10,7 +10,8 @@
 //!    2018 (Fig. 3) measure HEP-CNN: `simgen jets` events, the `trainer`
 //!    binary with a fixed batch per rank (weak scaling, as the seed's node
 //!    batch of 128), the wall time until an epoch's mean training loss is
-//!    at most 0.1.
+//!    at most 0.1; the weak-scaling efficiency of the same runs, and the
+//!    strong-scaling efficiency at a global batch of 16.
 //!
 //! ```sh
 //! bash bench/setup-peers.sh
@@ -205,6 +206,46 @@ fn main() {
         Row::new(
             "hepcnn-weak-scaling",
             format!("weak scaling efficiency, `small`, batch {batch} per rank, 2 cores: {}", efficiency.join(", ")),
+        )
+        .target("(4 ranks on 2 cores cannot scale; a cluster's figure needs a cluster)", None),
+    );
+    // Strong scaling (a fixed global batch of 16): samples/s on N ranks
+    // with 16/N each over N times one rank's with 16, two epochs each.
+    let strong_rate = |ranks: usize| {
+        let batch = (16 / ranks).to_string();
+        let args = [
+            "train",
+            "--model",
+            "hepcnn",
+            "--config",
+            "small",
+            "--data",
+            data.to_str().unwrap(),
+            "--epochs",
+            "2",
+            "--batch",
+            &batch,
+            "--optimizer",
+            "adam",
+            "--lr",
+            "0.001",
+            "--workers",
+            "1",
+        ];
+        let out = e2e::mpirun(ranks, &[], Path::new(env!("CARGO_BIN_EXE_trainer")), &args);
+        let rate = e2e::trainer_report(&out)["samples_per_sec"].as_f64().unwrap();
+        println!("hepcnn, {ranks} rank(s), global batch 16: {rate:.1} samples/s");
+        rate
+    };
+    let one = strong_rate(1);
+    let strong: Vec<String> = [2usize, 4]
+        .iter()
+        .map(|&ranks| format!("{ranks} ranks {:.0} %", 100.0 * strong_rate(ranks) / (ranks as f64 * one)))
+        .collect();
+    rows.push(
+        Row::new(
+            "hepcnn-strong-scaling",
+            format!("strong scaling efficiency, `small`, global batch 16, 2 cores: {}", strong.join(", ")),
         )
         .target("(4 ranks on 2 cores cannot scale; a cluster's figure needs a cluster)", None),
     );
