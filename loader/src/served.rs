@@ -19,6 +19,14 @@ use crate::dataset::{Dataset, DatasetError};
 /// reader's dataset constructor, kept so files can be opened one by one.
 pub type FileOpener = Arc<dyn Fn(&Path, &Manifest, &[usize]) -> Result<Arc<dyn Dataset>, DatasetError> + Send + Sync>;
 
+/// The [`FileOpener`] of a dataset that opens from its sample files'
+/// paths alone (`open(paths)`, as the manifest lists them).
+pub fn path_opener<D: Dataset + 'static>(open: fn(&[PathBuf]) -> Result<D, DatasetError>) -> FileOpener {
+    Arc::new(move |dir: &Path, manifest: &Manifest, files: &[usize]| {
+        Ok(Arc::new(open(&crate::catalog::sample_paths(dir, manifest, Some(files)))?) as Arc<dyn Dataset>)
+    })
+}
+
 /// Whether `dest` is served by a staging service, waiting for one that has
 /// not started yet as long as `STAGEHAND_SERVICE_WAIT` says (seconds; not
 /// at all when unset): a job launching training and `stager serve` at the

@@ -241,10 +241,7 @@ impl TrainModel for CosmoGanModel {
     }
 
     fn file_opener(&self) -> Option<loader::served::FileOpener> {
-        Some(Arc::new(|dir: &Path, manifest: &Manifest, files: &[usize]| {
-            Ok(Arc::new(MassMaps::open(&loader::catalog::sample_paths(dir, manifest, Some(files)))?)
-                as Arc<dyn Dataset>)
-        }))
+        Some(loader::served::path_opener(MassMaps::open))
     }
 
     /// Maps of the configuration's side of uniform values in [0, 1).

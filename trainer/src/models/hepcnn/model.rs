@@ -179,10 +179,7 @@ impl TrainModel for HepCnnModel {
     }
 
     fn file_opener(&self) -> Option<loader::served::FileOpener> {
-        Some(Arc::new(|dir: &Path, manifest: &Manifest, files: &[usize]| {
-            Ok(Arc::new(JetEvents::open(&loader::catalog::sample_paths(dir, manifest, Some(files)))?)
-                as Arc<dyn Dataset>)
-        }))
+        Some(loader::served::path_opener(JetEvents::open))
     }
 
     /// Images of the configuration's size with random labels, weights and
