@@ -27,6 +27,24 @@ pub fn available_bytes() -> Option<u64> {
     kib_field(&std::fs::read_to_string("/proc/meminfo").ok()?, "MemAvailable")
 }
 
+/// Why `needed` bytes per rank for `what` (the options that ask for it)
+/// do not fit in what the machine has available: "`what` needs about X
+/// GiB per rank; this machine has Y GiB available". `None` when they fit,
+/// or when the kernel does not say what is available. Generators check
+/// before MPI starts, so a size the machine cannot hold fails with one
+/// line instead of an allocation failure on every rank.
+pub fn shortfall(needed: f64, what: &str) -> Option<String> {
+    let available = available_bytes()? as f64;
+    let gib = |b: f64| b / f64::from(1u32 << 30);
+    (needed > available).then(|| {
+        format!(
+            "{what} needs about {:.1} GiB per rank; this machine has {:.1} GiB available",
+            gib(needed),
+            gib(available)
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -35,6 +53,15 @@ mod tests {
         std::hint::black_box(&block);
         if cfg!(target_os = "linux") {
             assert!(super::peak_rss_bytes() >= 32 << 20);
+        }
+    }
+
+    #[test]
+    fn a_size_beyond_the_machine_is_a_shortfall_and_a_small_one_is_not() {
+        if cfg!(target_os = "linux") {
+            let reason = super::shortfall(1e18, "--size 10").unwrap();
+            assert!(reason.starts_with("--size 10 needs about") && reason.ends_with("GiB available"), "{reason}");
+            assert_eq!(super::shortfall(1.0, "--size 1"), None);
         }
     }
 

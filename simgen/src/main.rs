@@ -232,17 +232,9 @@ fn cosmo(args: &CosmoArgs) -> anyhow::Result<()> {
     config.check().map_err(cli::multislice::Usage)?;
     // Before MPI starts, so a size the machine cannot hold fails with one
     // line instead of an allocation failure on every rank.
-    let needed = config.memory_bytes();
-    if let Some(available) = cluster::memory::available_bytes()
-        && needed > available as f64
-    {
-        bail!(
-            "--particles {} and --grid {} need about {:.1} GiB per rank; this machine has {:.1} GiB available",
-            config.particles,
-            config.grid,
-            needed / f64::from(1u32 << 30),
-            available as f64 / f64::from(1u32 << 30)
-        );
+    let what = format!("--particles {} with --grid {}", config.particles, config.grid);
+    if let Some(reason) = cluster::memory::shortfall(config.memory_bytes(), &what) {
+        bail!(reason);
     }
     let world = World::init()?;
     cluster::logging::init(world.topology(), None);

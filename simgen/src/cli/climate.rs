@@ -101,18 +101,11 @@ pub fn run(args: &ClimateArgs) -> anyhow::Result<()> {
     let config = args.config()?;
     let shape = ClimateShape { height: config.height, width: config.width, channels: config.channels };
     // A sample, its 16-channel working copy and the background fields.
-    let needed = (shape.pixels() * (16 + config.channels + 6) * 4) as u64;
-    if let Some(available) = cluster::memory::available_bytes()
-        && needed > available
+    let needed = (shape.pixels() * (16 + config.channels + 6) * 4) as f64;
+    if let Some(reason) =
+        cluster::memory::shortfall(needed, &format!("--height {} --width {}", config.height, config.width))
     {
-        return Err(Usage(format!(
-            "--height {} --width {} needs about {:.1} GiB per rank; this machine has {:.1} GiB available",
-            config.height,
-            config.width,
-            needed as f64 / f64::from(1u32 << 30),
-            available as f64 / f64::from(1u32 << 30)
-        ))
-        .into());
+        return Err(Usage(reason).into());
     }
     let world = World::init()?;
     cluster::logging::init(world.topology(), None);

@@ -107,20 +107,10 @@ pub fn run(args: &JetsArgs) -> anyhow::Result<()> {
     let config = args.config()?;
     let shape = EventShape { channels: 3, height: config.height, width: config.width };
     // A file's events are held until the file is written.
-    let needed = args.per_file.min(args.events) * (shape.values() * 4) as u64;
-    if let Some(available) = cluster::memory::available_bytes()
-        && needed > available
-    {
-        return Err(Usage(format!(
-            "--per-file {} of {}×{} images needs about {:.1} GiB per rank; this machine has {:.1} GiB available: \
-             lower --per-file",
-            args.per_file,
-            shape.height,
-            shape.width,
-            needed as f64 / f64::from(1u32 << 30),
-            available as f64 / f64::from(1u32 << 30)
-        ))
-        .into());
+    let needed = (args.per_file.min(args.events) * (shape.values() * 4) as u64) as f64;
+    let what = format!("--per-file {} of {}×{} images", args.per_file, shape.height, shape.width);
+    if let Some(reason) = cluster::memory::shortfall(needed, &what) {
+        return Err(Usage(format!("{reason}: lower --per-file")).into());
     }
     let world = World::init()?;
     cluster::logging::init(world.topology(), None);

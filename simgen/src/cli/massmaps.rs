@@ -155,18 +155,10 @@ pub fn run(args: &MassMapsArgs) -> anyhow::Result<()> {
     let config = args.config()?;
     let side = config.side;
     let needed = config.memory_bytes() + (args.per_file.min(args.maps) as usize * side * side * 4) as f64;
-    if let Some(available) = cluster::memory::available_bytes()
-        && needed > available as f64
-    {
-        return Err(Usage(format!(
-            "a box of {}³ particles on a {side}³ grid with files of {} maps needs about {:.1} GiB per rank; this \
-             machine has {:.1} GiB available: lower --particles, --size or --per-file",
-            config.particles,
-            args.per_file,
-            needed / f64::from(1u32 << 30),
-            available as f64 / f64::from(1u32 << 30)
-        ))
-        .into());
+    let what =
+        format!("a box of {}³ particles on a {side}³ grid with files of {} maps", config.particles, args.per_file);
+    if let Some(reason) = cluster::memory::shortfall(needed, &what) {
+        return Err(Usage(format!("{reason}: lower --particles, --size or --per-file")).into());
     }
     let world = World::init()?;
     cluster::logging::init(world.topology(), None);
