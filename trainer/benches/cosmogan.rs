@@ -26,7 +26,6 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::time::Instant;
 
 use bench_rows::Row;
 use burn::module::Module;
@@ -37,8 +36,10 @@ use serde_json::Value;
 use trainer::engine::{ModelChoice, StepContext, TrainModel};
 use trainer::models::cosmogan::model::{CosmoGanModel, CosmoGanOptions};
 use trainer::models::segmentation::layers::Pass;
-use trainer::optim::{Optimizer, Rule};
-use trainer::params;
+use trainer::optim::Rule;
+
+#[path = "support/model_steps.rs"]
+mod model_steps;
 
 /// The reference's Adam: lr 2·10⁻⁴, β1 0.5.
 const ADAM: Rule = Rule::Adam { beta1: 0.5, beta2: 0.999, epsilon: 1e-8 };
@@ -48,13 +49,6 @@ fn ours(config: &str, batch: usize, steps: usize) -> (f64, f64, usize) {
     let model = CosmoGanModel::new(&ModelChoice { config: config.into(), batch }, &CosmoGanOptions::default()).unwrap();
     let side = trainer::models::cosmogan::by_name(config).unwrap().side;
     let device = Device::flex().autodiff();
-    let net = model.build(&device).unwrap();
-    let tensors = params::inventory(&net).unwrap();
-    let (mut values, state) = params::initial(&tensors, model.weight_init(), 1);
-    let mut net = params::with_state(params::with_values(net, &values, &device), &state, &device);
-    let lengths: Vec<usize> = values.iter().map(Vec::len).collect();
-    let mut optimizer = Optimizer::new(ADAM, None, &lengths);
-    let mut grads: Vec<Vec<f32>> = lengths.iter().map(|&n| vec![0.0; n]).collect();
     let mut rng = e2e::SplitMix64::new(3);
     // Densities of mean about 1 with a long tail, as the maps have.
     let x: Vec<f32> = (0..batch * side * side).map(|_| ((rng.next() % 1000) as f32 / 500.0).powi(2)).collect();
@@ -67,30 +61,18 @@ fn ours(config: &str, batch: usize, steps: usize) -> (f64, f64, usize) {
         records: Vec::new(),
         record_offsets: Vec::new(),
     };
-    let (mut step_times, mut forward_times) = (Vec::new(), Vec::new());
-    for k in 0..steps + 2 {
-        let t = Instant::now();
-        let step = StepContext { seed: 1, epoch: 0, step: k as u64, rank: 0 };
-        let loss = model.loss(&net, &maps, &step, &device).unwrap();
-        let g = loss.backward();
-        params::gradients(&net, &g, |i, v| grads[i].copy_from_slice(v));
-        let views: Vec<&[f32]> = grads.iter().map(Vec::as_slice).collect();
-        optimizer.step(0.0002, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), &views);
-        net = params::with_values(net, &values, &device);
-        if k >= 2 {
-            step_times.push(t.elapsed().as_secs_f64());
-        }
-    }
+    let training = (model.weight_init(), ADAM, 0.0002);
+    let (step_times, net, parameters) =
+        model_steps::time_training_steps(model.build(&device).unwrap(), training, steps, &device, |net, k| {
+            let step = StepContext { seed: 1, epoch: 0, step: k as u64, rank: 0 };
+            model.loss(net, &maps, &step, &device).unwrap()
+        });
     let valid = net.valid();
-    for k in 0..steps + 2 {
-        let t = Instant::now();
+    let forward_times = model_steps::time_forward(steps, || {
         let z = Tensor::<2>::ones([batch, 64], &Device::flex());
         assert_eq!(valid.generator.forward(z, &Pass::inference()).dims(), [batch, 1, side, side]);
-        if k >= 2 {
-            forward_times.push(t.elapsed().as_secs_f64());
-        }
-    }
-    (median(step_times), median(forward_times), lengths.iter().sum())
+    });
+    (median(step_times), median(forward_times), parameters)
 }
 
 fn peer(config: &str, batch: usize, steps: usize, threads: usize) -> Option<Value> {

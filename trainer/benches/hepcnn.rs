@@ -23,7 +23,6 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::time::Instant;
 
 use bench_rows::Row;
 use burn::module::Module;
@@ -33,8 +32,11 @@ use e2e::median;
 use serde_json::Value;
 use trainer::models::hepcnn::HepCnnConfig;
 use trainer::models::segmentation::layers::Pass;
-use trainer::optim::{Optimizer, Rule};
-use trainer::params::{self, Init};
+use trainer::optim::Rule;
+use trainer::params::Init;
+
+#[path = "support/model_steps.rs"]
+mod model_steps;
 
 /// The target training loss of Kurth et al.'s time-to-solution runs.
 const TARGET_LOSS: f64 = 0.1;
@@ -42,43 +44,24 @@ const TARGET_LOSS: f64 = 0.1;
 /// (median step seconds, median forward seconds, parameters).
 fn ours(config: &HepCnnConfig, batch: usize, steps: usize) -> (f64, f64, usize) {
     let device = Device::flex().autodiff();
-    let net = config.init(&device);
-    let tensors = params::inventory(&net).unwrap();
-    let (mut values, state) = params::initial(&tensors, Init::HeUniformLeaky { slope: 0.0 }, 1);
-    let mut net = params::with_state(params::with_values(net, &values, &device), &state, &device);
-    let lengths: Vec<usize> = values.iter().map(Vec::len).collect();
-    let mut optimizer = Optimizer::new(Rule::ADAM, None, &lengths);
-    let mut grads: Vec<Vec<f32>> = lengths.iter().map(|&n| vec![0.0; n]).collect();
     let mut rng = e2e::SplitMix64::new(3);
     let [h, w] = config.input;
     let x: Vec<f32> = (0..batch * 3 * h * w).map(|_| (rng.next() % 1000) as f32 / 1000.0).collect();
     let y: Vec<i64> = (0..batch).map(|_| (rng.next() % 2) as i64).collect();
-    let (mut step_times, mut forward_times) = (Vec::new(), Vec::new());
-    for k in 0..steps + 2 {
-        let t = Instant::now();
-        let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, 3, h, w]), &device);
-        let yt = Tensor::<1, Int>::from_data(TensorData::new(y.clone(), [batch]), &device);
-        let logits = net.forward(xt, &mut Pass::inference());
-        let loss = log_softmax(logits, 1).gather(1, yt.reshape([batch, 1])).mean().neg();
-        let g = loss.backward();
-        params::gradients(&net, &g, |i, v| grads[i].copy_from_slice(v));
-        let views: Vec<&[f32]> = grads.iter().map(Vec::as_slice).collect();
-        optimizer.step(0.001, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), &views);
-        net = params::with_values(net, &values, &device);
-        if k >= 2 {
-            step_times.push(t.elapsed().as_secs_f64());
-        }
-    }
+    let training = (Init::HeUniformLeaky { slope: 0.0 }, Rule::ADAM, 0.001);
+    let (step_times, net, parameters) =
+        model_steps::time_training_steps(config.init(&device), training, steps, &device, |net, _| {
+            let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, 3, h, w]), &device);
+            let yt = Tensor::<1, Int>::from_data(TensorData::new(y.clone(), [batch]), &device);
+            let logits = net.forward(xt, &mut Pass::inference());
+            log_softmax(logits, 1).gather(1, yt.reshape([batch, 1])).mean().neg()
+        });
     let valid = net.valid();
-    for k in 0..steps + 2 {
-        let t = Instant::now();
+    let forward_times = model_steps::time_forward(steps, || {
         let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, 3, h, w]), &Device::flex());
         assert_eq!(valid.forward(xt, &mut Pass::inference()).into_data().num_elements(), batch * 2);
-        if k >= 2 {
-            forward_times.push(t.elapsed().as_secs_f64());
-        }
-    }
-    (median(step_times), median(forward_times), lengths.iter().sum())
+    });
+    (median(step_times), median(forward_times), parameters)
 }
 
 fn peer(config: &HepCnnConfig, batch: usize, steps: usize, threads: usize) -> Option<Value> {

@@ -26,7 +26,6 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::time::Instant;
 
 use bench_rows::Row;
 use burn::module::Module;
@@ -36,8 +35,11 @@ use serde_json::Value;
 use trainer::models::dropout::DropoutMasks;
 use trainer::models::inverse::huber::{INITIAL_DELTA, mean_huber};
 use trainer::models::segmentation::layers::Pass;
-use trainer::optim::{Optimizer, Rule};
-use trainer::params::{self, Init};
+use trainer::optim::Rule;
+use trainer::params::Init;
+
+#[path = "support/model_steps.rs"]
+mod model_steps;
 
 const FIELD: usize = 32;
 const PATTERNS: usize = 16;
@@ -46,44 +48,25 @@ const PATTERNS: usize = 16;
 fn ours(batch: usize, steps: usize) -> (f64, f64, usize) {
     let config = trainer::models::inverse::small();
     let device = Device::flex().autodiff();
-    let net = config.init(&device);
-    let tensors = params::inventory(&net).unwrap();
-    let (mut values, state) = params::initial(&tensors, Init::HeUniformLeaky { slope: 0.0 }, 1);
-    let mut net = params::with_state(params::with_values(net, &values, &device), &state, &device);
-    let lengths: Vec<usize> = values.iter().map(Vec::len).collect();
-    let mut optimizer = Optimizer::new(Rule::ADAM, None, &lengths);
-    let mut grads: Vec<Vec<f32>> = lengths.iter().map(|&n| vec![0.0; n]).collect();
     let mut rng = e2e::SplitMix64::new(3);
     let mut uniform = |n: usize| -> Vec<f32> { (0..n).map(|_| (rng.next() % 1000) as f32 / 1000.0).collect() };
     let x = uniform(batch * PATTERNS * FIELD * FIELD);
     let y = uniform(batch * FIELD * FIELD);
-    let (mut step_times, mut forward_times) = (Vec::new(), Vec::new());
-    for k in 0..steps + 2 {
-        let t = Instant::now();
-        let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, PATTERNS, FIELD, FIELD]), &device);
-        let yt = Tensor::<4>::from_data(TensorData::new(y.clone(), [batch, 1, FIELD, FIELD]), &device);
-        let mut pass = Pass { masks: Some(DropoutMasks::for_step(1, k as u64, 0)), ..Pass::inference() };
-        let loss = mean_huber(net.forward(xt, &mut pass), yt, INITIAL_DELTA);
-        let g = loss.backward();
-        params::gradients(&net, &g, |i, v| grads[i].copy_from_slice(v));
-        let views: Vec<&[f32]> = grads.iter().map(Vec::as_slice).collect();
-        optimizer.step(0.001, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), &views);
-        net = params::with_values(net, &values, &device);
-        if k >= 2 {
-            step_times.push(t.elapsed().as_secs_f64());
-        }
-    }
+    let training = (Init::HeUniformLeaky { slope: 0.0 }, Rule::ADAM, 0.001);
+    let (step_times, net, parameters) =
+        model_steps::time_training_steps(config.init(&device), training, steps, &device, |net, k| {
+            let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, PATTERNS, FIELD, FIELD]), &device);
+            let yt = Tensor::<4>::from_data(TensorData::new(y.clone(), [batch, 1, FIELD, FIELD]), &device);
+            let mut pass = Pass { masks: Some(DropoutMasks::for_step(1, k as u64, 0)), ..Pass::inference() };
+            mean_huber(net.forward(xt, &mut pass), yt, INITIAL_DELTA)
+        });
     let valid = net.valid();
-    for k in 0..steps + 2 {
-        let t = Instant::now();
+    let forward_times = model_steps::time_forward(steps, || {
         let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, PATTERNS, FIELD, FIELD]), &Device::flex());
         let out = valid.forward(xt, &mut Pass::inference()).into_data();
         assert_eq!(out.num_elements(), batch * FIELD * FIELD);
-        if k >= 2 {
-            forward_times.push(t.elapsed().as_secs_f64());
-        }
-    }
-    (median(step_times), median(forward_times), lengths.iter().sum())
+    });
+    (median(step_times), median(forward_times), parameters)
 }
 
 fn peer(batch: usize, steps: usize, threads: usize) -> Option<Value> {
