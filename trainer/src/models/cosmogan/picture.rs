@@ -42,6 +42,11 @@ pub fn write(real: &[f32], generated: &[f32], side: usize, path: &Path) -> std::
     write_rgb(&rgb, (WIDTH, HEIGHT), &spectra_path(path))
 }
 
+/// 1, 2, 4, … up to `top`: ticks that do not crowd on a log axis.
+fn powers_of_two(top: f64) -> Vec<f64> {
+    std::iter::successors(Some(1.0), |k| Some(k * 2.0)).take_while(|&k| k <= top).collect()
+}
+
 /// The spectra as RGB pixels: P against ring, both axes logarithmic.
 fn render(curves: &[(&str, Vec<f64>)]) -> Result<Vec<u8>, String> {
     use_embedded_font();
@@ -59,7 +64,7 @@ fn render(curves: &[(&str, Vec<f64>)]) -> Result<Vec<u8>, String> {
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(64)
-            .build_cartesian_2d((1.0..rings).log_scale(), (lo..hi).log_scale())
+            .build_cartesian_2d((1.0..rings).log_scale().with_key_points(powers_of_two(rings)), (lo..hi).log_scale())
             .map_err(e)?;
         chart
             .configure_mesh()
@@ -109,5 +114,6 @@ mod tests {
             assert_eq!(&bytes[1..4], b"PNG", "{}", p.display());
         }
         assert!(spectra_path(&path).ends_with("cosmogan-spectra.png"));
+        assert_eq!(powers_of_two(32.0), [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]);
     }
 }
