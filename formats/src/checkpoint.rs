@@ -66,6 +66,21 @@ pub struct TrainState {
     /// `steps_into_epoch` then counts steps of the deal that began there.
     #[serde(default)]
     pub epoch_begun: Option<EpochBegun>,
+    /// Where the loss scale stood (`--loss-scale`), absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_scale: Option<LossScaleState>,
+}
+
+/// Where a run's loss scale stands: saved so that a resumed run scales,
+/// and skips, as the uninterrupted one would.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LossScaleState {
+    /// The current scale.
+    pub scale: f32,
+    /// Clean steps since the scale last changed (or the run began).
+    pub clean_steps: u64,
+    /// Steps skipped because their gradients overflowed, over the run.
+    pub skipped: u64,
 }
 
 /// Where an epoch resumed at another number of ranks began: its sample
@@ -358,6 +373,7 @@ mod tests {
                 layout: serde_json::json!([{ "address": "tau__px__Uniform__1", "kind": "uniform" }]),
                 run: Some(RunShape { batch: 4, ranks: 2, steps_per_epoch: 5, optimizer: "adam".into() }),
                 epoch_begun: Some(EpochBegun { ranks: 4, taken: 12 }),
+                loss_scale: Some(LossScaleState { scale: 32768.0, clean_steps: 7, skipped: 1 }),
             },
             params,
             model_state,

@@ -16,6 +16,7 @@
 //! - [`fusion`]: Horovod-style tensor fusion (pure: plan, pack, unpack);
 //!   [`exchange`]: averaging gradients across ranks with fused MPI
 //!   allreduce, blocking or with a one-step lag on a communication thread.
+//! - [`loss_scale`]: loss scaling for half-precision training (`--loss-scale`).
 //! - [`optim`]: SGD with momentum, Adam, LARC/LARS on flat tensors;
 //!   [`schedule`]: polynomial, step and piecewise decay, linear warm-up.
 //! - [`checkpoint`]: save and resume; [`plot`]: the loss curve as a PNG;
@@ -41,6 +42,7 @@ pub mod exchange_model;
 pub mod flops;
 pub mod fusion;
 pub mod kernels;
+pub mod loss_scale;
 pub mod models;
 pub mod optim;
 pub mod overlap;

@@ -7,6 +7,8 @@ use anyhow::Context;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use cluster::World;
 use trainer::engine::{DeviceChoice, ModelChoice, Origin, ScheduleSpec, TrainConfig};
+use trainer::kernels::Precision;
+use trainer::loss_scale::LossScaleSpec;
 use trainer::models::{self, Trainable};
 use trainer::optim::{Rule, TrustRatio};
 use trainer::scaling::Baseline;
@@ -551,6 +553,21 @@ struct TrainArgs {
     /// goes on; stop it with --epochs or --max-steps.
     #[arg(long, allow_negative_numbers = true)]
     target_loss: Option<f32>,
+    /// What convolutions and dense layers compute in. bf16 and f16 as PyTorch's autocast runs them:
+    /// inputs, weights and outputs rounded to the half type, products summed in f32; BatchNorm,
+    /// activations, losses, the master weights, the optimiser and the gradient exchange stay f32, and
+    /// so do checkpoints. bf16 needs a CPU with AVX512_BF16 (without one the run stops with one line,
+    /// exit 2). f16 is emulated on the CPU: a GPU's half-precision numerics, at f32's speed or slower,
+    /// to try --loss-scale before a GPU run.
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    precision: Precision,
+    /// Loss scaling for half precision: off; dynamic (start at 65536, halve after an overflow, double
+    /// after 2000 clean steps: Micikevicius et al. 2018, PyTorch's GradScaler); or a fixed scale N.
+    /// The loss is multiplied by the scale before back-propagation and the gradients divided by it in
+    /// f32; a step whose gradients overflow on any rank is skipped on every rank and counted in the
+    /// report (`loss_scale.skipped`).
+    #[arg(long, default_value = "off")]
+    loss_scale: LossScaleSpec,
     /// Also write the JSON report here.
     #[arg(long)]
     report: Option<PathBuf>,
@@ -658,6 +675,8 @@ fn config_from(
         target_loss: args.target_loss,
         predictions: args.plot.as_ref().map(|p| p.with_file_name(predictions_name(p))),
         check_finite: args.check_finite,
+        precision: args.precision,
+        loss_scale: args.loss_scale,
     };
     config.validate().map_err(anyhow::Error::msg)?;
     Ok((model, config))
@@ -695,6 +714,7 @@ fn prepare(
 ) -> anyhow::Result<(Box<dyn Trainable>, TrainConfig, Option<Baseline>)> {
     let (model, config) = config_from(args, entry, matches)?;
     config.device.check()?;
+    trainer::engine::precision_available(&config)?;
     model.check_data(&config)?;
     if let Some(dir) = &config.checkpoint {
         writable(dir).with_context(|| format!("--checkpoint {}", dir.display()))?;

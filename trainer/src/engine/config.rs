@@ -96,6 +96,10 @@ pub struct TrainConfig {
     /// it is decoded, naming the first bad one by file (the loaders'
     /// `check_finite`). Losses and gradients are checked every step anyway.
     pub check_finite: bool,
+    /// What convolutions and dense layers compute in ([`crate::kernels::precision`]).
+    pub precision: crate::kernels::Precision,
+    /// Loss scaling ([`crate::loss_scale`]).
+    pub loss_scale: crate::loss_scale::LossScaleSpec,
 }
 
 /// The largest base learning rate a run accepts. The seeds' rates are at
@@ -256,6 +260,8 @@ mod tests {
             target_loss: None,
             predictions: None,
             check_finite: false,
+            precision: crate::kernels::Precision::F32,
+            loss_scale: crate::loss_scale::LossScaleSpec::Off,
         }
     }
 

@@ -132,6 +132,7 @@ mod tests {
             layout: serde_json::Value::Null,
             run: Some(RunShape { batch: 1, ranks, steps_per_epoch: 16 / ranks, optimizer: "sgd".into() }),
             epoch_begun,
+            loss_scale: None,
         }
     }
 

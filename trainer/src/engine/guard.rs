@@ -16,6 +16,8 @@ use loader::finite::first_non_finite;
 use loader::pipeline::Batch;
 use mpi::traits::*;
 
+use crate::loss_scale::LossScaler;
+
 /// Where and why a run stopped on a value that is not finite.
 #[derive(Debug)]
 pub struct NonFinite {
@@ -71,6 +73,41 @@ pub fn stop_unless_finite(world: &World, step: u64, (finite, loss): (bool, f32),
         detail: format!("loss {loss}"),
         ranks,
     })
+}
+
+/// After a step's backward pass, with `finite` whether this rank's
+/// gradients were all finite and `loss` its loss: every rank stops alike
+/// if a loss was not finite, or if gradients were not and the loss is
+/// unscaled. With a loss scale, gradients that overflowed on any rank
+/// skip the step on every rank and lower the scale: `Ok(false)`.
+/// `Ok(true)`: apply the step. Collective (one gather of a byte per rank).
+pub fn finite_or_skipped(
+    world: &World,
+    scaler: &mut LossScaler,
+    (finite, loss): (bool, f32),
+    (step, epoch): (u64, u64),
+) -> Result<bool, NonFinite> {
+    if !scaler.active() {
+        stop_unless_finite(world, step, (finite && loss.is_finite(), loss), epoch)?;
+        return Ok(true);
+    }
+    const BAD_LOSS: u8 = 1;
+    const OVERFLOW: u8 = 2;
+    let mine = if loss.is_finite() { 0 } else { BAD_LOSS } | if finite { 0 } else { OVERFLOW };
+    let mut flags = vec![0u8; world.size()];
+    world.comm().all_gather_into(&mine, &mut flags[..]);
+    let bad_loss: Vec<usize> = (0..flags.len()).filter(|&r| flags[r] & BAD_LOSS != 0).collect();
+    if !bad_loss.is_empty() {
+        return Err(NonFinite {
+            step,
+            epoch: epoch + 1,
+            reports: bad_loss.first() == Some(&world.rank()),
+            loss,
+            detail: format!("loss {loss} (the loss itself, before scaling: lowering the loss scale cannot help)"),
+            ranks: bad_loss,
+        });
+    }
+    Ok(scaler.after_step(flags.iter().any(|f| f & OVERFLOW != 0)))
 }
 
 /// What is wrong in `batch` (read from `dataset`) given its `loss`: the

@@ -29,6 +29,7 @@ use mpi::traits::*;
 
 use crate::checkpoint::{self, Checkpoint, RunShape, TrainState};
 use crate::exchange::{GradientExchange, LaggedExchange};
+use crate::loss_scale::LossScaler;
 use crate::optim::Optimizer;
 use crate::overlap::OverlapExchange;
 use crate::params::{self, TensorInfo};
@@ -174,6 +175,30 @@ fn fault_at(world: &World) -> Option<(Fault, u64)> {
     )
 }
 
+/// `gradient`, with an infinity in its first value when `poison`
+/// ([`OVERFLOW_AT`]).
+fn overflowed(gradient: &[f32], poison: bool) -> std::borrow::Cow<'_, [f32]> {
+    if !poison {
+        return std::borrow::Cow::Borrowed(gradient);
+    }
+    let mut poisoned = gradient.to_vec();
+    if let Some(first) = poisoned.first_mut() {
+        *first = f32::INFINITY;
+    }
+    std::borrow::Cow::Owned(poisoned)
+}
+
+/// Testing aid: `STAGEHAND_TRAINER_OVERFLOW_AT=RANK:STEP` makes RANK's
+/// gradients at optimiser step STEP hold an infinity, once: what an f16
+/// overflow does, for the loss scale to skip.
+pub const OVERFLOW_AT: &str = "STAGEHAND_TRAINER_OVERFLOW_AT";
+
+fn overflow_at(world: &World) -> Option<u64> {
+    let value = std::env::var(OVERFLOW_AT).ok()?;
+    let (rank, step) = value.split_once(':')?;
+    (rank.parse::<usize>().ok()? == world.rank()).then(|| step.parse().ok()).flatten()
+}
+
 /// The lock of a checkpoint directory: a second job training into it
 /// would read the first's checkpoints mid-write and remove them as stale.
 fn lock_checkpoints(dir: &std::path::Path) -> Result<formats::lock::DirLock, TrainError> {
@@ -221,6 +246,8 @@ struct Start {
     /// number of them, or within such a deal).
     deal: Option<elastic::Deal>,
     losses: Vec<f32>,
+    /// Where the loss scale stood (resumed runs with `--loss-scale`).
+    loss_scale: Option<crate::loss_scale::LossScaleState>,
 }
 
 /// A run in progress: everything the epochs share.
@@ -243,6 +270,11 @@ struct Run<'a, M: TrainModel> {
     losses: Vec<f32>,
     loader_config: LoaderConfig,
     fault: Option<(Fault, u64)>,
+    /// The step at which this rank's gradients are made to overflow
+    /// (`STAGEHAND_TRAINER_OVERFLOW_AT`), until it has happened once.
+    overflow_at: Option<u64>,
+    /// The loss scale (`--loss-scale`; inactive without it).
+    scaler: LossScaler,
     /// Whether the model's gradients may be sparse ([`TrainModel::sparse_gradients`]).
     sparse: bool,
     /// When [`run`] began: the clock of the time to the first batch.
@@ -259,6 +291,21 @@ struct EpochAt {
     steps: u64,
     /// Where a dealt epoch began.
     begun: Option<loader::elastic::EpochStart>,
+}
+
+/// An error unless this host computes `--precision` as asked: bf16 on
+/// the CPU needs AVX512_BF16 (a run without it would be emulated at a
+/// fraction of f32's speed, which nobody asks for by choosing bf16).
+pub fn precision_available(config: &TrainConfig) -> Result<(), TrainError> {
+    use crate::kernels::Precision;
+    if config.precision == Precision::Bf16 && config.device == DeviceChoice::Cpu && !Precision::Bf16.native() {
+        return Err(TrainError::Invalid(
+            "--precision bf16 needs a CPU with AVX512_BF16 (Intel Sapphire Rapids or later, AMD Zen 4 or later); \
+             this one has none: train with --precision f32"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Validation samples `--plot` pictures the predictions of.
@@ -280,6 +327,8 @@ pub fn run<M: TrainModel>(
         _ => None,
     };
     let device = config.device.device()?;
+    precision_available(config)?;
+    crate::kernels::precision::set_process(config.precision);
     if config.grad_lag && model.sparse_gradients() {
         return Err(TrainError::Invalid(format!(
             "--grad-lag 1 reduces every tensor each step; model '{}' has layers a batch may not use, whose gradients \
@@ -360,6 +409,10 @@ pub fn run<M: TrainModel>(
             GradientExchange::new(world, &lengths, config.fusion_bytes, config.exchange).map_err(invalid)?,
         )
     };
+    let mut scaler = LossScaler::new(config.loss_scale);
+    if let Some(state) = start.loss_scale.filter(|_| scaler.active()) {
+        scaler.resume(state);
+    }
     let mut run = Run {
         world,
         config,
@@ -378,6 +431,8 @@ pub fn run<M: TrainModel>(
         losses: std::mem::take(&mut start.losses),
         loader_config,
         fault: fault_at(world),
+        overflow_at: overflow_at(world),
+        scaler,
         sparse: model.sparse_gradients(),
         entered,
     };
@@ -433,7 +488,7 @@ fn start<M: TrainModel>(
     };
     let Some(cp) = resumed else {
         let (values, state) = params::initial(tensors, model.weight_init(), config.seed);
-        return Ok(Start { values, state, epoch: 0, skip: 0, deal: None, losses: Vec::new() });
+        return Ok(Start { values, state, epoch: 0, skip: 0, deal: None, losses: Vec::new(), loss_scale: None });
     };
     same_layout(&cp.state.layout, &model.layout())?;
     let steps_at = |ranks| elastic::steps_at(sampler, loader_config, ranks);
@@ -462,6 +517,7 @@ fn start<M: TrainModel>(
         skip: cp.state.steps_into_epoch,
         deal,
         losses: cp.state.losses,
+        loss_scale: cp.state.loss_scale,
     })
 }
 
@@ -595,6 +651,8 @@ impl<M: TrainModel> Run<'_, M> {
                 _ => None,
             },
             grad_lag: self.config.grad_lag,
+            precision: self.config.precision,
+            loss_scale: self.scaler.active().then(|| self.scaler.state()),
             exchange: self.config.exchange,
             augment: model_flag(&self.summary, "augment"),
             standardize: model_flag(&self.summary, "standardize"),
@@ -639,16 +697,21 @@ impl<M: TrainModel> Run<'_, M> {
         if let Exchange::DuringBackward(_) = self.exchange {
             return self.step_reducing_during_backward(net, batch, (epoch, share), &context, times);
         }
+        // The loss is scaled for back-propagation (`--loss-scale`); the
+        // gradients are unscaled, in f32, on their way into the exchange.
+        let unscale = 1.0 / self.scaler.scale();
+        let poison = self.overflow_at == Some(self.optimizer.steps);
         // A rank with no sample in a dealt step adds nothing but zeros.
         let computed = if batch.is_empty() {
             None
         } else {
             let loss = self.model.loss(&net, batch, &context, &self.device)?;
-            let grads = loss.backward();
+            let grads =
+                if self.scaler.active() { (loss.clone() * self.scaler.scale()).backward() } else { loss.backward() };
             Some((scalar(loss)?, grads))
         };
         let loss = computed.as_ref().map_or(0.0, |(loss, _)| *loss);
-        let mut finite = loss.is_finite();
+        let mut finite = true;
         self.inject_fault();
         let lr = self.schedule.at(self.optimizer.steps);
         let (world, step) = (self.world, self.optimizer.steps);
@@ -656,8 +719,9 @@ impl<M: TrainModel> Run<'_, M> {
             Exchange::Blocking(ex) => {
                 let present = match &computed {
                     Some((_, grads)) => params::gradients(&net, grads, |i, g| {
-                        finite &= loader::finite::all_finite(g);
-                        ex.put_weighted(i, g, weight);
+                        let g = overflowed(g, poison && i == 0);
+                        finite &= loader::finite::all_finite(&g);
+                        ex.put_weighted(i, &g, weight * unscale);
                     }),
                     None => {
                         (0..self.lengths.len()).for_each(|i| ex.put_zeros(i));
@@ -665,7 +729,12 @@ impl<M: TrainModel> Run<'_, M> {
                     }
                 };
                 times.compute += t.elapsed().as_secs_f64();
-                guard::stop_unless_finite(world, step, (finite, loss), epoch).map_err(TrainError::NonFinite)?;
+                if !guard::finite_or_skipped(world, &mut self.scaler, (finite, loss), (step, epoch))
+                    .map_err(TrainError::NonFinite)?
+                {
+                    self.overflow_at = self.overflow_at.filter(|_| !poison);
+                    return Ok((net, share.map_or(loss, |share| loss * share * ranks)));
+                }
                 let t = Instant::now();
                 let averaged = if self.sparse {
                     ex.average_present(&present)
@@ -682,18 +751,25 @@ impl<M: TrainModel> Run<'_, M> {
             }
             Exchange::Lagged { exchange: ex, local, pending } => {
                 // The lagged exchange averages what it is given over the ranks.
-                let scale = weight * ranks;
+                let scale = weight * ranks * unscale;
                 match &computed {
                     Some((_, grads)) => {
                         params::gradients(&net, grads, |i, g| {
-                            finite &= loader::finite::all_finite(g);
-                            local[i].iter_mut().zip(g).for_each(|(l, g)| *l = g * scale);
+                            let g = overflowed(g, poison && i == 0);
+                            finite &= loader::finite::all_finite(&g);
+                            local[i].iter_mut().zip(g.iter()).for_each(|(l, g)| *l = g * scale);
                         });
                     }
                     None => local.iter_mut().for_each(|l| l.fill(0.0)),
                 }
                 times.compute += t.elapsed().as_secs_f64();
-                guard::stop_unless_finite(world, step, (finite, loss), epoch).map_err(TrainError::NonFinite)?;
+                if !guard::finite_or_skipped(world, &mut self.scaler, (finite, loss), (step, epoch))
+                    .map_err(TrainError::NonFinite)?
+                {
+                    // Nothing is submitted: what is in flight stays so.
+                    self.overflow_at = self.overflow_at.filter(|_| !poison);
+                    return Ok((net, share.map_or(loss, |share| loss * share * ranks)));
+                }
                 let t = Instant::now();
                 let had = ex.take(&mut pending.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>());
                 ex.submit(&local.iter().map(Vec::as_slice).collect::<Vec<_>>());
@@ -755,6 +831,8 @@ impl<M: TrainModel> Run<'_, M> {
         let overlap = |e: crate::overlap::OverlapError| TrainError::Invalid(e.to_string());
         let mut present = vec![false; self.lengths.len()];
         let mut finite = true;
+        let (scale, poison) = (self.scaler.scale(), self.overflow_at == Some(self.optimizer.steps));
+        let scaled = self.scaler.active();
         // A rank with no sample in a dealt step adds nothing but zeros.
         let loss = if batch.is_empty() {
             ex.backward_ended();
@@ -763,20 +841,21 @@ impl<M: TrainModel> Run<'_, M> {
             let mut cuts = Cuts::on();
             let loss = self.model.loss_with_cuts(&net, batch, context, &self.device, &mut cuts)?;
             let value = scalar(loss.clone())?;
+            let loss = if scaled { loss * scale } else { loss };
             segments::backward_in_segments(&loss, cuts, |grads, last| {
                 if last {
                     ex.backward_ended();
                 }
                 params::present_gradients(&net, grads, |i, g| {
-                    finite &= loader::finite::all_finite(g);
+                    let g = overflowed(g, poison && i == 0);
+                    finite &= loader::finite::all_finite(&g);
                     present[i] = true;
-                    ex.put_weighted(i, g, weight)
+                    ex.put_weighted(i, &g, weight / scale)
                 })
             })
             .map_err(overlap)?;
             value
         };
-        finite &= loss.is_finite();
         times.compute += t.elapsed().as_secs_f64();
         let t = Instant::now();
         let averaged = if self.sparse {
@@ -787,7 +866,12 @@ impl<M: TrainModel> Run<'_, M> {
         };
         times.communication += t.elapsed().as_secs_f64();
         let (world, step) = (self.world, self.optimizer.steps);
-        guard::stop_unless_finite(world, step, (finite, loss), epoch).map_err(TrainError::NonFinite)?;
+        if !guard::finite_or_skipped(world, &mut self.scaler, (finite, loss), (step, epoch))
+            .map_err(TrainError::NonFinite)?
+        {
+            self.overflow_at = self.overflow_at.filter(|_| !poison);
+            return Ok((net, share.map_or(loss, |share| loss * share * ranks)));
+        }
         let t = Instant::now();
         let lr = self.schedule.at(self.optimizer.steps);
         let gradients = (0..self.lengths.len())
@@ -968,6 +1052,7 @@ impl<M: TrainModel> Run<'_, M> {
             layout: self.model.layout(),
             run: Some(self.shape.clone()),
             epoch_begun: begun.map(elastic::begun),
+            loss_scale: self.scaler.active().then(|| self.scaler.state()),
         };
         Checkpoint {
             state,

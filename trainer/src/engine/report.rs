@@ -152,6 +152,11 @@ pub struct TrainReport {
     pub gradient_groups: Option<crate::overlap::GroupCounts>,
     /// One-step gradient lag.
     pub grad_lag: bool,
+    /// What convolutions and dense layers computed in (`--precision`).
+    pub precision: crate::kernels::Precision,
+    /// Where the loss scale ended and the steps it skipped
+    /// (`--loss-scale`); none without one.
+    pub loss_scale: Option<crate::loss_scale::LossScaleState>,
     /// How gradients were summed over the ranks ("flat", "hierarchical").
     pub exchange: cluster::allreduce::Exchange,
     /// Samples turned by random symmetries of the cube.

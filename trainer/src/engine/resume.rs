@@ -94,6 +94,7 @@ mod tests {
     fn saved(steps_into_epoch: u64, run: Option<RunShape>) -> TrainState {
         TrainState {
             epoch_begun: None,
+            loss_scale: None,
             format: crate::checkpoint::FORMAT,
             model: "small".into(),
             lengths: vec![1],

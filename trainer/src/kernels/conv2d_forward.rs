@@ -21,8 +21,8 @@ use burn::backend::ops::FloatTensorOps;
 use burn::tensor::Shape;
 
 use super::columns::{ColumnSource, Window, batch_columns, rows_per_tile};
-use super::direct_conv2d;
 use super::flex::{flex, values};
+use super::{bf16_gemm, direct_conv2d};
 
 /// conv2d(x, weight) without bias: x [N, C_in, H, W], weight [C_out, C_in,
 /// kh, kw] (f32, one group), output [N, C_out, out_h, out_w].
@@ -39,10 +39,16 @@ pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, [out_h,
     }
     let source = ColumnSource::new(&x, [n, c_in, h, w], window);
     let matrix = Flex::float_reshape(weight.clone(), Shape::new([1, c_out, taps]));
+    let in_bf16 = bf16_gemm::native_here();
+    let weights = if in_bf16 { values(weight) } else { std::borrow::Cow::Borrowed(&[][..]) };
     let tile_rows = rows_per_tile(n * taps * out_w, out_h);
     let product = |rows: std::ops::Range<usize>| {
         let width = rows.len() * out_w;
         let cols = batch_columns(&source, out_w, window, rows);
+        if in_bf16 {
+            let per_sample = cols.chunks(taps * width).flat_map(|c| bf16_gemm::gemm(&weights, c, [c_out, taps, width]));
+            return flex(per_sample.collect(), Shape::new([n, c_out, width]));
+        }
         Flex::float_matmul(matrix.clone(), flex(cols, Shape::new([n, taps, width])))
     };
     if tile_rows >= out_h {
@@ -98,6 +104,42 @@ mod tests {
             assert_eq!(ours.shape(), out);
             for (k, (a, b)) in values(&ours).iter().zip(values(&theirs).iter()).enumerate() {
                 assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{dims:?} {window:?}: y[{k}] = {a}, burn {b}");
+            }
+        }
+    }
+
+    /// Under bf16 on a CPU that has it the products run in
+    /// [`bf16_gemm`]: on operands that are already bf16 (as the precision
+    /// wrappers hand them over) the result is the f32 convolution's up to
+    /// the order of the f32 sums.
+    #[test]
+    fn in_bf16_the_forward_convolution_sums_the_rounded_operands_in_f32() {
+        use crate::kernels::precision::{Precision, scoped};
+        if !Precision::Bf16.native() {
+            e2e::skip("in_bf16_the_forward_convolution_sums_the_rounded_operands_in_f32", "no AVX512_BF16 on this CPU");
+            return;
+        }
+        let cases = [([2, 3, 7, 9], 4, [3, 3], [1, 1], [1, 1]), ([1, 16, 12, 20], 24, [3, 3], [2, 2], [1, 1])];
+        for (dims, c_out, kernel, stride, padding) in cases {
+            let rounded = |mut v: Vec<f32>| {
+                Precision::Bf16.round_slice(&mut v);
+                v
+            };
+            let x = flex(rounded(wave(dims.iter().product(), 7)), Shape::new(dims));
+            let weight = flex(
+                rounded(wave(c_out * dims[1] * kernel[0] * kernel[1], 5)),
+                Shape::new([c_out, dims[1], kernel[0], kernel[1]]),
+            );
+            let window = Window { kernel, stride, padding, dilation: [1, 1] };
+            let out = [
+                (dims[2] + 2 * padding[0] - kernel[0]) / stride[0] + 1,
+                (dims[3] + 2 * padding[1] - kernel[1]) / stride[1] + 1,
+            ];
+            let single = forward(&x, &weight, &window, out);
+            let half = scoped(Precision::Bf16, || forward(&x, &weight, &window, out));
+            assert_eq!(half.shape(), single.shape());
+            for (a, b) in values(&half).iter().zip(values(&single).iter()) {
+                assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{dims:?}: bf16 {a}, f32 {b}");
             }
         }
     }

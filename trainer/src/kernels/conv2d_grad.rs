@@ -22,6 +22,7 @@ use burn::backend::flex::FlexTensor;
 use burn::backend::ops::FloatTensorOps;
 use burn::tensor::Shape;
 
+use super::bf16_gemm;
 use super::columns::{ColumnSource, Window, batch_columns, rows_per_tile};
 use super::flex::{flex, values};
 
@@ -51,9 +52,13 @@ pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -
         // [taps, width] × [width, C_out]: the columns as the left operand,
         // whose rows (the sum's long dimension) are contiguous, so GEMM
         // packs them with plain loads; the transposed output is small.
-        let cols = flex(cols, Shape::new([n, taps, width]));
-        let grad = Flex::float_swap_dims(flex(grad, Shape::new([n, c_out, width])), 1, 2);
-        let tile = Flex::float_sum_dim(Flex::float_matmul(cols, grad), 0);
+        let tile = if bf16_gemm::native_here() {
+            bf16_tile(&cols, &grad, [n, taps, c_out, width])
+        } else {
+            let cols = flex(cols, Shape::new([n, taps, width]));
+            let grad = Flex::float_swap_dims(flex(grad, Shape::new([n, c_out, width])), 1, 2);
+            Flex::float_sum_dim(Flex::float_matmul(cols, grad), 0)
+        };
         total = Some(match total {
             Some(sum) => Flex::float_add(sum, tile),
             None => tile,
@@ -66,10 +71,37 @@ pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -
     }
 }
 
+/// One tile's weight gradient [1, taps, C_out] in bf16, computed as its
+/// transpose dWᵀ [C_out × taps] = G · colsᵀ: the output gradients as one
+/// [C_out × (n · width)] matrix (each sample's positions after the
+/// previous one's, so the sum over the samples is part of the product's
+/// sum, in f32), the columns likewise as [taps × (n · width)]. The long
+/// dimension is the sum's and the wide one (taps) fills the kernel's
+/// 32-column panels, where C_out (16 in the small networks) would leave
+/// half of each empty.
+fn bf16_tile(cols: &[f32], grad: &[f32], [n, taps, c_out, width]: [usize; 4]) -> FlexTensor {
+    let long = n * width;
+    let side_by_side = |values: &[f32], rows: usize| {
+        let mut out = vec![0.0f32; rows * long];
+        for s in 0..n {
+            for r in 0..rows {
+                let from = &values[(s * rows + r) * width..(s * rows + r + 1) * width];
+                out[r * long + s * width..r * long + (s + 1) * width].copy_from_slice(from);
+            }
+        }
+        out
+    };
+    let transposed = bf16_gemm::gemm_bt(&side_by_side(grad, c_out), &side_by_side(cols, taps), [c_out, long, taps]);
+    let gradient: Vec<f32> =
+        (0..taps).flat_map(|t| (0..c_out).map(move |co| (t, co))).map(|(t, co)| transposed[co * taps + t]).collect();
+    flex(gradient, Shape::new([1, taps, c_out]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::kernels::columns::wave;
+    use crate::kernels::precision::{Precision, scoped};
 
     /// dW by its definition, one product at a time.
     fn naive(
@@ -120,17 +152,32 @@ mod tests {
             ([1, 1, 6, 8], 2, Window { kernel: [7, 7], stride: [2, 2], padding: [3, 3], dilation: [1, 1] }),
             ([1, 2, 5, 5], 1, Window { kernel: [3, 3], stride: [1, 1], padding: [6, 6], dilation: [6, 6] }),
         ];
-        for (dims, c_out, window) in cases {
+        // bf16 where the CPU computes it ([`bf16_gemm`]), on operands
+        // already rounded to it as the precision wrappers hand them over.
+        let mut precisions = vec![Precision::F32];
+        if Precision::Bf16.native() {
+            precisions.push(Precision::Bf16);
+        } else {
+            e2e::skip("weight_gradient_equals_the_definition (bf16)", "no AVX512_BF16 on this CPU");
+        }
+        for ((dims, c_out, window), precision) in
+            cases.into_iter().flat_map(|c| precisions.iter().map(move |&p| (c, p)))
+        {
             let [n, c_in, h, w] = dims;
             let (out_h, out_w) = (window.output_size(0, h), window.output_size(1, w));
-            let x = wave(n * c_in * h * w, 7);
-            let g = wave(n * c_out * out_h * out_w, 5);
+            let (mut x, mut g) = (wave(n * c_in * h * w, 7), wave(n * c_out * out_h * out_w, 5));
+            precision.round_slice(&mut x);
+            precision.round_slice(&mut g);
             let want = naive(&x, &g, dims, [c_out, out_h, out_w], &window);
-            let got = weight_grad(&flex(x, Shape::new(dims)), &flex(g, Shape::new([n, c_out, out_h, out_w])), &window);
+            let (x, g) = (flex(x, Shape::new(dims)), flex(g, Shape::new([n, c_out, out_h, out_w])));
+            let got = scoped(precision, || weight_grad(&x, &g, &window));
             assert_eq!(got.shape().as_slice(), &[c_out, c_in, window.kernel[0], window.kernel[1]]);
             let got = values(&got);
             for (k, (a, b)) in got.iter().zip(&want).enumerate() {
-                assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{window:?} {dims:?}: dW[{k}] = {a}, want {b}");
+                assert!(
+                    (a - b).abs() <= 1e-4 * (1.0 + b.abs()),
+                    "{precision} {window:?} {dims:?}: dW[{k}] = {a}, want {b}"
+                );
             }
         }
     }

@@ -9,7 +9,8 @@
 //! hands volumes narrower than a vector to the private `channel_conv`, and
 //! [`direct_pool`]) run, with their own backward passes under autodiff;
 //! every other backend (a GPU) runs the same operation composed of burn's
-//! own ops.
+//! own ops. Convolutions and dense layers compute in the precision
+//! [`precision`] holds (`trainer train --precision`).
 //!
 //! ```
 //! use burn::tensor::{Device, Tensor};
@@ -19,6 +20,7 @@
 //! assert_eq!(pool3d(x, Pooling::Avg).dims(), [1, 2, 2, 2, 2]);
 //! ```
 
+pub mod bf16_gemm;
 mod channel_conv;
 pub mod columns;
 pub mod conv2d_forward;
@@ -31,13 +33,16 @@ pub mod direct_pool;
 mod flex;
 mod lanes;
 pub mod ops;
+pub mod precision;
 
 use burn::backend::Dispatch;
+use burn::nn::Linear;
 use burn::tensor::Tensor;
-use burn::tensor::module::conv3d;
+use burn::tensor::module::{conv3d, linear as burn_linear};
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 
 pub use ops::{KernelOps, MIN_DIRECT_WIDTH};
+pub use precision::Precision;
 
 /// Which reduction a pooling layer applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -51,9 +56,12 @@ pub enum Pooling {
 
 /// `conv3d(x, weight, bias)` with stride 1, dilation 1, one group and
 /// `k / 2` zeros of padding: x [N, C_in, D, H, W], weight [C_out, C_in, k,
-/// k, k] with odd `k`.
+/// k, k] with odd `k`; in this thread's precision ([`precision`]), as are
+/// [`conv2d`], [`conv_transpose2d`] and [`linear`].
 pub fn conv3d_same(x: Tensor<5>, weight: Tensor<5>, bias: Option<Tensor<1>>) -> Tensor<5> {
-    match bias {
+    let p = precision::current();
+    let (x, weight, bias) = (rounded(x, p), rounded(weight, p), bias.map(|b| rounded(b, p)));
+    let y = match bias {
         Some(bias) => Tensor::from_dispatch(<Dispatch as KernelOps>::conv3d_same(
             x.into_dispatch(),
             weight.into_dispatch(),
@@ -63,7 +71,39 @@ pub fn conv3d_same(x: Tensor<5>, weight: Tensor<5>, bias: Option<Tensor<1>>) -> 
             let p = weight.dims()[2] / 2;
             conv3d(x, weight, None, ConvOptions::new([1; 3], [p; 3], [1; 3], 1))
         }
+    };
+    rounded(y, p)
+}
+
+/// burn's `conv3d(x, weight, bias, options)` in this thread's precision.
+pub fn conv3d_in_precision(
+    x: Tensor<5>,
+    weight: Tensor<5>,
+    bias: Option<Tensor<1>>,
+    options: ConvOptions<3>,
+) -> Tensor<5> {
+    let p = precision::current();
+    let y = conv3d(rounded(x, p), rounded(weight, p), bias.map(|b| rounded(b, p)), options);
+    rounded(y, p)
+}
+
+/// `layer.forward(x)` (a dense layer) in this thread's precision.
+pub fn linear<const D: usize>(layer: &Linear, x: Tensor<D>) -> Tensor<D> {
+    let p = precision::current();
+    if p == Precision::F32 {
+        return layer.forward(x);
     }
+    let bias = layer.bias.as_ref().map(|b| rounded(b.val(), p));
+    rounded(burn_linear(rounded(x, p), rounded(layer.weight.val(), p), bias), p)
+}
+
+/// `t` rounded to precision `p` ([`precision`]), its gradient rounded the
+/// same way in the backward pass; `t` itself under f32.
+pub fn rounded<const D: usize>(t: Tensor<D>, p: Precision) -> Tensor<D> {
+    if p == Precision::F32 {
+        return t;
+    }
+    Tensor::from_dispatch(<Dispatch as KernelOps>::round_to(t.into_dispatch(), p))
 }
 
 /// Pool `x` of shape [N, C, D, H, W] (D, H, W even) by 2 in every spatial
@@ -87,12 +127,13 @@ pub fn max_pool2d_2(x: Tensor<4>) -> Tensor<4> {
 /// weight gradient on the CPU is [`conv2d_grad::weight_grad`] (burn's is
 /// slow for small batches: see there).
 pub fn conv2d(x: Tensor<4>, weight: Tensor<4>, bias: Option<Tensor<1>>, options: ConvOptions<2>) -> Tensor<4> {
+    let p = precision::current();
     let y = Tensor::from_dispatch(<Dispatch as KernelOps>::conv2d_unbiased(
-        x.into_dispatch(),
-        weight.into_dispatch(),
+        rounded(x, p).into_dispatch(),
+        rounded(weight, p).into_dispatch(),
         options,
     ));
-    with_bias(y, bias)
+    rounded(with_bias(y, bias.map(|b| rounded(b, p))), p)
 }
 
 /// burn's `conv_transpose2d(x, weight, bias, options)`, with the weight
@@ -103,12 +144,13 @@ pub fn conv_transpose2d(
     bias: Option<Tensor<1>>,
     options: ConvTransposeOptions<2>,
 ) -> Tensor<4> {
+    let p = precision::current();
     let y = Tensor::from_dispatch(<Dispatch as KernelOps>::conv_transpose2d_unbiased(
-        x.into_dispatch(),
-        weight.into_dispatch(),
+        rounded(x, p).into_dispatch(),
+        rounded(weight, p).into_dispatch(),
         options,
     ));
-    with_bias(y, bias)
+    rounded(with_bias(y, bias.map(|b| rounded(b, p))), p)
 }
 
 /// `y` [N, C, H, W] plus `bias` [C] on every pixel.

@@ -17,7 +17,7 @@ use burn::backend::ops::{FloatTensorOps, ModuleOps};
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Flex, TensorMetadata, backend_extension};
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
-use burn::tensor::{DType, Shape};
+use burn::tensor::{DType, FloatDType, Shape};
 
 use super::columns::Window;
 use super::conv2d_forward;
@@ -25,6 +25,7 @@ use super::conv2d_grad;
 use super::direct_conv::{self, ConvShape, PaddedInput};
 use super::direct_pool;
 use super::flex::{flex, values};
+use super::precision::Precision;
 
 /// Narrowest volume (in voxels along `w`) given to the direct convolution:
 /// below it burn's GEMM wins (`cargo bench -p stagehand-trainer --bench ops`).
@@ -72,6 +73,12 @@ pub trait KernelOps: Backend {
     ) -> FloatTensor<Self> {
         Self::conv_transpose2d(x, weight, None, options)
     }
+
+    /// `x` rounded to `precision` (f32: unchanged); in the backward pass
+    /// the gradient is rounded the same way ([`precision`](super::precision)).
+    fn round_to(x: FloatTensor<Self>, precision: Precision) -> FloatTensor<Self> {
+        composed::round_to::<Self>(x, precision)
+    }
 }
 
 /// The operations from burn's own primitives, for any backend.
@@ -85,6 +92,17 @@ mod composed {
     ) -> FloatTensor<B> {
         let p = weight.shape()[2] / 2;
         B::conv3d(x, weight, Some(bias), ConvOptions::new([1; 3], [p; 3], [1; 3], 1))
+    }
+
+    /// A round trip through burn's half-precision dtype (whose rounding of
+    /// bf16 denormals may differ from [`Precision::round`]'s flush to zero).
+    pub(super) fn round_to<B: Backend>(x: FloatTensor<B>, precision: Precision) -> FloatTensor<B> {
+        let half = match precision {
+            Precision::F32 => return x,
+            Precision::Bf16 => FloatDType::BF16,
+            Precision::F16 => FloatDType::F16,
+        };
+        B::float_cast(B::float_cast(x, half), FloatDType::F32)
     }
 
     /// Pool H and W with burn's 2-D pool, then pairs along D by a reshape
@@ -220,6 +238,10 @@ impl KernelOps for Flex {
         conv2d_flex(x, weight, options)
     }
 
+    fn round_to(x: FlexTensor, precision: Precision) -> FlexTensor {
+        round_flex(&x, precision)
+    }
+
     fn max_pool2d_2(x: FlexTensor) -> FlexTensor {
         match direct_pool_plane(&x) {
             Some(plane) => flex(direct_pool::max2_forward(plane, &values(&x)).0, pooled_shape(&x)),
@@ -342,6 +364,34 @@ impl Backward<Flex, 3> for ConvBackward {
     }
 }
 
+/// `x` (f32) rounded to `precision`; another dtype goes through burn's casts.
+fn round_flex(x: &FlexTensor, precision: Precision) -> FlexTensor {
+    if precision == Precision::F32 {
+        return x.clone();
+    }
+    if x.dtype() != DType::F32 {
+        return composed::round_to::<Flex>(x.clone(), precision);
+    }
+    let mut rounded = values(x).into_owned();
+    precision.round_slice(&mut rounded);
+    flex(rounded, x.shape())
+}
+
+#[derive(Debug)]
+struct RoundBackward;
+
+impl Backward<Flex, 1> for RoundBackward {
+    type State = Precision;
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [node] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node);
+        if let Some(node) = node {
+            grads.register::<Flex>(node.id, round_flex(&grad, ops.state));
+        }
+    }
+}
+
 #[derive(Debug)]
 struct MaxPoolBackward;
 
@@ -427,6 +477,17 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
         match MaxPoolBackward.prepare::<C>([x.node()]).compute_bound().stateful() {
             OpsKind::Tracked(prep) => prep.finish((arg, volume, in_shape), flex(y, out_shape)),
             OpsKind::UnTracked(prep) => prep.finish(flex(y, out_shape)),
+        }
+    }
+
+    fn round_to(x: AutodiffFloat<C>, precision: Precision) -> AutodiffFloat<C> {
+        if precision == Precision::F32 {
+            return x;
+        }
+        let y = round_flex(x.primitive(), precision);
+        match RoundBackward.prepare::<C>([x.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish(precision, y),
+            OpsKind::UnTracked(prep) => prep.finish(y),
         }
     }
 

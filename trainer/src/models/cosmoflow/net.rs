@@ -17,13 +17,14 @@ use burn::module::Module;
 use burn::nn::conv::{Conv3d, Conv3dConfig};
 use burn::nn::{Linear, LinearConfig, PaddingConfig3d};
 use burn::tensor::activation::leaky_relu;
+use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::Cuts;
 use crate::flops;
 pub use crate::kernels::Pooling;
-use crate::kernels::{conv3d_same, pool3d};
+use crate::kernels::{self, conv3d_in_precision, conv3d_same, pool3d};
 pub use crate::models::dropout::DropoutMasks;
 
 /// Negative slope of every LeakyReLU (Keras `LeakyReLU(alpha=0.3)`).
@@ -263,7 +264,12 @@ impl Cosmoflow {
         for (conv, layer) in self.convs.iter().zip(&config.convs) {
             h = match layer.stride {
                 1 => conv3d_same(h, conv.weight.val(), conv.bias.as_ref().map(|b| b.val())),
-                _ => conv.forward(h),
+                _ => conv3d_in_precision(
+                    h,
+                    conv.weight.val(),
+                    conv.bias.as_ref().map(|b| b.val()),
+                    strided_options(conv),
+                ),
             };
             h = match (layer.pool, config.pooling) {
                 // LeakyReLU is increasing, so it commutes with taking a
@@ -279,7 +285,7 @@ impl Cosmoflow {
         let mut z: Tensor<2> = h.reshape([n as i64, -1]);
         let last = self.dense.len().saturating_sub(1);
         for (i, linear) in self.dense.iter().enumerate() {
-            z = linear.forward(z);
+            z = kernels::linear(linear, z);
             if i < last {
                 z = leaky_relu(z, LEAKY_SLOPE);
                 if let Some(masks) = masks.as_deref_mut()
@@ -300,6 +306,16 @@ impl Cosmoflow {
 /// Mean squared error over every element (the reference models' loss).
 pub fn mse(prediction: Tensor<2>, target: Tensor<2>) -> Tensor<1> {
     (prediction - target).powi_scalar(2).mean()
+}
+
+/// The options of a strided layer, built with explicit "same" padding
+/// (`build`); burn works out other padding itself, privately.
+fn strided_options(conv: &Conv3d) -> ConvOptions<3> {
+    let padding = match conv.padding {
+        PaddingConfig3d::Explicit(d, h, w) => [d, h, w],
+        _ => conv.kernel_size.map(|k| k / 2),
+    };
+    ConvOptions::new(conv.stride, padding, conv.dilation, conv.groups)
 }
 
 #[cfg(test)]

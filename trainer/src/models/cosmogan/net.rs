@@ -135,7 +135,7 @@ impl Generator {
     pub fn forward(&self, z: Tensor<2>, pass: &Pass) -> Tensor<4> {
         let n = z.dims()[0];
         let [channels, side] = self.base;
-        let h: Tensor<4> = self.dense.forward(z).reshape([n, channels, side, side]);
+        let h: Tensor<4> = kernels::linear(&self.dense, z).reshape([n, channels, side, side]);
         let mut h = pass.norm_relu(&self.norms[0], h);
         let last = self.up.len() - 1;
         for (layer, up) in self.up.iter().enumerate() {
@@ -169,7 +169,7 @@ impl Discriminator {
             h = leaky_relu(h, LEAK);
         }
         let n = h.dims()[0];
-        self.dense.forward(h.reshape([n as i64, -1]))
+        kernels::linear(&self.dense, h.reshape([n as i64, -1]))
     }
 
     /// [`forward`](Self::forward) in training on parameters cut from the

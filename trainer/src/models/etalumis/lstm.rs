@@ -9,6 +9,7 @@
 //! one hidden product for all four gates: what cuDNN and PyTorch's CPU
 //! LSTM do.
 
+use crate::kernels;
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::activation::{sigmoid, tanh};
@@ -40,13 +41,13 @@ impl LstmLayer {
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
         let [batch, steps, _] = x.dims();
         let units = self.units();
-        let gates_in = self.input.forward(x);
+        let gates_in = kernels::linear(&self.input, x);
         let device = gates_in.device();
         let mut h = Tensor::<2>::zeros([batch, units], &device);
         let mut c = Tensor::<2>::zeros([batch, units], &device);
         let mut out = Vec::with_capacity(steps);
         for t in 0..steps {
-            let gates = gates_in.clone().narrow(1, t, 1).reshape([batch, 4 * units]) + self.hidden.forward(h);
+            let gates = gates_in.clone().narrow(1, t, 1).reshape([batch, 4 * units]) + kernels::linear(&self.hidden, h);
             (h, c) = Self::cell(gates, c, units);
             out.push(h.clone().unsqueeze_dim::<3>(1));
         }
@@ -62,7 +63,7 @@ impl LstmLayer {
         let device = x.device();
         let (h, c) =
             state.unwrap_or_else(|| (Tensor::zeros([batch, units], &device), Tensor::zeros([batch, units], &device)));
-        Self::cell(self.input.forward(x) + self.hidden.forward(h), c, units)
+        Self::cell(kernels::linear(&self.input, x) + kernels::linear(&self.hidden, h), c, units)
     }
 
     /// c' = f·c + i·g, h' = o·tanh(c') from the summed gate inputs.

@@ -14,6 +14,7 @@ use super::lstm::Lstm;
 use super::observation::ObservationEmbedding;
 use super::proposal::head_width;
 use crate::engine::TrainError;
+use crate::kernels;
 
 /// An address's learned embedding.
 #[derive(Module, Debug)]
@@ -78,12 +79,12 @@ impl AddressLayers {
                 Kind::Bernoulli => x[r] = v,
             }
         }
-        relu(self.sample.forward(Tensor::from_data(TensorData::new(x, [n, inputs]), &device)))
+        relu(kernels::linear(&self.sample, Tensor::from_data(TensorData::new(x, [n, inputs]), &device)))
     }
 
     /// The proposal head's outputs for LSTM outputs `h` [rows, hidden].
     pub fn head(&self, h: Tensor<2>) -> Tensor<2> {
-        self.out.forward(relu(self.hidden.forward(h)))
+        kernels::linear(&self.out, relu(kernels::linear(&self.hidden, h)))
     }
 }
 

@@ -14,7 +14,7 @@ use burn::tensor::{Device, Tensor};
 use super::EtalumisConfig;
 use crate::engine::TrainError;
 use crate::engine::segments::Cuts;
-use crate::kernels::{Pooling, conv3d_same, pool3d};
+use crate::kernels::{self, Pooling, conv3d_same, pool3d};
 
 /// Layers of the feed-forward embedding: pyprob's `EmbeddingFeedForward`
 /// default (`num_layers=3`, `nn/embedding_feedforward.py`).
@@ -166,7 +166,7 @@ impl ObservationEmbedding {
             flat = x.reshape([n as i32, -1]);
         }
         for layer in &self.dense {
-            flat = relu(layer.forward(flat));
+            flat = relu(kernels::linear(layer, flat));
         }
         cuts.cut(flat)
     }

@@ -21,6 +21,7 @@ use burn::nn::{Linear, LinearConfig};
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
+use crate::kernels;
 use crate::models::segmentation::layers::{Apply, Pass, conv};
 
 /// The network's sizes.
@@ -82,7 +83,7 @@ impl HepCnn {
         let h = relu(self.convs[units].apply(h));
         let [n, c, ..] = h.dims();
         let pooled: Tensor<3> = h.reshape([n as i64, c as i64, -1]);
-        self.head.forward(pooled.mean_dim(2).reshape([n, c]))
+        kernels::linear(&self.head, pooled.mean_dim(2).reshape([n, c]))
     }
 
     /// 2×2 max pooling with stride 2 ([`crate::kernels::max_pool2d_2`]);
