@@ -204,3 +204,35 @@ fn bf16_is_refused_in_one_line_where_the_cpu_lacks_it() {
         assert_eq!(output.status.code(), Some(2), "{bad:?}");
     }
 }
+
+/// HEP-CNN's learning test (`hepcnn_mpi.rs`,
+/// `the_network_tells_signal_from_background_on_held_out_events`) in f32
+/// and in bf16 on the same events: bf16's held-out ROC area (the figure
+/// the HEP-CNN paper reports) within 5 % of f32's, and past the learning
+/// test's 0.8. Its validation loss is no measure here: after 4 epochs it
+/// swings by a third between seeds in f32 alone (measured on seeds 0-2:
+/// f32 0.21, 0.17, 0.20 against bf16 0.20, 0.22, 0.20, with ROC areas
+/// 0.979, 0.985, 0.977 against 0.985, 0.982, 0.977).
+#[test]
+fn hepcnn_learns_in_bf16_within_five_percent_of_f32() {
+    if !bf16_here("hepcnn_learns_in_bf16_within_five_percent_of_f32") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("events");
+    let args = ["jets", "--out", data.to_str().unwrap(), "--events", "1200", "--per-file", "200", "--size", "64"];
+    let args = [&args[..], &["--val-fraction", "0.17", "--seed", "1"]].concat();
+    let made = e2e::mpirun(1, &[], &e2e::workspace_binary("simgen"), &args);
+    assert!(made.status.success(), "simgen: {}", String::from_utf8_lossy(&made.stderr));
+    let auc = |precision: &str| {
+        let args = ["--model", "hepcnn", "--config", "small", "--data", data.to_str().unwrap(), "--epochs", "4"];
+        let options = ["--batch", "8", "--optimizer", "adam", "--lr", "0.001", "--precision", precision];
+        let report = ok(&train(2, &[], &[&args[..], &options].concat()));
+        let last = &report["epochs"].as_array().unwrap().last().unwrap()["validation"];
+        last["auc"].as_f64().unwrap()
+    };
+    let (single, half) = (auc("f32"), auc("bf16"));
+    eprintln!("HEP-CNN held-out ROC area: f32 {single:.4}, bf16 {half:.4}");
+    assert!(single > 0.8 && half > 0.8, "f32 {single:.4}, bf16 {half:.4}");
+    assert!(half >= 0.95 * single, "bf16 {half:.4} against f32 {single:.4}");
+}
