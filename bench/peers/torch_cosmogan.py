@@ -30,7 +30,13 @@ parser.add_argument("--batch", type=int, default=16)
 parser.add_argument("--steps", type=int, default=10)
 parser.add_argument("--warmup", type=int, default=2)
 parser.add_argument("--threads", type=int, default=2)
+# bf16: the forward pass and the loss under torch.autocast("cpu",
+# dtype=torch.bfloat16) (convolutions and matrix products in bf16 through
+# oneDNN, on AVX512_BF16 or AMX where the CPU has them), the optimiser on
+# the f32 parameters: PyTorch's mixed-precision recipe.
+parser.add_argument("--precision", choices=["f32", "bf16"], default="f32")
 args = parser.parse_args()
+autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16")
 torch.set_num_threads(args.threads)
 torch.set_num_interop_threads(1)
 
@@ -97,14 +103,15 @@ ones, zeros = torch.ones(args.batch, 1), torch.zeros(args.batch, 1)
 def step():
     g_optimizer.zero_grad(set_to_none=True)
     d_optimizer.zero_grad(set_to_none=True)
-    fake = generator(torch.randn(args.batch, args.noise))
-    d_loss = F.binary_cross_entropy_with_logits(discriminator(real), ones) + \
-        F.binary_cross_entropy_with_logits(discriminator(fake.detach()), zeros)
-    for p in discriminator.parameters():
-        p.requires_grad_(False)
-    g_loss = F.binary_cross_entropy_with_logits(discriminator(fake), ones)
-    for p in discriminator.parameters():
-        p.requires_grad_(True)
+    with autocast:
+        fake = generator(torch.randn(args.batch, args.noise))
+        d_loss = F.binary_cross_entropy_with_logits(discriminator(real), ones) + \
+            F.binary_cross_entropy_with_logits(discriminator(fake.detach()), zeros)
+        for p in discriminator.parameters():
+            p.requires_grad_(False)
+        g_loss = F.binary_cross_entropy_with_logits(discriminator(fake), ones)
+        for p in discriminator.parameters():
+            p.requires_grad_(True)
     (d_loss + g_loss).backward()
     d_optimizer.step()
     g_optimizer.step()
@@ -122,7 +129,8 @@ generator.eval()
 with torch.no_grad():
     for k in range(args.warmup + args.steps):
         t = time.perf_counter()
-        generator(torch.ones(args.batch, args.noise))
+        with autocast:
+            generator(torch.ones(args.batch, args.noise))
         if k >= args.warmup:
             forwards.append(time.perf_counter() - t)
 steps.sort()
@@ -138,4 +146,5 @@ print(json.dumps({
     "step_seconds": steps[len(steps) // 2],
     "forward_seconds": forwards[len(forwards) // 2],
     "torch": torch.__version__,
+    "precision": args.precision,
 }))

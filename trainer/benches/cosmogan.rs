@@ -28,73 +28,25 @@
 use std::path::Path;
 
 use bench_rows::Row;
-use burn::module::Module;
-use burn::tensor::{Device, Tensor};
-use e2e::median;
-use loader::pipeline::Batch;
-use serde_json::Value;
-use trainer::engine::{ModelChoice, StepContext, TrainModel};
-use trainer::models::cosmogan::model::{CosmoGanModel, CosmoGanOptions};
-use trainer::models::segmentation::layers::Pass;
-use trainer::optim::Rule;
 
+#[path = "support/cosmogan_steps.rs"]
+mod cosmogan_steps;
 #[path = "support/model_steps.rs"]
 mod model_steps;
 
-/// The reference's Adam: lr 2·10⁻⁴, β1 0.5.
-const ADAM: Rule = Rule::Adam { beta1: 0.5, beta2: 0.999, epsilon: 1e-8 };
-
-/// (median step seconds, median generator-forward seconds, parameters).
-fn ours(config: &str, batch: usize, steps: usize) -> (f64, f64, usize) {
-    let model = CosmoGanModel::new(&ModelChoice { config: config.into(), batch }, &CosmoGanOptions::default()).unwrap();
-    let side = trainer::models::cosmogan::by_name(config).unwrap().side;
-    let device = Device::flex().autodiff();
-    let mut rng = e2e::SplitMix64::new(3);
-    // Densities of mean about 1 with a long tail, as the maps have.
-    let x: Vec<f32> = (0..batch * side * side).map(|_| ((rng.next() % 1000) as f32 / 500.0).powi(2)).collect();
-    let maps = Batch {
-        number: 0,
-        indices: (0..batch).collect(),
-        y: vec![1.0; batch],
-        y_offsets: (0..=batch).collect(),
-        x,
-        records: Vec::new(),
-        record_offsets: Vec::new(),
-    };
-    let training = (model.weight_init(), ADAM, 0.0002);
-    let (step_times, net, parameters) =
-        model_steps::time_training_steps(model.build(&device).unwrap(), training, steps, &device, |net, k| {
-            let step = StepContext { seed: 1, epoch: 0, step: k as u64, rank: 0 };
-            model.loss(net, &maps, &step, &device).unwrap()
-        });
-    let valid = net.valid();
-    let forward_times = model_steps::time_forward(steps, || {
-        let z = Tensor::<2>::ones([batch, 64], &Device::flex());
-        assert_eq!(valid.generator.forward(z, &Pass::inference()).dims(), [batch, 1, side, side]);
-    });
-    (median(step_times), median(forward_times), parameters)
-}
-
-fn peer(config: &str, batch: usize, steps: usize, threads: usize) -> Option<Value> {
-    let network = trainer::models::cosmogan::by_name(config)?;
-    let out = e2e::peer_command("torch_cosmogan.py")?
-        .args(["--size", &network.side.to_string(), "--filters", &network.generator_filters.to_string()])
-        .args(["--batch", &batch.to_string(), "--steps", &steps.to_string(), "--threads", &threads.to_string()])
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        eprintln!("PyTorch peer failed: {}", String::from_utf8_lossy(&out.stderr));
-        return None;
-    }
-    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').rfind(|l| !l.is_empty())?).ok()
-}
+use cosmogan_steps::{ours, peer};
+use trainer::kernels::Precision;
 
 fn step_row(config: &str, batch: usize, steps: usize, reps: usize, threads: usize) -> Row {
     let label = format!("cosmogan-{config}");
     println!("# {label} step time, batch {batch}, {threads} threads");
-    let comparison =
-        e2e::alternate_with_peer(&label, reps, || ours(config, batch, steps), || peer(config, batch, steps, threads))
-            .unwrap_or_else(|| panic!("the PyTorch peer did not run (above): no rows recorded"));
+    let comparison = e2e::alternate_with_peer(
+        &label,
+        reps,
+        || ours(config, batch, steps, Precision::F32),
+        || peer(config, batch, steps, threads, Precision::F32),
+    )
+    .unwrap_or_else(|| panic!("the PyTorch peer did not run (above): no rows recorded"));
     let ratio = comparison.step_ratio();
     Row::new(format!("{label}-step"), format!("CosmoGAN `{config}` step, batch {batch}: {:.3} s", comparison.ours_step))
         .peer(format!("PyTorch {}: {:.3} s", comparison.peer["torch"].as_str().unwrap(), comparison.peer_step))

@@ -25,57 +25,19 @@
 use std::path::Path;
 
 use bench_rows::Row;
-use burn::module::Module;
-use burn::tensor::activation::log_softmax;
-use burn::tensor::{Device, Int, Tensor, TensorData};
-use e2e::median;
 use serde_json::Value;
 use trainer::models::hepcnn::HepCnnConfig;
-use trainer::models::segmentation::layers::Pass;
-use trainer::optim::Rule;
-use trainer::params::Init;
 
+#[path = "support/hepcnn_steps.rs"]
+mod hepcnn_steps;
 #[path = "support/model_steps.rs"]
 mod model_steps;
 
+use hepcnn_steps::{ours, peer};
+use trainer::kernels::Precision;
+
 /// The target training loss of Kurth et al.'s time-to-solution runs.
 const TARGET_LOSS: f64 = 0.1;
-
-/// (median step seconds, median forward seconds, parameters).
-fn ours(config: &HepCnnConfig, batch: usize, steps: usize) -> (f64, f64, usize) {
-    let device = Device::flex().autodiff();
-    let mut rng = e2e::SplitMix64::new(3);
-    let [h, w] = config.input;
-    let x: Vec<f32> = (0..batch * 3 * h * w).map(|_| (rng.next() % 1000) as f32 / 1000.0).collect();
-    let y: Vec<i64> = (0..batch).map(|_| (rng.next() % 2) as i64).collect();
-    let training = (Init::HeUniformLeaky { slope: 0.0 }, Rule::ADAM, 0.001);
-    let (step_times, net, parameters) =
-        model_steps::time_training_steps(config.init(&device), training, steps, &device, |net, _| {
-            let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, 3, h, w]), &device);
-            let yt = Tensor::<1, Int>::from_data(TensorData::new(y.clone(), [batch]), &device);
-            let logits = net.forward(xt, &mut Pass::inference());
-            log_softmax(logits, 1).gather(1, yt.reshape([batch, 1])).mean().neg()
-        });
-    let valid = net.valid();
-    let forward_times = model_steps::time_forward(steps, || {
-        let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, 3, h, w]), &Device::flex());
-        assert_eq!(valid.forward(xt, &mut Pass::inference()).into_data().num_elements(), batch * 2);
-    });
-    (median(step_times), median(forward_times), parameters)
-}
-
-fn peer(config: &HepCnnConfig, batch: usize, steps: usize, threads: usize) -> Option<Value> {
-    let out = e2e::peer_command("torch_hepcnn.py")?
-        .args(["--size", &config.input[0].to_string(), "--filters", &config.filters.to_string()])
-        .args(["--batch", &batch.to_string(), "--steps", &steps.to_string(), "--threads", &threads.to_string()])
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        eprintln!("PyTorch peer failed: {}", String::from_utf8_lossy(&out.stderr));
-        return None;
-    }
-    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').rfind(|l| !l.is_empty())?).ok()
-}
 
 fn step_row(config: &HepCnnConfig, batch: usize, steps: usize, reps: usize, threads: usize) -> Row {
     let label = format!("hepcnn-{}", config.name);
@@ -83,9 +45,13 @@ fn step_row(config: &HepCnnConfig, batch: usize, steps: usize, reps: usize, thre
         "# {label} step time, {}x{}x3, {} filters, batch {batch}, {threads} threads",
         config.input[0], config.input[1], config.filters
     );
-    let comparison =
-        e2e::alternate_with_peer(&label, reps, || ours(config, batch, steps), || peer(config, batch, steps, threads))
-            .unwrap_or_else(|| panic!("the PyTorch peer did not run (above): no rows recorded"));
+    let comparison = e2e::alternate_with_peer(
+        &label,
+        reps,
+        || ours(config, batch, steps, Precision::F32),
+        || peer(config, batch, steps, threads, Precision::F32),
+    )
+    .unwrap_or_else(|| panic!("the PyTorch peer did not run (above): no rows recorded"));
     let ratio = comparison.step_ratio();
     Row::new(
         format!("{label}-step"),

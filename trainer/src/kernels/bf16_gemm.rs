@@ -31,23 +31,42 @@ const KC: usize = 256;
 
 /// `a` [m × k] (row-major) packed as bf16 pairs along k: [m × ⌈k/2⌉] u32,
 /// the even element in the low half; an odd k is padded with a zero.
-fn pack_rows(a: &[f32], m: usize, k: usize) -> Vec<u32> {
+fn pack_rows(a: &[f32], m: usize, k: usize, vector: bool) -> Vec<u32> {
     let pairs = k.div_ceil(2);
     let mut packed = vec![0u32; m * pairs];
-    packed.par_chunks_mut(pairs.max(1)).enumerate().for_each(|(i, out)| {
-        let row = &a[i * k..(i + 1) * k];
-        for (p, lane) in out.iter_mut().enumerate() {
-            let even = bits(row[2 * p]);
-            let odd = row.get(2 * p + 1).map_or(0, |&v| bits(v));
-            *lane = even | (odd << 16);
-        }
-    });
     packed
+        .par_chunks_mut(pairs.max(1))
+        .enumerate()
+        .for_each(|(i, out)| pack_pairs(&a[i * k..(i + 1) * k], out, vector));
+    packed
+}
+
+/// `row` as bf16 pairs: `out[p]` holds `row[2p]` in its low half and
+/// `row[2p + 1]` (or 0 past the end) in its high half.
+fn pack_pairs(row: &[f32], out: &mut [u32], vector: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if vector {
+        // SAFETY: `vector` is set only where the CPU computes bf16
+        // natively (AVX512_BF16, AVX-512 F); `out` holds ⌈row.len() / 2⌉ lanes.
+        #[allow(unsafe_code)]
+        unsafe {
+            return avx512::pack_pairs(row, out);
+        }
+    }
+    pack_pairs_portable(row, out);
+}
+
+fn pack_pairs_portable(row: &[f32], out: &mut [u32]) {
+    for (p, lane) in out.iter_mut().enumerate() {
+        let even = bits(row[2 * p]);
+        let odd = row.get(2 * p + 1).map_or(0, |&v| bits(v));
+        *lane = even | (odd << 16);
+    }
 }
 
 /// `b` [k × n] (row-major) packed in panels of [`NR`] columns, each panel
 /// [⌈k/2⌉ × NR] u32 of bf16 pairs along k (columns past n are zeros).
-fn pack_panels(b: &[f32], k: usize, n: usize) -> Vec<u32> {
+fn pack_panels(b: &[f32], k: usize, n: usize, vector: bool) -> Vec<u32> {
     let pairs = k.div_ceil(2);
     let panels = n.div_ceil(NR);
     let mut packed = vec![0u32; panels * pairs * NR];
@@ -57,28 +76,42 @@ fn pack_panels(b: &[f32], k: usize, n: usize) -> Vec<u32> {
         for p in 0..pairs {
             let even = &b[2 * p * n + first..2 * p * n + first + width];
             let odd = (2 * p + 1 < k).then(|| &b[(2 * p + 1) * n + first..(2 * p + 1) * n + first + width]);
-            let lanes = &mut out[p * NR..p * NR + width];
-            for (j, lane) in lanes.iter_mut().enumerate() {
-                *lane = bits(even[j]) | (odd.map_or(0, |o| bits(o[j])) << 16);
-            }
+            interleave_pairs(even, odd, &mut out[p * NR..p * NR + width], vector);
         }
     });
     packed
 }
 
+/// `out[j]` = the pair (`even[j]`, `odd[j]`, 0 without an odd row).
+fn interleave_pairs(even: &[f32], odd: Option<&[f32]>, out: &mut [u32], vector: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if vector {
+        // SAFETY: `vector` is set only where the CPU computes bf16
+        // natively (AVX512_BF16, AVX-512 F and BW); the rows are as long
+        // as `out`.
+        #[allow(unsafe_code)]
+        unsafe {
+            return avx512::interleave_pairs(even, odd, out);
+        }
+    }
+    for (j, lane) in out.iter_mut().enumerate() {
+        *lane = bits(even[j]) | (odd.map_or(0, |o| bits(o[j])) << 16);
+    }
+}
+
 /// `b` given transposed, `b_t` [n × k] (row-major), packed as
 /// [`pack_panels`] packs B: each lane's pair is two neighbours of a row.
-fn pack_panels_transposed(b_t: &[f32], k: usize, n: usize) -> Vec<u32> {
+fn pack_panels_transposed(b_t: &[f32], k: usize, n: usize, vector: bool) -> Vec<u32> {
     let pairs = k.div_ceil(2);
     let panels = n.div_ceil(NR);
     let mut packed = vec![0u32; panels * pairs * NR];
     packed.par_chunks_mut(pairs * NR).enumerate().for_each(|(panel, out)| {
         let first = panel * NR;
+        let mut lanes = vec![0u32; pairs];
         for j in 0..NR.min(n - first) {
-            let row = &b_t[(first + j) * k..(first + j + 1) * k];
-            for p in 0..pairs {
-                let odd = row.get(2 * p + 1).map_or(0, |&v| bits(v));
-                out[p * NR + j] = bits(row[2 * p]) | (odd << 16);
+            pack_pairs(&b_t[(first + j) * k..(first + j + 1) * k], &mut lanes, vector);
+            for (p, &lane) in lanes.iter().enumerate() {
+                out[p * NR + j] = lane;
             }
         }
     });
@@ -121,33 +154,35 @@ pub fn native_here() -> bool {
 /// otherwise [`gemm_portable`], with the same bits.
 pub fn gemm(a: &[f32], b: &[f32], [m, k, n]: [usize; 3]) -> Vec<f32> {
     assert_eq!(b.len(), k * n, "B holds {} values, not {k} × {n}", b.len());
-    gemm_with(a, &pack_panels(b, k, n), [m, k, n], best_kernel())
+    let vector = super::Precision::Bf16.native();
+    gemm_with(a, &pack_panels(b, k, n, vector), [m, k, n], vector)
 }
 
 /// [`gemm`] with B given transposed: `b_t` [n × k], row-major.
 pub fn gemm_bt(a: &[f32], b_t: &[f32], [m, k, n]: [usize; 3]) -> Vec<f32> {
     assert_eq!(b_t.len(), k * n, "Bᵀ holds {} values, not {n} × {k}", b_t.len());
-    gemm_with(a, &pack_panels_transposed(b_t, k, n), [m, k, n], best_kernel())
+    let vector = super::Precision::Bf16.native();
+    gemm_with(a, &pack_panels_transposed(b_t, k, n, vector), [m, k, n], vector)
 }
 
 /// [`gemm`] in plain Rust, the reference of the vector path.
 pub fn gemm_portable(a: &[f32], b: &[f32], [m, k, n]: [usize; 3]) -> Vec<f32> {
     assert_eq!(b.len(), k * n, "B holds {} values, not {k} × {n}", b.len());
-    gemm_with(a, &pack_panels(b, k, n), [m, k, n], portable_kernel)
+    gemm_with(a, &pack_panels(b, k, n, false), [m, k, n], false)
 }
 
-/// The AVX512_BF16 micro-kernel where the CPU computes bf16 natively, the
-/// portable one otherwise.
-fn best_kernel() -> Kernel {
+/// The AVX512_BF16 micro-kernel if `vector` (the CPU computes bf16
+/// natively), the portable one otherwise.
+fn kernel_for(vector: bool) -> Kernel {
     #[cfg(target_arch = "x86_64")]
-    if super::Precision::Bf16.native() {
-        return |c, a, b, rows, pairs, ldc| {
-            // SAFETY: the CPU has AVX512_BF16 and AVX-512 F (checked by
-            // `native`); `gemm_with` hands `rows` ≤ MR rows of `pairs`
+    if vector {
+        return |c, (a, lda), b, rows, pairs, ldc| {
+            // SAFETY: `vector` is set only where the CPU has AVX512_BF16
+            // and AVX-512 F (`Precision::native`); `gemm_with` hands `rows` ≤ MR rows of `pairs`
             // lanes, a block of `pairs × NR` lanes and `rows` rows of NR sums.
             #[allow(unsafe_code)]
             unsafe {
-                avx512::kernel(c, a, b, rows, pairs, ldc)
+                avx512::kernel(c, (a, lda), b, rows, pairs, ldc)
             }
         };
     }
@@ -155,30 +190,32 @@ fn best_kernel() -> Kernel {
 }
 
 /// A micro-kernel: add to `c` (`rows` rows of NR sums, row stride `ldc`)
-/// the products of `rows` rows of packed A (`pairs` lanes each, one after
-/// the other) with a block of a packed B panel (`pairs` × NR lanes).
-type Kernel = fn(&mut [f32], &[u32], &[u32], usize, usize, usize);
+/// the products of `rows` rows of packed A (`pairs` lanes each, row
+/// stride `lda`) with a block of a packed B panel (`pairs` × NR lanes).
+type Kernel = fn(&mut [f32], (&[u32], usize), &[u32], usize, usize, usize);
 
-fn portable_kernel(c: &mut [f32], a: &[u32], b: &[u32], rows: usize, pairs: usize, ldc: usize) {
+fn portable_kernel(c: &mut [f32], (a, lda): (&[u32], usize), b: &[u32], rows: usize, pairs: usize, ldc: usize) {
     for r in 0..rows {
         for j in 0..NR {
             let mut acc = c[r * ldc + j];
             for p in 0..pairs {
-                acc = dot_pair(acc, a[r * pairs + p], b[p * NR + j]);
+                acc = dot_pair(acc, a[r * lda + p], b[p * NR + j]);
             }
             c[r * ldc + j] = acc;
         }
     }
 }
 
-/// The blocking shared by both paths: panels of NR columns in parallel;
+/// The blocking shared by both paths (`vector`: AVX512_BF16 packing and
+/// micro-kernel): panels of NR columns in parallel;
 /// within one, blocks of KC pairs in order, and rows MR at a time, each
 /// adding to the panel's accumulated sums (so every output is summed over
 /// k in order).
-fn gemm_with(a: &[f32], b_packed: &[u32], [m, k, n]: [usize; 3], kernel: Kernel) -> Vec<f32> {
+fn gemm_with(a: &[f32], b_packed: &[u32], [m, k, n]: [usize; 3], vector: bool) -> Vec<f32> {
     assert_eq!(a.len(), m * k, "A holds {} values, not {m} × {k}", a.len());
     let pairs = k.div_ceil(2);
-    let a_packed = pack_rows(a, m, k);
+    let a_packed = pack_rows(a, m, k, vector);
+    let kernel = kernel_for(vector);
     let panels = n.div_ceil(NR);
     // Each panel's outputs as m × NR, copied into C at the end.
     let mut blocks = vec![0.0f32; panels * m * NR];
@@ -189,14 +226,8 @@ fn gemm_with(a: &[f32], b_packed: &[u32], [m, k, n]: [usize; 3], kernel: Kernel)
             let b_block = &b_panel[first_pair * NR..(first_pair + block) * NR];
             for first_row in (0..m).step_by(MR) {
                 let rows = MR.min(m - first_row);
-                // Rows of A for this block: `rows` slices of `block` pairs,
-                // gathered so the kernel reads them with one stride.
-                let mut a_block = vec![0u32; rows * block];
-                for r in 0..rows {
-                    let from = (first_row + r) * pairs + first_pair;
-                    a_block[r * block..(r + 1) * block].copy_from_slice(&a_packed[from..from + block]);
-                }
-                kernel(&mut c[first_row * NR..(first_row + rows) * NR], &a_block, b_block, rows, block, NR);
+                let a_rows = &a_packed[first_row * pairs + first_pair..];
+                kernel(&mut c[first_row * NR..(first_row + rows) * NR], (a_rows, pairs), b_block, rows, block, NR);
             }
         }
     });
@@ -221,16 +252,79 @@ mod avx512 {
 
     use super::{MR, NR};
 
+    /// [`pack_pairs_portable`](super::pack_pairs_portable) 32 values at a
+    /// time: `VCVTNE2PS2BF16` of two 16-value halves lays them out as 16
+    /// pairs.
+    ///
+    /// # Safety
+    /// The CPU must have AVX512_BF16 and AVX-512 F; `out` holds
+    /// ⌈row.len() / 2⌉ lanes.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    pub(super) unsafe fn pack_pairs(row: &[f32], out: &mut [u32]) {
+        debug_assert_eq!(out.len(), row.len().div_ceil(2));
+        let whole = row.len() / 32;
+        for block in 0..whole {
+            // SAFETY: 32 values from 32 · block and 16 lanes from 16 · block
+            // lie within `row` and `out`.
+            unsafe {
+                let low = _mm512_loadu_ps(row.as_ptr().add(32 * block));
+                let high = _mm512_loadu_ps(row.as_ptr().add(32 * block + 16));
+                let pairs: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(high, low));
+                _mm512_storeu_si512(out.as_mut_ptr().add(16 * block).cast(), pairs);
+            }
+        }
+        super::pack_pairs_portable(&row[32 * whole..], &mut out[16 * whole..]);
+    }
+
+    /// [`interleave_pairs`](super::interleave_pairs) 16 lanes at a time:
+    /// both rows converted by one `VCVTNE2PS2BF16`, then interleaved.
+    ///
+    /// # Safety
+    /// The CPU must have AVX512_BF16 and AVX-512 F and BW; `even` (and
+    /// `odd`) are as long as `out`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+    pub(super) unsafe fn interleave_pairs(even: &[f32], odd: Option<&[f32]>, out: &mut [u32]) {
+        // Lane i takes halves i (even) and 16 + i (odd).
+        let order = _mm512_set_epi16(
+            31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17,
+            1, 16, 0,
+        );
+        let whole = out.len() / 16;
+        for block in 0..whole {
+            // SAFETY: 16 values from 16 · block lie within the rows and `out`.
+            unsafe {
+                let e = _mm512_loadu_ps(even.as_ptr().add(16 * block));
+                let o = match odd {
+                    Some(odd) => _mm512_loadu_ps(odd.as_ptr().add(16 * block)),
+                    None => _mm512_setzero_ps(),
+                };
+                let halves: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(o, e));
+                _mm512_storeu_si512(out.as_mut_ptr().add(16 * block).cast(), _mm512_permutexvar_epi16(order, halves));
+            }
+        }
+        let rest = 16 * whole;
+        for (j, lane) in out.iter_mut().enumerate().skip(rest) {
+            *lane = super::bits(even[j]) | (odd.map_or(0, |o| super::bits(o[j])) << 16);
+        }
+    }
+
     /// [`portable_kernel`](super::portable_kernel) with `VDPBF16PS`: the
     /// same sums, 32 columns per row in two vectors, up to 8 rows.
     ///
     /// # Safety
     /// The CPU must have AVX512_BF16 and AVX-512 F; `c` holds `rows`
     /// rows of NR floats at stride `ldc`, `a` `rows` rows of `pairs`
-    /// lanes, `b` `pairs × NR` lanes.
+    /// lanes at stride `lda`, `b` `pairs × NR` lanes.
     #[target_feature(enable = "avx512f,avx512bf16")]
-    pub(super) unsafe fn kernel(c: &mut [f32], a: &[u32], b: &[u32], rows: usize, pairs: usize, ldc: usize) {
-        debug_assert!(rows <= MR && a.len() >= rows * pairs && b.len() >= pairs * NR);
+    pub(super) unsafe fn kernel(
+        c: &mut [f32],
+        (a, lda): (&[u32], usize),
+        b: &[u32],
+        rows: usize,
+        pairs: usize,
+        ldc: usize,
+    ) {
+        debug_assert!(rows <= MR && a.len() >= (rows - 1) * lda + pairs && b.len() >= pairs * NR);
         debug_assert!(c.len() >= (rows - 1) * ldc + NR);
         let mut acc = [[_mm512_setzero_ps(); 2]; MR];
         for (r, row) in acc.iter_mut().enumerate().take(rows) {
@@ -246,7 +340,7 @@ mod avx512 {
                 let b0: __m512bh = std::mem::transmute(_mm512_loadu_si512(b.as_ptr().add(p * NR).cast()));
                 let b1: __m512bh = std::mem::transmute(_mm512_loadu_si512(b.as_ptr().add(p * NR + 16).cast()));
                 for (r, row) in acc.iter_mut().enumerate().take(rows) {
-                    let pair = *a.get_unchecked(r * pairs + p);
+                    let pair = *a.get_unchecked(r * lda + p);
                     let a_pair: __m512bh = std::mem::transmute(_mm512_set1_epi32(pair as i32));
                     row[0] = _mm512_dpbf16_ps(row[0], a_pair, b0);
                     row[1] = _mm512_dpbf16_ps(row[1], a_pair, b1);

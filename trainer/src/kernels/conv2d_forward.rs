@@ -122,7 +122,7 @@ mod tests {
         let cases = [([2, 3, 7, 9], 4, [3, 3], [1, 1], [1, 1]), ([1, 16, 12, 20], 24, [3, 3], [2, 2], [1, 1])];
         for (dims, c_out, kernel, stride, padding) in cases {
             let rounded = |mut v: Vec<f32>| {
-                Precision::Bf16.round_slice(&mut v);
+                Precision::Bf16.round_in_place(&mut v);
                 v
             };
             let x = flex(rounded(wave(dims.iter().product(), 7)), Shape::new(dims));

@@ -166,8 +166,8 @@ mod tests {
             let [n, c_in, h, w] = dims;
             let (out_h, out_w) = (window.output_size(0, h), window.output_size(1, w));
             let (mut x, mut g) = (wave(n * c_in * h * w, 7), wave(n * c_out * out_h * out_w, 5));
-            precision.round_slice(&mut x);
-            precision.round_slice(&mut g);
+            precision.round_in_place(&mut x);
+            precision.round_in_place(&mut g);
             let want = naive(&x, &g, dims, [c_out, out_h, out_w], &window);
             let (x, g) = (flex(x, Shape::new(dims)), flex(g, Shape::new([n, c_out, out_h, out_w])));
             let got = scoped(precision, || weight_grad(&x, &g, &window));

@@ -239,7 +239,7 @@ impl KernelOps for Flex {
     }
 
     fn round_to(x: FlexTensor, precision: Precision) -> FlexTensor {
-        round_flex(&x, precision)
+        round_flex(x, precision)
     }
 
     fn max_pool2d_2(x: FlexTensor) -> FlexTensor {
@@ -364,17 +364,24 @@ impl Backward<Flex, 3> for ConvBackward {
     }
 }
 
-/// `x` (f32) rounded to `precision`; another dtype goes through burn's casts.
-fn round_flex(x: &FlexTensor, precision: Precision) -> FlexTensor {
+/// `x` (f32) rounded to `precision`, in place when `x` holds its values
+/// alone (no copy), into a new buffer otherwise; another dtype goes
+/// through burn's casts.
+fn round_flex(mut x: FlexTensor, precision: Precision) -> FlexTensor {
     if precision == Precision::F32 {
-        return x.clone();
+        return x;
     }
     if x.dtype() != DType::F32 {
-        return composed::round_to::<Flex>(x.clone(), precision);
+        return composed::round_to::<Flex>(x, precision);
     }
-    let mut rounded = values(x).into_owned();
-    precision.round_slice(&mut rounded);
-    flex(rounded, x.shape())
+    if x.is_contiguous()
+        && x.layout().start_offset() == 0
+        && let Some(values) = x.try_storage_mut::<f32>()
+    {
+        precision.round_in_place(values);
+        return x;
+    }
+    flex(precision.rounded(&values(&x)), x.shape())
 }
 
 #[derive(Debug)]
@@ -387,7 +394,7 @@ impl Backward<Flex, 1> for RoundBackward {
         let [node] = ops.parents;
         let grad = grads.consume::<Flex>(&ops.node);
         if let Some(node) = node {
-            grads.register::<Flex>(node.id, round_flex(&grad, ops.state));
+            grads.register::<Flex>(node.id, round_flex(grad, ops.state));
         }
     }
 }
@@ -484,10 +491,11 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
         if precision == Precision::F32 {
             return x;
         }
-        let y = round_flex(x.primitive(), precision);
+        // The backward pass needs no value of x, so its buffer may be
+        // rounded in place when nothing else holds it.
         match RoundBackward.prepare::<C>([x.node()]).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => prep.finish(precision, y),
-            OpsKind::UnTracked(prep) => prep.finish(y),
+            OpsKind::Tracked(prep) => prep.finish(precision, round_flex(x.into_primitive(), precision)),
+            OpsKind::UnTracked(prep) => prep.finish(round_flex(x.into_primitive(), precision)),
         }
     }
 

@@ -1,0 +1,111 @@
+//! Mixed precision's speed: one training step of each model family with a
+//! PyTorch peer, in f32 and in bf16 (`--precision bf16`: convolutions and
+//! dense layers on bf16 operands, f32 sums), against the same step in
+//! PyTorch under `torch.autocast("cpu", dtype=torch.bfloat16)` on the same
+//! number of CPU threads, all four alternating in the same run: HEP-CNN
+//! (`small` 64×64 and `paper` 224×224) and CosmoGAN (`small` 64², `paper`
+//! 256²). Needs a CPU with AVX512_BF16; elsewhere it says so and records
+//! nothing.
+//!
+//! ```sh
+//! bash bench/setup-peers.sh
+//! cargo bench -p stagehand-trainer --bench precision
+//! ```
+//! `STAGEHAND_BENCH_STEPS` (10), `STAGEHAND_BENCH_REPS` (3: medians).
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use bench_rows::Row;
+use e2e::median;
+use serde_json::Value;
+use trainer::kernels::Precision;
+
+#[path = "support/cosmogan_steps.rs"]
+mod cosmogan_steps;
+#[path = "support/hepcnn_steps.rs"]
+mod hepcnn_steps;
+#[path = "support/model_steps.rs"]
+mod model_steps;
+
+/// Median step seconds of ours in f32 and bf16, then the peer's in f32
+/// and bf16, over `reps` rounds whose order rotates.
+fn four_ways(
+    label: &str,
+    reps: usize,
+    ours: impl Fn(Precision) -> f64,
+    peer: impl Fn(Precision) -> Option<Value>,
+) -> [f64; 4] {
+    let mut times: [Vec<f64>; 4] = Default::default();
+    let peer_step = |p| peer(p).and_then(|v| v["step_seconds"].as_f64()).expect("the PyTorch peer did not run");
+    for rep in 0..reps {
+        let mut round: Vec<(usize, Box<dyn Fn() -> f64>)> = vec![
+            (0, Box::new(|| ours(Precision::F32))),
+            (1, Box::new(|| ours(Precision::Bf16))),
+            (2, Box::new(|| peer_step(Precision::F32))),
+            (3, Box::new(|| peer_step(Precision::Bf16))),
+        ];
+        round.rotate_left(rep % 4);
+        for (slot, run) in round {
+            times[slot].push(run());
+        }
+        println!(
+            "{label} rep {rep}: ours f32/bf16, PyTorch f32/bf16 {:?}",
+            times.iter().map(|t| t[rep]).collect::<Vec<_>>()
+        );
+    }
+    times.map(median)
+}
+
+fn row(label: &str, what: &str, [ours32, ours16, peer32, peer16]: [f64; 4]) -> Row {
+    let (own, peer) = (ours16 / ours32, ours16 / peer16);
+    println!(
+        "{label}: bf16 {ours16:.4} s, f32 {ours32:.4} s ({own:.2}×); PyTorch bf16 {peer16:.4} s, f32 {peer32:.4} s"
+    );
+    Row::new(
+        format!("{label}-bf16-step"),
+        format!("{what} step in bf16: {ours16:.3} s, {own:.2}× our f32 step ({ours32:.3} s)"),
+    )
+    .peer(format!("PyTorch bf16 autocast: {peer16:.3} s (its f32: {peer32:.3} s)"))
+    .ratio(format!("{peer:.2}×"))
+    .target("≤ 0.6× our f32, ≤ 0.9× PyTorch bf16", Some(own <= 0.6 && peer <= 0.9))
+}
+
+fn main() {
+    cluster::allocator::keep_freed_memory();
+    if !Precision::Bf16.native() {
+        println!("this CPU has no AVX512_BF16: --precision bf16 does not run here; no rows recorded");
+        return;
+    }
+    let steps = bench_rows::count("STAGEHAND_BENCH_STEPS", 10);
+    let reps = bench_rows::repetitions(3);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut rows = Vec::new();
+    for (config, batch, steps) in
+        [(trainer::models::hepcnn::small(), 16, steps), (trainer::models::hepcnn::paper(), 4, steps.min(5))]
+    {
+        let label = format!("hepcnn-{}", config.name);
+        let times = four_ways(
+            &label,
+            reps,
+            |p| hepcnn_steps::ours(&config, batch, steps, p).0,
+            |p| hepcnn_steps::peer(&config, batch, steps, threads, p),
+        );
+        rows.push(row(&label, &format!("HEP-CNN `{}`, batch {batch}", config.name), times));
+    }
+    for (config, batch, steps) in [("small", 16, steps), ("paper", 2, steps.min(5))] {
+        let label = format!("cosmogan-{config}");
+        let times = four_ways(
+            &label,
+            reps,
+            |p| cosmogan_steps::ours(config, batch, steps, p).0,
+            |p| cosmogan_steps::peer(config, batch, steps, threads, p),
+        );
+        rows.push(row(&label, &format!("CosmoGAN `{config}`, batch {batch}"), times));
+    }
+    bench_rows::record(
+        "precision",
+        &format!("STAGEHAND_BENCH_REPS={reps} cargo bench -p stagehand-trainer --bench precision"),
+        &rows,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
