@@ -73,6 +73,18 @@ pub fn peer_command(script: &str) -> Option<Command> {
     Some(command)
 }
 
+/// The last non-empty line of what a peer `command` ([`peer_command`])
+/// printed, as JSON: its figures. `None`, with the peer's stderr on ours,
+/// if it could not run or failed.
+pub fn peer_json(mut command: Command) -> Option<serde_json::Value> {
+    let out = command.output().ok()?;
+    if !out.status.success() {
+        eprintln!("peer failed: {}", String::from_utf8_lossy(&out.stderr));
+        return None;
+    }
+    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').rfind(|l| !l.is_empty())?).ok()
+}
+
 /// Run `program args` under `mpirun -np ranks --oversubscribe` with the
 /// given extra environment, as root if need be. Panics only when `mpirun`
 /// itself cannot be started (a broken test machine, not a test failure).

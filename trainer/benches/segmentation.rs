@@ -83,17 +83,12 @@ fn ours<N: Network>(config: &N, batch: usize, steps: usize) -> (f64, f64, usize)
 }
 
 fn peer(model: &str, batch: usize, steps: usize, threads: usize) -> Option<Value> {
-    let out = e2e::peer_command("torch_segmentation.py")?
+    let mut command = e2e::peer_command("torch_segmentation.py")?;
+    command
         .args(["--model", model, "--batch", &batch.to_string(), "--steps", &steps.to_string()])
         .args(["--threads", &threads.to_string()])
-        .args(["--height", &FIELD.0.to_string(), "--width", &FIELD.1.to_string()])
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        eprintln!("PyTorch peer failed: {}", String::from_utf8_lossy(&out.stderr));
-        return None;
-    }
-    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').rfind(|l| !l.is_empty())?).ok()
+        .args(["--height", &FIELD.0.to_string(), "--width", &FIELD.1.to_string()]);
+    e2e::peer_json(command)
 }
 
 fn compare<N: Network>(config: &N, batch: usize, steps: usize, reps: usize, threads: usize) -> e2e::PeerComparison {

@@ -56,15 +56,10 @@ fn ours_in(config: &str, batch: usize, steps: usize) -> (f64, f64, usize) {
 /// The PyTorch peer's JSON line (`bench/peers/torch_cosmogan.py`), bf16 under autocast.
 pub fn peer(config: &str, batch: usize, steps: usize, threads: usize, precision: Precision) -> Option<Value> {
     let network = trainer::models::cosmogan::by_name(config)?;
-    let out = e2e::peer_command("torch_cosmogan.py")?
+    let mut command = e2e::peer_command("torch_cosmogan.py")?;
+    command
         .args(["--size", &network.side.to_string(), "--filters", &network.generator_filters.to_string()])
         .args(["--batch", &batch.to_string(), "--steps", &steps.to_string(), "--threads", &threads.to_string()])
-        .args(["--precision", precision.name()])
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        eprintln!("PyTorch peer failed: {}", String::from_utf8_lossy(&out.stderr));
-        return None;
-    }
-    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').rfind(|l| !l.is_empty())?).ok()
+        .args(["--precision", precision.name()]);
+    e2e::peer_json(command)
 }

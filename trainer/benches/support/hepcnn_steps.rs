@@ -44,15 +44,10 @@ fn ours_in(config: &HepCnnConfig, batch: usize, steps: usize) -> (f64, f64, usiz
 
 /// The PyTorch peer's JSON line (`bench/peers/torch_hepcnn.py`), bf16 under autocast.
 pub fn peer(config: &HepCnnConfig, batch: usize, steps: usize, threads: usize, precision: Precision) -> Option<Value> {
-    let out = e2e::peer_command("torch_hepcnn.py")?
+    let mut command = e2e::peer_command("torch_hepcnn.py")?;
+    command
         .args(["--size", &config.input[0].to_string(), "--filters", &config.filters.to_string()])
         .args(["--batch", &batch.to_string(), "--steps", &steps.to_string(), "--threads", &threads.to_string()])
-        .args(["--precision", precision.name()])
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        eprintln!("PyTorch peer failed: {}", String::from_utf8_lossy(&out.stderr));
-        return None;
-    }
-    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').rfind(|l| !l.is_empty())?).ok()
+        .args(["--precision", precision.name()]);
+    e2e::peer_json(command)
 }
