@@ -4,8 +4,10 @@
 //! PyTorch under `torch.autocast("cpu", dtype=torch.bfloat16)` on the same
 //! number of CPU threads, all four alternating in the same run: HEP-CNN
 //! (`small` 64×64 and `paper` 224×224) and CosmoGAN (`small` 64², `paper`
-//! 256²). Needs a CPU with AVX512_BF16; elsewhere it says so and records
-//! nothing.
+//! 256²). Then the bf16 matrix product alone at the shape of a HEP-CNN
+//! `small` weight gradient (32 × 65536 × 288): on AMX tiles and on
+//! `VDPBF16PS`, against burn's f32 matmul on the same values. Needs a CPU
+//! with AVX512_BF16; elsewhere it says so and records nothing.
 //!
 //! ```sh
 //! bash bench/setup-peers.sh
@@ -70,6 +72,46 @@ fn row(label: &str, what: &str, [ours32, ours16, peer32, peer16]: [f64; 4]) -> R
     .target("≤ 0.6× our f32, ≤ 0.9× PyTorch bf16", Some(own <= 0.6 && peer <= 0.9))
 }
 
+/// GFLOP/s of the bf16 GEMM on the best path and without tiles, and of
+/// burn's f32 matmul, medians of `reps` rounds of 5 products each.
+fn gemm_row(reps: usize) -> Row {
+    use burn::tensor::{Device, Tensor, TensorData};
+    use trainer::kernels::bf16_gemm;
+    let [m, k, n] = [32usize, 65536, 288];
+    let mut rng = e2e::SplitMix64::new(5);
+    let mut draw = |len: usize| (0..len).map(|_| (rng.next() % 2000) as f32 / 1000.0 - 1.0).collect::<Vec<f32>>();
+    let (a, b) = (draw(m * k), draw(k * n));
+    let flops = 2.0 * (m * k * n) as f64;
+    let rate = |product: &dyn Fn() -> usize| {
+        let times: Vec<f64> = (0..reps)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                for _ in 0..5 {
+                    assert_eq!(product(), m * n);
+                }
+                t.elapsed().as_secs_f64() / 5.0
+            })
+            .collect();
+        flops / median(times) / 1e9
+    };
+    let device = Device::flex();
+    let (ta, tb) = (
+        Tensor::<2>::from_data(TensorData::new(a.clone(), [m, k]), &device),
+        Tensor::<2>::from_data(TensorData::new(b.clone(), [k, n]), &device),
+    );
+    let best = rate(&|| bf16_gemm::gemm(&a, &b, [m, k, n]).len());
+    let vector = rate(&|| bf16_gemm::gemm_without_tiles(&a, &b, [m, k, n]).len());
+    let single = rate(&|| ta.clone().matmul(tb.clone()).into_data().num_elements());
+    println!("bf16 GEMM {m}×{k}×{n}: best {best:.0} GFLOP/s, VDPBF16PS {vector:.0}, burn f32 {single:.0}");
+    Row::new(
+        "bf16-gemm",
+        format!("bf16 GEMM {m} × {k} × {n} (all threads): {best:.0} GFLOP/s (AMX where the CPU has it); VDPBF16PS {vector:.0} GFLOP/s"),
+    )
+    .peer(format!("burn f32 matmul: {single:.0} GFLOP/s"))
+    .ratio(format!("{:.1}× faster", best / single))
+    .target("—", None)
+}
+
 fn main() {
     cluster::allocator::keep_freed_memory();
     if !Precision::Bf16.native() {
@@ -102,6 +144,7 @@ fn main() {
         );
         rows.push(row(&label, &format!("CosmoGAN `{config}`, batch {batch}"), times));
     }
+    rows.push(gemm_row(reps));
     bench_rows::record(
         "precision",
         &format!("STAGEHAND_BENCH_REPS={reps} cargo bench -p stagehand-trainer --bench precision"),

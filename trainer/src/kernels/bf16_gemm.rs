@@ -208,6 +208,14 @@ pub fn gemm_bt(a: &[f32], b_t: &[f32], [m, k, n]: [usize; 3]) -> Vec<f32> {
     gemm_with(a, &pack_panels_transposed(b_t, [k, n], path.lanes(k), path != Path::Portable), [m, k, n], path)
 }
 
+/// [`gemm`] on `VDPBF16PS` even where AMX tiles are available (the
+/// `precision` bench compares the two); [`gemm_portable`] on a CPU without
+/// AVX512_BF16.
+pub fn gemm_without_tiles(a: &[f32], b: &[f32], dims: [usize; 3]) -> Vec<f32> {
+    let path = if super::Precision::Bf16.native() { Path::Avx512 } else { Path::Portable };
+    gemm_on(path, a, b, dims)
+}
+
 /// [`gemm`] in plain Rust, the reference of the vector paths.
 pub fn gemm_portable(a: &[f32], b: &[f32], dims: [usize; 3]) -> Vec<f32> {
     gemm_on(Path::Portable, a, b, dims)
