@@ -103,6 +103,11 @@ impl<'a> ColumnSource<'a> {
         ColumnSource { rows: rows.into(), dims, stride, segment }
     }
 
+    /// Channels of the input (C_in).
+    pub(crate) fn channels(&self) -> usize {
+        self.dims[1]
+    }
+
     /// The `len` values x[row, first], x[row, first + s], ... (`row`
     /// counts rows of every sample and channel: (n · C_in + ci) · H + ih).
     fn strided(&self, row: usize, first: usize, len: usize) -> &[f32] {

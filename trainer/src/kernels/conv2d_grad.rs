@@ -25,6 +25,7 @@ use burn::tensor::Shape;
 use super::bf16_gemm;
 use super::columns::{ColumnSource, Window, batch_columns, rows_per_tile};
 use super::flex::{flex, values};
+use super::strided_gemm::{self, View};
 
 /// dW of shape [C_out, C_in, kh, kw] for input [N, C_in, H, W] and output
 /// gradient [N, C_out, OH, OW] (f32, one group).
@@ -37,11 +38,50 @@ pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -
     let (x, g) = (values(input), values(out_grad));
     let source = ColumnSource::new(&x, [n, c_in, h, w], window);
     let tile_rows = rows_per_tile(n * taps * out_w, out_h);
-    let mut total: Option<FlexTensor> = None;
+    if bf16_gemm::native_here() {
+        return bf16_weight_grad(&source, &g, [n, c_out, out_h, out_w], tile_rows, window);
+    }
+    // dW[co, t] accumulates, tile by tile and sample by sample, the
+    // columns [taps × width] times the output gradient's rows of the tile
+    // read in place as [width × C_out] (one channel's plane per column).
+    // dWᵀ [taps × C_out] row-major: `gemm` then runs its widest kernel
+    // (64 rows) down the taps, where C_out (16 in the small networks) as
+    // the rows would leave it a 16-row one.
+    let mut transposed = vec![0.0f32; taps * c_out];
+    let plane = out_h * out_w;
     for first in (0..out_h).step_by(tile_rows) {
         let rows = first..(first + tile_rows).min(out_h);
         let width = rows.len() * out_w;
         let cols = batch_columns(&source, out_w, window, rows.clone());
+        for s in 0..n {
+            strided_gemm::accumulate(
+                (&mut transposed, View::rows(taps, c_out)),
+                (&cols, View::rows(taps, width).at(s * taps * width)),
+                (&g, View::rows(width, c_out).strides(1, plane).at(s * c_out * plane + rows.start * out_w)),
+            );
+        }
+    }
+    let gradient = (0..c_out).flat_map(|co| transposed.iter().skip(co).step_by(c_out).copied()).collect();
+    flex(gradient, Shape::new([c_out, c_in, kh, kw]))
+}
+
+/// [`weight_grad`] with bf16 products ([`bf16_tile`] per tile of output
+/// rows).
+fn bf16_weight_grad(
+    source: &ColumnSource,
+    g: &[f32],
+    [n, c_out, out_h, out_w]: [usize; 4],
+    tile_rows: usize,
+    window: &Window,
+) -> FlexTensor {
+    let [kh, kw] = window.kernel;
+    let c_in = source.channels();
+    let taps = c_in * kh * kw;
+    let mut total: Option<FlexTensor> = None;
+    for first in (0..out_h).step_by(tile_rows) {
+        let rows = first..(first + tile_rows).min(out_h);
+        let width = rows.len() * out_w;
+        let cols = batch_columns(source, out_w, window, rows.clone());
         let mut grad = Vec::with_capacity(n * c_out * width);
         for s in 0..n {
             for co in 0..c_out {
@@ -49,16 +89,7 @@ pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -
                 grad.extend_from_slice(&g[plane + rows.start * out_w..plane + rows.end * out_w]);
             }
         }
-        // [taps, width] × [width, C_out]: the columns as the left operand,
-        // whose rows (the sum's long dimension) are contiguous, so GEMM
-        // packs them with plain loads; the transposed output is small.
-        let tile = if bf16_gemm::native_here() {
-            bf16_tile(&cols, &grad, [n, taps, c_out, width])
-        } else {
-            let cols = flex(cols, Shape::new([n, taps, width]));
-            let grad = Flex::float_swap_dims(flex(grad, Shape::new([n, c_out, width])), 1, 2);
-            Flex::float_sum_dim(Flex::float_matmul(cols, grad), 0)
-        };
+        let tile = bf16_tile(&cols, &grad, [n, taps, c_out, width]);
         total = Some(match total {
             Some(sum) => Flex::float_add(sum, tile),
             None => tile,

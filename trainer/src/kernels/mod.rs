@@ -20,6 +20,7 @@
 //! assert_eq!(pool3d(x, Pooling::Avg).dims(), [1, 2, 2, 2, 2]);
 //! ```
 
+pub mod batch_norm;
 pub mod bf16_gemm;
 mod channel_conv;
 pub mod columns;
@@ -34,6 +35,7 @@ mod flex;
 mod lanes;
 pub mod ops;
 pub mod precision;
+pub mod strided_gemm;
 
 use burn::backend::Dispatch;
 use burn::nn::Linear;
@@ -121,6 +123,42 @@ pub fn pool3d(x: Tensor<5>, pooling: Pooling) -> Tensor<5> {
 /// `max_pool2d` otherwise.
 pub fn max_pool2d_2(x: Tensor<4>) -> Tensor<4> {
     Tensor::from_dispatch(<Dispatch as KernelOps>::max_pool2d_2(x.into_dispatch()))
+}
+
+/// Batch normalisation in training mode of x [N, C, ...] by the
+/// statistics of each of `groups` groups of samples (sample n in group
+/// n mod `groups`, which must divide N), scaled by `gamma` and shifted by
+/// `beta` [C]. Also gives the groups' mean statistics per channel, mean
+/// and biased variance (detached), which running statistics move by. On
+/// the CPU one pass for the statistics, one to normalise, two backward
+/// ([`batch_norm`]); burn's `batch_norm_train` with one group otherwise.
+pub fn batch_norm_training<const D: usize>(
+    x: Tensor<D>,
+    (gamma, beta): (Tensor<1>, Tensor<1>),
+    epsilon: f64,
+    groups: usize,
+) -> (Tensor<D>, Tensor<1>, Tensor<1>) {
+    let channels = x.dims()[1];
+    let statistics: Tensor<3> =
+        Tensor::from_dispatch(<Dispatch as KernelOps>::batch_statistics(x.clone().into_dispatch(), groups)).detach();
+    let y = Tensor::from_dispatch(<Dispatch as KernelOps>::batch_norm_with_statistics(
+        x.into_dispatch(),
+        gamma.into_dispatch(),
+        beta.into_dispatch(),
+        statistics.clone().into_dispatch(),
+        groups,
+        epsilon,
+    ));
+    let per_channel = statistics.mean_dim(1);
+    let (mean, variance) = (per_channel.clone().narrow(0, 0, 1), per_channel.narrow(0, 1, 1));
+    (y, mean.reshape([channels]), variance.reshape([channels]))
+}
+
+/// LeakyReLU (x where x ≥ 0, `negative_slope`·x elsewhere; the slope
+/// positive): burn's `activation::leaky_relu` in one pass forward and one
+/// backward on the CPU ([`KernelOps::fused_leaky_relu`]).
+pub fn leaky_relu<const D: usize>(x: Tensor<D>, negative_slope: f32) -> Tensor<D> {
+    Tensor::from_dispatch(<Dispatch as KernelOps>::fused_leaky_relu(x.into_dispatch(), negative_slope))
 }
 
 /// burn's `conv2d(x, weight, bias, options)`, x [N, C_in, H, W], whose

@@ -13,12 +13,13 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
-use burn::backend::ops::{FloatTensorOps, ModuleOps};
+use burn::backend::ops::{ActivationOps, FloatTensorOps, ModuleOps};
 use burn::backend::tensor::FloatTensor;
-use burn::backend::{Autodiff, Backend, Flex, TensorMetadata, backend_extension};
+use burn::backend::{Autodiff, AutodiffBackend, Backend, Flex, TensorMetadata, backend_extension};
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{DType, FloatDType, Shape};
 
+use super::batch_norm;
 use super::columns::Window;
 use super::conv2d_forward;
 use super::conv2d_grad;
@@ -74,6 +75,42 @@ pub trait KernelOps: Backend {
         Self::conv_transpose2d(x, weight, None, options)
     }
 
+    /// LeakyReLU: x where x ≥ 0, `negative_slope`·x elsewhere
+    /// (`negative_slope` > 0). On Flex one pass forward and one backward,
+    /// where burn's default composes a comparison, a scaled copy and a
+    /// masked select (and twice as many passes backward).
+    fn fused_leaky_relu(x: FloatTensor<Self>, negative_slope: f32) -> FloatTensor<Self> {
+        <Self as ActivationOps<Self>>::leaky_relu(x, negative_slope.into())
+    }
+
+    /// The mean and biased variance of each group of samples and channel
+    /// of x [N, C, ...], as [2, G, C]: sample n is in group n mod G
+    /// (`groups` = G divides N). Not differentiated (the normalisation
+    /// below differentiates through them).
+    fn batch_statistics(x: FloatTensor<Self>, groups: usize) -> FloatTensor<Self> {
+        composed::batch_statistics::<Self>(x, groups)
+    }
+
+    /// Batch normalisation in training mode of x [N, C, ...] in `groups`
+    /// groups of samples, scaled by `gamma` and shifted by `beta` [C];
+    /// `statistics` must be what [`batch_statistics`] gives for this `x`
+    /// (the CPU's single-pass kernels read them; other backends compute
+    /// them again inside the graph). The backward pass is the whole
+    /// training-mode gradient, through the statistics.
+    ///
+    /// [`batch_statistics`]: KernelOps::batch_statistics
+    fn batch_norm_with_statistics(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        statistics: FloatTensor<Self>,
+        groups: usize,
+        epsilon: f64,
+    ) -> FloatTensor<Self> {
+        let _ = statistics;
+        composed::batch_norm_train::<Self>(x, gamma, beta, groups, epsilon)
+    }
+
     /// `x` rounded to `precision` (f32: unchanged); in the backward pass
     /// the gradient is rounded the same way ([`precision`](super::precision)).
     fn round_to(x: FloatTensor<Self>, precision: Precision) -> FloatTensor<Self> {
@@ -103,6 +140,52 @@ mod composed {
             Precision::F16 => FloatDType::F16,
         };
         B::float_cast(B::float_cast(x, half), FloatDType::F32)
+    }
+
+    /// x [N, C, ...] as [N / G, G, C, S]: sample n = j·G + g at [j, g].
+    fn grouped<B: Backend>(x: FloatTensor<B>, groups: usize) -> FloatTensor<B> {
+        let shape = x.shape();
+        let (n, c) = (shape[0], shape[1]);
+        let positions = shape.num_elements() / (n * c).max(1);
+        B::float_reshape(x, Shape::new([n / groups, groups, c, positions]))
+    }
+
+    /// Per (group, channel) mean and biased variance of the grouped view,
+    /// each [1, G, C, 1].
+    fn grouped_moments<B: Backend>(view: FloatTensor<B>) -> (FloatTensor<B>, FloatTensor<B>) {
+        let mean = B::float_mean_dim(B::float_mean_dim(view.clone(), 3), 0);
+        let centred = B::float_sub(view, mean.clone());
+        let variance = B::float_mean_dim(B::float_mean_dim(B::float_mul(centred.clone(), centred), 3), 0);
+        (mean, variance)
+    }
+
+    pub(super) fn batch_statistics<B: Backend>(x: FloatTensor<B>, groups: usize) -> FloatTensor<B> {
+        let (groups_channels, view) = {
+            let shape = x.shape();
+            ([1, groups, shape[1]], grouped::<B>(x, groups))
+        };
+        let (mean, variance) = grouped_moments::<B>(view);
+        let flat = |t| B::float_reshape(t, Shape::new(groups_channels));
+        B::float_cat(vec![flat(mean), flat(variance)], 0)
+    }
+
+    /// Batch normalisation by the statistics of each group, all of it in
+    /// the graph (burn's autodiff differentiates the composition).
+    pub(super) fn batch_norm_train<B: Backend>(
+        x: FloatTensor<B>,
+        gamma: FloatTensor<B>,
+        beta: FloatTensor<B>,
+        groups: usize,
+        epsilon: f64,
+    ) -> FloatTensor<B> {
+        let shape = x.shape();
+        let per_channel = Shape::new([1, 1, shape[1], 1]);
+        let view = grouped::<B>(x, groups);
+        let (mean, variance) = grouped_moments::<B>(view.clone());
+        let inverse = B::float_recip(B::float_sqrt(B::float_add_scalar(variance, epsilon.into())));
+        let normalised = B::float_mul(B::float_sub(view, mean), inverse);
+        let scaled = B::float_mul(normalised, B::float_reshape(gamma, per_channel.clone()));
+        B::float_reshape(B::float_add(scaled, B::float_reshape(beta, per_channel)), shape)
     }
 
     /// Pool H and W with burn's 2-D pool, then pairs along D by a reshape
@@ -195,6 +278,20 @@ fn conv_forward(shape: &ConvShape, x: &FlexTensor, weight: &FlexTensor, bias: &F
     flex(y, Shape::new([shape.batch, shape.c_out, d, h, w]))
 }
 
+/// The layout of x [N, C, ...] (f32) in `groups` groups of samples for
+/// [`batch_norm`]'s kernels; `None` (burn's composition) otherwise.
+fn norm_layout(x: &FlexTensor, groups: usize) -> Option<batch_norm::Layout> {
+    let shape = x.shape();
+    let (n, c) = (*shape.as_slice().first()?, *shape.as_slice().get(1)?);
+    let fits = x.dtype() == DType::F32 && groups > 0 && n.is_multiple_of(groups) && n * c > 0;
+    fits.then(|| batch_norm::Layout { samples: n, channels: c, positions: shape.num_elements() / (n * c), groups })
+}
+
+/// [2, G, C] statistics as (mean, variance), each [G · C].
+fn split_statistics(stats: &[f32], layout: batch_norm::Layout) -> (&[f32], &[f32]) {
+    stats.split_at(layout.groups * layout.channels)
+}
+
 /// The shape of `x` [N, C, D, H, W] halved in D, H and W.
 /// [H, W] of a tensor [N, C, H, W] of f32 with both even, which the
 /// direct 2-D pool takes; `None` for burn's.
@@ -240,6 +337,36 @@ impl KernelOps for Flex {
 
     fn round_to(x: FlexTensor, precision: Precision) -> FlexTensor {
         round_flex(x, precision)
+    }
+
+    fn batch_statistics(x: FlexTensor, groups: usize) -> FlexTensor {
+        match norm_layout(&x, groups) {
+            Some(layout) => {
+                let (mean, variance) = batch_norm::statistics(&values(&x), layout);
+                flex([mean, variance].concat(), Shape::new([2, groups, layout.channels]))
+            }
+            None => composed::batch_statistics::<Flex>(x, groups),
+        }
+    }
+
+    fn batch_norm_with_statistics(
+        x: FlexTensor,
+        gamma: FlexTensor,
+        beta: FlexTensor,
+        statistics: FlexTensor,
+        groups: usize,
+        epsilon: f64,
+    ) -> FlexTensor {
+        match norm_layout(&x, groups).filter(|_| [&gamma, &beta, &statistics].iter().all(|t| t.dtype() == DType::F32)) {
+            Some(layout) => {
+                let stats = values(&statistics);
+                let (gamma, beta) = (values(&gamma), values(&beta));
+                let affine = batch_norm::Affine { gamma: &gamma, beta: &beta, epsilon: epsilon as f32 };
+                let y = batch_norm::forward(&values(&x), layout, split_statistics(&stats, layout), affine);
+                flex(y, x.shape())
+            }
+            None => composed::batch_norm_train::<Flex>(x, gamma, beta, groups, epsilon),
+        }
     }
 
     fn max_pool2d_2(x: FlexTensor) -> FlexTensor {
@@ -400,6 +527,69 @@ impl Backward<Flex, 1> for RoundBackward {
 }
 
 #[derive(Debug)]
+struct BatchNormBackward;
+
+impl Backward<Flex, 3> for BatchNormBackward {
+    /// The input, γ, the statistics ([2, G, C] values), the layout and ε.
+    type State = (FlexTensor, FlexTensor, Vec<f32>, batch_norm::Layout, f32);
+
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [node_x, node_gamma, node_beta] = ops.parents;
+        let dy = grads.consume::<Flex>(&ops.node);
+        let (x, gamma, stats, layout, epsilon) = ops.state;
+        let statistics = split_statistics(&stats, layout);
+        let (dx, d_gamma, d_beta) =
+            batch_norm::backward(&values(&x), &values(&dy), layout, statistics, (&values(&gamma), epsilon));
+        let channels = Shape::new([layout.channels]);
+        if let Some(node) = node_x {
+            grads.register::<Flex>(node.id, flex(dx, x.shape()));
+        }
+        if let Some(node) = node_gamma {
+            grads.register::<Flex>(node.id, flex(d_gamma, channels.clone()));
+        }
+        if let Some(node) = node_beta {
+            grads.register::<Flex>(node.id, flex(d_beta, channels));
+        }
+    }
+}
+
+#[derive(Debug)]
+struct LeakyReluBackward;
+
+impl Backward<Flex, 1> for LeakyReluBackward {
+    /// The forward pass's output and the slope.
+    type State = (FlexTensor, f32);
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [node] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let (y, slope) = ops.state;
+        if let Some(node) = node {
+            grads.register::<Flex>(node.id, leaky_relu_grad(grad, &values(&y), slope));
+        }
+    }
+}
+
+/// `grad` scaled by LeakyReLU's derivative at outputs `y` (1 where y ≥ 0,
+/// `slope` elsewhere), in place when `grad` holds its buffer alone.
+fn leaky_relu_grad(mut grad: FlexTensor, y: &[f32], slope: f32) -> FlexTensor {
+    // A select rather than a branch: the loop vectorises.
+    let scale = |g: &mut f32, y: f32| *g *= if y < 0.0 { slope } else { 1.0 };
+    if grad.dtype() == DType::F32
+        && grad.is_contiguous()
+        && grad.layout().start_offset() == 0
+        && let Some(g) = grad.try_storage_mut::<f32>()
+    {
+        g.iter_mut().zip(y).for_each(|(g, &y)| scale(g, y));
+        return grad;
+    }
+    let shape = grad.shape();
+    let mut g = values(&grad).into_owned();
+    g.iter_mut().zip(y).for_each(|(g, &y)| scale(g, y));
+    flex(g, shape)
+}
+
+#[derive(Debug)]
 struct MaxPoolBackward;
 
 impl Backward<Flex, 1> for MaxPoolBackward {
@@ -532,6 +722,53 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
                 prep.finish((x_state, weight_state, options.clone()), y)
             }
             OpsKind::UnTracked(prep) => prep.finish(forward(x.primitive(), weight.primitive())),
+        }
+    }
+
+    fn batch_statistics(x: AutodiffFloat<C>, groups: usize) -> AutodiffFloat<C> {
+        Self::from_inner(<Flex as KernelOps>::batch_statistics(x.into_primitive(), groups))
+    }
+
+    fn batch_norm_with_statistics(
+        x: AutodiffFloat<C>,
+        gamma: AutodiffFloat<C>,
+        beta: AutodiffFloat<C>,
+        statistics: AutodiffFloat<C>,
+        groups: usize,
+        epsilon: f64,
+    ) -> AutodiffFloat<C> {
+        let f32s = [&gamma, &beta, &statistics].iter().all(|t| t.primitive().dtype() == DType::F32);
+        let Some(layout) = norm_layout(x.primitive(), groups).filter(|_| f32s) else {
+            return composed::batch_norm_train::<Self>(x, gamma, beta, groups, epsilon);
+        };
+        let stats = values(statistics.primitive()).into_owned();
+        let y = {
+            let (g, b) = (values(gamma.primitive()), values(beta.primitive()));
+            let affine = batch_norm::Affine { gamma: &g, beta: &b, epsilon: epsilon as f32 };
+            flex(
+                batch_norm::forward(&values(x.primitive()), layout, split_statistics(&stats, layout), affine),
+                x.primitive().shape(),
+            )
+        };
+        match BatchNormBackward.prepare::<C>([x.node(), gamma.node(), beta.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let state = (x.primitive().clone(), gamma.primitive().clone(), stats, layout, epsilon as f32);
+                prep.finish(state, y)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(y),
+        }
+    }
+
+    fn fused_leaky_relu(x: AutodiffFloat<C>, negative_slope: f32) -> AutodiffFloat<C> {
+        // The backward pass reads the output's sign, which is the input's
+        // for a positive slope: keeping the output (which the next layer
+        // keeps anyway) rather than the input saves a tensor per layer.
+        match LeakyReluBackward.prepare::<C>([x.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let y = Flex::leaky_relu(x.into_primitive(), negative_slope.into());
+                prep.finish((y.clone(), negative_slope), y)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(Flex::leaky_relu(x.into_primitive(), negative_slope.into())),
         }
     }
 
@@ -731,6 +968,33 @@ mod tests {
         assert!(max_diff(bias.grad(&g_ours).unwrap(), bias.grad(&g_theirs).unwrap()) < 1e-3);
     }
 
+    #[test]
+    fn fused_leaky_relu_equals_burns_in_values_and_gradients_bit_for_bit() {
+        use burn::tensor::activation::leaky_relu;
+        for device in [Device::flex(), Device::flex().autodiff()] {
+            // `filled` has exact zeros, where the slope switches; the
+            // permuted view is not contiguous.
+            for permuted in [false, true] {
+                // One leaf for each side: burn's backward consumes the graph.
+                let leaf = || {
+                    let x = filled([2, 3, 4, 5], 1, &device);
+                    if device.is_autodiff() { x.require_grad() } else { x }
+                };
+                let (x_ours, x_theirs) = (leaf(), leaf());
+                let view = |x: &Tensor<4>| if permuted { x.clone().permute([0, 2, 1, 3]) } else { x.clone() };
+                let ours = super::super::leaky_relu(view(&x_ours), 0.2);
+                let theirs = leaky_relu(view(&x_theirs), 0.2);
+                assert_eq!(to_vec(ours.clone()), to_vec(theirs.clone()));
+                if !device.is_autodiff() {
+                    continue;
+                }
+                let up = filled(theirs.dims(), 2, &device);
+                let (g_ours, g_theirs) = ((ours * up.clone()).sum().backward(), (theirs * up).sum().backward());
+                assert_eq!(to_vec(x_ours.grad(&g_ours).unwrap()), to_vec(x_theirs.grad(&g_theirs).unwrap()));
+            }
+        }
+    }
+
     /// Pool by definition: every 2×2×2 window of every plane, one at a time.
     fn naive(x: &[f32], [n, c, d, h, w]: [usize; 5], pooling: Pooling) -> Vec<f32> {
         let mut out = Vec::new();
@@ -803,6 +1067,57 @@ mod tests {
             assert_eq!(direct.1.len(), len, "{pooling:?}: no input gradient");
             for (a, b) in direct.0.iter().chain(&direct.1).zip(composed.0.iter().chain(&composed.1)) {
                 assert!((a - b).abs() < 1e-5, "{pooling:?}: {a} != {b}");
+            }
+        }
+    }
+
+    /// The CPU's batch normalisation and the composition every other
+    /// backend runs agree in values, statistics and gradients (input, γ, β)
+    /// for one and several groups.
+    #[test]
+    fn fused_and_composed_batch_normalisation_agree() {
+        type Ad = Autodiff<Flex>;
+        let device = Device::flex().autodiff();
+        let dims = [4, 3, 5, 6];
+        let up = filled(dims, 2, &device);
+        for groups in [1, 2, 4] {
+            let run = |fused: bool| {
+                let x = filled(dims, 1, &device).require_grad();
+                let gamma = (filled([3], 3, &device) + 1.5).detach().require_grad();
+                let beta = filled([3], 4, &device).require_grad();
+                let (y, mean) = if fused {
+                    let (y, mean, _) =
+                        super::super::batch_norm_training(x.clone(), (gamma.clone(), beta.clone()), 1e-5, groups);
+                    (y, to_vec(mean))
+                } else {
+                    let primitive = |t: &Tensor<4>| t.clone().try_into_primitive::<Ad>().unwrap();
+                    let stats = composed::batch_statistics::<Ad>(primitive(&x), groups);
+                    let stats: Tensor<3> = Tensor::from_primitive::<Ad>(stats);
+                    let mean = stats.mean_dim(1).narrow(0, 0, 1).reshape([3]);
+                    let y = composed::batch_norm_train::<Ad>(
+                        primitive(&x),
+                        gamma.clone().try_into_primitive::<Ad>().unwrap(),
+                        beta.clone().try_into_primitive::<Ad>().unwrap(),
+                        groups,
+                        1e-5,
+                    );
+                    (Tensor::from_primitive::<Ad>(y), to_vec(mean))
+                };
+                let grads = (y.clone() * up.clone()).sum().backward();
+                [
+                    to_vec(y),
+                    mean,
+                    to_vec(x.grad(&grads).unwrap()),
+                    to_vec(gamma.grad(&grads).unwrap()),
+                    to_vec(beta.grad(&grads).unwrap()),
+                ]
+            };
+            let (fused, composed) = (run(true), run(false));
+            for (what, (a, b)) in ["y", "mean", "dx", "dγ", "dβ"].iter().zip(fused.iter().zip(&composed)) {
+                assert_eq!(a.len(), b.len(), "{what}");
+                for (a, b) in a.iter().zip(b) {
+                    assert!((a - b).abs() < 1e-4 * (1.0 + b.abs()), "{groups} groups, {what}: {a} against {b}");
+                }
             }
         }
     }

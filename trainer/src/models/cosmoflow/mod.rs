@@ -177,7 +177,7 @@ impl CosmoflowModel {
         let forward_macs = config.forward_macs().map_err(TrainError::of_model)?;
         let init = match options.init {
             None | Some(InitChoice::Glorot) => Init::GlorotUniform,
-            Some(InitChoice::He) => Init::HeUniformLeaky { slope: LEAKY_SLOPE as f32 },
+            Some(InitChoice::He) => Init::HeUniformLeaky { slope: LEAKY_SLOPE },
         };
         Ok(CosmoflowModel {
             config,

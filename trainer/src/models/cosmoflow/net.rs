@@ -13,10 +13,10 @@
 //!   with overlapping 3³ windows (stride 2, padding 1); we pool 2³ windows
 //!   (see [`pool3d`](crate::kernels::pool3d)), which halves the size the same way.
 
+use crate::kernels::leaky_relu;
 use burn::module::Module;
 use burn::nn::conv::{Conv3d, Conv3dConfig};
 use burn::nn::{Linear, LinearConfig, PaddingConfig3d};
-use burn::tensor::activation::leaky_relu;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
@@ -28,7 +28,7 @@ use crate::kernels::{self, conv3d_in_precision, conv3d_same, pool3d};
 pub use crate::models::dropout::DropoutMasks;
 
 /// Negative slope of every LeakyReLU (Keras `LeakyReLU(alpha=0.3)`).
-pub const LEAKY_SLOPE: f64 = 0.3;
+pub const LEAKY_SLOPE: f32 = 0.3;
 
 /// One convolution layer: filters, stride, and whether a pool follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -26,10 +26,10 @@
 //! time: one backward pass of d_loss + g_loss then gives each network the
 //! gradient of its own loss, as the reference's two optimisers take them.
 
+use crate::kernels::leaky_relu;
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, ConvTranspose2d, ConvTranspose2dConfig};
 use burn::nn::{BatchNorm, Linear, LinearConfig};
-use burn::tensor::activation::leaky_relu;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Device, Tensor};
 
@@ -37,7 +37,7 @@ use crate::kernels;
 use crate::models::segmentation::layers::{Apply, Pass, conv, norm, normalise_in_groups};
 
 /// LeakyReLU's slope in the discriminator (`ops.py`, `lrelu`, alpha 0.2).
-const LEAK: f64 = 0.2;
+const LEAK: f32 = 0.2;
 /// The convolutions' kernel side (`ops.py`: kernel=5).
 const KERNEL: usize = 5;
 /// Padding on each side of the 5×5 convolutions: "same" at stride 1,

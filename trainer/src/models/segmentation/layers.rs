@@ -7,7 +7,7 @@ use burn::nn::conv::{Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfi
 use burn::nn::{BatchNorm, BatchNormConfig, PaddingConfig2d};
 use burn::tensor::activation::relu;
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Tensor};
 
 use crate::engine::{Cuts, StepContext};
 use crate::kernels;
@@ -104,15 +104,15 @@ impl Pass {
     /// distributed sampler (`loader::sampler`, which deals a global batch
     /// out to the ranks in turn) would give rank g, so one rank with a batch
     /// of 2b in groups of b normalises exactly as two ranks with batches of
-    /// b do. With one group this is burn's `BatchNorm::forward`.
+    /// b do. With one group this is burn's `BatchNorm::forward`, computed
+    /// by [`kernels::batch_norm_training`].
     pub fn norm(&self, norm: &BatchNorm, x: Tensor<4>) -> Tensor<4> {
-        let n = x.dims()[0];
         let training = x.device().is_autodiff() && norm.training.is_enabled();
-        let group = self.norm_group;
-        if !training || group == 0 || group >= n || !n.is_multiple_of(group) {
+        if !training {
             return norm.forward(x);
         }
-        let (y, mean, variance) = normalise_in_groups(x, (norm.gamma.val(), norm.beta.val()), norm.epsilon, group);
+        let (y, mean, variance) =
+            normalise_in_groups(x, (norm.gamma.val(), norm.beta.val()), norm.epsilon, self.norm_group);
         let keep = 1.0 - norm.momentum;
         let device = y.device();
         let running_mean = norm.running_mean.value_sync().to_device(&device);
@@ -131,40 +131,13 @@ impl Pass {
 /// g, g + G, g + 2G, … (see [`Pass::norm`]).
 pub fn normalise_in_groups(
     x: Tensor<4>,
-    (gamma, beta): (Tensor<1>, Tensor<1>),
+    affine: (Tensor<1>, Tensor<1>),
     epsilon: f64,
     group: usize,
 ) -> (Tensor<4>, Tensor<1>, Tensor<1>) {
     let n = x.dims()[0];
     let groups = if group == 0 || group >= n || !n.is_multiple_of(group) { 1 } else { n / group };
-    let device = x.device();
-    // Sample order grouped: g, g + G, g + 2G, ... for each g.
-    let order: Vec<i64> = (0..groups).flat_map(|g| (g..n).step_by(groups)).map(|i| i as i64).collect();
-    let mut back = vec![0i64; n];
-    for (position, &sample) in order.iter().enumerate() {
-        back[sample as usize] = position as i64;
-    }
-    let index = |v: Vec<i64>| Tensor::<1, Int>::from_data(TensorData::new(v, [n]), &device);
-    let grouped = if groups == 1 { x } else { x.select(0, index(order)) };
-    let mut outputs = Vec::with_capacity(groups);
-    let mut sums: Option<(Tensor<1>, Tensor<1>)> = None;
-    for part in grouped.chunk(groups, 0) {
-        let r = burn::tensor::module::batch_norm_train(part, gamma.clone(), beta.clone(), epsilon);
-        outputs.push(r.output);
-        let (m, v) = (r.mean.detach(), r.variance.detach());
-        sums = Some(match sums {
-            None => (m, v),
-            Some((sm, sv)) => (sm + m, sv + v),
-        });
-    }
-    let share = 1.0 / groups as f64;
-    let (mean, variance) = match sums {
-        Some((m, v)) => (m.mul_scalar(share), v.mul_scalar(share)),
-        None => (gamma.zeros_like().detach(), gamma.ones_like().detach()),
-    };
-    let y = Tensor::cat(outputs, 0);
-    let y = if groups == 1 { y } else { y.select(0, index(back)) };
-    (y, mean, variance)
+    kernels::batch_norm_training(x, affine, epsilon, groups)
 }
 
 /// A `k`×`k` convolution from `from` to `to` channels with "same" padding
@@ -208,6 +181,8 @@ pub fn norm(features: usize, device: &Device) -> BatchNorm {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use burn::tensor::{Int, TensorData};
+
     use super::*;
 
     fn values(t: Tensor<4>) -> Vec<f32> {
@@ -243,10 +218,27 @@ mod tests {
         for (g, (a, b)) in running(&grouped).iter().zip(a.iter().zip(&b)) {
             assert!((g - (a + b) / 2.0).abs() < 1e-6, "{g} vs mean of {a} and {b}");
         }
-        // One group is burn's own BatchNorm.
+        // One group is burn's own BatchNorm, in values, gradients and
+        // running statistics.
         let whole = Pass::inference();
         let (mine, burns) = (norm(3, &device), norm(3, &device));
-        assert_eq!(values(whole.norm(&mine, x.clone())), values(burns.forward(x)));
+        let leaf = || x.clone().detach().require_grad();
+        let (x_mine, x_burns) = (leaf(), leaf());
+        let (y_mine, y_burns) = (whole.norm(&mine, x_mine.clone()), burns.forward(x_burns.clone()));
+        let close = |a: Vec<f32>, b: Vec<f32>, what: &str| {
+            for (a, b) in a.iter().zip(&b) {
+                assert!((a - b).abs() < 1e-5, "{what}: {a} vs {b}");
+            }
+        };
+        close(values(y_mine.clone()), values(y_burns.clone()), "y");
+        let up: Vec<f32> = (0..4 * 3 * 2 * 2).map(|i| ((i * 13 % 17) as f32 - 8.0) / 3.0).collect();
+        let up = Tensor::<4>::from_data(TensorData::new(up, [4, 3, 2, 2]), &device);
+        let (g_mine, g_burns) = ((y_mine * up.clone()).sum().backward(), (y_burns * up).sum().backward());
+        close(values(x_mine.grad(&g_mine).unwrap()), values(x_burns.grad(&g_burns).unwrap()), "dx");
+        let vec1 = |t: Tensor<1>| t.into_data().try_to_vec::<f32>().unwrap();
+        close(vec1(mine.gamma.grad(&g_mine).unwrap()), vec1(burns.gamma.grad(&g_burns).unwrap()), "dγ");
+        close(vec1(mine.beta.grad(&g_mine).unwrap()), vec1(burns.beta.grad(&g_burns).unwrap()), "dβ");
+        close(running(&mine), running(&burns), "running mean");
     }
 
     #[test]
