@@ -438,8 +438,9 @@ struct TrainArgs {
     /// Train on SAMPLES samples per epoch (over all ranks) of the model's
     /// shapes made in memory, reading no file: compute and the gradient
     /// exchange measured apart from I/O (Mathuriya et al. 2018's dummy
-    /// data). No validation. CosmoFlow, the BatchNorm probe, Tiramisu and
-    /// DeepLabv3+ (at the configuration's field size).
+    /// data). No validation. Every model but Etalumis (whose layers come
+    /// from the addresses of real traces); fields, maps and events at the
+    /// configuration's size.
     #[arg(long, value_name = "SAMPLES", conflicts_with = "staged")]
     synthetic_data: Option<usize>,
     /// Validation dataset directory (default: hold out --val-fraction of --data's files).

@@ -1,7 +1,9 @@
 //! Operations our models need that burn's CPU backend does not run fast
-//! enough, or at all: a stride-1 "same" 3-D convolution ([`conv3d_same`])
-//! and 3-D pooling over 2³ windows ([`pool3d`]; burn 0.22 has no 3-D
-//! pooling).
+//! enough, or at all: a stride-1 "same" 3-D convolution ([`conv3d_same`]),
+//! 3-D pooling over 2³ windows ([`pool3d`]; burn 0.22 has no 3-D
+//! pooling), 2-D convolutions with our weight gradients ([`conv2d`],
+//! [`conv_transpose2d`]), training-mode batch normalisation
+//! ([`batch_norm_training`]) and LeakyReLU ([`leaky_relu`]).
 //!
 //! Model code calls these functions on plain `Tensor`s and never names a
 //! backend. They go through burn's backend-extension route ([`ops`]): on
