@@ -89,7 +89,12 @@ fn rate(data: &Path, ranks: usize, batch: usize) -> f64 {
     rate
 }
 
+/// The bench on a pool thread, as the trainer binary runs.
 fn main() {
+    trainer::kernels::on_pool(bench);
+}
+
+fn bench() {
     cluster::allocator::keep_freed_memory();
     let steps = bench_rows::count("STAGEHAND_BENCH_STEPS", 10);
     let reps = bench_rows::repetitions(3);

@@ -160,7 +160,12 @@ fn train(data: &Path, buckets: usize, batch: usize) -> Value {
     e2e::trainer_report(&e2e::mpirun(2, &[], Path::new(env!("CARGO_BIN_EXE_trainer")), &args))
 }
 
+/// The bench on a pool thread, as the trainer binary runs.
 fn main() {
+    trainer::kernels::on_pool(bench);
+}
+
+fn bench() {
     cluster::allocator::keep_freed_memory();
     let traces = bench_rows::count("STAGEHAND_BENCH_TRACES", 2000);
     let batch = bench_rows::count("STAGEHAND_BENCH_BATCH", 16);

@@ -114,7 +114,12 @@ fn generate(out: &Path, samples: usize, grid: &str, scan: &str) -> Value {
     serde_json::from_slice(&result.stdout).unwrap()
 }
 
+/// The bench on a pool thread, as the trainer binary runs.
 fn main() {
+    trainer::kernels::on_pool(bench);
+}
+
+fn bench() {
     cluster::allocator::keep_freed_memory();
     let batch = bench_rows::count("STAGEHAND_BENCH_BATCH", 4);
     let steps = bench_rows::count("STAGEHAND_BENCH_STEPS", 10);

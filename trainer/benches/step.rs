@@ -129,7 +129,12 @@ fn trainer_run(ranks: usize, data: &Path, batch: usize) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The bench on a pool thread, as the trainer binary runs.
 fn main() {
+    trainer::kernels::on_pool(bench);
+}
+
+fn bench() {
     cluster::allocator::keep_freed_memory();
     let batch = bench_rows::count("STAGEHAND_BENCH_BATCH", 8);
     let steps = bench_rows::count("STAGEHAND_BENCH_STEPS", 10);

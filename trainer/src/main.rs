@@ -971,6 +971,10 @@ fn init_world() -> World {
 }
 
 fn main() {
+    trainer::kernels::on_pool(run);
+}
+
+fn run() {
     cluster::allocator::keep_freed_memory();
     let matches =
         cli().try_get_matches_from(model_first(std::env::args_os().collect())).unwrap_or_else(|e| usage_error(e));

@@ -190,9 +190,9 @@ fn sums_dy(dy: &[f32], x: &[f32], mean: f32, inv: f32) -> (f64, f64) {
         tail.1 += f64::from(dy * (x - mean) * inv);
     }
     for (dy, x) in dy_chunks.zip(x_chunks) {
-        for i in 0..16 {
-            a[i] += dy[i];
-            b[i] += dy[i] * (x[i] - mean) * inv;
+        for (((a, b), &dy), &x) in a.iter_mut().zip(&mut b).zip(dy).zip(x) {
+            *a += dy;
+            *b += dy * (x - mean) * inv;
         }
     }
     let total = |lanes: [f32; 16]| lanes.iter().map(|&l| f64::from(l)).sum::<f64>();

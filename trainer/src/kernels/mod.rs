@@ -48,6 +48,18 @@ use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 pub use ops::{KernelOps, MIN_DIRECT_WIDTH};
 pub use precision::Precision;
 
+/// Runs `work` on a thread of rayon's global pool, the calling thread
+/// waiting for it. Our kernels and burn's split their work with rayon:
+/// from a thread outside the pool each split hands its jobs to the pool
+/// and puts the caller to sleep until they are done, two context
+/// switches per operation, which on a small network's step (hundreds of
+/// small operations) kept the kernel's scheduler busy for a third of the
+/// time; from a worker, a split stays on that worker and the others
+/// steal from it. The trainer binary runs everything in here.
+pub fn on_pool<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    rayon::scope(|_| work())
+}
+
 /// Which reduction a pooling layer applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
