@@ -55,7 +55,10 @@ pub use precision::Precision;
 /// switches per operation, which on a small network's step (hundreds of
 /// small operations) kept the kernel's scheduler busy for a third of the
 /// time; from a worker, a split stays on that worker and the others
-/// steal from it. The trainer binary runs everything in here.
+/// steal from it. The trainer binary runs everything in here. Nothing
+/// else may then hand the pool work that this thread waits for (the
+/// loader's workers and the allreduce thread use no rayon): with a pool
+/// of one thread that would never run.
 pub fn on_pool<T: Send>(work: impl FnOnce() -> T + Send) -> T {
     rayon::scope(|_| work())
 }
