@@ -33,17 +33,90 @@ const MR: usize = 8;
 /// 32 KiB) stays in L1/L2 while every row block of A passes over it.
 const KC: usize = 256;
 
-/// `a` [m × k] (row-major) packed as bf16 pairs along k: `rows` ≥ m rows
-/// of `lanes` ≥ ⌈k/2⌉ u32, the even element in the low half; what lies
-/// past the values (an odd k's last half, padding rows and lanes) is zero.
-fn pack_rows(a: &[f32], [m, k]: [usize; 2], [rows, lanes]: [usize; 2], vector: bool) -> Vec<u32> {
-    let pairs = k.div_ceil(2);
+/// Pairs of lanes a panel's rows are packed in before they are
+/// interleaved into it ([`pack_panels_of_rows`]): NR rows of them (8 KiB)
+/// stay in L1 while they are written out.
+const PANEL_BLOCK: usize = 64;
+
+/// An operand's rows read where they lie: row `r`, along the sum's
+/// dimension K, is `runs` runs of `length` values one after the other, run
+/// `s` starting at `offset + s · run_stride + r · row_stride`. A plain
+/// row-major matrix is one run per row ([`Runs::matrix`]); the weight
+/// gradient's operands are one run per sample, read in place from the
+/// output gradient and the columns. A run of odd length ends with its
+/// last value paired with a zero, so K counts ⌈length / 2⌉ pairs a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Runs {
+    /// Rows of the operand (M for A, N for Bᵀ).
+    pub rows: usize,
+    /// Where row 0's first run starts.
+    pub offset: usize,
+    /// From one row's start to the next one's.
+    pub row_stride: usize,
+    /// Runs a row is made of.
+    pub runs: usize,
+    /// From one run's start to the next one's.
+    pub run_stride: usize,
+    /// Values in each run.
+    pub length: usize,
+}
+
+impl Runs {
+    /// `rows` × `columns`, row-major, from the start of its slice.
+    pub fn matrix(rows: usize, columns: usize) -> Runs {
+        Runs { rows, offset: 0, row_stride: columns, runs: 1, run_stride: 0, length: columns }
+    }
+
+    fn pairs_per_run(&self) -> usize {
+        self.length.div_ceil(2)
+    }
+
+    /// Lanes (pairs of K) of a row.
+    fn pairs(&self) -> usize {
+        self.runs * self.pairs_per_run()
+    }
+
+    /// Whether every value the rows name lies within `len` values.
+    fn within(&self, len: usize) -> bool {
+        if self.rows == 0 || self.runs == 0 || self.length == 0 {
+            return true;
+        }
+        let last = (self.runs - 1)
+            .checked_mul(self.run_stride)
+            .and_then(|r| (self.rows - 1).checked_mul(self.row_stride).and_then(|s| s.checked_add(r)))
+            .and_then(|at| at.checked_add(self.offset))
+            .and_then(|at| at.checked_add(self.length));
+        last.is_some_and(|end| end <= len)
+    }
+
+    /// Lanes `first..first + out.len()` of row `row`, as bf16 pairs.
+    fn pack(&self, values: &[f32], row: usize, first: usize, out: &mut [u32], vector: bool) {
+        let per_run = self.pairs_per_run();
+        let mut done = 0;
+        while done < out.len() {
+            let lane = first + done;
+            let (run, within) = (lane / per_run, lane % per_run);
+            let take = (per_run - within).min(out.len() - done);
+            let start = self.offset + run * self.run_stride + row * self.row_stride;
+            let from = start + 2 * within;
+            let to = (from + 2 * take).min(start + self.length);
+            pack_pairs(&values[from..to], &mut out[done..done + take], vector);
+            done += take;
+        }
+    }
+}
+
+/// A's rows packed as bf16 pairs along K: `rows` ≥ M rows of `lanes` ≥
+/// its pairs u32, the even element in the low half; what lies past the
+/// values (an odd run's last half, padding rows and lanes) is zero.
+fn pack_rows(a: &[f32], runs: &Runs, [rows, lanes]: [usize; 2], vector: bool) -> Vec<u32> {
+    let pairs = runs.pairs();
     let mut packed = vec![0u32; rows * lanes];
     packed
         .par_chunks_mut(lanes.max(1))
-        .take(m)
+        .take(runs.rows)
         .enumerate()
-        .for_each(|(i, out)| pack_pairs(&a[i * k..(i + 1) * k], &mut out[..pairs], vector));
+        .for_each(|(i, out)| runs.pack(a, i, 0, &mut out[..pairs], vector));
     packed
 }
 
@@ -106,19 +179,28 @@ fn interleave_pairs(even: &[f32], odd: Option<&[f32]>, out: &mut [u32], vector: 
     }
 }
 
-/// `b` given transposed, `b_t` [n × k] (row-major), packed as
-/// [`pack_panels`] packs B: each lane's pair is two neighbours of a row.
-fn pack_panels_transposed(b_t: &[f32], [k, n]: [usize; 2], lanes: usize, vector: bool) -> Vec<u32> {
-    let pairs = k.div_ceil(2);
+/// Bᵀ's rows (B's columns) packed as [`pack_panels`] packs B: panels of
+/// NR columns, each lane a pair of neighbours along K of one row of Bᵀ.
+/// Each block of [`PANEL_BLOCK`] lanes of the panel's rows is packed
+/// first and then interleaved, so the strided writes hit L1.
+fn pack_panels_of_rows(b_t: &[f32], runs: &Runs, lanes: usize, vector: bool) -> Vec<u32> {
+    let (pairs, n) = (runs.pairs(), runs.rows);
     let panels = n.div_ceil(NR);
     let mut packed = vec![0u32; panels * lanes * NR];
-    packed.par_chunks_mut(lanes * NR).enumerate().for_each(|(panel, out)| {
+    packed.par_chunks_mut((lanes * NR).max(1)).enumerate().for_each(|(panel, out)| {
         let first = panel * NR;
-        let mut lanes = vec![0u32; pairs];
-        for j in 0..NR.min(n - first) {
-            pack_pairs(&b_t[(first + j) * k..(first + j + 1) * k], &mut lanes, vector);
-            for (p, &lane) in lanes.iter().enumerate() {
-                out[p * NR + j] = lane;
+        let width = NR.min(n - first);
+        let mut block = vec![0u32; NR * PANEL_BLOCK];
+        for start in (0..pairs).step_by(PANEL_BLOCK) {
+            let len = PANEL_BLOCK.min(pairs - start);
+            for j in 0..width {
+                runs.pack(b_t, first + j, start, &mut block[j * PANEL_BLOCK..j * PANEL_BLOCK + len], vector);
+            }
+            for p in 0..len {
+                let lane = &mut out[(start + p) * NR..(start + p) * NR + width];
+                for (j, value) in lane.iter_mut().enumerate() {
+                    *value = block[j * PANEL_BLOCK + p];
+                }
             }
         }
     });
@@ -181,12 +263,20 @@ impl Path {
         Path::Avx512
     }
 
-    /// Lanes (pairs of K) a packed row or panel row holds for `k`: AMX
+    /// Lanes a packed row or panel row holds for `pairs` pairs of K: AMX
     /// reads whole tiles of 16.
-    fn lanes(self, k: usize) -> usize {
+    fn lanes(self, pairs: usize) -> usize {
         match self {
-            Path::Amx => k.div_ceil(2).div_ceil(16) * 16,
-            _ => k.div_ceil(2),
+            Path::Amx => pairs.div_ceil(16) * 16,
+            _ => pairs,
+        }
+    }
+
+    /// Rows packed A holds for `m`: AMX multiplies blocks of 32.
+    fn rows(self, m: usize) -> usize {
+        match self {
+            Path::Amx => m.div_ceil(32) * 32,
+            _ => m,
         }
     }
 }
@@ -203,9 +293,23 @@ pub fn gemm(a: &[f32], b: &[f32], dims: [usize; 3]) -> Vec<f32> {
 
 /// [`gemm`] with B given transposed: `b_t` [n × k], row-major.
 pub fn gemm_bt(a: &[f32], b_t: &[f32], [m, k, n]: [usize; 3]) -> Vec<f32> {
-    assert_eq!(b_t.len(), k * n, "Bᵀ holds {} values, not {n} × {k}", b_t.len());
-    let path = Path::best();
-    gemm_with(a, &pack_panels_transposed(b_t, [k, n], path.lanes(k), path != Path::Portable), [m, k, n], path)
+    gemm_runs((a, Runs::matrix(m, k)), (b_t, Runs::matrix(n, k)))
+}
+
+/// `C = A · Bᵀ` [M × N] (row-major) for A's M rows and Bᵀ's N rows read
+/// in place as [`Runs`] of the same shape along K, on the path [`gemm`]
+/// takes. Panics if the runs differ in shape or reach past their slices.
+pub fn gemm_runs((a, a_runs): (&[f32], Runs), (b_t, b_runs): (&[f32], Runs)) -> Vec<f32> {
+    gemm_runs_on(Path::best(), (a, a_runs), (b_t, b_runs))
+}
+
+fn gemm_runs_on(path: Path, (a, a_runs): (&[f32], Runs), (b_t, b_runs): (&[f32], Runs)) -> Vec<f32> {
+    assert_eq!((a_runs.runs, a_runs.length), (b_runs.runs, b_runs.length), "A's and Bᵀ's runs differ along K");
+    assert!(a_runs.within(a.len()), "{a_runs:?} reaches past A's {} values", a.len());
+    assert!(b_runs.within(b_t.len()), "{b_runs:?} reaches past Bᵀ's {} values", b_t.len());
+    let lanes = path.lanes(b_runs.pairs());
+    let b_packed = pack_panels_of_rows(b_t, &b_runs, lanes, path != Path::Portable);
+    gemm_with((a, a_runs), &b_packed, b_runs.rows, path)
 }
 
 /// [`gemm`] on `VDPBF16PS` even where AMX tiles are available (the
@@ -222,8 +326,10 @@ pub fn gemm_portable(a: &[f32], b: &[f32], dims: [usize; 3]) -> Vec<f32> {
 }
 
 fn gemm_on(path: Path, a: &[f32], b: &[f32], [m, k, n]: [usize; 3]) -> Vec<f32> {
+    assert_eq!(a.len(), m * k, "A holds {} values, not {m} × {k}", a.len());
     assert_eq!(b.len(), k * n, "B holds {} values, not {k} × {n}", b.len());
-    gemm_with(a, &pack_panels(b, [k, n], path.lanes(k), path != Path::Portable), [m, k, n], path)
+    let b_packed = pack_panels(b, [k, n], path.lanes(k.div_ceil(2)), path != Path::Portable);
+    gemm_with((a, Runs::matrix(m, k)), &b_packed, n, path)
 }
 
 /// The AVX512_BF16 micro-kernel if `vector` (the CPU computes bf16
@@ -266,11 +372,9 @@ fn portable_kernel(c: &mut [f32], (a, lda): (&[u32], usize), b: &[u32], rows: us
 /// rows MR at a time, each adding to the panel's accumulated sums (so
 /// every output is summed over k in order). AMX: blocks of 32 rows (A
 /// padded with zero rows), each summed over all of k on four tiles.
-fn gemm_with(a: &[f32], b_packed: &[u32], [m, k, n]: [usize; 3], path: Path) -> Vec<f32> {
-    assert_eq!(a.len(), m * k, "A holds {} values, not {m} × {k}", a.len());
-    let lanes = path.lanes(k);
-    let rows = if path == Path::Amx { m.div_ceil(32) * 32 } else { m };
-    let a_packed = pack_rows(a, [m, k], [rows, lanes], path != Path::Portable);
+fn gemm_with((a, a_runs): (&[f32], Runs), b_packed: &[u32], n: usize, path: Path) -> Vec<f32> {
+    let (m, lanes, rows) = (a_runs.rows, path.lanes(a_runs.pairs()), path.rows(a_runs.rows));
+    let a_packed = pack_rows(a, &a_runs, [rows, lanes], path != Path::Portable);
     let panels = n.div_ceil(NR);
     // Each panel's outputs as rows × NR, copied into C at the end.
     let mut blocks = vec![0.0f32; panels * rows * NR];
@@ -591,6 +695,65 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Operands read in place as runs (odd lengths, offsets, gaps between
+    /// runs and rows) multiply as the matrices of their runs side by
+    /// side, each odd run padded with a zero; every path available here.
+    #[test]
+    fn runs_read_in_place_multiply_as_the_matrices_they_name() {
+        let mut paths = vec![Path::Portable];
+        if crate::kernels::Precision::Bf16.native() {
+            paths.push(Path::Avx512);
+            paths.push(Path::best());
+        }
+        // (rows of A, rows of Bᵀ, runs, length)
+        for (m, n, runs, length) in [(1, 1, 1, 1), (3, 5, 2, 7), (16, 40, 3, 33), (17, 33, 4, 64), (2, 70, 1, 301)] {
+            let a_runs =
+                Runs { rows: m, offset: 5, row_stride: length + 3, runs, run_stride: m * (length + 3) + 1, length };
+            let b_runs = Runs { rows: n, offset: 0, row_stride: length, runs, run_stride: n * length, length };
+            let a = values(5 + runs * (m * (length + 3) + 1), 5);
+            let b_t = values(runs * n * length, 6);
+            let padded = 2 * length.div_ceil(2);
+            let side_by_side = |values: &[f32], r: &Runs| -> Vec<f32> {
+                (0..r.rows)
+                    .flat_map(|row| (0..r.runs).flat_map(move |run| (0..padded).map(move |i| (row, run, i))))
+                    .map(|(row, run, i)| {
+                        let at = r.offset + run * r.run_stride + row * r.row_stride + i;
+                        if i < length { values[at] } else { 0.0 }
+                    })
+                    .collect()
+            };
+            let k = runs * padded;
+            let (a_full, b_full) = (side_by_side(&a, &a_runs), transpose(&side_by_side(&b_t, &b_runs), n, k));
+            let reference = exact(&a_full, &b_full, [m, k, n]);
+            let scale = 3e4 * 3e4 * k as f64;
+            for &path in &paths {
+                let product = gemm_runs_on(path, (&a, a_runs), (&b_t, b_runs));
+                let whole = gemm_on(path, &a_full, &b_full, [m, k, n]);
+                assert_eq!(product.len(), m * n);
+                for (i, (x, y)) in product.iter().zip(&reference).enumerate() {
+                    assert!(
+                        (f64::from(*x) - y).abs() <= 1e-6 * scale,
+                        "{path:?} {m}×{n}, {runs} runs of {length}: C[{i}] = {x}, want {y}"
+                    );
+                }
+                if path != Path::Amx {
+                    let same = product.iter().zip(&whole).all(|(x, y)| x.to_bits() == y.to_bits());
+                    assert!(
+                        same,
+                        "{path:?} {m}×{n}, {runs} runs of {length}: differs from the side-by-side matrices' bits"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "reaches past")]
+    fn runs_past_their_slice_are_refused() {
+        let runs = Runs { rows: 2, offset: 1, row_stride: 4, runs: 2, run_stride: 8, length: 4 };
+        let _ = gemm_runs((&[0.0; 16], runs), (&[0.0; 16], Runs { offset: 0, ..runs }));
     }
 
     #[test]

@@ -16,13 +16,11 @@
 //! dW[co, ci, i, j] = Σ_n Σ_(oh, ow) g[n, co, oh, ow] ·
 //! x[n, ci, oh·s₀ − p₀ + i·d₀, ow·s₁ − p₁ + j·d₁] (zero outside x).
 
-use burn::backend::Flex;
 use burn::backend::TensorMetadata;
 use burn::backend::flex::FlexTensor;
-use burn::backend::ops::FloatTensorOps;
 use burn::tensor::Shape;
 
-use super::bf16_gemm;
+use super::bf16_gemm::{self, Runs};
 use super::columns::{ColumnSource, Window, batch_columns, rows_per_tile};
 use super::flex::{flex, values};
 use super::strided_gemm::{self, View};
@@ -65,8 +63,12 @@ pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -
     flex(gradient, Shape::new([c_out, c_in, kh, kw]))
 }
 
-/// [`weight_grad`] with bf16 products ([`bf16_tile`] per tile of output
-/// rows).
+/// [`weight_grad`] with bf16 products: dW [C_out × taps] = G · colsᵀ per
+/// tile of output rows, both operands read in place as one run per sample
+/// ([`bf16_gemm::Runs`]), so the sum over the samples is part of the
+/// product's sum along K (in f32). The long dimension (positions) is K;
+/// taps, the wide one, fills the kernel's 32-column panels, where C_out
+/// (16 in the small networks) would leave half of each empty.
 fn bf16_weight_grad(
     source: &ColumnSource,
     g: &[f32],
@@ -77,55 +79,28 @@ fn bf16_weight_grad(
     let [kh, kw] = window.kernel;
     let c_in = source.channels();
     let taps = c_in * kh * kw;
-    let mut total: Option<FlexTensor> = None;
+    let plane = out_h * out_w;
+    let mut gradient = vec![0.0f32; c_out * taps];
     for first in (0..out_h).step_by(tile_rows) {
         let rows = first..(first + tile_rows).min(out_h);
         let width = rows.len() * out_w;
         let cols = batch_columns(source, out_w, window, rows.clone());
-        let mut grad = Vec::with_capacity(n * c_out * width);
-        for s in 0..n {
-            for co in 0..c_out {
-                let plane = (s * c_out + co) * out_h * out_w;
-                grad.extend_from_slice(&g[plane + rows.start * out_w..plane + rows.end * out_w]);
-            }
+        let grad_rows = Runs {
+            rows: c_out,
+            offset: rows.start * out_w,
+            row_stride: plane,
+            runs: n,
+            run_stride: c_out * plane,
+            length: width,
+        };
+        let column_rows =
+            Runs { rows: taps, offset: 0, row_stride: width, runs: n, run_stride: taps * width, length: width };
+        let tile = bf16_gemm::gemm_runs((g, grad_rows), (&cols, column_rows));
+        for (sum, value) in gradient.iter_mut().zip(tile) {
+            *sum += value;
         }
-        let tile = bf16_tile(&cols, &grad, [n, taps, c_out, width]);
-        total = Some(match total {
-            Some(sum) => Flex::float_add(sum, tile),
-            None => tile,
-        });
     }
-    let shape = Shape::new([c_out, c_in, kh, kw]);
-    match total {
-        Some(sum) => Flex::float_reshape(Flex::float_swap_dims(sum, 1, 2), shape),
-        None => flex(vec![0.0; c_out * taps], shape),
-    }
-}
-
-/// One tile's weight gradient [1, taps, C_out] in bf16, computed as its
-/// transpose dWᵀ [C_out × taps] = G · colsᵀ: the output gradients as one
-/// [C_out × (n · width)] matrix (each sample's positions after the
-/// previous one's, so the sum over the samples is part of the product's
-/// sum, in f32), the columns likewise as [taps × (n · width)]. The long
-/// dimension is the sum's and the wide one (taps) fills the kernel's
-/// 32-column panels, where C_out (16 in the small networks) would leave
-/// half of each empty.
-fn bf16_tile(cols: &[f32], grad: &[f32], [n, taps, c_out, width]: [usize; 4]) -> FlexTensor {
-    let long = n * width;
-    let side_by_side = |values: &[f32], rows: usize| {
-        let mut out = vec![0.0f32; rows * long];
-        for s in 0..n {
-            for r in 0..rows {
-                let from = &values[(s * rows + r) * width..(s * rows + r + 1) * width];
-                out[r * long + s * width..r * long + (s + 1) * width].copy_from_slice(from);
-            }
-        }
-        out
-    };
-    let transposed = bf16_gemm::gemm_bt(&side_by_side(grad, c_out), &side_by_side(cols, taps), [c_out, long, taps]);
-    let gradient: Vec<f32> =
-        (0..taps).flat_map(|t| (0..c_out).map(move |co| (t, co))).map(|(t, co)| transposed[co * taps + t]).collect();
-    flex(gradient, Shape::new([1, taps, c_out]))
+    flex(gradient, Shape::new([c_out, c_in, kh, kw]))
 }
 
 #[cfg(test)]
