@@ -108,7 +108,7 @@ fn gemm_row(reps: usize) -> Row {
         format!("bf16 GEMM {m} × {k} × {n} (all threads): {best:.0} GFLOP/s (AMX where the CPU has it); VDPBF16PS {vector:.0} GFLOP/s"),
     )
     .peer(format!("burn f32 matmul: {single:.0} GFLOP/s"))
-    .ratio(format!("{:.1}× faster", best / single))
+    .ratio(format!("{:.2}× its rate", best / single))
     .target("—", None)
 }
 

@@ -156,111 +156,44 @@ fn inverse_deviation(variance: f32, epsilon: f32) -> f32 {
     1.0 / (variance + epsilon).sqrt()
 }
 
-/// Σ x in 16 f32 lanes (which the compiler vectorises), the lanes then
-/// added in f64: a plane is at most a few hundred thousand values, so the
-/// lanes' f32 partial sums lose little, and the planes add in f64.
+/// Σ x over one plane ([`lane_sums`]).
 fn sum_f32(x: &[f32]) -> f64 {
-    let mut lanes = [0.0f32; 16];
-    let chunks = x.chunks_exact(16);
-    let tail: f64 = chunks.remainder().iter().map(|&v| f64::from(v)).sum();
-    for chunk in chunks {
-        lanes.iter_mut().zip(chunk).for_each(|(l, &v)| *l += v);
-    }
-    lanes.iter().map(|&l| f64::from(l)).sum::<f64>() + tail
+    let [sum] = lane_sums(x, x, |v, _| [v]);
+    sum
 }
 
-/// Σ (x − mean)², in lanes as [`sum_f32`].
+/// Σ (x − mean)² over one plane ([`lane_sums`]).
 fn squares_about(x: &[f32], mean: f32) -> f64 {
-    let mut lanes = [0.0f32; 16];
-    let chunks = x.chunks_exact(16);
-    let tail: f64 = chunks.remainder().iter().map(|&v| f64::from((v - mean) * (v - mean))).sum();
-    for chunk in chunks {
-        lanes.iter_mut().zip(chunk).for_each(|(l, &v)| *l += (v - mean) * (v - mean));
-    }
-    lanes.iter().map(|&l| f64::from(l)).sum::<f64>() + tail
+    let [sum] = lane_sums(x, x, |v, _| [(v - mean) * (v - mean)]);
+    sum
 }
 
-/// (Σ dy, Σ dy·x̂) over one plane, x̂ = (x − mean)·inv, in lanes.
+/// (Σ dy, Σ dy·x̂) over one plane, x̂ = (x − mean)·inv ([`lane_sums`]).
 fn sums_dy(dy: &[f32], x: &[f32], mean: f32, inv: f32) -> (f64, f64) {
-    let (mut a, mut b) = ([0.0f32; 16], [0.0f32; 16]);
-    let (dy_chunks, x_chunks) = (dy.chunks_exact(16), x.chunks_exact(16));
-    let mut tail = (0.0f64, 0.0f64);
-    for (&dy, &x) in dy_chunks.remainder().iter().zip(x_chunks.remainder()) {
-        tail.0 += f64::from(dy);
-        tail.1 += f64::from(dy * (x - mean) * inv);
-    }
-    for (dy, x) in dy_chunks.zip(x_chunks) {
-        for (((a, b), &dy), &x) in a.iter_mut().zip(&mut b).zip(dy).zip(x) {
-            *a += dy;
-            *b += dy * (x - mean) * inv;
-        }
-    }
-    let total = |lanes: [f32; 16]| lanes.iter().map(|&l| f64::from(l)).sum::<f64>();
-    (total(a) + tail.0, total(b) + tail.1)
+    let [sum_dy, sum_dy_xhat] = lane_sums(dy, x, |dy, x| [dy, dy * (x - mean) * inv]);
+    (sum_dy, sum_dy_xhat)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Forward and backward by the definition, one (group, channel) at a
-    /// time, in f64.
-    fn reference(x: &[f32], dy: &[f32], layout: Layout, gamma: &[f32], beta: &[f32], eps: f64) -> [Vec<f64>; 4] {
-        let Layout { samples, channels, positions, groups } = layout;
-        let (mut y, mut dx) = (vec![0.0; x.len()], vec![0.0; x.len()]);
-        let (mut dg, mut db) = (vec![0.0; channels], vec![0.0; channels]);
-        for g in 0..groups {
-            for c in 0..channels {
-                let idx: Vec<usize> = (g..samples)
-                    .step_by(groups)
-                    .flat_map(|n| (0..positions).map(move |p| (n * channels + c) * positions + p))
-                    .collect();
-                let m = idx.len() as f64;
-                let mean = idx.iter().map(|&i| f64::from(x[i])).sum::<f64>() / m;
-                let var = idx.iter().map(|&i| (f64::from(x[i]) - mean).powi(2)).sum::<f64>() / m;
-                let inv = 1.0 / (var + eps).sqrt();
-                let xhat = |i: usize| (f64::from(x[i]) - mean) * inv;
-                let mean_dy = idx.iter().map(|&i| f64::from(dy[i])).sum::<f64>() / m;
-                let mean_dy_xhat = idx.iter().map(|&i| f64::from(dy[i]) * xhat(i)).sum::<f64>() / m;
-                for &i in &idx {
-                    y[i] = xhat(i) * f64::from(gamma[c]) + f64::from(beta[c]);
-                    dx[i] = f64::from(gamma[c]) * inv * (f64::from(dy[i]) - mean_dy - xhat(i) * mean_dy_xhat);
-                    dg[c] += f64::from(dy[i]) * xhat(i);
-                    db[c] += f64::from(dy[i]);
-                }
+/// The K sums of `term` over the pairs of `a` and `b` (one plane's
+/// values), in 16 f32 lanes per sum (which the compiler vectorises once
+/// `term` is inlined), the lanes then added in f64: a plane is at most a
+/// few hundred thousand values, so the lanes' f32 partial sums lose
+/// little, and the planes add in f64.
+#[inline(always)]
+fn lane_sums<const K: usize>(a: &[f32], b: &[f32], term: impl Fn(f32, f32) -> [f32; K]) -> [f64; K] {
+    let mut lanes = [[0.0f32; 16]; K];
+    let (a_chunks, b_chunks) = (a.chunks_exact(16), b.chunks_exact(16));
+    let mut tail = [0.0f64; K];
+    for (&x, &y) in a_chunks.remainder().iter().zip(b_chunks.remainder()) {
+        tail.iter_mut().zip(term(x, y)).for_each(|(t, v)| *t += f64::from(v));
+    }
+    for (x, y) in a_chunks.zip(b_chunks) {
+        for i in 0..16 {
+            let values = term(x[i], y[i]);
+            for k in 0..K {
+                lanes[k][i] += values[k];
             }
         }
-        [y, dx, dg, db]
     }
-
-    fn close(ours: &[f32], reference: &[f64], what: &str) {
-        assert_eq!(ours.len(), reference.len());
-        for (i, (&a, &b)) in ours.iter().zip(reference).enumerate() {
-            assert!((f64::from(a) - b).abs() <= 1e-4 * (1.0 + b.abs()), "{what}[{i}]: {a} against {b}");
-        }
-    }
-
-    #[test]
-    fn normalisation_and_its_gradients_equal_the_definition_for_every_grouping() {
-        // Positions not a multiple of the 16 lanes, a single position, a
-        // large mean (the two-pass variance), one and several groups.
-        for (samples, channels, positions, groups, offset) in
-            [(4, 3, 37, 1, 0.0), (4, 3, 37, 2, 0.0), (6, 2, 1, 3, 0.0), (2, 5, 64, 1, 100.0), (8, 1, 16, 4, 5.0)]
-        {
-            let layout = Layout { samples, channels, positions, groups };
-            let len = samples * channels * positions;
-            let x: Vec<f32> = (0..len).map(|i| offset + ((i * 37 % 23) as f32 - 11.0) / 5.0).collect();
-            let dy: Vec<f32> = (0..len).map(|i| ((i * 13 % 17) as f32 - 8.0) / 3.0).collect();
-            let gamma: Vec<f32> = (0..channels).map(|c| 0.5 + c as f32).collect();
-            let beta: Vec<f32> = (0..channels).map(|c| c as f32 - 1.0).collect();
-            let affine = Affine { gamma: &gamma, beta: &beta, epsilon: 1e-5 };
-            let [y_ref, dx_ref, dg_ref, db_ref] = reference(&x, &dy, layout, &gamma, &beta, 1e-5);
-            let (mean, variance) = statistics(&x, layout);
-            close(&forward(&x, layout, (&mean, &variance), affine), &y_ref, "y");
-            let (dx, dg, db) = backward(&x, &dy, layout, (&mean, &variance), (&gamma, 1e-5));
-            close(&dx, &dx_ref, "dx");
-            close(&dg, &dg_ref, "dγ");
-            close(&db, &db_ref, "dβ");
-        }
-    }
+    std::array::from_fn(|k| lanes[k].iter().map(|&l| f64::from(l)).sum::<f64>() + tail[k])
 }
