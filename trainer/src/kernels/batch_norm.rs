@@ -197,3 +197,69 @@ fn lane_sums<const K: usize>(a: &[f32], b: &[f32], term: impl Fn(f32, f32) -> [f
     }
     std::array::from_fn(|k| lanes[k].iter().map(|&l| f64::from(l)).sum::<f64>() + tail[k])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Forward and backward by the definition, one (group, channel) at a
+    /// time, in f64.
+    fn reference(x: &[f32], dy: &[f32], layout: Layout, gamma: &[f32], beta: &[f32], eps: f64) -> [Vec<f64>; 4] {
+        let Layout { samples, channels, positions, groups } = layout;
+        let (mut y, mut dx) = (vec![0.0; x.len()], vec![0.0; x.len()]);
+        let (mut dg, mut db) = (vec![0.0; channels], vec![0.0; channels]);
+        for g in 0..groups {
+            for c in 0..channels {
+                let idx: Vec<usize> = (g..samples)
+                    .step_by(groups)
+                    .flat_map(|n| (0..positions).map(move |p| (n * channels + c) * positions + p))
+                    .collect();
+                let m = idx.len() as f64;
+                let mean = idx.iter().map(|&i| f64::from(x[i])).sum::<f64>() / m;
+                let var = idx.iter().map(|&i| (f64::from(x[i]) - mean).powi(2)).sum::<f64>() / m;
+                let inv = 1.0 / (var + eps).sqrt();
+                let xhat = |i: usize| (f64::from(x[i]) - mean) * inv;
+                let mean_dy = idx.iter().map(|&i| f64::from(dy[i])).sum::<f64>() / m;
+                let mean_dy_xhat = idx.iter().map(|&i| f64::from(dy[i]) * xhat(i)).sum::<f64>() / m;
+                for &i in &idx {
+                    y[i] = xhat(i) * f64::from(gamma[c]) + f64::from(beta[c]);
+                    dx[i] = f64::from(gamma[c]) * inv * (f64::from(dy[i]) - mean_dy - xhat(i) * mean_dy_xhat);
+                    dg[c] += f64::from(dy[i]) * xhat(i);
+                    db[c] += f64::from(dy[i]);
+                }
+            }
+        }
+        [y, dx, dg, db]
+    }
+
+    fn close(ours: &[f32], reference: &[f64], what: &str) {
+        assert_eq!(ours.len(), reference.len());
+        for (i, (&a, &b)) in ours.iter().zip(reference).enumerate() {
+            assert!((f64::from(a) - b).abs() <= 1e-4 * (1.0 + b.abs()), "{what}[{i}]: {a} against {b}");
+        }
+    }
+
+    #[test]
+    fn normalisation_and_its_gradients_equal_the_definition_for_every_grouping() {
+        // Positions not a multiple of the 16 lanes, a single position, a
+        // large mean (the two-pass variance), one and several groups.
+        for (samples, channels, positions, groups, offset) in
+            [(4, 3, 37, 1, 0.0), (4, 3, 37, 2, 0.0), (6, 2, 1, 3, 0.0), (2, 5, 64, 1, 100.0), (8, 1, 16, 4, 5.0)]
+        {
+            let layout = Layout { samples, channels, positions, groups };
+            let len = samples * channels * positions;
+            let x: Vec<f32> = (0..len).map(|i| offset + ((i * 37 % 23) as f32 - 11.0) / 5.0).collect();
+            let dy: Vec<f32> = (0..len).map(|i| ((i * 13 % 17) as f32 - 8.0) / 3.0).collect();
+            let gamma: Vec<f32> = (0..channels).map(|c| 0.5 + c as f32).collect();
+            let beta: Vec<f32> = (0..channels).map(|c| c as f32 - 1.0).collect();
+            let affine = Affine { gamma: &gamma, beta: &beta, epsilon: 1e-5 };
+            let [y_ref, dx_ref, dg_ref, db_ref] = reference(&x, &dy, layout, &gamma, &beta, 1e-5);
+            let (mean, variance) = statistics(&x, layout);
+            close(&forward(&x, layout, (&mean, &variance), affine), &y_ref, "y");
+            let (dx, dg, db) = backward(&x, &dy, layout, (&mean, &variance), (&gamma, 1e-5));
+            close(&dx, &dx_ref, "dx");
+            close(&dg, &dg_ref, "dγ");
+            close(&db, &db_ref, "dβ");
+        }
+    }
+}
