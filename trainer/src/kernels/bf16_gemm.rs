@@ -291,6 +291,20 @@ pub fn gemm(a: &[f32], b: &[f32], dims: [usize; 3]) -> Vec<f32> {
     gemm_on(Path::best(), a, b, dims)
 }
 
+/// [`gemm`] written into `out` instead: C's row i over `out[at + i ·
+/// row_stride..][..n]` (one sample's channels in an NCHW output, say),
+/// what lies between the rows untouched. Panics if a row overlaps the
+/// next or the last reaches past `out`.
+pub fn gemm_into(a: &[f32], b: &[f32], [m, k, n]: [usize; 3], (out, at, row_stride): (&mut [f32], usize, usize)) {
+    let path = Path::best();
+    assert_eq!(a.len(), m * k, "A holds {} values, not {m} × {k}", a.len());
+    assert_eq!(b.len(), k * n, "B holds {} values, not {k} × {n}", b.len());
+    let fits = m == 0 || n == 0 || (row_stride >= n && at + (m - 1) * row_stride + n <= out.len());
+    assert!(fits, "C's {m} rows of {n} at {at}, {row_stride} apart, do not fit {} values", out.len());
+    let b_packed = pack_panels(b, [k, n], path.lanes(k.div_ceil(2)), path != Path::Portable);
+    gemm_with((a, Runs::matrix(m, k)), &b_packed, n, path, (out, at, row_stride));
+}
+
 /// [`gemm`] with B given transposed: `b_t` [n × k], row-major.
 pub fn gemm_bt(a: &[f32], b_t: &[f32], [m, k, n]: [usize; 3]) -> Vec<f32> {
     gemm_runs((a, Runs::matrix(m, k)), (b_t, Runs::matrix(n, k)))
@@ -309,7 +323,9 @@ fn gemm_runs_on(path: Path, (a, a_runs): (&[f32], Runs), (b_t, b_runs): (&[f32],
     assert!(b_runs.within(b_t.len()), "{b_runs:?} reaches past Bᵀ's {} values", b_t.len());
     let lanes = path.lanes(b_runs.pairs());
     let b_packed = pack_panels_of_rows(b_t, &b_runs, lanes, path != Path::Portable);
-    gemm_with((a, a_runs), &b_packed, b_runs.rows, path)
+    let mut out = vec![0.0f32; a_runs.rows * b_runs.rows];
+    gemm_with((a, a_runs), &b_packed, b_runs.rows, path, (&mut out, 0, b_runs.rows));
+    out
 }
 
 /// [`gemm`] on `VDPBF16PS` even where AMX tiles are available (the
@@ -329,7 +345,9 @@ fn gemm_on(path: Path, a: &[f32], b: &[f32], [m, k, n]: [usize; 3]) -> Vec<f32> 
     assert_eq!(a.len(), m * k, "A holds {} values, not {m} × {k}", a.len());
     assert_eq!(b.len(), k * n, "B holds {} values, not {k} × {n}", b.len());
     let b_packed = pack_panels(b, [k, n], path.lanes(k.div_ceil(2)), path != Path::Portable);
-    gemm_with((a, Runs::matrix(m, k)), &b_packed, n, path)
+    let mut out = vec![0.0f32; m * n];
+    gemm_with((a, Runs::matrix(m, k)), &b_packed, n, path, (&mut out, 0, n));
+    out
 }
 
 /// The AVX512_BF16 micro-kernel if `vector` (the CPU computes bf16
@@ -372,7 +390,13 @@ fn portable_kernel(c: &mut [f32], (a, lda): (&[u32], usize), b: &[u32], rows: us
 /// rows MR at a time, each adding to the panel's accumulated sums (so
 /// every output is summed over k in order). AMX: blocks of 32 rows (A
 /// padded with zero rows), each summed over all of k on four tiles.
-fn gemm_with((a, a_runs): (&[f32], Runs), b_packed: &[u32], n: usize, path: Path) -> Vec<f32> {
+fn gemm_with(
+    (a, a_runs): (&[f32], Runs),
+    b_packed: &[u32],
+    n: usize,
+    path: Path,
+    (out, at, row_stride): (&mut [f32], usize, usize),
+) {
     let (m, lanes, rows) = (a_runs.rows, path.lanes(a_runs.pairs()), path.rows(a_runs.rows));
     let a_packed = pack_rows(a, &a_runs, [rows, lanes], path != Path::Portable);
     let panels = n.div_ceil(NR);
@@ -407,16 +431,15 @@ fn gemm_with((a, a_runs): (&[f32], Runs), b_packed: &[u32], n: usize, path: Path
         }
     };
     blocks.par_chunks_mut((rows * NR).max(1)).enumerate().for_each(|(panel, c)| per_panel(panel, c));
-    let mut out = vec![0.0f32; m * n];
     for panel in 0..panels {
         let first = panel * NR;
         let width = NR.min(n - first);
         for i in 0..m {
             let from = &blocks[panel * rows * NR + i * NR..panel * rows * NR + i * NR + width];
-            out[i * n + first..i * n + first + width].copy_from_slice(from);
+            let to = at + i * row_stride + first;
+            out[to..to + width].copy_from_slice(from);
         }
     }
-    out
 }
 
 // AMX from stable Rust: the tile instructions by inline assembly (their

@@ -38,17 +38,14 @@ pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, [out_h,
         return flex(y, Shape::new([n, c_out, out_h, out_w]));
     }
     let source = ColumnSource::new(&x, [n, c_in, h, w], window);
-    let matrix = Flex::float_reshape(weight.clone(), Shape::new([1, c_out, taps]));
-    let in_bf16 = bf16_gemm::native_here();
-    let weights = if in_bf16 { values(weight) } else { std::borrow::Cow::Borrowed(&[][..]) };
     let tile_rows = rows_per_tile(n * taps * out_w, out_h);
+    if bf16_gemm::native_here() {
+        return bf16_forward(&source, &values(weight), [n, c_out, out_h, out_w], tile_rows, window);
+    }
+    let matrix = Flex::float_reshape(weight.clone(), Shape::new([1, c_out, taps]));
     let product = |rows: std::ops::Range<usize>| {
         let width = rows.len() * out_w;
         let cols = batch_columns(&source, out_w, window, rows);
-        if in_bf16 {
-            let per_sample = cols.chunks(taps * width).flat_map(|c| bf16_gemm::gemm(&weights, c, [c_out, taps, width]));
-            return flex(per_sample.collect(), Shape::new([n, c_out, width]));
-        }
         Flex::float_matmul(matrix.clone(), flex(cols, Shape::new([n, taps, width])))
     };
     if tile_rows >= out_h {
@@ -64,6 +61,30 @@ pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, [out_h,
         for (k, part) in tile.chunks(width).enumerate() {
             let at = k * plane + rows.start * out_w;
             y[at..at + width].copy_from_slice(part);
+        }
+    }
+    flex(y, Shape::new([n, c_out, out_h, out_w]))
+}
+
+/// [`forward`] with bf16 products: each sample's product of a tile of
+/// output rows written where it lies in the output ([`bf16_gemm::gemm_into`]).
+fn bf16_forward(
+    source: &ColumnSource,
+    weights: &[f32],
+    [n, c_out, out_h, out_w]: [usize; 4],
+    tile_rows: usize,
+    window: &Window,
+) -> FlexTensor {
+    let taps = weights.len() / c_out.max(1);
+    let plane = out_h * out_w;
+    let mut y = vec![0.0f32; n * c_out * plane];
+    for first in (0..out_h).step_by(tile_rows.max(1)) {
+        let rows = first..(first + tile_rows).min(out_h);
+        let width = rows.len() * out_w;
+        let cols = batch_columns(source, out_w, window, rows.clone());
+        for (s, columns) in cols.chunks((taps * width).max(1)).enumerate() {
+            let at = s * c_out * plane + rows.start * out_w;
+            bf16_gemm::gemm_into(weights, columns, [c_out, taps, width], (&mut y, at, plane));
         }
     }
     flex(y, Shape::new([n, c_out, out_h, out_w]))
