@@ -389,7 +389,7 @@ fn portable_kernel(c: &mut [f32], (a, lda): (&[u32], usize), b: &[u32], rows: us
 /// Portable and AVX-512: within a panel, blocks of KC pairs in order and
 /// rows MR at a time, each adding to the panel's accumulated sums (so
 /// every output is summed over k in order). AMX: blocks of 32 rows (A
-/// padded with zero rows), each summed over all of k on four tiles.
+/// padded with zero rows) on four tiles, [`amx_panels`].
 fn gemm_with(
     (a, a_runs): (&[f32], Runs),
     b_packed: &[u32],
@@ -402,23 +402,13 @@ fn gemm_with(
     let panels = n.div_ceil(NR);
     // Each panel's outputs as rows × NR, copied into C at the end.
     let mut blocks = vec![0.0f32; panels * rows * NR];
+    #[cfg(target_arch = "x86_64")]
+    if path == Path::Amx {
+        amx_panels(&mut blocks, &a_packed, b_packed, [rows, lanes, panels]);
+        return copy_panels(&blocks, [m, rows, n], (out, at, row_stride));
+    }
     let per_panel = |panel: usize, c: &mut [f32]| {
         let b_panel = &b_packed[panel * lanes * NR..(panel + 1) * lanes * NR];
-        #[cfg(target_arch = "x86_64")]
-        if path == Path::Amx {
-            for first_row in (0..rows).step_by(32) {
-                let c = &mut c[first_row * NR..(first_row + 32) * NR];
-                // SAFETY: `Path::best` chose AMX only where the CPU has it
-                // and the kernel granted this process its tile state; A
-                // holds 32 rows of `lanes` (a multiple of 16) from here, the
-                // panel `lanes` × 32 lanes, C 32 rows of 32 sums.
-                #[allow(unsafe_code)]
-                unsafe {
-                    amx::block(c, &a_packed[first_row * lanes..(first_row + 32) * lanes], b_panel, lanes);
-                }
-            }
-            return;
-        }
         let kernel = kernel_for(path == Path::Avx512);
         for first_pair in (0..lanes).step_by(KC) {
             let block = KC.min(lanes - first_pair);
@@ -431,7 +421,12 @@ fn gemm_with(
         }
     };
     blocks.par_chunks_mut((rows * NR).max(1)).enumerate().for_each(|(panel, c)| per_panel(panel, c));
-    for panel in 0..panels {
+    copy_panels(&blocks, [m, rows, n], (out, at, row_stride));
+}
+
+/// C's rows out of the panels' sums (`rows` × NR each, panel after panel).
+fn copy_panels(blocks: &[f32], [m, rows, n]: [usize; 3], (out, at, row_stride): (&mut [f32], usize, usize)) {
+    for panel in 0..n.div_ceil(NR) {
         let first = panel * NR;
         let width = NR.min(n - first);
         for i in 0..m {
@@ -440,6 +435,50 @@ fn gemm_with(
             out[to..to + width].copy_from_slice(from);
         }
     }
+}
+
+/// Lanes of K the AMX path multiplies a block of at a time: 32 rows of A
+/// (32 KiB) and a panel's 32 columns of B (32 KiB) stay in L1/L2 while
+/// every panel of a task passes over them.
+const AMX_KC: usize = 256;
+
+/// The AMX path of [`gemm_with`]: the panels in a few contiguous tasks
+/// (two per thread), each task taking K a block at a time across all its
+/// panels, the sums carried from block to block in C. A is then read
+/// from memory once per task rather than once per panel, which is what
+/// bounds a product with few rows and a long K (a weight gradient's).
+#[cfg(target_arch = "x86_64")]
+fn amx_panels(blocks: &mut [f32], a_packed: &[u32], b_packed: &[u32], [rows, lanes, panels]: [usize; 3]) {
+    let per_task = panels.div_ceil(2 * rayon::current_num_threads()).max(1);
+    blocks.par_chunks_mut((rows * NR * per_task).max(1)).enumerate().for_each(|(task, c)| {
+        let first_panel = task * per_task;
+        for first_lane in (0..lanes).step_by(AMX_KC) {
+            let block = AMX_KC.min(lanes - first_lane);
+            for (i, c) in c.chunks_mut(rows * NR).enumerate() {
+                let panel = first_panel + i;
+                let b_block = &b_packed[(panel * lanes + first_lane) * NR..(panel + 1) * lanes * NR];
+                for first_row in (0..rows).step_by(32) {
+                    let a_rows = &a_packed[first_row * lanes + first_lane..];
+                    // SAFETY: `Path::best` chose AMX only where the CPU has
+                    // it and the kernel granted this process its tile
+                    // state; `lanes` and AMX_KC are multiples of 16, so is
+                    // `block`; A holds 32 rows of `lanes` from `first_row`,
+                    // of which `block` from `first_lane`; the panel holds
+                    // `block` × NR lanes from `first_lane`; C 32 rows of NR.
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        amx::block(
+                            &mut c[first_row * NR..(first_row + 32) * NR],
+                            (a_rows, lanes),
+                            b_block,
+                            block,
+                            first_lane > 0,
+                        );
+                    }
+                }
+            }
+        }
+    });
 }
 
 // AMX from stable Rust: the tile instructions by inline assembly (their
@@ -480,26 +519,43 @@ mod amx {
         rows: [u8; 16],
     }
 
-    /// C (32 rows of NR = 32 sums, zero on entry) = A · B on tiles 0-3
-    /// (C's quarters), 4-5 (A's row halves) and 6-7 (B's column halves),
-    /// 16 pairs of k a step.
+    /// C (32 rows of NR = 32 sums) = A · B, or C + A · B if
+    /// `accumulate`, on tiles 0-3 (C's quarters), 4-5 (A's row halves) and
+    /// 6-7 (B's column halves), 16 pairs of k a step.
     ///
     /// # Safety
-    /// AMX must be [`available`]; `a` holds 32 rows of `lanes` (a
-    /// multiple of 16) lanes, `b` `lanes` × NR lanes, `c` 32 × NR sums.
-    pub(super) unsafe fn block(c: &mut [f32], a: &[u32], b: &[u32], lanes: usize) {
-        assert!(lanes.is_multiple_of(16) && a.len() >= 32 * lanes && b.len() >= lanes * NR && c.len() >= 32 * NR);
+    /// AMX must be [`available`]; `a` holds 32 rows `lda` lanes apart of
+    /// `lanes` (a multiple of 16) lanes each, `b` `lanes` × NR lanes, `c`
+    /// 32 × NR sums.
+    pub(super) unsafe fn block(c: &mut [f32], (a, lda): (&[u32], usize), b: &[u32], lanes: usize, accumulate: bool) {
+        assert!(lanes.is_multiple_of(16) && lda >= lanes && a.len() >= 31 * lda + lanes);
+        assert!(b.len() >= lanes * NR && c.len() >= 32 * NR);
         let mut config =
             TileConfig { palette: 1, start_row: 0, reserved: [0; 14], bytes_per_row: [0; 16], rows: [0; 16] };
         config.bytes_per_row[..8].fill(64);
         config.rows[..8].fill(16);
-        let (lda, row) = (lanes * 4, NR * 4);
+        let (lda_bytes, row) = (lda * 4, NR * 4);
         let (a, b, c) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
         // SAFETY: the loads read 16 rows of 64 bytes at the given strides,
         // within the slices as asserted; the stores write C's 32 × 32.
         unsafe {
             asm!("ldtilecfg [{}]", in(reg) &config as *const TileConfig, options(nostack));
-            asm!("tilezero tmm0", "tilezero tmm1", "tilezero tmm2", "tilezero tmm3", options(nostack));
+            if accumulate {
+                asm!(
+                    "tileloadd tmm0, [{c0} + {row}*1]",
+                    "tileloadd tmm1, [{c1} + {row}*1]",
+                    "tileloadd tmm2, [{c2} + {row}*1]",
+                    "tileloadd tmm3, [{c3} + {row}*1]",
+                    c0 = in(reg) c,
+                    c1 = in(reg) c.add(16),
+                    c2 = in(reg) c.add(16 * NR),
+                    c3 = in(reg) c.add(16 * NR + 16),
+                    row = in(reg) row,
+                    options(nostack),
+                );
+            } else {
+                asm!("tilezero tmm0", "tilezero tmm1", "tilezero tmm2", "tilezero tmm3", options(nostack));
+            }
             for first in (0..lanes).step_by(16) {
                 asm!(
                     "tileloadd tmm4, [{a0} + {lda}*1]",
@@ -511,10 +567,10 @@ mod amx {
                     "tdpbf16ps tmm2, tmm5, tmm6",
                     "tdpbf16ps tmm3, tmm5, tmm7",
                     a0 = in(reg) a.add(first),
-                    a1 = in(reg) a.add(16 * lanes + first),
+                    a1 = in(reg) a.add(16 * lda + first),
                     b0 = in(reg) b.add(first * NR),
                     b1 = in(reg) b.add(first * NR + 16),
-                    lda = in(reg) lda,
+                    lda = in(reg) lda_bytes,
                     row = in(reg) row,
                     options(nostack),
                 );
