@@ -17,6 +17,23 @@
 //! gives its results bit for bit; AMX adds within a tile in the
 //! hardware's order, within f32 rounding of the same sums.
 //!
+//! The operands need not be whole matrices: [`gemm_runs`] reads rows made
+//! of runs (one per sample, say) where they lie in larger buffers
+//! ([`Runs`]), and [`gemm_into`] writes C's rows into one, so the
+//! convolutions hand over their buffers without copying them first.
+//!
+//! ```
+//! use trainer::kernels::bf16_gemm::{Runs, gemm_runs};
+//!
+//! // One row of A and two rows of Bᵀ, each two runs of 2 values (one run
+//! // per sample); the product sums over both runs.
+//! let a = [1.0, 2.0, 9.0, 3.0, 4.0]; // runs at 0 and 3; the 9 is not read
+//! let a_runs = Runs { rows: 1, offset: 0, row_stride: 0, runs: 2, run_stride: 3, length: 2 };
+//! let b_t = [1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0]; // run, then row
+//! let b_runs = Runs { rows: 2, offset: 0, row_stride: 2, runs: 2, run_stride: 4, length: 2 };
+//! assert_eq!(gemm_runs((&a, a_runs), (&b_t, b_runs)), [10.0, 5.0]);
+//! ```
+//!
 //! burn's bf16 matmul converts to f32 and multiplies there (burn-flex
 //! 0.22), and the `gemm` crate has no bf16 dot-product kernel, which is
 //! why this one is written here.
