@@ -312,8 +312,17 @@ pub fn gemm(a: &[f32], b: &[f32], dims: [usize; 3]) -> Vec<f32> {
 /// row_stride..][..n]` (one sample's channels in an NCHW output, say),
 /// what lies between the rows untouched. Panics if a row overlaps the
 /// next or the last reaches past `out`.
-pub fn gemm_into(a: &[f32], b: &[f32], [m, k, n]: [usize; 3], (out, at, row_stride): (&mut [f32], usize, usize)) {
-    let path = Path::best();
+pub fn gemm_into(a: &[f32], b: &[f32], dims: [usize; 3], out: (&mut [f32], usize, usize)) {
+    gemm_into_on(Path::best(), a, b, dims, out);
+}
+
+fn gemm_into_on(
+    path: Path,
+    a: &[f32],
+    b: &[f32],
+    [m, k, n]: [usize; 3],
+    (out, at, row_stride): (&mut [f32], usize, usize),
+) {
     assert_eq!(a.len(), m * k, "A holds {} values, not {m} × {k}", a.len());
     assert_eq!(b.len(), k * n, "B holds {} values, not {k} × {n}", b.len());
     let fits = m == 0 || n == 0 || (row_stride >= n && at + (m - 1) * row_stride + n <= out.len());
@@ -359,11 +368,8 @@ pub fn gemm_portable(a: &[f32], b: &[f32], dims: [usize; 3]) -> Vec<f32> {
 }
 
 fn gemm_on(path: Path, a: &[f32], b: &[f32], [m, k, n]: [usize; 3]) -> Vec<f32> {
-    assert_eq!(a.len(), m * k, "A holds {} values, not {m} × {k}", a.len());
-    assert_eq!(b.len(), k * n, "B holds {} values, not {k} × {n}", b.len());
-    let b_packed = pack_panels(b, [k, n], path.lanes(k.div_ceil(2)), path != Path::Portable);
     let mut out = vec![0.0f32; m * n];
-    gemm_with((a, Runs::matrix(m, k)), &b_packed, n, path, (&mut out, 0, n));
+    gemm_into_on(path, a, b, [m, k, n], (&mut out, 0, n));
     out
 }
 
@@ -556,6 +562,8 @@ mod amx {
         // SAFETY: the loads read 16 rows of 64 bytes at the given strides,
         // within the slices as asserted; the stores write C's 32 × 32.
         unsafe {
+            // C's four 16 × 16 quarters, tiles 0-3.
+            let [c0, c1, c2, c3] = [c, c.add(16), c.add(16 * NR), c.add(16 * NR + 16)];
             asm!("ldtilecfg [{}]", in(reg) &config as *const TileConfig, options(nostack));
             if accumulate {
                 asm!(
@@ -563,10 +571,10 @@ mod amx {
                     "tileloadd tmm1, [{c1} + {row}*1]",
                     "tileloadd tmm2, [{c2} + {row}*1]",
                     "tileloadd tmm3, [{c3} + {row}*1]",
-                    c0 = in(reg) c,
-                    c1 = in(reg) c.add(16),
-                    c2 = in(reg) c.add(16 * NR),
-                    c3 = in(reg) c.add(16 * NR + 16),
+                    c0 = in(reg) c0,
+                    c1 = in(reg) c1,
+                    c2 = in(reg) c2,
+                    c3 = in(reg) c3,
                     row = in(reg) row,
                     options(nostack),
                 );
@@ -598,10 +606,10 @@ mod amx {
                 "tilestored [{c2} + {row}*1], tmm2",
                 "tilestored [{c3} + {row}*1], tmm3",
                 "tilerelease",
-                c0 = in(reg) c,
-                c1 = in(reg) c.add(16),
-                c2 = in(reg) c.add(16 * NR),
-                c3 = in(reg) c.add(16 * NR + 16),
+                c0 = in(reg) c0,
+                c1 = in(reg) c1,
+                c2 = in(reg) c2,
+                c3 = in(reg) c3,
                 row = in(reg) row,
                 options(nostack),
             );
