@@ -45,6 +45,9 @@ CLIPPY_BUILD := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-D__CLIPPY_HAC
 # No incremental compilation in the test build: a clean build (CI's) gains
 # nothing from it and its cache took 1.2 GB of target/ beside 3 GB of
 # artefacts, on CI machines whose disk the Python venv also has to fit on.
+# The Python tests' requirements (torch, TensorFlow, pyprob: about 3.5
+# minutes of downloading and unpacking) install beside the cargo build, which
+# is bound by the cores, not the network; their log follows the build's.
 test: export CARGO_INCREMENTAL := 0
 # Every test that cannot run here appends a line (test: why) to this file;
 # the run ends with their count and reasons.
@@ -52,7 +55,13 @@ test: export STAGEHAND_SKIP_LOG := $(CURDIR)/target/skipped-tests.log
 test: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) fmt --manifest-path fuzz/Cargo.toml -- --check
-	$(CLIPPY_BUILD) $(CARGO) build --workspace --all-targets
+	@mkdir -p target
+	bash python/setup-venv.sh --requirements-only > target/python-requirements.log 2>&1 \
+		&& bash python/setup-pyprob-venv.sh >> target/python-requirements.log 2>&1 & venvs=$$!; \
+	$(CLIPPY_BUILD) $(CARGO) build --workspace --all-targets; built=$$?; \
+	wait $$venvs; installed=$$?; cat target/python-requirements.log; \
+	[ $$installed -eq 0 ] || echo "make test: installing the Python test requirements failed (above)" >&2; \
+	[ $$built -eq 0 ] && [ $$installed -eq 0 ]
 	rm -f "$$STAGEHAND_SKIP_LOG"
 	$(CLIPPY_BUILD) $(CARGO) test --workspace
 	$(MAKE) test-python

@@ -4,8 +4,16 @@
 # deploy/pip-install-torch.sh), then installs the package from this
 # checkout with `pip install ./python`, as a user would. Idempotent: the
 # requirements are installed once; the package is rebuilt every time (cargo
-# rebuilds only what changed).
+# rebuilds only what changed). With `--requirements-only` it stops before
+# the package: `make test` runs that part beside its cargo build (the
+# downloads need the network, not the cores the compiler is using).
 set -euo pipefail
+requirements_only=false
+case "${1:-}" in
+    --requirements-only) requirements_only=true ;;
+    "") ;;
+    *) echo "python/setup-venv: unknown argument '$1' (the one option is --requirements-only)" >&2; exit 2 ;;
+esac
 here="$(cd "$(dirname "$0")" && pwd)"
 venv="$here/.venv"
 if [ ! -x "$venv/bin/python" ]; then
@@ -24,6 +32,10 @@ if ! "$venv/bin/python" -c "import maturin, numpy, pytest, h5py, lmdb, torch, te
     # DLIO without the requirements its CPU workloads never import (see
     # requirements-test.txt and docs/dlio.md).
     "$venv/bin/pip" install -q --no-cache-dir --no-compile --no-deps dlio_benchmark==2.0.0
+fi
+if $requirements_only; then
+    echo "python/setup-venv: requirements ready in $venv"
+    exit 0
 fi
 # The compiled half is built in cargo's `release` profile, as `pip install`
 # builds it for a user. `make test` asks for `dev`
