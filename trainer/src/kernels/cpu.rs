@@ -138,6 +138,33 @@ pub fn force(path: KernelPath) -> Result<(), Unsupported> {
     Ok(())
 }
 
+/// Makes this thread's floating-point arithmetic flush denormal results to
+/// zero and read denormal operands as zero (MXCSR's FTZ and DAZ bits on
+/// x86-64; nothing elsewhere). A product with a denormal operand or result
+/// takes a microcode assist of about a hundred cycles on Intel cores: a
+/// CosmoGAN step whose discriminator saturated, its gradients denormal,
+/// took ten times as long as the others. Values that small are below what
+/// training resolves; TensorFlow runs its kernels with the same two bits
+/// set (its `ScopedFlushDenormal`).
+pub fn flush_denormals() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        /// FTZ (bit 15) and DAZ (bit 6): Intel SDM vol. 1, §10.2.3.
+        const FTZ_DAZ: u32 = (1 << 15) | (1 << 6);
+        let mut control: u32 = 0;
+        // SAFETY: STMXCSR stores the 32-bit register into `control`, which
+        // lives for the instruction; LDMXCSR loads it back with the two
+        // mode bits set (reserved bits unchanged, so no #GP). Only this
+        // thread's denormal modes change.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::arch::asm!("stmxcsr [{0}]", in(reg) &mut control, options(nostack, preserves_flags));
+            control |= FTZ_DAZ;
+            std::arch::asm!("ldmxcsr [{0}]", in(reg) &control, options(nostack, preserves_flags));
+        }
+    }
+}
+
 /// `wide!(name, body, (args))` defines `name(args)`, which runs `body(args)`
 /// (an `#[inline(always)]` function, so
 /// compiled into each version) built for the [`KernelPath`] that
@@ -176,3 +203,25 @@ macro_rules! wide {
     };
 }
 pub(crate) use wide;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::hint::black_box;
+
+    /// A quarter of the smallest normal f32: denormal under IEEE rules.
+    fn denormal_product() -> f32 {
+        black_box(f32::MIN_POSITIVE) * black_box(0.25)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_pools_threads_flush_denormal_products_to_zero_and_other_threads_keep_them() {
+        let flushed = super::super::on_pool(|| rayon::broadcast(|_| denormal_product()));
+        assert_eq!(flushed.len(), rayon::current_num_threads());
+        assert!(flushed.iter().all(|&v| v == 0.0), "{flushed:?}");
+        let elsewhere = std::thread::spawn(denormal_product).join().unwrap();
+        assert!(elsewhere > 0.0 && elsewhere < f32::MIN_POSITIVE, "a thread of its own keeps IEEE rules: {elsewhere}");
+    }
+}

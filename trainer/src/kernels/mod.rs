@@ -29,6 +29,7 @@ pub mod columns;
 pub mod conv2d_forward;
 pub mod conv2d_grad;
 mod conv_shape;
+pub mod conv_transpose2d;
 pub mod cpu;
 pub mod direct_conv;
 mod direct_conv2d;
@@ -59,7 +60,15 @@ pub use precision::Precision;
 /// else may then hand the pool work that this thread waits for (the
 /// loader's workers and the allreduce thread use no rayon): with a pool
 /// of one thread that would never run.
+///
+/// The pool's threads flush denormals to zero from the first call on
+/// ([`cpu::flush_denormals`]): every thread that runs a kernel is one of
+/// them.
 pub fn on_pool<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    static FLUSHING: std::sync::Once = std::sync::Once::new();
+    FLUSHING.call_once(|| {
+        rayon::broadcast(|_| cpu::flush_denormals());
+    });
     rayon::scope(|_| work())
 }
 
