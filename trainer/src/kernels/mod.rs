@@ -29,6 +29,7 @@ pub mod columns;
 pub mod conv2d_forward;
 pub mod conv2d_grad;
 mod conv_shape;
+pub mod conv_transpose2d;
 pub mod cpu;
 pub mod direct_conv;
 mod direct_conv2d;

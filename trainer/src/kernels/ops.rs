@@ -21,6 +21,7 @@ use burn::tensor::{DType, FloatDType, Shape};
 
 use super::batch_norm;
 use super::columns::Window;
+use super::conv_transpose2d;
 use super::conv2d_forward;
 use super::conv2d_grad;
 use super::direct_conv::{self, ConvShape, PaddedInput};
@@ -335,6 +336,10 @@ impl KernelOps for Flex {
         conv2d_flex(x, weight, options)
     }
 
+    fn conv_transpose2d_unbiased(x: FlexTensor, weight: FlexTensor, options: ConvTransposeOptions<2>) -> FlexTensor {
+        conv_transpose2d_flex(&x, &weight, &options)
+    }
+
     fn round_to(x: FlexTensor, precision: Precision) -> FlexTensor {
         round_flex(x, precision)
     }
@@ -417,18 +422,71 @@ impl Backward<Flex, 2> for Conv2dBackward {
 /// convolution of the output gradient with the kernel flipped in space and
 /// its channel axes swapped (padding d·(k−1) − p on each side), which
 /// burn-flex runs as columns times a matrix; otherwise burn's transposed
-/// convolution, which adds every column back into place one tap at a time.
+/// convolution, which adds every column back into place one tap at a time
+/// (ours, [`conv_transpose2d`], where it applies), as large as the input.
 fn conv2d_input_grad(x: FlexTensor, weight: FlexTensor, out_grad: FlexTensor, options: ConvOptions<2>) -> FlexTensor {
     let w = weight.shape();
     let reach = |axis: usize| options.dilation[axis] * (w[2 + axis] - 1);
     let (begin, end) = (options.padding_begin(), options.padding_end());
     let fits = (0..2).all(|a| begin[a] <= reach(a) && end[a] <= reach(a));
     if options.stride != [1, 1] || options.groups != 1 || w.num_dims() != 4 || !fits {
-        return Flex::conv2d_x_backward(x, weight, out_grad, options);
+        let size = x.shape();
+        let geometry = conv_transpose2d::Geometry { kernel: [w[2], w[3]], stride: options.stride, padding: begin };
+        let ours = options.groups == 1 && options.dilation == [1, 1] && w.num_dims() == 4 && size.num_dims() == 4;
+        return match conv_transpose2d_ours(&out_grad, &weight, &geometry, ours.then(|| [size[2], size[3]])) {
+            Some(grad) => grad,
+            None => Flex::conv2d_x_backward(x, weight, out_grad, options),
+        };
     }
     let flipped = Flex::float_flip(Flex::float_swap_dims(weight, 0, 1), &[2, 3]);
     let padding = [(reach(0) - begin[0], reach(0) - end[0]), (reach(1) - begin[1], reach(1) - end[1])];
     conv2d_flex(out_grad, flipped, ConvOptions::new_with_padding([1, 1], padding, options.dilation, 1))
+}
+
+/// conv_transpose2d without bias on the CPU: ours ([`conv_transpose2d`])
+/// for f32, one group and dilation 1, burn-flex's otherwise.
+fn conv_transpose2d_flex(x: &FlexTensor, weight: &FlexTensor, options: &ConvTransposeOptions<2>) -> FlexTensor {
+    let (size, kernel) = (x.shape(), weight.shape());
+    let out = |axis: usize| -> Option<usize> {
+        let grown = size.get(2 + axis)?.checked_sub(1)? * options.stride[axis]
+            + kernel.get(2 + axis)?.checked_sub(1)?
+            + options.padding_out[axis]
+            + 1;
+        grown.checked_sub(2 * options.padding[axis]).filter(|&o| o > 0)
+    };
+    let plain = options.groups == 1 && options.dilation == [1, 1] && size.num_dims() == 4 && kernel.num_dims() == 4;
+    let out = if plain { out(0).zip(out(1)).map(|(h, w)| [h, w]) } else { None };
+    let geometry = conv_transpose2d::Geometry {
+        kernel: [kernel.get(2).copied().unwrap_or(0), kernel.get(3).copied().unwrap_or(0)],
+        stride: options.stride,
+        padding: options.padding,
+    };
+    conv_transpose2d_ours(x, weight, &geometry, out)
+        .unwrap_or_else(|| Flex::conv_transpose2d(x.clone(), weight.clone(), None, options.clone()))
+}
+
+/// [`conv_transpose2d::forward`] of x [N, C_in, H, W] and weight [C_in,
+/// C_out, kh, kw] (f32) into `out` [out_h, out_w], when it is given and the
+/// kernel applies.
+fn conv_transpose2d_ours(
+    x: &FlexTensor,
+    weight: &FlexTensor,
+    geometry: &conv_transpose2d::Geometry,
+    out: Option<[usize; 2]>,
+) -> Option<FlexTensor> {
+    let out = out?;
+    let (xs, ws) = (x.shape(), weight.shape());
+    let f32s = x.dtype() == DType::F32 && weight.dtype() == DType::F32;
+    if !f32s || xs.num_dims() != 4 || ws.num_dims() != 4 || ws[0] != xs[1] {
+        return None;
+    }
+    let dims = [xs[0], xs[1], xs[2], xs[3]];
+    let c_out = ws[1];
+    if !conv_transpose2d::applies(geometry, c_out, [dims[2], dims[3]]) || [ws[2], ws[3]] != geometry.kernel {
+        return None;
+    }
+    let y = conv_transpose2d::forward(&values(x), dims, &values(weight), c_out, geometry, out);
+    Some(flex(y, Shape::new([dims[0], c_out, out[0], out[1]])))
 }
 
 #[derive(Debug)]
@@ -801,9 +859,7 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
         weight: AutodiffFloat<C>,
         options: ConvTransposeOptions<2>,
     ) -> AutodiffFloat<C> {
-        let forward = |x: &FlexTensor, weight: &FlexTensor| {
-            Flex::conv_transpose2d(x.clone(), weight.clone(), None, options.clone())
-        };
+        let forward = |x: &FlexTensor, weight: &FlexTensor| conv_transpose2d_flex(x, weight, &options);
         match ConvTranspose2dBackward.prepare::<C>([x.node(), weight.node()]).compute_bound().stateful() {
             OpsKind::Tracked(mut prep) => {
                 let (x_state, weight_state) = (prep.checkpoint(&x), prep.checkpoint(&weight));

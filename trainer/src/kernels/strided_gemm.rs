@@ -79,6 +79,16 @@ impl View {
 /// reaches past its slice: callers build the views from tensor shapes they
 /// have checked, so either is a bug here, not a user's input.
 pub fn accumulate(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View)) {
+    product(c, a, b, true);
+}
+
+/// [`accumulate`] on the calling thread alone: for callers that already
+/// run one product per rayon task.
+pub fn accumulate_here(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View)) {
+    product(c, a, b, false);
+}
+
+fn product(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View), share: bool) {
     let ((c, cv), (a, av), (b, bv)) = (c, a, b);
     assert!(
         av.rows == cv.rows && bv.columns == cv.columns && av.columns == bv.rows,
@@ -91,7 +101,7 @@ pub fn accumulate(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View)) {
     }
     // Two threads' worth of multiply-adds before sharing pays for waking
     // them (burn-flex's threshold for the same crate is of this order).
-    let parallelism = if m * n * k >= 1 << 18 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
+    let parallelism = if share && m * n * k >= 1 << 18 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
     let stride = |s: usize| s as isize;
     // SAFETY: every index the product reads or writes lies inside its
     // slice (checked above: `end` is one past the largest), the slices
@@ -154,12 +164,15 @@ mod tests {
             let av = View::rows(m, k).strides(2 * k, 2).at(2);
             let bv = View::columns(k, n).strides(3, 3 * k).at(3);
             for cv in [View::rows(m, n), View::columns(m, n).at(1)] {
-                let mut ours = values(cv.end(), 3);
-                let mut reference = ours.clone();
-                accumulate((&mut ours, cv), (&a, av), (&b, bv));
+                let mut reference = values(cv.end(), 3);
+                let (mut shared, mut here) = (reference.clone(), reference.clone());
+                accumulate((&mut shared, cv), (&a, av), (&b, bv));
+                accumulate_here((&mut here, cv), (&a, av), (&b, bv));
                 naive(&mut reference, cv, &a, av, &b, bv);
-                for (x, y) in ours.iter().zip(&reference) {
-                    assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{m}×{n}×{k}: {x} against {y}");
+                for ours in [&shared, &here] {
+                    for (x, y) in ours.iter().zip(&reference) {
+                        assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{m}×{n}×{k}: {x} against {y}");
+                    }
                 }
             }
         }

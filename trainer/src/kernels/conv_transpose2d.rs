@@ -1,0 +1,212 @@
+//! The transposed 2-D convolution (CosmoGAN's generator, the FC-DenseNets'
+//! upsampling, and the input gradient of every strided 2-D convolution) as
+//! burn-flex computes it, a product and a col2im per sample, with the
+//! col2im done a row at a time in contiguous runs.
+//!
+//! y[n, co, oh, ow] = Σ_(ci, i, j) x[n, ci, ih, iw] · w[ci, co, i, j] over
+//! the (ih, iw) with ih·s₀ − p₀ + i = oh and iw·s₁ − p₁ + j = ow.
+//!
+//! The product cols[co, i, j][ih, iw] = Σ_ci w[ci, co, i, j] · x[n, ci, ih,
+//! iw] reads the weight transposed in place ([`strided_gemm`]). burn-flex
+//! then adds each column into the output one value at a time, every s-th
+//! output along a row; that scatter took as long as its product on
+//! CosmoGAN's `small` step. Here an output plane is built per column phase
+//! b = ow mod s₁: every tap (i, j) adds each row of its columns as one
+//! contiguous run into a row of its phase (the outputs of a tap along a
+//! row all fall in one phase), and the phases are interleaved into the
+//! plane once at the end. (One stride-1
+//! convolution per output phase, which needs no col2im, was measured slower
+//! on CosmoGAN: its columns hold every input channel where these hold the
+//! output channels, twice as many there; `docs/benchmarks.md`.)
+
+use rayon::prelude::*;
+
+use super::strided_gemm::{self, View};
+
+/// Most floats a sample's columns may take (256 MiB): beyond that burn's
+/// tiled route is used.
+const MAX_COLUMN_FLOATS: usize = 64 << 20;
+
+/// Where a transposed convolution's taps land: stride and padding per axis
+/// (dilation 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    /// Kernel height and width.
+    pub kernel: [usize; 2],
+    /// Output positions between consecutive input positions.
+    pub stride: [usize; 2],
+    /// Outputs cut from the start of each axis.
+    pub padding: [usize; 2],
+}
+
+/// Whether [`forward`] takes a transposed convolution of `c_out` output
+/// channels on inputs of `input` [H, W]: strides of at least one, and
+/// columns of a sample within [`MAX_COLUMN_FLOATS`].
+pub fn applies(geometry: &Geometry, c_out: usize, [h, w]: [usize; 2]) -> bool {
+    let [kh, kw] = geometry.kernel;
+    let floats = [c_out, kh, kw, h, w].iter().try_fold(1usize, |acc, &v| acc.checked_mul(v));
+    !geometry.stride.contains(&0) && floats.is_some_and(|f| f <= MAX_COLUMN_FLOATS)
+}
+
+/// conv_transpose2d(x, weight) without bias: x [N, C_in, H, W], weight
+/// [C_in, C_out, kh, kw], output [N, C_out, out_h, out_w] (the output
+/// padding is in `out`).
+pub fn forward(
+    x: &[f32],
+    [n, c_in, h, w]: [usize; 4],
+    weight: &[f32],
+    c_out: usize,
+    geometry: &Geometry,
+    [out_h, out_w]: [usize; 2],
+) -> Vec<f32> {
+    let [kh, kw] = geometry.kernel;
+    let taps = c_out * kh * kw;
+    let (plane, out_plane) = (h * w, out_h * out_w);
+    let mut y = vec![0.0f32; n * c_out * out_plane];
+    let sample_x = |sample: usize| (x, View::rows(c_in, plane).at(sample * c_in * plane));
+    let weight_t = (weight, View::columns(taps, c_in));
+    if n >= rayon::current_num_threads() {
+        // A sample per task, as burn-flex shares them: enough of them to
+        // keep every thread busy without waking the others per product.
+        y.par_chunks_mut(c_out * out_plane).enumerate().for_each_init(
+            || (vec![0.0f32; taps * plane], Vec::new()),
+            |(cols, phases), (sample, out)| {
+                cols.fill(0.0);
+                strided_gemm::accumulate_here((cols, View::rows(taps, plane)), weight_t, sample_x(sample));
+                let rows = Rows { cols, geometry, input: [h, w], out_w };
+                for (co, channel) in out.chunks_mut(out_plane).enumerate() {
+                    rows.channel(co, channel, phases);
+                }
+            },
+        );
+        return y;
+    }
+    let mut cols = vec![0.0f32; taps * plane];
+    for (sample, out) in y.chunks_mut(c_out * out_plane).enumerate() {
+        cols.fill(0.0);
+        strided_gemm::accumulate((&mut cols, View::rows(taps, plane)), weight_t, sample_x(sample));
+        let rows = Rows { cols: &cols, geometry, input: [h, w], out_w };
+        out.par_chunks_mut(out_plane)
+            .enumerate()
+            .for_each_init(Vec::new, |phases, (co, channel)| rows.channel(co, channel, phases));
+    }
+    y
+}
+
+/// One sample's columns and where their rows land.
+struct Rows<'a> {
+    cols: &'a [f32],
+    geometry: &'a Geometry,
+    input: [usize; 2],
+    out_w: usize,
+}
+
+impl Rows<'_> {
+    /// Output channel `co`'s plane: every tap's columns added as runs into
+    /// the plane's column phases (`phases`: s₁ planes of out_h rows), then
+    /// the phases interleaved into the plane.
+    fn channel(&self, co: usize, channel: &mut [f32], phases: &mut Vec<f32>) {
+        let ([kh, kw], [s0, s1], [p0, p1]) = (self.geometry.kernel, self.geometry.stride, self.geometry.padding);
+        let ([h, w], out_w) = (self.input, self.out_w);
+        let out_h = channel.len() / out_w.max(1);
+        // Phase b holds outputs b, b + s₁, ...: `longest` at most.
+        let longest = out_w.div_ceil(s1);
+        phases.clear();
+        phases.resize(s1 * out_h * longest, 0.0);
+        for j in 0..kw {
+            // ow = iw·s₁ − p₁ + j = s₁·(iw + shift) + phase.
+            let offset = j as isize - p1 as isize;
+            let (phase, shift) = (offset.rem_euclid(s1 as isize) as usize, offset.div_euclid(s1 as isize));
+            if phase >= out_w {
+                continue;
+            }
+            let len = (out_w - phase).div_ceil(s1) as isize;
+            // Input columns iw with 0 ≤ iw + shift < len.
+            let (first, end) = ((-shift).max(0) as usize, ((len - shift).max(0) as usize).min(w));
+            if first >= end {
+                continue;
+            }
+            let start = (first as isize + shift) as usize;
+            for i in 0..kh {
+                let tap = &self.cols[((co * kh + i) * kw + j) * h * w..][..h * w];
+                for (ih, row) in tap.chunks(w).enumerate() {
+                    // oh = ih·s₀ − p₀ + i.
+                    let Some(oh) = (ih * s0 + i).checked_sub(p0) else { continue };
+                    if oh >= out_h {
+                        break;
+                    }
+                    let sums = &mut phases[(phase * out_h + oh) * longest + start..][..end - first];
+                    for (sum, value) in sums.iter_mut().zip(&row[first..end]) {
+                        *sum += value;
+                    }
+                }
+            }
+        }
+        for (oh, row) in channel.chunks_mut(out_w).enumerate() {
+            for phase in 0..s1.min(out_w) {
+                let sums = &phases[(phase * out_h + oh) * longest..][..(out_w - phase).div_ceil(s1)];
+                for (value, sum) in row[phase..].iter_mut().step_by(s1).zip(sums) {
+                    *value = *sum;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use burn::backend::Flex;
+    use burn::backend::TensorMetadata;
+    use burn::backend::ops::ModuleOps;
+    use burn::tensor::Shape;
+    use burn::tensor::ops::ConvTransposeOptions;
+
+    use super::*;
+    use crate::kernels::columns::wave;
+    use crate::kernels::flex::{flex, values};
+
+    #[test]
+    fn the_transposed_convolution_equals_burns() {
+        // (input, C_out, kernel, stride, padding, output padding): the
+        // generator's 5 × 5 upsampling by 2, odd kernels and strides, a
+        // stride wider than the kernel, uneven axes, one output channel,
+        // padding that crops most of an axis.
+        let cases = [
+            ([2, 3, 4, 5], 8, [5, 5], [2, 2], [2, 2], [1, 1]),
+            ([1, 4, 5, 7], 3, [3, 3], [2, 2], [1, 1], [1, 0]),
+            ([2, 2, 3, 4], 16, [4, 3], [3, 2], [1, 0], [0, 1]),
+            ([1, 3, 4, 4], 2, [2, 2], [3, 3], [0, 0], [2, 0]),
+            ([1, 5, 6, 3], 1, [5, 3], [1, 1], [2, 1], [0, 0]),
+            ([2, 2, 4, 3], 4, [3, 3], [1, 2], [2, 1], [0, 1]),
+        ];
+        for (dims, c_out, kernel, stride, padding, out_padding) in cases {
+            let x = flex(wave(dims.iter().product(), 7), Shape::new(dims));
+            let weight = flex(
+                wave(dims[1] * c_out * kernel[0] * kernel[1], 5),
+                Shape::new([dims[1], c_out, kernel[0], kernel[1]]),
+            );
+            let options = ConvTransposeOptions::new(stride, padding, out_padding, [1, 1], 1);
+            let theirs = Flex::conv_transpose2d(x.clone(), weight.clone(), None, options);
+            let out = theirs.shape();
+            let geometry = Geometry { kernel, stride, padding };
+            assert!(applies(&geometry, c_out, [dims[2], dims[3]]));
+            let ours = forward(&values(&x), dims, &values(&weight), c_out, &geometry, [out[2], out[3]]);
+            assert_eq!(ours.len(), out.num_elements());
+            for (k, (a, b)) in ours.iter().zip(values(&theirs).iter()).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-4 * (1.0 + b.abs()),
+                    "{dims:?} {kernel:?} {stride:?}: y[{k}] = {a}, burn {b}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn columns_too_large_for_memory_are_left_to_burn() {
+        let geometry = Geometry { kernel: [5, 5], stride: [2, 2], padding: [2, 2] };
+        assert!(!applies(&geometry, 4096, [1024, 1024]));
+        assert!(!applies(&Geometry { stride: [0, 2], ..geometry }, 8, [4, 4]));
+    }
+}
