@@ -1,5 +1,5 @@
 //! The transposed 2-D convolution (CosmoGAN's generator, the FC-DenseNets'
-//! upsampling, and the input gradient of every strided 2-D convolution) as
+//! upsampling) as
 //! burn-flex computes it, a product and a col2im per sample, with the
 //! col2im done a row at a time in contiguous runs.
 //!
@@ -71,8 +71,7 @@ pub fn forward(
         y.par_chunks_mut(c_out * out_plane).enumerate().for_each_init(
             || (vec![0.0f32; taps * plane], Vec::new()),
             |(cols, phases), (sample, out)| {
-                cols.fill(0.0);
-                strided_gemm::accumulate_here((cols, View::rows(taps, plane)), weight_t, sample_x(sample));
+                strided_gemm::multiply((cols, View::rows(taps, plane)), weight_t, sample_x(sample), false);
                 let rows = Rows { cols, geometry, input: [h, w], out_w };
                 for (co, channel) in out.chunks_mut(out_plane).enumerate() {
                     rows.channel(co, channel, phases);
@@ -83,8 +82,7 @@ pub fn forward(
     }
     let mut cols = vec![0.0f32; taps * plane];
     for (sample, out) in y.chunks_mut(c_out * out_plane).enumerate() {
-        cols.fill(0.0);
-        strided_gemm::accumulate((&mut cols, View::rows(taps, plane)), weight_t, sample_x(sample));
+        strided_gemm::multiply((&mut cols, View::rows(taps, plane)), weight_t, sample_x(sample), true);
         let rows = Rows { cols: &cols, geometry, input: [h, w], out_w };
         out.par_chunks_mut(out_plane)
             .enumerate()

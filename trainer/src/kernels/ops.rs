@@ -423,20 +423,15 @@ impl Backward<Flex, 2> for Conv2dBackward {
 /// its channel axes swapped (padding d·(k−1) − p on each side), which
 /// burn-flex runs as columns times a matrix; otherwise burn's transposed
 /// convolution, which adds every column back into place one tap at a time
-/// (ours, [`conv_transpose2d`], where it applies), as large as the input.
+/// (ours, [`conv_transpose2d`], measured slower on DeepLabv3+'s strided
+/// encoder: `docs/benchmarks.md`, CosmoGAN).
 fn conv2d_input_grad(x: FlexTensor, weight: FlexTensor, out_grad: FlexTensor, options: ConvOptions<2>) -> FlexTensor {
     let w = weight.shape();
     let reach = |axis: usize| options.dilation[axis] * (w[2 + axis] - 1);
     let (begin, end) = (options.padding_begin(), options.padding_end());
     let fits = (0..2).all(|a| begin[a] <= reach(a) && end[a] <= reach(a));
     if options.stride != [1, 1] || options.groups != 1 || w.num_dims() != 4 || !fits {
-        let size = x.shape();
-        let geometry = conv_transpose2d::Geometry { kernel: [w[2], w[3]], stride: options.stride, padding: begin };
-        let ours = options.groups == 1 && options.dilation == [1, 1] && w.num_dims() == 4 && size.num_dims() == 4;
-        return match conv_transpose2d_ours(&out_grad, &weight, &geometry, ours.then(|| [size[2], size[3]])) {
-            Some(grad) => grad,
-            None => Flex::conv2d_x_backward(x, weight, out_grad, options),
-        };
+        return Flex::conv2d_x_backward(x, weight, out_grad, options);
     }
     let flipped = Flex::float_flip(Flex::float_swap_dims(weight, 0, 1), &[2, 3]);
     let padding = [(reach(0) - begin[0], reach(0) - end[0]), (reach(1) - begin[1], reach(1) - end[1])];
@@ -461,20 +456,18 @@ fn conv_transpose2d_flex(x: &FlexTensor, weight: &FlexTensor, options: &ConvTran
         stride: options.stride,
         padding: options.padding,
     };
-    conv_transpose2d_ours(x, weight, &geometry, out)
+    out.and_then(|out| conv_transpose2d_ours(x, weight, &geometry, out))
         .unwrap_or_else(|| Flex::conv_transpose2d(x.clone(), weight.clone(), None, options.clone()))
 }
 
 /// [`conv_transpose2d::forward`] of x [N, C_in, H, W] and weight [C_in,
-/// C_out, kh, kw] (f32) into `out` [out_h, out_w], when it is given and the
-/// kernel applies.
+/// C_out, kh, kw] (f32) into `out` [out_h, out_w], when the kernel applies.
 fn conv_transpose2d_ours(
     x: &FlexTensor,
     weight: &FlexTensor,
     geometry: &conv_transpose2d::Geometry,
-    out: Option<[usize; 2]>,
+    out: [usize; 2],
 ) -> Option<FlexTensor> {
-    let out = out?;
     let (xs, ws) = (x.shape(), weight.shape());
     let f32s = x.dtype() == DType::F32 && weight.dtype() == DType::F32;
     if !f32s || xs.num_dims() != 4 || ws.num_dims() != 4 || ws[0] != xs[1] {

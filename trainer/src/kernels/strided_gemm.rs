@@ -79,16 +79,17 @@ impl View {
 /// reaches past its slice: callers build the views from tensor shapes they
 /// have checked, so either is a bug here, not a user's input.
 pub fn accumulate(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View)) {
-    product(c, a, b, true);
+    product(c, a, b, [true, true]);
 }
 
-/// [`accumulate`] on the calling thread alone: for callers that already
-/// run one product per rayon task.
-pub fn accumulate_here(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View)) {
-    product(c, a, b, false);
+/// `c = a · b`: [`accumulate`] with what `c` held ignored (it need not be
+/// zeroed first), on all threads or (`share` false, for callers that
+/// already run one product per rayon task) on the calling thread alone.
+pub fn multiply(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View), share: bool) {
+    product(c, a, b, [share, false]);
 }
 
-fn product(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View), share: bool) {
+fn product(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View), [share, read_c]: [bool; 2]) {
     let ((c, cv), (a, av), (b, bv)) = (c, a, b);
     assert!(
         av.rows == cv.rows && bv.columns == cv.columns && av.columns == bv.rows,
@@ -105,8 +106,8 @@ fn product(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View), share: b
     let stride = |s: usize| s as isize;
     // SAFETY: every index the product reads or writes lies inside its
     // slice (checked above: `end` is one past the largest), the slices
-    // do not overlap (one is `&mut`), and `gemm` with `read_dst` computes
-    // c = 1·c + 1·a·b through these pointers only.
+    // do not overlap (one is `&mut`), and `gemm` computes c = 1·c + 1·a·b
+    // (`read_c`) or c = 1·a·b through these pointers only.
     #[allow(unsafe_code)]
     unsafe {
         gemm::gemm(
@@ -116,7 +117,7 @@ fn product(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View), share: b
             c.as_mut_ptr().add(cv.offset),
             stride(cv.column_stride),
             stride(cv.row_stride),
-            true,
+            read_c,
             a.as_ptr().add(av.offset),
             stride(av.column_stride),
             stride(av.row_stride),
@@ -165,13 +166,25 @@ mod tests {
             let bv = View::columns(k, n).strides(3, 3 * k).at(3);
             for cv in [View::rows(m, n), View::columns(m, n).at(1)] {
                 let mut reference = values(cv.end(), 3);
-                let (mut shared, mut here) = (reference.clone(), reference.clone());
-                accumulate((&mut shared, cv), (&a, av), (&b, bv));
-                accumulate_here((&mut here, cv), (&a, av), (&b, bv));
+                let mut added = reference.clone();
+                accumulate((&mut added, cv), (&a, av), (&b, bv));
                 naive(&mut reference, cv, &a, av, &b, bv);
-                for ours in [&shared, &here] {
-                    for (x, y) in ours.iter().zip(&reference) {
-                        assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{m}×{n}×{k}: {x} against {y}");
+                for (x, y) in added.iter().zip(&reference) {
+                    assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{m}×{n}×{k}: {x} against {y}");
+                }
+                // Overwritten, shared or not: what c held is not read.
+                let mut product = vec![0.0; cv.end()];
+                naive(&mut product, cv, &a, av, &b, bv);
+                for share in [true, false] {
+                    let mut ours = values(cv.end(), 4);
+                    multiply((&mut ours, cv), (&a, av), (&b, bv), share);
+                    for (at, (x, y)) in ours.iter().zip(&product).enumerate() {
+                        let inside = (0..cv.rows).any(|r| {
+                            (0..cv.columns).any(|c| cv.offset + r * cv.row_stride + c * cv.column_stride == at)
+                        });
+                        if inside {
+                            assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{m}×{n}×{k}: {x} against {y}");
+                        }
                     }
                 }
             }
