@@ -8,10 +8,10 @@ use std::io::Write as _;
 use burn::backend::flex::FlexTensor;
 use burn::tensor::{Shape, TensorData};
 use trainer::kernels::columns::Window;
-use trainer::kernels::conv2d_forward;
 use trainer::kernels::cpu::{self, KernelPath};
 use trainer::kernels::direct_conv::{self, ConvShape};
 use trainer::kernels::direct_pool;
+use trainer::kernels::{conv2d_forward, conv2d_grad};
 
 fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -57,10 +57,11 @@ fn max_pool_2d() -> (Vec<f32>, Vec<u8>, Vec<f32>) {
     (y, arg, x_grad)
 }
 
-/// The 2-D forward convolutions the direct kernel takes (8 or 16 output
-/// channels, rows of at least 16): rows of 61 end on a 16-wide tile
-/// overlapping the one before, the 7 × 7 stride-2 stem reads regrouped
-/// columns.
+/// The 2-D forward convolutions and weight gradients the direct kernels
+/// take (8 or 16 output channels, rows of at least 16), forward then
+/// weight gradient of each: rows of 61 end on a 16-wide tile overlapping
+/// the one before (and leave the gradient a 13-wide tail), the 7 × 7
+/// stride-2 stem reads regrouped columns.
 fn two_dimensional() -> Vec<Vec<f32>> {
     let cases = [
         ([2, 3, 5, 61], 8, Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] }, [5, 61]),
@@ -69,7 +70,7 @@ fn two_dimensional() -> Vec<Vec<f32>> {
     ];
     cases
         .iter()
-        .map(|&(dims, c_out, window, out)| {
+        .flat_map(|&(dims, c_out, window, out)| {
             let [n, c_in, h, w] = dims;
             let [kh, kw] = window.kernel;
             let x = FlexTensor::from_data(TensorData::new(values(n * c_in * h * w, 5), Shape::new(dims)));
@@ -77,8 +78,13 @@ fn two_dimensional() -> Vec<Vec<f32>> {
                 values(c_out * c_in * kh * kw, 6),
                 Shape::new([c_out, c_in, kh, kw]),
             ));
+            let g = FlexTensor::from_data(TensorData::new(
+                values(n * c_out * out[0] * out[1], 9),
+                Shape::new([n, c_out, out[0], out[1]]),
+            ));
             let y = conv2d_forward::forward(&x, &weight, &window, out);
-            y.into_data().try_to_vec::<f32>().unwrap_or_else(|e| panic!("{e:?}"))
+            let dw = conv2d_grad::weight_grad(&x, &g, &window);
+            [y, dw].map(|t| t.into_data().try_to_vec::<f32>().unwrap_or_else(|e| panic!("{e:?}")))
         })
         .collect()
 }
@@ -125,7 +131,7 @@ fn every_kernel_path_this_cpu_runs_gives_the_portable_paths_bits() {
         for (k, (a, b)) in two_dimensional().iter().zip(&portable_2d).enumerate() {
             assert!(!a.is_empty() && a.len() == b.len());
             let same = a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
-            assert!(same, "{}: 2-D forward case {k} differs from the portable path", path.name());
+            assert!(same, "{}: 2-D case {k} (forward, weight gradient) differs from the portable path", path.name());
         }
         let (y, arg, x_grad) = max_pool();
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();

@@ -1,6 +1,7 @@
 //! The weight gradient of a 2-D convolution (and of a transposed one) as
 //! columns (im2col) times the output gradient, one GEMM per tile of output
-//! rows.
+//! rows; or, for few output channels, as the direct sums in registers of
+//! `direct_weight_grad2d`.
 //!
 //! burn computes this gradient as a second convolution: the input with
 //! batch and channels swapped, convolved with the output gradient as its
@@ -22,6 +23,7 @@ use burn::tensor::Shape;
 
 use super::bf16_gemm::{self, Runs};
 use super::columns::{ColumnSource, Window, batch_columns, rows_per_tile};
+use super::direct_weight_grad2d;
 use super::flex::{flex, values};
 use super::strided_gemm::{self, View};
 
@@ -34,6 +36,10 @@ pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -
     let [kh, kw] = window.kernel;
     let taps = c_in * kh * kw;
     let (x, g) = (values(input), values(out_grad));
+    if direct_weight_grad2d::applies(c_out, out_w, kw) {
+        let grad = direct_weight_grad2d::weight_grad(&x, [n, c_in, h, w], &g, c_out, window, [out_h, out_w]);
+        return flex(grad, Shape::new([c_out, c_in, kh, kw]));
+    }
     let source = ColumnSource::new(&x, [n, c_in, h, w], window);
     let tile_rows = rows_per_tile(n * taps * out_w, out_h);
     if bf16_gemm::native_here() {

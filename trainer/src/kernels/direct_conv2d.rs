@@ -37,7 +37,7 @@ pub(crate) const CO_BLOCK: usize = 8;
 /// The input of one convolution, padded with zeros and regrouped: row
 /// (n, ci, r) of the padded input holds `stride` segments of `segment`
 /// values, segment `k` being padded columns k, k + stride, ...
-struct Padded {
+pub(super) struct Padded {
     values: Vec<f32>,
     rows: usize,
     stride: usize,
@@ -47,7 +47,7 @@ struct Padded {
 impl Padded {
     /// `x` [N, C_in, H, W] with `window.padding` zeros before the first row
     /// and column and as many after the last as the output reaches.
-    fn new(x: &[f32], [n, c_in, h, w]: [usize; 4], window: &Window, [out_h, out_w]: [usize; 2]) -> Self {
+    pub(super) fn new(x: &[f32], [n, c_in, h, w]: [usize; 4], window: &Window, [out_h, out_w]: [usize; 2]) -> Self {
         let reach = |axis: usize, out: usize| {
             (out - 1) * window.stride[axis] + (window.kernel[axis] - 1) * window.dilation[axis] + 1
         };
@@ -73,7 +73,7 @@ impl Padded {
     /// Padded row `r` of plane (n · C_in + ci), from padded column `c` on,
     /// every `stride`-th value.
     #[inline(always)]
-    fn from(&self, plane: usize, r: usize, c: usize) -> &[f32] {
+    pub(super) fn from(&self, plane: usize, r: usize, c: usize) -> &[f32] {
         let row = (plane * self.rows + r) * self.stride * self.segment;
         &self.values
             [row + (c % self.stride) * self.segment + c / self.stride..row + (c % self.stride + 1) * self.segment]

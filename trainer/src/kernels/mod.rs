@@ -34,6 +34,7 @@ pub mod cpu;
 pub mod direct_conv;
 mod direct_conv2d;
 pub mod direct_pool;
+mod direct_weight_grad2d;
 mod flex;
 mod lanes;
 pub mod ops;
