@@ -26,7 +26,7 @@
 
 use rayon::prelude::*;
 
-use super::columns::{Window, regroup_row};
+use super::columns::{Window, fill, regroup_row};
 use super::cpu::{self, KernelPath};
 use super::lanes::load;
 
@@ -56,15 +56,14 @@ impl Padded {
         let width = reach(1, out_w).max(w + p1);
         let stride = window.stride[1];
         let segment = width.div_ceil(stride);
-        let mut values = vec![0.0f32; n * c_in * rows * stride * segment];
+        let len = n * c_in * rows * stride * segment;
+        if stride == 1 && h * w > 0 && x.len() == n * c_in * h * w {
+            return Padded { values: pad_rows(x, [h, w], [p0, p1], [rows, width], len), rows, stride, segment };
+        }
+        let mut values = vec![0.0f32; len];
         values.par_chunks_mut(rows * stride * segment).zip(x.par_chunks(h * w)).for_each(|(dst, plane)| {
             for (y, src) in plane.chunks(w).enumerate() {
-                let row = &mut dst[(y + p0) * stride * segment..][..stride * segment];
-                if stride == 1 {
-                    row[p1..p1 + w].copy_from_slice(src);
-                    continue;
-                }
-                regroup_row(row, src, p1, stride, segment);
+                regroup_row(&mut dst[(y + p0) * stride * segment..][..stride * segment], src, p1, stride, segment);
             }
         });
         Padded { values, rows, stride, segment }
@@ -78,6 +77,39 @@ impl Padded {
         &self.values
             [row + (c % self.stride) * self.segment + c / self.stride..row + (c % self.stride + 1) * self.segment]
     }
+}
+
+/// The planes of `x` (`len / (rows · width)` of them, each [h, w]) as
+/// planes of [rows, width] with `p0` rows and `p1` columns of zeros before
+/// and zeros after. Each row is written whole (zeros, the input row,
+/// zeros) rather than the buffer zeroed first and the rows copied in:
+/// zeroing every plane cost as much as the copy.
+fn pad_rows(x: &[f32], [h, w]: [usize; 2], [p0, p1]: [usize; 2], [rows, width]: [usize; 2], len: usize) -> Vec<f32> {
+    assert!(h * w > 0 && x.len() / (h * w) == len / (rows * width) && rows >= h + p0 && width >= w + p1);
+    let mut values: Vec<f32> = Vec::with_capacity(len);
+    values.spare_capacity_mut()[..len].par_chunks_mut(rows * width).zip(x.par_chunks(h * w)).for_each(
+        |(dst, plane)| {
+            for (r, row) in dst.chunks_mut(width).enumerate() {
+                match r.checked_sub(p0).filter(|&y| y < h) {
+                    Some(y) => {
+                        fill(&mut row[..p1], 0.0);
+                        row[p1..p1 + w].write_copy_of_slice(&plane[y * w..][..w]);
+                        fill(&mut row[p1 + w..], 0.0);
+                    }
+                    None => fill(row, 0.0),
+                }
+            }
+        },
+    );
+    // SAFETY: the first `len` elements are initialised: the planes of
+    // `rows · width` tile `0..len` and are as many as `x`'s planes (the
+    // assertion above), so each is written, every row of it whole (the
+    // three writes cover `0..width`, as `width >= p1 + w`).
+    #[allow(unsafe_code)]
+    unsafe {
+        values.set_len(len);
+    }
+    values
 }
 
 /// Whether the direct kernel takes a convolution with `c_out` output
