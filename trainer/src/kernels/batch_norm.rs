@@ -17,6 +17,9 @@
 
 use rayon::prelude::*;
 
+use super::cpu::wide;
+use super::lanes::load;
+
 /// The layout of an activation: samples, channels, positions per channel,
 /// and groups of samples (G divides N).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,46 +159,103 @@ fn inverse_deviation(variance: f32, epsilon: f32) -> f32 {
     1.0 / (variance + epsilon).sqrt()
 }
 
-/// Σ x over one plane ([`lane_sums`]).
+/// Σ x over one plane ([`lanes_to_f64`]).
 fn sum_f32(x: &[f32]) -> f64 {
-    let [sum] = lane_sums(x, x, |v, _| [v]);
-    sum
+    let mut out = [0.0; 1];
+    plane_sum_wide(x, &mut out);
+    out[0]
 }
 
-/// Σ (x − mean)² over one plane ([`lane_sums`]).
+/// Σ (x − mean)² over one plane ([`lanes_to_f64`]).
 fn squares_about(x: &[f32], mean: f32) -> f64 {
-    let [sum] = lane_sums(x, x, |v, _| [(v - mean) * (v - mean)]);
-    sum
+    let mut out = [0.0; 1];
+    plane_squares_wide(x, mean, &mut out);
+    out[0]
 }
 
-/// (Σ dy, Σ dy·x̂) over one plane, x̂ = (x − mean)·inv ([`lane_sums`]).
+/// (Σ dy, Σ dy·x̂) over one plane, x̂ = (x − mean)·inv ([`lanes_to_f64`]).
 fn sums_dy(dy: &[f32], x: &[f32], mean: f32, inv: f32) -> (f64, f64) {
-    let [sum_dy, sum_dy_xhat] = lane_sums(dy, x, |dy, x| [dy, dy * (x - mean) * inv]);
-    (sum_dy, sum_dy_xhat)
+    let mut out = [0.0; 2];
+    plane_sums_dy_wide(dy, x, mean, inv, &mut out);
+    (out[0], out[1])
 }
 
-/// The K sums of `term` over the pairs of `a` and `b` (one plane's
-/// values), in 16 f32 lanes per sum (which the compiler vectorises once
-/// `term` is inlined), the lanes then added in f64: a plane is at most a
-/// few hundred thousand values, so the lanes' f32 partial sums lose
-/// little, and the planes add in f64.
+// Each sum runs in 16 f32 lanes (value k of a plane goes to lane k mod 16),
+// the lanes then added in f64 ([`lanes_to_f64`]): a plane is at most a few
+// hundred thousand values, so the lanes' f32 partial sums lose little, and
+// the planes add in f64. The loops are written one sum per array so that
+// the compiler vectorises along the lanes (a closure returning every sum of
+// a value as one array was vectorised across the sums instead, one value
+// at a time), and built for each `KernelPath` (`cpu::wide`). Multiplies and
+// adds stay apart (never fused), so every path gives the same bits.
+wide!(plane_sum_wide, plane_sum, (x: &[f32], out: &mut [f64; 1]));
+wide!(plane_squares_wide, plane_squares, (x: &[f32], mean: f32, out: &mut [f64; 1]));
+wide!(plane_sums_dy_wide, plane_sums_dy, (dy: &[f32], x: &[f32], mean: f32, inv: f32, out: &mut [f64; 2]));
+
 #[inline(always)]
-fn lane_sums<const K: usize>(a: &[f32], b: &[f32], term: impl Fn(f32, f32) -> [f32; K]) -> [f64; K] {
-    let mut lanes = [[0.0f32; 16]; K];
-    let (a_chunks, b_chunks) = (a.chunks_exact(16), b.chunks_exact(16));
-    let mut tail = [0.0f64; K];
-    for (&x, &y) in a_chunks.remainder().iter().zip(b_chunks.remainder()) {
-        tail.iter_mut().zip(term(x, y)).for_each(|(t, v)| *t += f64::from(v));
+fn plane_sum(x: &[f32], out: &mut [f64; 1]) {
+    let mut lanes = [0.0f32; 16];
+    let chunks = x.chunks_exact(16);
+    let tail: f64 = chunks.remainder().iter().map(|&v| f64::from(v)).sum();
+    for c in chunks {
+        add16(&mut lanes, &load(c));
     }
-    for (x, y) in a_chunks.zip(b_chunks) {
+    out[0] = lanes_to_f64(&lanes) + tail;
+}
+
+#[inline(always)]
+fn plane_squares(x: &[f32], mean: f32, out: &mut [f64; 1]) {
+    let mut lanes = [0.0f32; 16];
+    let chunks = x.chunks_exact(16);
+    let tail: f64 = chunks.remainder().iter().map(|&v| f64::from((v - mean) * (v - mean))).sum();
+    for c in chunks {
+        let v: [f32; 16] = load(c);
+        let mut squares = [0.0f32; 16];
         for i in 0..16 {
-            let values = term(x[i], y[i]);
-            for k in 0..K {
-                lanes[k][i] += values[k];
-            }
+            squares[i] = (v[i] - mean) * (v[i] - mean);
         }
+        add16(&mut lanes, &squares);
     }
-    std::array::from_fn(|k| lanes[k].iter().map(|&l| f64::from(l)).sum::<f64>() + tail[k])
+    out[0] = lanes_to_f64(&lanes) + tail;
+}
+
+#[inline(always)]
+fn plane_sums_dy(dy: &[f32], x: &[f32], mean: f32, inv: f32, out: &mut [f64; 2]) {
+    let (mut sum_dy, mut sum_dy_xhat) = ([0.0f32; 16], [0.0f32; 16]);
+    let (dy_chunks, x_chunks) = (dy.chunks_exact(16), x.chunks_exact(16));
+    let mut tail = [0.0f64; 2];
+    for (&d, &v) in dy_chunks.remainder().iter().zip(x_chunks.remainder()) {
+        tail[0] += f64::from(d);
+        tail[1] += f64::from(d * (v - mean) * inv);
+    }
+    for (d, v) in dy_chunks.zip(x_chunks) {
+        let (d, v): ([f32; 16], [f32; 16]) = (load(d), load(v));
+        let mut xhat = [0.0f32; 16];
+        for i in 0..16 {
+            xhat[i] = d[i] * (v[i] - mean) * inv;
+        }
+        add16(&mut sum_dy, &d);
+        add16(&mut sum_dy_xhat, &xhat);
+    }
+    out[0] = lanes_to_f64(&sum_dy) + tail[0];
+    out[1] = lanes_to_f64(&sum_dy_xhat) + tail[1];
+}
+
+/// sums += values, lane by lane.
+#[inline(always)]
+fn add16(sums: &mut [f32; 16], values: &[f32; 16]) {
+    for (s, v) in sums.iter_mut().zip(values) {
+        *s += v;
+    }
+}
+
+/// The 16 lanes' sum in f64, in lane order. Not inlined: with two sums'
+/// lanes added side by side into adjacent results, the compiler
+/// vectorised the whole loop across the two sums (two values per
+/// instruction) instead of along the lanes.
+#[inline(never)]
+fn lanes_to_f64(lanes: &[f32; 16]) -> f64 {
+    lanes.iter().map(|&l| f64::from(l)).sum()
 }
 
 #[cfg(test)]
