@@ -84,7 +84,13 @@ impl Padded {
 /// and zeros after. Each row is written whole (zeros, the input row,
 /// zeros) rather than the buffer zeroed first and the rows copied in:
 /// zeroing every plane cost as much as the copy.
-fn pad_rows(x: &[f32], [h, w]: [usize; 2], [p0, p1]: [usize; 2], [rows, width]: [usize; 2], len: usize) -> Vec<f32> {
+pub(super) fn pad_rows(
+    x: &[f32],
+    [h, w]: [usize; 2],
+    [p0, p1]: [usize; 2],
+    [rows, width]: [usize; 2],
+    len: usize,
+) -> Vec<f32> {
     assert!(h * w > 0 && x.len() / (h * w) == len / (rows * width) && rows >= h + p0 && width >= w + p1);
     let mut values: Vec<f32> = Vec::with_capacity(len);
     values.spare_capacity_mut()[..len].par_chunks_mut(rows * width).zip(x.par_chunks(h * w)).for_each(

@@ -24,11 +24,13 @@
 //! dW[co, ci, i, j] = Σ_n Σ_(oh, ow) g[n, co, oh, ow] ·
 //! x[n, ci, oh·s₀ − p₀ + i·d₀, ow·s₁ − p₁ + j·d₁] (zero outside x).
 
+use std::borrow::Cow;
+
 use rayon::prelude::*;
 
 use super::columns::Window;
 use super::cpu::{self, KernelPath};
-use super::direct_conv2d::{CO_BLOCK, Padded};
+use super::direct_conv2d::{CO_BLOCK, Padded, pad_rows};
 use super::lanes::load;
 
 /// Lanes of every partial sum, whatever the vector width (so that every
@@ -63,8 +65,19 @@ pub(crate) fn weight_grad(
     if out[0] == 0 || out[1] == 0 || batch == 0 {
         return grad;
     }
-    let padded = Padded::new(x, dims, window, out);
-    let job = Job { padded: &padded, out_grad, batch, c_in, c_out, window, out };
+    // Rows of whole vectors: the output gradient's rows extended with
+    // zeros to a multiple of 16 (the input padded as far as those outputs
+    // reach), so that no row ends in a short vector. The added products
+    // are zero times a finite input value.
+    let [out_h, out_w] = out;
+    let row = out_w.next_multiple_of(LANES);
+    let padded = Padded::new(x, dims, window, [out_h, row]);
+    let grads = if row == out_w {
+        Cow::Borrowed(out_grad)
+    } else {
+        Cow::Owned(pad_rows(out_grad, [out_h, out_w], [0, 0], [out_h, row], batch * c_out * out_h * row))
+    };
+    let job = Job { padded: &padded, out_grad: &grads, batch, c_in, c_out, window, out: [out_h, row] };
     let tasks: Vec<Vec<f32>> =
         (0..c_out / CO_BLOCK * c_in).into_par_iter().map(|t| task_wide(&job, t / c_in * CO_BLOCK, t % c_in)).collect();
     for (t, sums) in tasks.iter().enumerate() {
@@ -167,27 +180,16 @@ struct Sums<'a> {
 }
 
 /// Adds one output row's products to `CB` channels × `J` taps of sums:
-/// `grads[c][ow] · inputs[j][ow]` for every `ow`, held in registers over the
-/// row. Returns `J`, the taps done.
+/// `grads[c][ow] · inputs[j][ow]` for every `ow` (rows of whole vectors),
+/// held in registers over the row. Returns `J`, the taps done.
 #[inline(always)]
 fn row<const CB: usize, const J: usize>(grads: &[&[f32]; CB], inputs: [&[f32]; J], sums: Sums<'_>) -> usize {
     let at = |c: usize, j: usize| sums.first + c * sums.channel_stride + j;
     let mut acc: [[[f32; LANES]; J]; CB] = std::array::from_fn(|c| std::array::from_fn(|j| sums.all[at(c, j)]));
-    let out_w = inputs[0].len();
-    let full = out_w - out_w % LANES;
-    for ow in (0..full).step_by(LANES) {
+    for ow in (0..inputs[0].len()).step_by(LANES) {
         let xs: [[f32; LANES]; J] = std::array::from_fn(|j| load(&inputs[j][ow..]));
         for (c, a) in acc.iter_mut().enumerate() {
             let g: [f32; LANES] = load(&grads[c][ow..]);
-            fma_lanes(a, &g, &xs);
-        }
-    }
-    if full < out_w {
-        // The row's last outputs, the lanes past its end zero in both
-        // operands: their products add exact zeros.
-        let xs: [[f32; LANES]; J] = std::array::from_fn(|j| load_short(&inputs[j][full..]));
-        for (c, a) in acc.iter_mut().enumerate() {
-            let g = load_short(&grads[c][full..]);
             fma_lanes(a, &g, &xs);
         }
     }
@@ -207,14 +209,6 @@ fn fma_lanes<const J: usize>(a: &mut [[f32; LANES]; J], g: &[f32; LANES], xs: &[
             lanes[l] = g[l].mul_add(x[l], lanes[l]);
         }
     }
-}
-
-/// The fewer than [`LANES`] values of `s`, then zeros.
-#[inline(always)]
-fn load_short(s: &[f32]) -> [f32; LANES] {
-    let mut v = [0.0; LANES];
-    v[..s.len()].copy_from_slice(s);
-    v
 }
 
 /// The lanes' sum, halves added pairwise: the same order on every path.
