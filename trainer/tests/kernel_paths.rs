@@ -59,14 +59,14 @@ fn max_pool_2d() -> (Vec<f32>, Vec<u8>, Vec<f32>) {
 
 /// The 2-D forward convolutions and weight gradients the direct kernels
 /// take (8 or 16 output channels, rows of at least 16), forward then
-/// weight gradient of each: rows of 61 end on a 16-wide tile overlapping
-/// the one before (and leave the gradient a 13-wide tail), the 7 × 7
-/// stride-2 stem reads regrouped columns.
+/// weight gradient of each (rows of at least 48 for the gradient): rows of
+/// 61 end on a 16-wide tile overlapping the one before (the gradient's
+/// are padded to 64), the 7 × 7 stride-2 stem reads regrouped columns.
 fn two_dimensional() -> Vec<Vec<f32>> {
     let cases = [
         ([2, 3, 5, 61], 8, Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] }, [5, 61]),
-        ([1, 2, 9, 45], 16, Window { kernel: [7, 7], stride: [2, 2], padding: [3, 3], dilation: [1, 1] }, [5, 23]),
-        ([1, 2, 6, 40], 8, Window { kernel: [3, 3], stride: [1, 1], padding: [2, 2], dilation: [2, 2] }, [6, 40]),
+        ([1, 2, 9, 101], 16, Window { kernel: [7, 7], stride: [2, 2], padding: [3, 3], dilation: [1, 1] }, [5, 51]),
+        ([1, 2, 6, 53], 8, Window { kernel: [3, 3], stride: [1, 1], padding: [2, 2], dilation: [2, 2] }, [6, 53]),
     ];
     cases
         .iter()

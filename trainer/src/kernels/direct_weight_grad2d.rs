@@ -41,10 +41,13 @@ const LANES: usize = 16;
 /// `c_out` output channels, rows of `out_w` outputs and kernels `kw` wide:
 /// channels in whole blocks and few enough (at most 32) that the columns'
 /// GEMM would have too few rows to pay for building them, rows of at least
-/// one vector, and at least 3 taps along a row to share each loaded
-/// gradient vector (a 1 × 1 kernel's columns are the input itself).
+/// 3 vectors, and at least 3 taps along a row to share each loaded
+/// gradient vector (a 1 × 1 kernel's columns are the input itself). On the
+/// inverse FC-DenseNet's 32-wide maps the columns' GEMM was faster (their
+/// columns stay in cache); on the segmentation networks' 52- to 208-wide
+/// ones the direct sums (`docs/benchmarks.md`).
 pub(crate) fn applies(c_out: usize, out_w: usize, kw: usize) -> bool {
-    c_out > 0 && c_out <= 32 && c_out.is_multiple_of(CO_BLOCK) && out_w >= LANES && kw >= 3
+    c_out > 0 && c_out <= 32 && c_out.is_multiple_of(CO_BLOCK) && out_w >= 3 * LANES && kw >= 3
 }
 
 /// dW [C_out, C_in, kh, kw] for x [N, C_in, H, W] and the output gradient
@@ -129,49 +132,44 @@ fn task_wide(job: &Job<'_>, co: usize, ci: usize) -> Vec<f32> {
 
 /// The sums of output channels `co..co + CO_BLOCK` with input channel
 /// `ci`, [CO_BLOCK × kh × kw], `CB` channels and up to `JB` taps of a
-/// kernel row at a time.
+/// kernel row at a time, each group's sums held in registers over a whole
+/// plane of a sample (on narrow planes, loading and storing them for each
+/// row cost as much as the row's products).
 #[inline(always)]
 fn task<const CB: usize, const JB: usize>(job: &Job<'_>, co: usize, ci: usize) -> Vec<f32> {
     let [kh, kw] = job.window.kernel;
-    let [s0, _] = job.window.stride;
-    let [d0, d1] = job.window.dilation;
-    let [out_h, out_w] = job.out;
     let taps = kh * kw;
     let mut total = vec![[0.0f32; LANES]; CO_BLOCK * taps];
-    let mut sample_sums = vec![[0.0f32; LANES]; CO_BLOCK * taps];
     for sample in 0..job.batch {
-        sample_sums.fill([0.0; LANES]);
-        let plane = sample * job.c_in + ci;
-        for oh in 0..out_h {
-            for i in 0..kh {
-                let r = oh * s0 + i * d0;
-                for c0 in (0..CO_BLOCK).step_by(CB) {
-                    let grads: [&[f32]; CB] = std::array::from_fn(|c| {
-                        &job.out_grad[((sample * job.c_out + co + c0 + c) * out_h + oh) * out_w..][..out_w]
-                    });
-                    let mut j0 = 0;
-                    while j0 < kw {
-                        let sums = Sums { all: &mut sample_sums, first: c0 * taps + i * kw + j0, channel_stride: taps };
-                        let input = |j: usize| &job.padded.from(plane, r, (j0 + j) * d1)[..out_w];
-                        j0 += match (kw - j0).min(JB) {
-                            3 => row::<CB, 3>(&grads, std::array::from_fn(input), sums),
-                            2 => row::<CB, 2>(&grads, std::array::from_fn(input), sums),
-                            _ => row::<CB, 1>(&grads, std::array::from_fn(input), sums),
-                        };
-                    }
+        for i in 0..kh {
+            for c0 in (0..CO_BLOCK).step_by(CB) {
+                let mut j0 = 0;
+                while j0 < kw {
+                    let at = Group { sample, ci, co: co + c0, i, j0 };
+                    let sums = Sums { all: &mut total, first: c0 * taps + i * kw + j0, channel_stride: taps };
+                    j0 += match (kw - j0).min(JB) {
+                        3 => plane::<CB, 3>(job, &at, sums),
+                        2 => plane::<CB, 2>(job, &at, sums),
+                        _ => plane::<CB, 1>(job, &at, sums),
+                    };
                 }
-            }
-        }
-        for (t, s) in total.iter_mut().zip(&sample_sums) {
-            for (a, b) in t.iter_mut().zip(s) {
-                *a += b;
             }
         }
     }
     total.iter().map(add_lanes).collect()
 }
 
-/// Where a [`row`]'s `CB × J` sums live among a task's: sum (c, j) at
+/// Which sums a [`plane`] call adds to: sample `sample`, input channel
+/// `ci`, output channels from `co`, kernel row `i`, taps from `j0`.
+struct Group {
+    sample: usize,
+    ci: usize,
+    co: usize,
+    i: usize,
+    j0: usize,
+}
+
+/// Where a [`plane`]'s `CB × J` sums live among a task's: sum (c, j) at
 /// `first + c · channel_stride + j`.
 struct Sums<'a> {
     all: &'a mut [[f32; LANES]],
@@ -179,23 +177,37 @@ struct Sums<'a> {
     channel_stride: usize,
 }
 
-/// Adds one output row's products to `CB` channels × `J` taps of sums:
-/// `grads[c][ow] · inputs[j][ow]` for every `ow` (rows of whole vectors),
-/// held in registers over the row. Returns `J`, the taps done.
+/// Adds one sample's products to `CB` channels × `J` taps of sums:
+/// `g[c][oh][ow] · x[r(oh)][ow + j]` for every output (oh, ow), summed
+/// from zero in registers over the plane (rows of whole vectors), then
+/// added to the running totals: a sample's sum, then the sum over
+/// samples. Returns `J`, the taps done.
 #[inline(always)]
-fn row<const CB: usize, const J: usize>(grads: &[&[f32]; CB], inputs: [&[f32]; J], sums: Sums<'_>) -> usize {
-    let at = |c: usize, j: usize| sums.first + c * sums.channel_stride + j;
-    let mut acc: [[[f32; LANES]; J]; CB] = std::array::from_fn(|c| std::array::from_fn(|j| sums.all[at(c, j)]));
-    for ow in (0..inputs[0].len()).step_by(LANES) {
-        let xs: [[f32; LANES]; J] = std::array::from_fn(|j| load(&inputs[j][ow..]));
-        for (c, a) in acc.iter_mut().enumerate() {
-            let g: [f32; LANES] = load(&grads[c][ow..]);
-            fma_lanes(a, &g, &xs);
+fn plane<const CB: usize, const J: usize>(job: &Job<'_>, at: &Group, sums: Sums<'_>) -> usize {
+    let [out_h, row] = job.out;
+    let [s0, _] = job.window.stride;
+    let [d0, d1] = job.window.dilation;
+    let plane = at.sample * job.c_in + at.ci;
+    let mut acc = [[[0.0f32; LANES]; J]; CB];
+    for oh in 0..out_h {
+        let r = oh * s0 + at.i * d0;
+        let grads: [&[f32]; CB] =
+            std::array::from_fn(|c| &job.out_grad[((at.sample * job.c_out + at.co + c) * out_h + oh) * row..][..row]);
+        let inputs: [&[f32]; J] = std::array::from_fn(|j| &job.padded.from(plane, r, (at.j0 + j) * d1)[..row]);
+        for ow in (0..row).step_by(LANES) {
+            let xs: [[f32; LANES]; J] = std::array::from_fn(|j| load(&inputs[j][ow..]));
+            for (c, a) in acc.iter_mut().enumerate() {
+                let g: [f32; LANES] = load(&grads[c][ow..]);
+                fma_lanes(a, &g, &xs);
+            }
         }
     }
     for (c, a) in acc.iter().enumerate() {
         for (j, lanes) in a.iter().enumerate() {
-            sums.all[at(c, j)] = *lanes;
+            let total = &mut sums.all[sums.first + c * sums.channel_stride + j];
+            for (t, v) in total.iter_mut().zip(lanes) {
+                *t += v;
+            }
         }
     }
     J
@@ -269,11 +281,11 @@ mod tests {
         // Output rows of whole vectors, with a short tail, and kernels of 3,
         // 5 and 7 taps a row (blocks of 3 then 2, or 3, 3, 1).
         vec![
-            ([2, 3, 5, 32], 8, Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] }),
-            ([1, 2, 4, 45], 16, Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] }),
-            ([1, 2, 9, 45], 8, Window { kernel: [7, 7], stride: [2, 2], padding: [3, 3], dilation: [1, 1] }),
-            ([2, 2, 6, 37], 8, Window { kernel: [3, 3], stride: [1, 1], padding: [2, 2], dilation: [2, 2] }),
-            ([1, 3, 7, 70], 24, Window { kernel: [5, 5], stride: [2, 3], padding: [0, 2], dilation: [1, 2] }),
+            ([2, 3, 5, 64], 8, Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] }),
+            ([1, 2, 4, 61], 16, Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] }),
+            ([1, 2, 9, 101], 8, Window { kernel: [7, 7], stride: [2, 2], padding: [3, 3], dilation: [1, 1] }),
+            ([2, 2, 6, 53], 8, Window { kernel: [3, 3], stride: [1, 1], padding: [2, 2], dilation: [2, 2] }),
+            ([1, 3, 7, 150], 24, Window { kernel: [5, 5], stride: [2, 3], padding: [0, 2], dilation: [1, 2] }),
         ]
     }
 
@@ -297,8 +309,8 @@ mod tests {
     }
 
     #[test]
-    fn the_direct_gradient_takes_whole_blocks_of_at_most_32_channels_rows_of_16_and_3_taps() {
-        assert!(applies(8, 16, 3) && applies(32, 208, 7));
-        assert!(!applies(12, 208, 3) && !applies(64, 208, 3) && !applies(8, 15, 3) && !applies(8, 208, 1));
+    fn the_direct_gradient_takes_whole_blocks_of_at_most_32_channels_rows_of_48_and_3_taps() {
+        assert!(applies(8, 48, 3) && applies(32, 208, 7));
+        assert!(!applies(12, 208, 3) && !applies(64, 208, 3) && !applies(8, 47, 3) && !applies(8, 208, 1));
     }
 }
