@@ -77,7 +77,11 @@ fn time_to_target(report: &Value) -> Option<(f64, u64)> {
 
 /// The bench on a pool thread, as the trainer binary runs.
 fn main() {
-    trainer::kernels::on_pool(bench);
+    trainer::kernels::on_pool(|| {
+        // The kernels `trainer train` would run here, measured as it does.
+        println!("# kernels: {}", trainer::kernels::calibrate::calibrate().line());
+        bench()
+    });
 }
 
 fn bench() {

@@ -116,7 +116,11 @@ fn generate(out: &Path, samples: usize, grid: &str, scan: &str) -> Value {
 
 /// The bench on a pool thread, as the trainer binary runs.
 fn main() {
-    trainer::kernels::on_pool(bench);
+    trainer::kernels::on_pool(|| {
+        // The kernels `trainer train` would run here, measured as it does.
+        println!("# kernels: {}", trainer::kernels::calibrate::calibrate().line());
+        bench()
+    });
 }
 
 fn bench() {

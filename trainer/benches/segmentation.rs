@@ -118,7 +118,11 @@ fn trainer_run(model: &str, data: &Path, batch: usize) -> Value {
 
 /// The bench on a pool thread, as the trainer binary runs.
 fn main() {
-    trainer::kernels::on_pool(bench);
+    trainer::kernels::on_pool(|| {
+        // The kernels `trainer train` would run here, measured as it does.
+        println!("# kernels: {}", trainer::kernels::calibrate::calibrate().line());
+        bench()
+    });
 }
 
 fn bench() {

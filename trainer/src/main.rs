@@ -743,8 +743,15 @@ fn train(
     // A failed event write does not stop training; the run fails once its
     // report is out.
     let mut board_error = None;
+    // Said with the first epoch's line, so that a run failing before it
+    // still fails with one line.
+    let mut kernels_said = false;
     let mut report = model.train(world, config, &mut |e| {
         if root {
+            if !kernels_said {
+                eprintln!("kernels: {}", trainer::kernels::calibrate::choice().line());
+                kernels_said = true;
+            }
             eprintln!("{}", e.line());
         }
         if let Some(b) = board.as_mut()
@@ -1043,6 +1050,12 @@ fn run() {
     let (model, config, baseline) = prepare(&args, entry, model_matches).unwrap_or_else(|e| exit_before_mpi(&e));
     let world = init_world();
     cluster::logging::init(world.topology(), Some("warn"));
+    // Before anything computes: the measurement switches the process's
+    // kernel path while it times each. bf16 computes on the AVX-512
+    // path's kernels alone, so other precisions keep the widest path.
+    if config.precision == Precision::F32 && config.device == DeviceChoice::Cpu {
+        trainer::kernels::calibrate::calibrate();
+    }
     if let Err(e) = train(&world, model, &config, baseline, &args) {
         match e.downcast_ref::<trainer::engine::TrainError>() {
             // Every rank stopped at the same step and knows it: one prints,

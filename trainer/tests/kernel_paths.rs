@@ -7,6 +7,7 @@ use std::io::Write as _;
 
 use burn::backend::flex::FlexTensor;
 use burn::tensor::{Shape, TensorData};
+use trainer::kernels::calibrate::{self, Candidate};
 use trainer::kernels::columns::Window;
 use trainer::kernels::cpu::{self, KernelPath};
 use trainer::kernels::direct_conv::{self, ConvShape};
@@ -108,41 +109,42 @@ fn every_kernel_path_this_cpu_runs_gives_the_portable_paths_bits() {
     let portable_2d = two_dimensional();
     let portable_pool = max_pool();
     let portable_pool_2d = max_pool_2d();
-    let mut compared = vec!["portable"];
+    let mut compared = vec!["portable".to_string()];
     for path in [KernelPath::Avx2, KernelPath::Avx512] {
-        if cpu::force(path).is_err() {
+        if !path.supported() {
             e2e::skip(&format!("kernel_paths ({} path)", path.name()), "this CPU cannot run it");
-            continue;
         }
-        assert_eq!(cpu::path(), path);
+    }
+    // Every version calibration may choose: each path, and the AVX-512
+    // path with the AVX2 3-D weight gradient.
+    for candidate in calibrate::candidates().into_iter().filter(|c| c.path != KernelPath::Portable) {
+        candidate.force().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(Candidate::current(), candidate);
+        let name = candidate.name();
         for (shape, want) in shapes.iter().zip(&portable) {
             let got = all_four(shape);
             for (what, (a, b)) in ["forward", "input_grad", "weight_grad", "bias_grad"].iter().zip(got.iter().zip(want))
             {
                 assert!(!a.is_empty());
                 let same = a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
-                assert!(
-                    same && a.len() == b.len(),
-                    "{}: {what} of {shape:?} differs from the portable path",
-                    path.name()
-                );
+                assert!(same && a.len() == b.len(), "{name}: {what} of {shape:?} differs from the portable path");
             }
         }
         for (k, (a, b)) in two_dimensional().iter().zip(&portable_2d).enumerate() {
             assert!(!a.is_empty() && a.len() == b.len());
             let same = a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
-            assert!(same, "{}: 2-D case {k} (forward, weight gradient) differs from the portable path", path.name());
+            assert!(same, "{name}: 2-D case {k} (forward, weight gradient) differs from the portable path");
         }
         let (y, arg, x_grad) = max_pool();
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&y), bits(&portable_pool.0), "{}: max pool maxima", path.name());
-        assert_eq!(arg, portable_pool.1, "{}: max pool argmax", path.name());
-        assert_eq!(bits(&x_grad), bits(&portable_pool.2), "{}: max pool gradient", path.name());
+        assert_eq!(bits(&y), bits(&portable_pool.0), "{name}: max pool maxima");
+        assert_eq!(arg, portable_pool.1, "{name}: max pool argmax");
+        assert_eq!(bits(&x_grad), bits(&portable_pool.2), "{name}: max pool gradient");
         let (y, arg, x_grad) = max_pool_2d();
-        assert_eq!(bits(&y), bits(&portable_pool_2d.0), "{}: 2-D max pool maxima", path.name());
-        assert_eq!(arg, portable_pool_2d.1, "{}: 2-D max pool argmax", path.name());
-        assert_eq!(bits(&x_grad), bits(&portable_pool_2d.2), "{}: 2-D max pool gradient", path.name());
-        compared.push(path.name());
+        assert_eq!(bits(&y), bits(&portable_pool_2d.0), "{name}: 2-D max pool maxima");
+        assert_eq!(arg, portable_pool_2d.1, "{name}: 2-D max pool argmax");
+        assert_eq!(bits(&x_grad), bits(&portable_pool_2d.2), "{name}: 2-D max pool gradient");
+        compared.push(name);
     }
     let _ = writeln!(std::io::stderr(), "kernel_paths: compared bit for bit: {}", compared.join(", "));
     cpu::force(cpu::best()).unwrap_or_else(|e| panic!("{e}"));

@@ -145,6 +145,29 @@ fn synthetic_data_trains_without_a_data_directory_and_waits_for_no_file() {
     assert!(stderr.contains("no synthetic data") && stderr.trim().lines().count() == 1, "{stderr}");
 }
 
+#[test]
+fn the_report_names_the_kernels_measured_at_start_or_the_ones_forced() {
+    use trainer::kernels::calibrate::{self, Candidate};
+    let args = ["train", "--config", "mlperf-small", "--synthetic-data", "8", "--batch", "2", "--epochs", "1"];
+    let out = e2e::mpirun(2, &[], Path::new(TRAINER), &args);
+    let report = ok(&out);
+    let names: Vec<String> = calibrate::candidates().iter().map(Candidate::name).collect();
+    let kernels = &report["kernels"];
+    assert_eq!(kernels["chosen_by"], "measured", "{kernels}");
+    assert!(names.iter().any(|n| kernels["path"] == n.as_str()), "{kernels} not one of {names:?}");
+    let timed: Vec<&str> =
+        kernels["probe_ms"].as_array().unwrap().iter().map(|p| p["candidate"].as_str().unwrap()).collect();
+    assert_eq!(timed, names, "{kernels}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().filter(|l| l.starts_with("kernels: ")).count(), 1, "rank 0 says it once: {stderr}");
+    // Forced by the environment: no measurement, and the report says so.
+    let widest = trainer::kernels::cpu::best().name();
+    let report = ok(&e2e::mpirun(1, &[("STAGEHAND_KERNELS", widest)], Path::new(TRAINER), &args));
+    assert_eq!(report["kernels"]["path"], widest, "{report}");
+    assert_eq!(report["kernels"]["chosen_by"], "forced", "{report}");
+    assert!(report["kernels"]["probe_ms"].is_null(), "{report}");
+}
+
 /// The initial parameters (seed 0): an epoch-0 checkpoint is not written,
 /// so train zero steps and read them from the report-free checkpoint.
 fn params_at_start(dir: &Path, data: &Path) -> Vec<f32> {

@@ -652,6 +652,7 @@ impl<M: TrainModel> Run<'_, M> {
             },
             grad_lag: self.config.grad_lag,
             precision: self.config.precision,
+            kernels: crate::kernels::calibrate::choice(),
             loss_scale: self.scaler.active().then(|| self.scaler.state()),
             exchange: self.config.exchange,
             augment: model_flag(&self.summary, "augment"),

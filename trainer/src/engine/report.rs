@@ -154,6 +154,9 @@ pub struct TrainReport {
     pub grad_lag: bool,
     /// What convolutions and dense layers computed in (`--precision`).
     pub precision: crate::kernels::Precision,
+    /// Which compiled kernels ran on the CPU and how they were chosen
+    /// (measured at start-up by `trainer train`, [`crate::kernels::calibrate`]).
+    pub kernels: crate::kernels::calibrate::KernelChoice,
     /// Where the loss scale ended and the steps it skipped
     /// (`--loss-scale`); none without one.
     pub loss_scale: Option<crate::loss_scale::LossScaleState>,

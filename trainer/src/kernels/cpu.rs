@@ -1,8 +1,11 @@
-//! Which compiled version of the kernels runs: chosen at run time from
-//! what the CPU supports, the widest first (AVX-512, then AVX2 with FMA,
-//! then the portable build), or forced (tests of each path on one machine,
-//! benchmarks, and users who want one) with `STAGEHAND_KERNELS=portable|avx2|avx512`
-//! or [`force`].
+//! Which compiled version of the kernels runs: the widest the CPU
+//! supports (AVX-512, then AVX2 with FMA, then the portable build) until
+//! something else chooses; the faster on this CPU when
+//! [`calibrate`](super::calibrate::calibrate) has measured them (`trainer
+//! train` does at start-up); or forced (tests of each path on one machine,
+//! benchmarks, and users who want one) with
+//! `STAGEHAND_KERNELS=portable|avx2|avx512` or [`force`]. [`choice`] says
+//! which runs and how it was chosen.
 //!
 //! Every path computes the same sums in the same order with fused
 //! multiply-adds, so results are bit-identical whichever runs; the wider
@@ -28,6 +31,26 @@ pub const KERNELS_ENV: &str = "STAGEHAND_KERNELS";
 
 /// 0: not chosen yet; otherwise 1 + the path's index.
 static CHOSEN: AtomicU8 = AtomicU8::new(0);
+
+/// How [`CHOSEN`] was chosen: a [`ChosenBy`] as its index.
+static CHOSEN_BY: AtomicU8 = AtomicU8::new(ChosenBy::Widest as u8);
+
+/// Which kernel the AVX-512 path runs for the 3-D weight gradient's
+/// 3-tap blocks: 0 as [`splits_512_bit_vectors`] says, 1 its own, 2 the
+/// AVX2 one.
+static WEIGHT_GRAD_3D: AtomicU8 = AtomicU8::new(0);
+
+/// How the path that runs was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChosenBy {
+    /// The widest this CPU supports: nothing measured or forced one.
+    Widest,
+    /// `STAGEHAND_KERNELS` or [`force`].
+    Forced,
+    /// The fastest of the candidates [`calibrate`](super::calibrate::calibrate) timed.
+    Measured,
+}
 
 impl KernelPath {
     /// Every path, narrowest first.
@@ -61,7 +84,8 @@ impl KernelPath {
         }
     }
 
-    fn from_name(name: &str) -> Option<KernelPath> {
+    /// The path named `name` in `STAGEHAND_KERNELS`.
+    pub fn from_name(name: &str) -> Option<KernelPath> {
         KernelPath::ALL.into_iter().find(|p| p.name() == name)
     }
 }
@@ -92,7 +116,10 @@ pub fn path() -> KernelPath {
 fn from_env() -> KernelPath {
     let Ok(name) = std::env::var(KERNELS_ENV) else { return best() };
     match KernelPath::from_name(&name) {
-        Some(path) if path.supported() => path,
+        Some(path) if path.supported() => {
+            CHOSEN_BY.store(ChosenBy::Forced as u8, Ordering::Relaxed);
+            path
+        }
         Some(path) => {
             tracing::warn!("{KERNELS_ENV}={name}: {}; using {}", Unsupported(path), best().name());
             best()
@@ -108,7 +135,9 @@ fn from_env() -> KernelPath {
 /// and also has AVX2 with FMA: AMD family 19h (Zen 4, the only family of
 /// it with AVX-512; Zen 5 is 1Ah, with full-width units). A kernel whose
 /// AVX-512 version spends shuffles to fill 16 lanes gains nothing from
-/// them there, and runs its AVX2 version instead (the same bits).
+/// them there, and runs its AVX2 version instead (the same bits), unless
+/// [`calibrate`](super::calibrate::calibrate) measured otherwise: this
+/// table is the default of a process that did not measure.
 pub fn splits_512_bit_vectors() -> bool {
     static SPLITS: OnceLock<bool> = OnceLock::new();
     *SPLITS.get_or_init(|| {
@@ -129,13 +158,48 @@ pub fn splits_512_bit_vectors() -> bool {
     })
 }
 
+/// Whether the AVX-512 path runs the AVX2 kernel for the 3-D weight
+/// gradient's 3-tap blocks (the same bits): as measured by
+/// [`calibrate`](super::calibrate::calibrate) once it has, else where
+/// [`splits_512_bit_vectors`].
+pub fn weight_grad_3d_on_avx2() -> bool {
+    match WEIGHT_GRAD_3D.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => splits_512_bit_vectors(),
+    }
+}
+
 /// Run the kernels on `path` from now on, in every thread of the process.
 pub fn force(path: KernelPath) -> Result<(), Unsupported> {
+    set(path, ChosenBy::Forced)
+}
+
+/// Run the kernels on `path`, chosen `how`.
+pub(crate) fn set(path: KernelPath, how: ChosenBy) -> Result<(), Unsupported> {
     if !path.supported() {
         return Err(Unsupported(path));
     }
     CHOSEN.store(1 + path as u8, Ordering::Relaxed);
+    CHOSEN_BY.store(how as u8, Ordering::Relaxed);
     Ok(())
+}
+
+/// Make the AVX-512 path run the AVX2 kernel (`true`) or its own for the
+/// 3-D weight gradient's 3-tap blocks, overriding [`splits_512_bit_vectors`].
+pub(crate) fn set_weight_grad_3d_on_avx2(on_avx2: bool) {
+    WEIGHT_GRAD_3D.store(if on_avx2 { 2 } else { 1 }, Ordering::Relaxed);
+}
+
+/// How the path [`path`] gives was chosen.
+pub fn chosen_by() -> ChosenBy {
+    // Resolve the environment first: it may force the path.
+    let _ = path();
+    match CHOSEN_BY.load(Ordering::Relaxed) {
+        1 => ChosenBy::Forced,
+        2 => ChosenBy::Measured,
+        _ => ChosenBy::Widest,
+    }
 }
 
 /// Makes this thread's floating-point arithmetic flush denormal results to

@@ -376,14 +376,16 @@ fn weight_grad_block_3_wide(
     match cpu::path() {
         // SAFETY: `cpu::path` only chooses a path the CPU supports.
         #[allow(unsafe_code)]
-        KernelPath::Avx512 if !cpu::splits_512_bit_vectors() => {
+        KernelPath::Avx512 if !cpu::weight_grad_3d_on_avx2() => {
             return unsafe { weight_grad_avx512::block_3(shape, padded, out_grad, co, ci, out) };
         }
-        // SAFETY: the AVX2 path, or an AVX-512 CPU that `splits_512_bit_vectors`
-        // found to have AVX2 and FMA. There (Zen 4) the AVX2 kernel is the
-        // faster: the AVX-512 one pairs two channels' 8 lanes per register
-        // with broadcasts and inserts, and 512-bit multiply-adds there are
-        // two 256-bit ones (the step figure is in docs/benchmarks.md).
+        // SAFETY: the AVX2 path, or the AVX-512 path (whose CPUs all have
+        // AVX2 and FMA: `KernelPath::supported`) where the AVX2 kernel was
+        // measured faster, or is by default on CPUs that split 512-bit
+        // vectors (Zen 4): the AVX-512 one pairs two channels' 8 lanes per
+        // register with broadcasts and inserts, and 512-bit multiply-adds
+        // there are two 256-bit ones (the step figure is in
+        // docs/benchmarks.md).
         #[allow(unsafe_code)]
         KernelPath::Avx512 | KernelPath::Avx2 => {
             return unsafe { weight_grad_avx2::block_3(shape, padded, out_grad, co, ci, out) };

@@ -24,6 +24,7 @@
 
 pub mod batch_norm;
 pub mod bf16_gemm;
+pub mod calibrate;
 mod channel_conv;
 pub mod columns;
 pub mod conv2d_forward;
