@@ -4,8 +4,9 @@
 //! [`calibrate`](super::calibrate::calibrate) has measured them (`trainer
 //! train` does at start-up); or forced (tests of each path on one machine,
 //! benchmarks, and users who want one) with
-//! `STAGEHAND_KERNELS=portable|avx2|avx512` or [`force`]. [`choice`] says
-//! which runs and how it was chosen.
+//! `STAGEHAND_KERNELS=portable|avx2|avx512` or [`force`].
+//! [`calibrate::choice`](super::calibrate::choice) says which runs and how
+//! it was chosen.
 //!
 //! Every path computes the same sums in the same order with fused
 //! multiply-adds, so results are bit-identical whichever runs; the wider
@@ -84,8 +85,7 @@ impl KernelPath {
         }
     }
 
-    /// The path named `name` in `STAGEHAND_KERNELS`.
-    pub fn from_name(name: &str) -> Option<KernelPath> {
+    fn from_name(name: &str) -> Option<KernelPath> {
         KernelPath::ALL.into_iter().find(|p| p.name() == name)
     }
 }
