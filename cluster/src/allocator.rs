@@ -10,7 +10,14 @@
 //!   With the threshold fixed it stays flat (docs/reliability.md, soak).
 //! - [`keep_freed_memory`] (trainer): the opposite. A training step frees
 //!   and reallocates the same large tensors every time; keeping them in the
-//!   heap saves the page faults and zeroing of fresh mappings.
+//!   heap saves the page faults and zeroing of fresh mappings. glibc will
+//!   not serve a block above 32 MiB from a heap while it may map it (its
+//!   threshold's ceiling), and the threads' own arenas map what exceeds
+//!   their 64 MiB heaps; a CosmoGAN `paper` step's transposed-convolution
+//!   buffers are larger than both. So this policy maps nothing and keeps
+//!   one arena: every block comes from the main heap and is reused there
+//!   (docs/benchmarks.md, CosmoGAN, has the page faults per step).
+//!   jemalloc and mimalloc, tried in its place, faulted more, not less.
 //!
 //! Both fix the threshold, which is what stops glibc's dynamic adjustment.
 //! Where the allocator is not glibc's they do nothing.
@@ -23,6 +30,16 @@ const KEEP_MMAP_THRESHOLD: i32 = 32 << 20;
 /// Free memory at the top of the heap [`keep_freed_memory`] keeps.
 const KEEP_TRIM_THRESHOLD: i32 = 1 << 30;
 
+/// What [`keep_freed_memory`] asks of glibc beyond the mmap threshold.
+#[derive(Debug, Clone, Copy)]
+struct Keep {
+    trim_threshold: i32,
+    /// Blocks that may still come from their own mapping: 0, none.
+    max_mappings: i32,
+    /// Arenas in all: 1, the main heap alone, shared by every thread.
+    max_arenas: i32,
+}
+
 /// Serve blocks of 128 KiB and more from their own mappings, always, and
 /// return them to the kernel when freed: resident memory then follows what
 /// is in use, round after round.
@@ -30,23 +47,28 @@ pub fn map_large_blocks() {
     set(MAP_THRESHOLD, None);
 }
 
-/// Keep and reuse freed blocks up to 32 MiB (up to 1 GiB of free heap in
-/// all) instead of returning them: for processes that free and reallocate
-/// the same large buffers every step.
+/// Keep and reuse freed blocks of every size (up to 1 GiB of free heap at
+/// its top) instead of returning them, all threads on one heap: for
+/// processes that free and reallocate the same large buffers every step.
+///
+/// Call it first in `main`, before any thread starts: a thread that has
+/// allocated already keeps the arena it was given.
 pub fn keep_freed_memory() {
-    set(KEEP_MMAP_THRESHOLD, Some(KEEP_TRIM_THRESHOLD));
+    set(KEEP_MMAP_THRESHOLD, Some(Keep { trim_threshold: KEEP_TRIM_THRESHOLD, max_mappings: 0, max_arenas: 1 }));
 }
 
 #[allow(unused_variables)]
-fn set(mmap_threshold: i32, trim_threshold: Option<i32>) {
+fn set(mmap_threshold: i32, keep: Option<Keep>) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets allocator parameters, under the allocator's
     // own lock; it touches no memory of ours.
     #[allow(unsafe_code)]
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, mmap_threshold);
-        if let Some(trim) = trim_threshold {
-            libc::mallopt(libc::M_TRIM_THRESHOLD, trim);
+        if let Some(keep) = keep {
+            libc::mallopt(libc::M_TRIM_THRESHOLD, keep.trim_threshold);
+            libc::mallopt(libc::M_MMAP_MAX, keep.max_mappings);
+            libc::mallopt(libc::M_ARENA_MAX, keep.max_arenas);
         }
     }
 }

@@ -162,6 +162,8 @@ fn train(data: &Path, buckets: usize, batch: usize) -> Value {
 
 /// The bench on a pool thread, as the trainer binary runs.
 fn main() {
+    // Before the pool's threads start (they keep the arena they first get).
+    cluster::allocator::keep_freed_memory();
     trainer::kernels::on_pool(|| {
         // The kernels `trainer train` would run here, measured as it does.
         println!("# kernels: {}", trainer::kernels::calibrate::calibrate().line());
@@ -170,7 +172,6 @@ fn main() {
 }
 
 fn bench() {
-    cluster::allocator::keep_freed_memory();
     let traces = bench_rows::count("STAGEHAND_BENCH_TRACES", 2000);
     let batch = bench_rows::count("STAGEHAND_BENCH_BATCH", 16);
     let reps = bench_rows::repetitions(3);

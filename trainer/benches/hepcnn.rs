@@ -77,6 +77,8 @@ fn time_to_target(report: &Value) -> Option<(f64, u64)> {
 
 /// The bench on a pool thread, as the trainer binary runs.
 fn main() {
+    // Before the pool's threads start (they keep the arena they first get).
+    cluster::allocator::keep_freed_memory();
     trainer::kernels::on_pool(|| {
         // The kernels `trainer train` would run here, measured as it does.
         println!("# kernels: {}", trainer::kernels::calibrate::calibrate().line());
@@ -85,7 +87,6 @@ fn main() {
 }
 
 fn bench() {
-    cluster::allocator::keep_freed_memory();
     let steps = bench_rows::count("STAGEHAND_BENCH_STEPS", 10);
     let reps = bench_rows::repetitions(3);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());

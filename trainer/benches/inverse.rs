@@ -116,6 +116,8 @@ fn generate(out: &Path, samples: usize, grid: &str, scan: &str) -> Value {
 
 /// The bench on a pool thread, as the trainer binary runs.
 fn main() {
+    // Before the pool's threads start (they keep the arena they first get).
+    cluster::allocator::keep_freed_memory();
     trainer::kernels::on_pool(|| {
         // The kernels `trainer train` would run here, measured as it does.
         println!("# kernels: {}", trainer::kernels::calibrate::calibrate().line());
@@ -124,7 +126,6 @@ fn main() {
 }
 
 fn bench() {
-    cluster::allocator::keep_freed_memory();
     let batch = bench_rows::count("STAGEHAND_BENCH_BATCH", 4);
     let steps = bench_rows::count("STAGEHAND_BENCH_STEPS", 10);
     let reps = bench_rows::repetitions(3);

@@ -114,11 +114,12 @@ fn gemm_row(reps: usize) -> Row {
 
 /// The bench on a pool thread, as the trainer binary runs.
 fn main() {
+    // Before the pool's threads start (they keep the arena they first get).
+    cluster::allocator::keep_freed_memory();
     trainer::kernels::on_pool(bench);
 }
 
 fn bench() {
-    cluster::allocator::keep_freed_memory();
     if !Precision::Bf16.native() {
         println!("this CPU has no AVX512_BF16: --precision bf16 does not run here; no rows recorded");
         return;

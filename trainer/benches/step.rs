@@ -131,6 +131,8 @@ fn trainer_run(ranks: usize, data: &Path, batch: usize) -> Value {
 
 /// The bench on a pool thread, as the trainer binary runs.
 fn main() {
+    // Before the pool's threads start (they keep the arena they first get).
+    cluster::allocator::keep_freed_memory();
     trainer::kernels::on_pool(|| {
         // The kernels `trainer train` would run here, measured as it does.
         println!("# kernels: {}", trainer::kernels::calibrate::calibrate().line());
@@ -139,7 +141,6 @@ fn main() {
 }
 
 fn bench() {
-    cluster::allocator::keep_freed_memory();
     let batch = bench_rows::count("STAGEHAND_BENCH_BATCH", 8);
     let steps = bench_rows::count("STAGEHAND_BENCH_STEPS", 10);
     let reps = bench_rows::repetitions(3);

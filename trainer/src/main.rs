@@ -978,11 +978,12 @@ fn init_world() -> World {
 }
 
 fn main() {
+    // Before the pool's threads start (they keep the arena they first get).
+    cluster::allocator::keep_freed_memory();
     trainer::kernels::on_pool(run);
 }
 
 fn run() {
-    cluster::allocator::keep_freed_memory();
     let matches =
         cli().try_get_matches_from(model_first(std::env::args_os().collect())).unwrap_or_else(|e| usage_error(e));
     let parsed = Cli::from_arg_matches(&matches).unwrap_or_else(|e| usage_error(e));
