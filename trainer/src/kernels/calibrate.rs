@@ -62,7 +62,7 @@ impl Candidate {
     /// gradient.
     pub fn name(&self) -> String {
         if self.weight_grad_3d_on_avx2 {
-            format!("{}+avx2-wgrad3d", self.path.name())
+            format!("{}{}", self.path.name(), cpu::AVX2_WEIGHT_GRAD_3D)
         } else {
             self.path.name().to_string()
         }

@@ -4,7 +4,7 @@
 //! [`calibrate`](super::calibrate::calibrate) has measured them (`trainer
 //! train` does at start-up); or forced (tests of each path on one machine,
 //! benchmarks, and users who want one) with
-//! `STAGEHAND_KERNELS=portable|avx2|avx512` or [`force`].
+//! `STAGEHAND_KERNELS=portable|avx2|avx512|avx512+avx2-wgrad3d` or [`force`].
 //! [`calibrate::choice`](super::calibrate::choice) says which runs and how
 //! it was chosen.
 //!
@@ -113,11 +113,26 @@ pub fn path() -> KernelPath {
     }
 }
 
+/// The suffix of the AVX-512 path that takes the AVX2 3-D weight gradient
+/// (`calibrate::Candidate::name`).
+pub(crate) const AVX2_WEIGHT_GRAD_3D: &str = "+avx2-wgrad3d";
+
 fn from_env() -> KernelPath {
     let Ok(name) = std::env::var(KERNELS_ENV) else { return best() };
-    match KernelPath::from_name(&name) {
+    // A forced name means exactly the kernels it names, so that the report
+    // says what was asked for: `avx512` its own throughout (not the table
+    // of CPU families), `avx512+avx2-wgrad3d` the AVX2 3-D weight gradient.
+    let (path_name, weight_grad_on_avx2) = match name.strip_suffix(AVX2_WEIGHT_GRAD_3D) {
+        Some(path_name) => (path_name, true),
+        None => (name.as_str(), false),
+    };
+    let path = KernelPath::from_name(path_name).filter(|p| !weight_grad_on_avx2 || *p == KernelPath::Avx512);
+    match path {
         Some(path) if path.supported() => {
             CHOSEN_BY.store(ChosenBy::Forced as u8, Ordering::Relaxed);
+            if path == KernelPath::Avx512 {
+                set_weight_grad_3d_on_avx2(weight_grad_on_avx2);
+            }
             path
         }
         Some(path) => {
@@ -125,7 +140,10 @@ fn from_env() -> KernelPath {
             best()
         }
         None => {
-            tracing::warn!("{KERNELS_ENV}={name}: expected portable, avx2 or avx512; using {}", best().name());
+            tracing::warn!(
+                "{KERNELS_ENV}={name}: expected portable, avx2, avx512 or avx512{AVX2_WEIGHT_GRAD_3D}; using {}",
+                best().name()
+            );
             best()
         }
     }
