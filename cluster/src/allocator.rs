@@ -30,21 +30,22 @@ const KEEP_MMAP_THRESHOLD: i32 = 32 << 20;
 /// Free memory at the top of the heap [`keep_freed_memory`] keeps.
 const KEEP_TRIM_THRESHOLD: i32 = 1 << 30;
 
-/// What [`keep_freed_memory`] asks of glibc beyond the mmap threshold.
+/// One of glibc's allocator parameters (`mallopt`'s `M_*`).
 #[derive(Debug, Clone, Copy)]
-struct Keep {
-    trim_threshold: i32,
-    /// Blocks that may still come from their own mapping: 0, none.
-    max_mappings: i32,
-    /// Arenas in all: 1, the main heap alone, shared by every thread.
-    max_arenas: i32,
+enum Param {
+    MmapThreshold,
+    TrimThreshold,
+    /// Blocks that may come from their own mapping at once.
+    MaxMappings,
+    /// Arenas in all (1: the main heap alone, shared by every thread).
+    MaxArenas,
 }
 
 /// Serve blocks of 128 KiB and more from their own mappings, always, and
 /// return them to the kernel when freed: resident memory then follows what
 /// is in use, round after round.
 pub fn map_large_blocks() {
-    set(MAP_THRESHOLD, None);
+    set(&[(Param::MmapThreshold, MAP_THRESHOLD)]);
 }
 
 /// Keep and reuse freed blocks of every size (up to 1 GiB of free heap at
@@ -54,21 +55,29 @@ pub fn map_large_blocks() {
 /// Call it first in `main`, before any thread starts: a thread that has
 /// allocated already keeps the arena it was given.
 pub fn keep_freed_memory() {
-    set(KEEP_MMAP_THRESHOLD, Some(Keep { trim_threshold: KEEP_TRIM_THRESHOLD, max_mappings: 0, max_arenas: 1 }));
+    set(&[
+        (Param::MmapThreshold, KEEP_MMAP_THRESHOLD),
+        (Param::TrimThreshold, KEEP_TRIM_THRESHOLD),
+        (Param::MaxMappings, 0),
+        (Param::MaxArenas, 1),
+    ]);
 }
 
 #[allow(unused_variables)]
-fn set(mmap_threshold: i32, keep: Option<Keep>) {
+fn set(settings: &[(Param, i32)]) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets allocator parameters, under the allocator's
-    // own lock; it touches no memory of ours.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, mmap_threshold);
-        if let Some(keep) = keep {
-            libc::mallopt(libc::M_TRIM_THRESHOLD, keep.trim_threshold);
-            libc::mallopt(libc::M_MMAP_MAX, keep.max_mappings);
-            libc::mallopt(libc::M_ARENA_MAX, keep.max_arenas);
+    for &(param, value) in settings {
+        let param = match param {
+            Param::MmapThreshold => libc::M_MMAP_THRESHOLD,
+            Param::TrimThreshold => libc::M_TRIM_THRESHOLD,
+            Param::MaxMappings => libc::M_MMAP_MAX,
+            Param::MaxArenas => libc::M_ARENA_MAX,
+        };
+        // SAFETY: mallopt only sets allocator parameters, under the
+        // allocator's own lock; it touches no memory of ours.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::mallopt(param, value);
         }
     }
 }
