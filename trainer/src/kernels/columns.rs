@@ -28,6 +28,9 @@ use rayon::prelude::*;
 /// kernel tap in memory at once.
 const TILE_FLOATS: usize = 4 << 20;
 
+/// Floats of columns one task of [`fill_columns`] writes at least.
+const MIN_TASK_FLOATS: usize = 4096;
+
 /// Where a convolution's kernel taps land on its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
@@ -108,11 +111,15 @@ impl<'a> ColumnSource<'a> {
         self.dims[1]
     }
 
-    /// The `len` values x[row, first], x[row, first + s], ... (`row`
-    /// counts rows of every sample and channel: (n · C_in + ci) · H + ih).
-    fn strided(&self, row: usize, first: usize, len: usize) -> &[f32] {
-        let at = row * self.stride * self.segment + (first % self.stride) * self.segment + first / self.stride;
-        &self.rows[at..at + len]
+    /// Floats from one row (n, ci, ih) to the next.
+    fn row_pitch(&self) -> usize {
+        self.stride * self.segment
+    }
+
+    /// Where, from the start of a row, the values x[row, first], x[row,
+    /// first + s], ... begin (they are consecutive).
+    fn column_offset(&self, first: usize) -> usize {
+        (first % self.stride) * self.segment + first / self.stride
     }
 }
 
@@ -140,39 +147,76 @@ pub(super) fn fill(dst: &mut [MaybeUninit<f32>], value: f32) {
     }
 }
 
-/// Write the columns of output rows `rows` of sample `sample` into `cols`:
-/// rows (ci, i, j) of `rows.len() · out_w` values each, every element
-/// written.
+/// Write the columns of output rows `rows` of every sample into `cols`:
+/// rows (n, ci, i, j) of `rows.len() · out_w` values each, every element
+/// written. One parallel loop over every sample's taps: a loop per sample
+/// would wait for the slowest task once per sample.
 fn fill_columns(
     x: &ColumnSource<'_>,
-    sample: usize,
     out_w: usize,
     window: &Window,
     rows: Range<usize>,
     cols: &mut [MaybeUninit<f32>],
 ) {
     let [kh, kw] = window.kernel;
-    let [_, c_in, h, w] = x.dims;
+    let [_, _, h, w] = x.dims;
     let width = rows.len() * out_w;
     if width == 0 {
         return;
     }
-    cols.par_chunks_mut(width).enumerate().for_each(|(r, dst)| {
-        let (ci, i, j) = (r / (kh * kw), (r / kw) % kh, r % kw);
-        let valid_rows = window.valid(0, i, h, rows.end);
-        let valid_cols = window.valid(1, j, w, out_w);
-        for (t, oh) in rows.clone().enumerate() {
-            let line = &mut dst[t * out_w..(t + 1) * out_w];
-            if !valid_rows.contains(&oh) || valid_cols.is_empty() {
-                fill(line, 0.0);
-                continue;
+    // What every tap along an axis shares, worked out once rather than
+    // per tap or per line (each a few divisions by the stride, which in
+    // a small network's layers cost more than the copies): the outputs
+    // whose tap falls inside the input, and for a column tap where its
+    // values start within an input row.
+    let row_taps: Vec<Range<usize>> = (0..kh).map(|i| window.valid(0, i, h, rows.end)).collect();
+    let col_taps: Vec<(Range<usize>, usize)> = (0..kw)
+        .map(|j| {
+            let valid = window.valid(1, j, w, out_w);
+            let first = valid.start * window.stride[1] + j * window.dilation[1];
+            let offset = if valid.is_empty() { 0 } else { x.column_offset(first - window.padding[1]) };
+            (valid, offset)
+        })
+        .collect();
+    let pitch = x.row_pitch();
+    let [s0, d0, p0] = [window.stride[0], window.dilation[0], window.padding[0]];
+    // A tap of a small network's layer is a few hundred floats: a task of
+    // one tap spent more time in rayon than in its copies. Tasks take runs
+    // of taps, enough of them for every thread several times over.
+    let taps = cols.len() / width;
+    let per_task = (MIN_TASK_FLOATS / width).clamp(1, taps.div_ceil(4 * rayon::current_num_threads()).max(1));
+    cols.par_chunks_mut(per_task * width).enumerate().for_each(|(task, dst)| {
+        let tap = task * per_task;
+        let (plane, within) = (tap / (kh * kw), tap % (kh * kw));
+        let (mut plane, mut i, mut j) = (plane, within / kw, within % kw);
+        for dst in dst.chunks_mut(width) {
+            let (valid_cols, offset) = &col_taps[j];
+            if valid_cols.is_empty() {
+                fill(dst, 0.0);
+            } else {
+                // plane = sample · C_in + ci: the input rows of that channel.
+                let base = plane * h * pitch + offset;
+                let (lead, len) = (valid_cols.start, valid_cols.len());
+                for (line, oh) in dst.chunks_mut(out_w).zip(rows.clone()) {
+                    if !row_taps[i].contains(&oh) {
+                        fill(line, 0.0);
+                        continue;
+                    }
+                    let at = base + (oh * s0 + i * d0 - p0) * pitch;
+                    let (head, rest) = line.split_at_mut(lead);
+                    let (body, tail) = rest.split_at_mut(len);
+                    fill(head, 0.0);
+                    body.write_copy_of_slice(&x.rows[at..at + len]);
+                    fill(tail, 0.0);
+                }
             }
-            let ih = oh * window.stride[0] + i * window.dilation[0] - window.padding[0];
-            let first = valid_cols.start * window.stride[1] + j * window.dilation[1] - window.padding[1];
-            let src = x.strided((sample * c_in + ci) * h + ih, first, valid_cols.len());
-            fill(&mut line[..valid_cols.start], 0.0);
-            line[valid_cols.clone()].write_copy_of_slice(src);
-            fill(&mut line[valid_cols.end..], 0.0);
+            j += 1;
+            if j == kw {
+                (i, j) = (i + 1, 0);
+                if i == kh {
+                    (plane, i) = (plane + 1, 0);
+                }
+            }
         }
     });
 }
@@ -186,14 +230,12 @@ pub(crate) fn batch_columns(x: &ColumnSource<'_>, out_w: usize, window: &Window,
     let len = n * sample_len;
     // Not zeroed first: at 16 channels zeroing cost as much as the copy.
     let mut cols: Vec<f32> = Vec::with_capacity(len);
-    for (s, sample_cols) in cols.spare_capacity_mut()[..len].chunks_mut(sample_len.max(1)).enumerate() {
-        fill_columns(x, s, out_w, window, rows.clone(), sample_cols);
-    }
+    fill_columns(x, out_w, window, rows, &mut cols.spare_capacity_mut()[..len]);
     // SAFETY: the first `len` elements are initialised: `fill_columns`
-    // writes every element of each sample's `sample_len` (every line of
-    // every row is written whole, by `fill` or by the copy between the
-    // two `fill`s, which together cover `0..out_w`), and the samples' parts
-    // tile `0..len`.
+    // writes every element of every (sample, tap) row of `rows.len() ·
+    // out_w` values (every line of a row is written whole, by `fill` or by
+    // the head, body and tail that together cover `0..out_w`), and those
+    // rows tile `0..len`.
     #[allow(unsafe_code)]
     unsafe {
         cols.set_len(len);
