@@ -418,18 +418,41 @@ impl Backward<Flex, 2> for Conv2dBackward {
     }
 }
 
-/// dX of a 2-D convolution. With stride 1 and one group it is the forward
-/// convolution of the output gradient with the kernel flipped in space and
-/// its channel axes swapped (padding d·(k−1) − p on each side), which
-/// burn-flex runs as columns times a matrix; otherwise burn's transposed
-/// convolution, which adds every column back into place one tap at a time
-/// (ours, [`conv_transpose2d`], measured slower on DeepLabv3+'s strided
-/// encoder: `docs/benchmarks.md`, CosmoGAN).
+/// dX of a 2-D convolution: the transposed convolution of the output
+/// gradient with the same weight. Strided, with one group, dilation 1 and
+/// the same padding on both sides (CosmoGAN's discriminator, DeepLabv3+'s
+/// encoder), it runs as ours ([`conv_transpose2d`]), the output padding
+/// chosen to give back the input's size: burn's adds every column back
+/// into place one tap at a time, and took a sixth of a CosmoGAN `small`
+/// step (`docs/benchmarks.md`, CosmoGAN). With stride 1 and one group it
+/// is the forward convolution of the output gradient with the kernel
+/// flipped in space and its channel axes swapped (padding d·(k−1) − p on
+/// each side), which burn-flex runs as columns times a matrix; anything
+/// else is burn's transposed convolution.
 fn conv2d_input_grad(x: FlexTensor, weight: FlexTensor, out_grad: FlexTensor, options: ConvOptions<2>) -> FlexTensor {
     let w = weight.shape();
     let reach = |axis: usize| options.dilation[axis] * (w[2 + axis] - 1);
     let (begin, end) = (options.padding_begin(), options.padding_end());
     let fits = (0..2).all(|a| begin[a] <= reach(a) && end[a] <= reach(a));
+    if options.stride != [1, 1]
+        && options.groups == 1
+        && options.dilation == [1, 1]
+        && w.num_dims() == 4
+        && begin == end
+    {
+        let (xs, gs) = (x.shape(), out_grad.shape());
+        // The rows and columns past the last output's window that the
+        // input still has (fewer than a stride): the transposed
+        // convolution's output padding.
+        let pad_out = |a: usize| -> Option<usize> {
+            let reached = gs.get(2 + a)?.checked_sub(1)? * options.stride[a] + w[2 + a];
+            (xs.get(2 + a)? + 2 * begin[a]).checked_sub(reached).filter(|&p| p < options.stride[a])
+        };
+        if let (Some(p0), Some(p1)) = (pad_out(0), pad_out(1)) {
+            let transposed = ConvTransposeOptions::new(options.stride, begin, [p0, p1], [1, 1], 1);
+            return conv_transpose2d_flex(&out_grad, &weight, &transposed);
+        }
+    }
     if options.stride != [1, 1] || options.groups != 1 || w.num_dims() != 4 || !fits {
         return Flex::conv2d_x_backward(x, weight, out_grad, options);
     }
