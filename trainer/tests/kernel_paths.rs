@@ -7,24 +7,12 @@ use std::io::Write as _;
 
 use burn::backend::flex::FlexTensor;
 use burn::tensor::{Shape, TensorData};
-use trainer::kernels::calibrate::{self, Candidate};
+use trainer::kernels::calibrate::{self, Candidate, values};
 use trainer::kernels::columns::Window;
 use trainer::kernels::cpu::{self, KernelPath};
 use trainer::kernels::direct_conv::{self, ConvShape};
 use trainer::kernels::direct_pool;
 use trainer::kernels::{conv2d_forward, conv2d_grad};
-
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % 20_001) as f32 / 10_000.0 - 1.0
-        })
-        .collect()
-}
 
 /// Forward, input gradient, weight gradient and bias gradient of `shape`.
 fn all_four(shape: &ConvShape) -> [Vec<f32>; 4] {

@@ -307,8 +307,10 @@ impl Probe {
     }
 }
 
-/// `n` values in [-1, 1) from a xorshift generator seeded by `seed`.
-fn values(n: usize, seed: u64) -> Vec<f32> {
+/// `n` values in [-1, 1) from a xorshift generator seeded by `seed`: the
+/// calibration's operands, and the kernel-path tests' (the same inputs the
+/// paths were timed on).
+pub fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     (0..n)
         .map(|_| {
