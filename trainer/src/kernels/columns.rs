@@ -70,6 +70,46 @@ pub(crate) fn wave(len: usize, k: usize) -> Vec<f32> {
     (0..len).map(|i| ((i * k % 29) as f32 - 14.0) / 9.0).collect()
 }
 
+/// The weight gradient of a 2-D convolution by its definition, one product
+/// at a time in f64: dW [C_out, C_in, kh, kw] for x [N, C_in, H, W] and the
+/// output gradient g [N, C_out, out_h, out_w] (the reference of every
+/// weight-gradient kernel's tests).
+#[cfg(test)]
+pub(crate) fn weight_grad_by_definition(
+    x: &[f32],
+    g: &[f32],
+    [n, c_in, h, w]: [usize; 4],
+    [c_out, out_h, out_w]: [usize; 3],
+    window: &Window,
+) -> Vec<f64> {
+    let [kh, kw] = window.kernel;
+    let mut dw = vec![0.0f64; c_out * c_in * kh * kw];
+    for s in 0..n {
+        for co in 0..c_out {
+            for ci in 0..c_in {
+                for i in 0..kh {
+                    for j in 0..kw {
+                        for oh in 0..out_h {
+                            for ow in 0..out_w {
+                                let ih = (oh * window.stride[0] + i * window.dilation[0]) as isize
+                                    - window.padding[0] as isize;
+                                let iw = (ow * window.stride[1] + j * window.dilation[1]) as isize
+                                    - window.padding[1] as isize;
+                                if (0..h as isize).contains(&ih) && (0..w as isize).contains(&iw) {
+                                    let xv = x[((s * c_in + ci) * h + ih as usize) * w + iw as usize];
+                                    let gv = g[((s * c_out + co) * out_h + oh) * out_w + ow];
+                                    dw[((co * c_in + ci) * kh + i) * kw + j] += f64::from(xv) * f64::from(gv);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    dw
+}
+
 /// Output rows per tile when one output row of every sample needs
 /// `floats_per_row` floats of columns: as many as [`TILE_FLOATS`] holds, at
 /// least one.

@@ -112,45 +112,8 @@ fn bf16_weight_grad(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::columns::wave;
+    use crate::kernels::columns::{wave, weight_grad_by_definition};
     use crate::kernels::precision::{Precision, scoped};
-
-    /// dW by its definition, one product at a time.
-    fn naive(
-        x: &[f32],
-        g: &[f32],
-        [n, c_in, h, w]: [usize; 4],
-        [c_out, out_h, out_w]: [usize; 3],
-        window: &Window,
-    ) -> Vec<f32> {
-        let [kh, kw] = window.kernel;
-        let mut dw = vec![0.0f64; c_out * c_in * kh * kw];
-        for s in 0..n {
-            for co in 0..c_out {
-                for ci in 0..c_in {
-                    for i in 0..kh {
-                        for j in 0..kw {
-                            for oh in 0..out_h {
-                                for ow in 0..out_w {
-                                    let ih = (oh * window.stride[0] + i * window.dilation[0]) as isize
-                                        - window.padding[0] as isize;
-                                    let iw = (ow * window.stride[1] + j * window.dilation[1]) as isize
-                                        - window.padding[1] as isize;
-                                    if ih < 0 || iw < 0 || ih >= h as isize || iw >= w as isize {
-                                        continue;
-                                    }
-                                    let xv = x[((s * c_in + ci) * h + ih as usize) * w + iw as usize];
-                                    let gv = g[((s * c_out + co) * out_h + oh) * out_w + ow];
-                                    dw[((co * c_in + ci) * kh + i) * kw + j] += f64::from(xv) * f64::from(gv);
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        dw.into_iter().map(|v| v as f32).collect()
-    }
 
     #[test]
     fn weight_gradient_equals_the_definition_for_strides_dilations_and_padding() {
@@ -180,14 +143,14 @@ mod tests {
             let (mut x, mut g) = (wave(n * c_in * h * w, 7), wave(n * c_out * out_h * out_w, 5));
             precision.round_in_place(&mut x);
             precision.round_in_place(&mut g);
-            let want = naive(&x, &g, dims, [c_out, out_h, out_w], &window);
+            let want = weight_grad_by_definition(&x, &g, dims, [c_out, out_h, out_w], &window);
             let (x, g) = (flex(x, Shape::new(dims)), flex(g, Shape::new([n, c_out, out_h, out_w])));
             let got = scoped(precision, || weight_grad(&x, &g, &window));
             assert_eq!(got.shape().as_slice(), &[c_out, c_in, window.kernel[0], window.kernel[1]]);
             let got = values(&got);
             for (k, (a, b)) in got.iter().zip(&want).enumerate() {
                 assert!(
-                    (a - b).abs() <= 1e-4 * (1.0 + b.abs()),
+                    (f64::from(*a) - b).abs() <= 1e-4 * (1.0 + b.abs()),
                     "{precision} {window:?} {dims:?}: dW[{k}] = {a}, want {b}"
                 );
             }
@@ -202,11 +165,11 @@ mod tests {
         let dims = [1, 64, 70, 300];
         assert!(rows_per_tile(64 * 9 * 300, 70) < 70);
         let (x, g) = (wave(dims.iter().product(), 3), wave(2 * 70 * 300, 11));
-        let want = naive(&x, &g, dims, [2, 70, 300], &window);
+        let want = weight_grad_by_definition(&x, &g, dims, [2, 70, 300], &window);
         let got = values(&weight_grad(&flex(x, Shape::new(dims)), &flex(g, Shape::new([1, 2, 70, 300])), &window))
             .into_owned();
         for (k, (a, b)) in got.iter().zip(&want).enumerate() {
-            assert!((a - b).abs() <= 1e-3 * (1.0 + b.abs()), "dW[{k}] = {a}, want {b}");
+            assert!((f64::from(*a) - b).abs() <= 1e-3 * (1.0 + b.abs()), "dW[{k}] = {a}, want {b}");
         }
     }
 }

@@ -239,43 +239,7 @@ fn add_lanes(lanes: &[f32; LANES]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::columns::wave;
-
-    /// dW by its definition, in f64.
-    fn naive(
-        x: &[f32],
-        g: &[f32],
-        [n, c_in, h, w]: [usize; 4],
-        [c_out, out_h, out_w]: [usize; 3],
-        window: &Window,
-    ) -> Vec<f64> {
-        let [kh, kw] = window.kernel;
-        let mut dw = vec![0.0f64; c_out * c_in * kh * kw];
-        for s in 0..n {
-            for co in 0..c_out {
-                for ci in 0..c_in {
-                    for i in 0..kh {
-                        for j in 0..kw {
-                            for oh in 0..out_h {
-                                for ow in 0..out_w {
-                                    let ih = (oh * window.stride[0] + i * window.dilation[0]) as isize
-                                        - window.padding[0] as isize;
-                                    let iw = (ow * window.stride[1] + j * window.dilation[1]) as isize
-                                        - window.padding[1] as isize;
-                                    if (0..h as isize).contains(&ih) && (0..w as isize).contains(&iw) {
-                                        let xv = x[((s * c_in + ci) * h + ih as usize) * w + iw as usize];
-                                        let gv = g[((s * c_out + co) * out_h + oh) * out_w + ow];
-                                        dw[((co * c_in + ci) * kh + i) * kw + j] += f64::from(xv) * f64::from(gv);
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        dw
-    }
+    use crate::kernels::columns::{wave, weight_grad_by_definition};
 
     fn cases() -> Vec<([usize; 4], usize, Window)> {
         // Output rows of whole vectors, with a short tail, and kernels of 3,
@@ -297,7 +261,7 @@ mod tests {
             assert!(applies(c_out, out[1], window.kernel[1]), "{dims:?} {window:?}");
             let (x, g) = (wave(n * c_in * h * w, 7), wave(n * c_out * out[0] * out[1], 5));
             let got = weight_grad(&x, dims, &g, c_out, &window, out);
-            let want = naive(&x, &g, dims, [c_out, out[0], out[1]], &window);
+            let want = weight_grad_by_definition(&x, &g, dims, [c_out, out[0], out[1]], &window);
             assert_eq!(got.len(), want.len());
             for (k, (a, b)) in got.iter().zip(&want).enumerate() {
                 assert!(
