@@ -14,7 +14,10 @@
 //! b = ow mod s₁: every tap (i, j) adds each row of its columns as one
 //! contiguous run into a row of its phase (the outputs of a tap along a
 //! row all fall in one phase), and the phases are interleaved into the
-//! plane once at the end. (One stride-1
+//! plane once at the end. Inputs of small planes (the 4 × 4 maps at
+//! CosmoGAN's narrow end) have all samples' columns made by one product:
+//! a product per sample there has as many rows as the plane has pixels,
+//! too few for the `gemm` crate's widest microkernel. (One stride-1
 //! convolution per output phase, which needs no col2im, was measured slower
 //! on CosmoGAN: its columns hold every input channel where these hold the
 //! output channels, twice as many there; `docs/benchmarks.md`.)
@@ -26,6 +29,12 @@ use super::strided_gemm::{self, View};
 /// Most floats a sample's columns may take (256 MiB): beyond that burn's
 /// tiled route is used.
 const MAX_COLUMN_FLOATS: usize = 64 << 20;
+
+/// Input planes of fewer pixels than this have the columns of every sample
+/// made by one product ([`forward`]): the `gemm` crate's widest f32
+/// microkernel covers 64 rows (4 vectors of 16), and a product per sample
+/// has one row per pixel.
+const SMALL_PLANE: usize = 64;
 
 /// Where a transposed convolution's taps land: stride and padding per axis
 /// (dilation 1).
@@ -65,6 +74,29 @@ pub fn forward(
     let mut y = vec![0.0f32; n * c_out * out_plane];
     let sample_x = |sample: usize| (x, View::rows(c_in, plane).at(sample * c_in * plane));
     let weight_t = (weight, View::columns(taps, c_in));
+    if plane < SMALL_PLANE && n > 1 && taps * plane * n <= MAX_COLUMN_FLOATS {
+        // x as [C_in, N·H·W], so that one product makes the columns of
+        // every sample: cols[tap][sample·H·W + pixel].
+        let mut x_by_channel = vec![0.0f32; c_in * n * plane];
+        for (sample, channels) in x.chunks(c_in * plane).take(n).enumerate() {
+            for (ci, pixels) in channels.chunks(plane).enumerate() {
+                x_by_channel[(ci * n + sample) * plane..][..plane].copy_from_slice(pixels);
+            }
+        }
+        let mut cols = vec![0.0f32; taps * n * plane];
+        strided_gemm::multiply(
+            (&mut cols, View::rows(taps, n * plane)),
+            weight_t,
+            (&x_by_channel, View::rows(c_in, n * plane)),
+            true,
+        );
+        y.par_chunks_mut(out_plane).enumerate().for_each_init(Vec::new, |phases, (index, channel)| {
+            let (sample, co) = (index / c_out, index % c_out);
+            let rows = Rows { cols: &cols, tap_stride: n * plane, first: sample * plane, geometry, input: [h, w], out_w };
+            rows.channel(co, channel, phases);
+        });
+        return y;
+    }
     if n >= rayon::current_num_threads() {
         // A sample per task, as burn-flex shares them: enough of them to
         // keep every thread busy without waking the others per product.
@@ -72,7 +104,7 @@ pub fn forward(
             || (vec![0.0f32; taps * plane], Vec::new()),
             |(cols, phases), (sample, out)| {
                 strided_gemm::multiply((cols, View::rows(taps, plane)), weight_t, sample_x(sample), false);
-                let rows = Rows { cols, geometry, input: [h, w], out_w };
+                let rows = Rows { cols, tap_stride: plane, first: 0, geometry, input: [h, w], out_w };
                 for (co, channel) in out.chunks_mut(out_plane).enumerate() {
                     rows.channel(co, channel, phases);
                 }
@@ -83,7 +115,7 @@ pub fn forward(
     let mut cols = vec![0.0f32; taps * plane];
     for (sample, out) in y.chunks_mut(c_out * out_plane).enumerate() {
         strided_gemm::multiply((&mut cols, View::rows(taps, plane)), weight_t, sample_x(sample), true);
-        let rows = Rows { cols: &cols, geometry, input: [h, w], out_w };
+        let rows = Rows { cols: &cols, tap_stride: plane, first: 0, geometry, input: [h, w], out_w };
         out.par_chunks_mut(out_plane)
             .enumerate()
             .for_each_init(Vec::new, |phases, (co, channel)| rows.channel(co, channel, phases));
@@ -93,7 +125,10 @@ pub fn forward(
 
 /// One sample's columns and where their rows land.
 struct Rows<'a> {
+    /// Tap t's H·W columns of this sample at `first + t·tap_stride`.
     cols: &'a [f32],
+    tap_stride: usize,
+    first: usize,
     geometry: &'a Geometry,
     input: [usize; 2],
     out_w: usize,
@@ -126,7 +161,7 @@ impl Rows<'_> {
             }
             let start = (first as isize + shift) as usize;
             for i in 0..kh {
-                let tap = &self.cols[((co * kh + i) * kw + j) * h * w..][..h * w];
+                let tap = &self.cols[self.first + ((co * kh + i) * kw + j) * self.tap_stride..][..h * w];
                 for (ih, row) in tap.chunks(w).enumerate() {
                     // oh = ih·s₀ − p₀ + i.
                     let Some(oh) = (ih * s0 + i).checked_sub(p0) else { continue };
@@ -170,7 +205,8 @@ mod tests {
         // (input, C_out, kernel, stride, padding, output padding): the
         // generator's 5 × 5 upsampling by 2, odd kernels and strides, a
         // stride wider than the kernel, uneven axes, one output channel,
-        // padding that crops most of an axis.
+        // padding that crops most of an axis. Planes below SMALL_PLANE
+        // with several samples go through the product of all samples.
         let cases = [
             ([2, 3, 4, 5], 8, [5, 5], [2, 2], [2, 2], [1, 1]),
             ([1, 4, 5, 7], 3, [3, 3], [2, 2], [1, 1], [1, 0]),
@@ -178,6 +214,10 @@ mod tests {
             ([1, 3, 4, 4], 2, [2, 2], [3, 3], [0, 0], [2, 0]),
             ([1, 5, 6, 3], 1, [5, 3], [1, 1], [2, 1], [0, 0]),
             ([2, 2, 4, 3], 4, [3, 3], [1, 2], [2, 1], [0, 1]),
+            // CosmoGAN's 4 × 4 end, many samples in one product; planes
+            // too large for that, a product per sample.
+            ([16, 8, 4, 4], 4, [5, 5], [2, 2], [2, 2], [1, 1]),
+            ([3, 2, 8, 9], 3, [5, 5], [2, 2], [2, 2], [1, 1]),
         ];
         for (dims, c_out, kernel, stride, padding, out_padding) in cases {
             let x = flex(wave(dims.iter().product(), 7), Shape::new(dims));
