@@ -187,8 +187,19 @@ pub(super) fn fill(dst: &mut [MaybeUninit<f32>], value: f32) {
     }
 }
 
+/// How the rows of a batch's columns follow one another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ColumnOrder {
+    /// Rows (n, ci, i, j): a [taps, positions] matrix per sample.
+    SampleMajor,
+    /// Rows (ci, i, j, n): one [taps, N · positions] matrix, so that a
+    /// single product covers every sample when a sample's output plane is
+    /// too small to fill the GEMM's microkernel.
+    TapMajor,
+}
+
 /// Write the columns of output rows `rows` of every sample into `cols`:
-/// rows (n, ci, i, j) of `rows.len() · out_w` values each, every element
+/// rows of `rows.len() · out_w` values each in `order`, every element
 /// written. One parallel loop over every sample's taps: a loop per sample
 /// would wait for the slowest task once per sample.
 fn fill_columns(
@@ -196,10 +207,11 @@ fn fill_columns(
     out_w: usize,
     window: &Window,
     rows: Range<usize>,
+    order: ColumnOrder,
     cols: &mut [MaybeUninit<f32>],
 ) {
     let [kh, kw] = window.kernel;
-    let [_, _, h, w] = x.dims;
+    let [n, c_in, h, w] = x.dims;
     let width = rows.len() * out_w;
     if width == 0 {
         return;
@@ -225,11 +237,17 @@ fn fill_columns(
     // of taps, enough of them for every thread several times over.
     let taps = cols.len() / width;
     let per_task = (MIN_TASK_FLOATS / width).clamp(1, taps.div_ceil(4 * rayon::current_num_threads()).max(1));
+    let sample_taps = c_in * kh * kw;
     cols.par_chunks_mut(per_task * width).enumerate().for_each(|(task, dst)| {
-        let tap = task * per_task;
-        let (plane, within) = (tap / (kh * kw), tap % (kh * kw));
-        let (mut plane, mut i, mut j) = (plane, within / kw, within % kw);
+        let row = task * per_task;
+        let (mut sample, tap) = match order {
+            ColumnOrder::SampleMajor => (row / sample_taps, row % sample_taps),
+            ColumnOrder::TapMajor => (row % n.max(1), row / n.max(1)),
+        };
+        let (mut ci, within) = (tap / (kh * kw), tap % (kh * kw));
+        let (mut i, mut j) = (within / kw, within % kw);
         for dst in dst.chunks_mut(width) {
+            let plane = sample * c_in + ci;
             let (valid_cols, offset) = &col_taps[j];
             if valid_cols.is_empty() {
                 fill(dst, 0.0);
@@ -250,11 +268,23 @@ fn fill_columns(
                     fill(tail, 0.0);
                 }
             }
+            // The next row's (sample, ci, i, j), by counters: divisions per
+            // row cost more than a short row's copy.
+            if order == ColumnOrder::TapMajor {
+                sample += 1;
+                if sample < n {
+                    continue;
+                }
+                sample = 0;
+            }
             j += 1;
             if j == kw {
                 (i, j) = (i + 1, 0);
                 if i == kh {
-                    (plane, i) = (plane + 1, 0);
+                    (ci, i) = (ci + 1, 0);
+                    if ci == c_in && order == ColumnOrder::SampleMajor {
+                        (sample, ci) = (sample + 1, 0);
+                    }
                 }
             }
         }
@@ -264,13 +294,24 @@ fn fill_columns(
 /// The columns of output rows `rows` for every sample of `x`: [N, taps,
 /// rows · out_w], taps ordered (ci, i, j).
 pub(crate) fn batch_columns(x: &ColumnSource<'_>, out_w: usize, window: &Window, rows: Range<usize>) -> Vec<f32> {
+    batch_columns_in(x, out_w, window, rows, ColumnOrder::SampleMajor)
+}
+
+/// [`batch_columns`] with its rows in `order`.
+pub(crate) fn batch_columns_in(
+    x: &ColumnSource<'_>,
+    out_w: usize,
+    window: &Window,
+    rows: Range<usize>,
+    order: ColumnOrder,
+) -> Vec<f32> {
     let [kh, kw] = window.kernel;
     let [n, c_in, ..] = x.dims;
     let sample_len = c_in * kh * kw * rows.len() * out_w;
     let len = n * sample_len;
     // Not zeroed first: at 16 channels zeroing cost as much as the copy.
     let mut cols: Vec<f32> = Vec::with_capacity(len);
-    fill_columns(x, out_w, window, rows, &mut cols.spare_capacity_mut()[..len]);
+    fill_columns(x, out_w, window, rows, order, &mut cols.spare_capacity_mut()[..len]);
     // SAFETY: the first `len` elements are initialised: `fill_columns`
     // writes every element of every (sample, tap) row of `rows.len() ·
     // out_w` values (every line of a row is written whole, by `fill` or by
@@ -329,14 +370,25 @@ mod tests {
             Window { kernel: [3, 1], stride: [1, 2], padding: [1, 0], dilation: [1, 1] },
         ];
         // Odd and even widths: a stride-2 regrouping has segments of unequal length.
-        for dims in [[2, 3, 7, 9], [1, 2, 8, 10], [1, 1, 5, 4]] {
+        for dims in [[2, 3, 7, 9], [1, 2, 8, 10], [1, 1, 5, 4], [3, 2, 4, 4]] {
             let [_, _, h, w] = dims;
             let x: Vec<f32> = (0..dims.iter().product()).map(|i| i as f32 + 1.0).collect();
             for window in &windows {
                 let (out_h, out_w) = (window.output_size(0, h), window.output_size(1, w));
                 for rows in [0..out_h, 0..1, out_h / 2..out_h] {
                     let got = batch_columns(&ColumnSource::new(&x, dims, window), out_w, window, rows.clone());
-                    assert_eq!(got, naive(&x, dims, out_w, window, rows.clone()), "{dims:?} {window:?} rows {rows:?}");
+                    let want = naive(&x, dims, out_w, window, rows.clone());
+                    assert_eq!(got, want, "{dims:?} {window:?} rows {rows:?}");
+                    // The same rows, tap by tap with the samples inside.
+                    let source = ColumnSource::new(&x, dims, window);
+                    let tap_major = batch_columns_in(&source, out_w, window, rows.clone(), ColumnOrder::TapMajor);
+                    let width = rows.len() * out_w;
+                    let (n, taps) = (dims[0], want.len() / (dims[0] * width).max(1));
+                    for (r, line) in tap_major.chunks(width.max(1)).enumerate() {
+                        let (tap, sample) = (r / n, r % n);
+                        let at = (sample * taps + tap) * width;
+                        assert_eq!(line, &want[at..at + width], "tap-major {dims:?} {window:?} rows {rows:?} row {r}");
+                    }
                 }
             }
         }

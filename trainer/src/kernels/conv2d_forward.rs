@@ -20,8 +20,9 @@ use burn::backend::flex::FlexTensor;
 use burn::backend::ops::FloatTensorOps;
 use burn::tensor::Shape;
 
-use super::columns::{ColumnSource, Window, batch_columns, rows_per_tile};
+use super::columns::{ColumnOrder, ColumnSource, Window, batch_columns, batch_columns_in, rows_per_tile};
 use super::flex::{flex, values};
+use super::strided_gemm::{self, View};
 use super::{bf16_gemm, direct_conv2d};
 
 /// conv2d(x, weight) without bias: x [N, C_in, H, W], weight [C_out, C_in,
@@ -42,6 +43,10 @@ pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, [out_h,
     if bf16_gemm::native_here() {
         return bf16_forward(&source, &values(weight), [n, c_out, out_h, out_w], tile_rows, window);
     }
+    let plane = out_h * out_w;
+    if plane < SMALL_PLANE && n > 1 && tile_rows >= out_h {
+        return small_planes(&source, &values(weight), [n, c_out, out_h, out_w], window);
+    }
     let matrix = Flex::float_reshape(weight.clone(), Shape::new([1, c_out, taps]));
     let product = |rows: std::ops::Range<usize>| {
         let width = rows.len() * out_w;
@@ -51,7 +56,6 @@ pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, [out_h,
     if tile_rows >= out_h {
         return Flex::float_reshape(product(0..out_h), Shape::new([n, c_out, out_h, out_w]));
     }
-    let plane = out_h * out_w;
     let mut y = vec![0.0f32; n * c_out * plane];
     for first in (0..out_h).step_by(tile_rows) {
         let rows = first..(first + tile_rows).min(out_h);
@@ -61,6 +65,41 @@ pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, [out_h,
         for (k, part) in tile.chunks(width).enumerate() {
             let at = k * plane + rows.start * out_w;
             y[at..at + width].copy_from_slice(part);
+        }
+    }
+    flex(y, Shape::new([n, c_out, out_h, out_w]))
+}
+
+/// Output planes of fewer positions than this have every sample in one
+/// product ([`small_planes`]): the `gemm` crate's widest f32 microkernel
+/// covers 64 rows (4 vectors of 16), and a product per sample has one row
+/// per output position.
+const SMALL_PLANE: usize = 64;
+
+/// [`forward`] for small output planes (CosmoGAN's 4 × 4 end): the columns
+/// of every sample side by side ([`ColumnOrder::TapMajor`]), one product
+/// [C_out, taps] × [taps, N · positions], and the result [C_out, N, plane]
+/// turned into [N, C_out, plane].
+fn small_planes(
+    source: &ColumnSource,
+    weights: &[f32],
+    [n, c_out, out_h, out_w]: [usize; 4],
+    window: &Window,
+) -> FlexTensor {
+    let plane = out_h * out_w;
+    let taps = weights.len() / c_out.max(1);
+    let cols = batch_columns_in(source, out_w, window, 0..out_h, ColumnOrder::TapMajor);
+    let mut by_channel = vec![0.0f32; c_out * n * plane];
+    strided_gemm::multiply(
+        (&mut by_channel, View::rows(c_out, n * plane)),
+        (weights, View::rows(c_out, taps)),
+        (&cols, View::rows(taps, n * plane)),
+        true,
+    );
+    let mut y = vec![0.0f32; n * c_out * plane];
+    for (co, samples) in by_channel.chunks(n * plane).enumerate() {
+        for (sample, values) in samples.chunks(plane).enumerate() {
+            y[(sample * c_out + co) * plane..][..plane].copy_from_slice(values);
         }
     }
     flex(y, Shape::new([n, c_out, out_h, out_w]))
@@ -108,6 +147,9 @@ mod tests {
             ([1, 1, 6, 8], 2, [7, 7], [2, 2], [3, 3], [1, 1]),
             ([1, 2, 5, 5], 1, [3, 3], [1, 1], [6, 6], [6, 6]),
             ([2, 2, 4, 6], 3, [3, 1], [1, 2], [1, 0], [1, 1]),
+            // Every sample in one product (output planes under 64
+            // positions, several samples): CosmoGAN's 4 × 4 end.
+            ([16, 8, 8, 8], 4, [5, 5], [2, 2], [2, 2], [1, 1]),
             // Direct sums (whole blocks of 8 channels, rows of 16 and more).
             ([2, 3, 6, 40], 8, [3, 3], [1, 1], [1, 1], [1, 1]),
             ([1, 2, 9, 45], 16, [7, 7], [2, 2], [3, 3], [1, 1]),
