@@ -187,6 +187,13 @@ pub(super) fn fill(dst: &mut [MaybeUninit<f32>], value: f32) {
     }
 }
 
+/// Output planes of fewer positions than this have every sample of a batch
+/// in one product (forward and weight gradient of the convolution, the
+/// transposed convolution's columns): the `gemm` crate's widest f32
+/// microkernel covers 64 rows (4 vectors of 16), and a product per sample
+/// has one row per position, or sums over as few.
+pub(crate) const SMALL_PLANE: usize = 64;
+
 /// How the rows of a batch's columns follow one another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ColumnOrder {

@@ -20,7 +20,7 @@ use burn::backend::flex::FlexTensor;
 use burn::backend::ops::FloatTensorOps;
 use burn::tensor::Shape;
 
-use super::columns::{ColumnOrder, ColumnSource, Window, batch_columns, batch_columns_in, rows_per_tile};
+use super::columns::{ColumnOrder, ColumnSource, SMALL_PLANE, Window, batch_columns, batch_columns_in, rows_per_tile};
 use super::flex::{flex, values};
 use super::strided_gemm::{self, View};
 use super::{bf16_gemm, direct_conv2d};
@@ -69,12 +69,6 @@ pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, [out_h,
     }
     flex(y, Shape::new([n, c_out, out_h, out_w]))
 }
-
-/// Output planes of fewer positions than this have every sample in one
-/// product ([`small_planes`]): the `gemm` crate's widest f32 microkernel
-/// covers 64 rows (4 vectors of 16), and a product per sample has one row
-/// per output position.
-const SMALL_PLANE: usize = 64;
 
 /// [`forward`] for small output planes (CosmoGAN's 4 × 4 end): the columns
 /// of every sample side by side ([`ColumnOrder::TapMajor`]), one product

@@ -22,7 +22,7 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::Shape;
 
 use super::bf16_gemm::{self, Runs};
-use super::columns::{ColumnSource, Window, batch_columns, rows_per_tile};
+use super::columns::{ColumnOrder, ColumnSource, SMALL_PLANE, Window, batch_columns, batch_columns_in, rows_per_tile};
 use super::direct_weight_grad2d;
 use super::flex::{flex, values};
 use super::strided_gemm::{self, View};
@@ -45,6 +45,10 @@ pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -
     if bf16_gemm::native_here() {
         return bf16_weight_grad(&source, &g, [n, c_out, out_h, out_w], tile_rows, window);
     }
+    let plane = out_h * out_w;
+    if plane < SMALL_PLANE && n > 1 && tile_rows >= out_h {
+        return small_planes(&source, &g, [n, c_out, out_h, out_w], window);
+    }
     // dW[co, t] accumulates, tile by tile and sample by sample, the
     // columns [taps × width] times the output gradient's rows of the tile
     // read in place as [width × C_out] (one channel's plane per column).
@@ -52,7 +56,6 @@ pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -
     // (64 rows) down the taps, where C_out (16 in the small networks) as
     // the rows would leave it a 16-row one.
     let mut transposed = vec![0.0f32; taps * c_out];
-    let plane = out_h * out_w;
     for first in (0..out_h).step_by(tile_rows) {
         let rows = first..(first + tile_rows).min(out_h);
         let width = rows.len() * out_w;
@@ -65,6 +68,39 @@ pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -
             );
         }
     }
+    untranspose(&transposed, c_out, [c_in, kh, kw])
+}
+
+/// [`weight_grad`] for small output planes (CosmoGAN's 4 × 4 end), where a
+/// product per sample would sum over a dozen positions only: one product
+/// dWᵀ [taps × C_out] = columns [taps × N·positions] ([`ColumnOrder::TapMajor`])
+/// times the output gradient as [N·positions × C_out], read from a copy of
+/// it laid out [C_out, N, plane].
+fn small_planes(source: &ColumnSource, g: &[f32], [n, c_out, out_h, out_w]: [usize; 4], window: &Window) -> FlexTensor {
+    let [kh, kw] = window.kernel;
+    let c_in = source.channels();
+    let taps = c_in * kh * kw;
+    let plane = out_h * out_w;
+    let positions = n * plane;
+    let cols = batch_columns_in(source, out_w, window, 0..out_h, ColumnOrder::TapMajor);
+    let mut by_channel = vec![0.0f32; c_out * positions];
+    for (sample, channels) in g.chunks(c_out * plane).take(n).enumerate() {
+        for (co, values) in channels.chunks(plane).enumerate() {
+            by_channel[co * positions + sample * plane..][..plane].copy_from_slice(values);
+        }
+    }
+    let mut transposed = vec![0.0f32; taps * c_out];
+    strided_gemm::multiply(
+        (&mut transposed, View::rows(taps, c_out)),
+        (&cols, View::rows(taps, positions)),
+        (&by_channel, View::columns(positions, c_out)),
+        true,
+    );
+    untranspose(&transposed, c_out, [c_in, kh, kw])
+}
+
+/// dW [C_out, C_in, kh, kw] from dWᵀ [taps × C_out].
+fn untranspose(transposed: &[f32], c_out: usize, [c_in, kh, kw]: [usize; 3]) -> FlexTensor {
     let gradient = (0..c_out).flat_map(|co| transposed.iter().skip(co).step_by(c_out).copied()).collect();
     flex(gradient, Shape::new([c_out, c_in, kh, kw]))
 }
@@ -126,6 +162,9 @@ mod tests {
             ([3, 4, 5, 6], 2, Window { kernel: [1, 1], stride: [1, 1], padding: [0, 0], dilation: [1, 1] }),
             ([1, 1, 6, 8], 2, Window { kernel: [7, 7], stride: [2, 2], padding: [3, 3], dilation: [1, 1] }),
             ([1, 2, 5, 5], 1, Window { kernel: [3, 3], stride: [1, 1], padding: [6, 6], dilation: [6, 6] }),
+            // Every sample in one product (output planes under 64 positions,
+            // several samples; the first and fifth cases too): CosmoGAN's 4 × 4 end.
+            ([16, 8, 8, 8], 4, Window { kernel: [5, 5], stride: [2, 2], padding: [2, 2], dilation: [1, 1] }),
         ];
         // bf16 where the CPU computes it ([`bf16_gemm`]), on operands
         // already rounded to it as the precision wrappers hand them over.

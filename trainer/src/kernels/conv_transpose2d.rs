@@ -24,17 +24,12 @@
 
 use rayon::prelude::*;
 
+use super::columns::SMALL_PLANE;
 use super::strided_gemm::{self, View};
 
 /// Most floats a sample's columns may take (256 MiB): beyond that burn's
 /// tiled route is used.
 const MAX_COLUMN_FLOATS: usize = 64 << 20;
-
-/// Input planes of fewer pixels than this have the columns of every sample
-/// made by one product ([`forward`]): the `gemm` crate's widest f32
-/// microkernel covers 64 rows (4 vectors of 16), and a product per sample
-/// has one row per pixel.
-const SMALL_PLANE: usize = 64;
 
 /// Where a transposed convolution's taps land: stride and padding per axis
 /// (dilation 1).
