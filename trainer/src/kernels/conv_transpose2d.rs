@@ -87,7 +87,8 @@ pub fn forward(
         );
         y.par_chunks_mut(out_plane).enumerate().for_each_init(Vec::new, |phases, (index, channel)| {
             let (sample, co) = (index / c_out, index % c_out);
-            let rows = Rows { cols: &cols, tap_stride: n * plane, first: sample * plane, geometry, input: [h, w], out_w };
+            let rows =
+                Rows { cols: &cols, tap_stride: n * plane, first: sample * plane, geometry, input: [h, w], out_w };
             rows.channel(co, channel, phases);
         });
         return y;
