@@ -62,6 +62,16 @@ impl Window {
     pub(crate) fn output_size(&self, axis: usize, size: usize) -> usize {
         (size + 2 * self.padding[axis] - self.dilation[axis] * (self.kernel[axis] - 1) - 1) / self.stride[axis] + 1
     }
+
+    /// Where, in an input plane of `[h, w]`, output `(oh, ow)` reads its
+    /// tap `(i, j)`: the index `ih·w + iw`, or `None` in the padding. The
+    /// definitions the kernels' tests check against share it.
+    #[cfg(test)]
+    pub(crate) fn input_at(&self, [oh, ow]: [usize; 2], [i, j]: [usize; 2], [h, w]: [usize; 2]) -> Option<usize> {
+        let ih = (oh * self.stride[0] + i * self.dilation[0]) as isize - self.padding[0] as isize;
+        let iw = (ow * self.stride[1] + j * self.dilation[1]) as isize - self.padding[1] as isize;
+        ((0..h as isize).contains(&ih) && (0..w as isize).contains(&iw)).then(|| ih as usize * w + iw as usize)
+    }
 }
 
 /// Test values: a short repeating wave in [−1.6, 1.6].
@@ -91,12 +101,8 @@ pub(crate) fn weight_grad_by_definition(
                     for j in 0..kw {
                         for oh in 0..out_h {
                             for ow in 0..out_w {
-                                let ih = (oh * window.stride[0] + i * window.dilation[0]) as isize
-                                    - window.padding[0] as isize;
-                                let iw = (ow * window.stride[1] + j * window.dilation[1]) as isize
-                                    - window.padding[1] as isize;
-                                if (0..h as isize).contains(&ih) && (0..w as isize).contains(&iw) {
-                                    let xv = x[((s * c_in + ci) * h + ih as usize) * w + iw as usize];
+                                if let Some(at) = window.input_at([oh, ow], [i, j], [h, w]) {
+                                    let xv = x[(s * c_in + ci) * h * w + at];
                                     let gv = g[((s * c_out + co) * out_h + oh) * out_w + ow];
                                     dw[((co * c_in + ci) * kh + i) * kw + j] += f64::from(xv) * f64::from(gv);
                                 }
@@ -345,16 +351,8 @@ mod tests {
                     for j in 0..kw {
                         for oh in rows.clone() {
                             for ow in 0..out_w {
-                                let ih = (oh * window.stride[0] + i * window.dilation[0]) as isize
-                                    - window.padding[0] as isize;
-                                let iw = (ow * window.stride[1] + j * window.dilation[1]) as isize
-                                    - window.padding[1] as isize;
-                                let inside = (0..h as isize).contains(&ih) && (0..w as isize).contains(&iw);
-                                cols.push(if inside {
-                                    x[((s * c_in + ci) * h + ih as usize) * w + iw as usize]
-                                } else {
-                                    0.0
-                                });
+                                let at = window.input_at([oh, ow], [i, j], [h, w]);
+                                cols.push(at.map_or(0.0, |at| x[(s * c_in + ci) * h * w + at]));
                             }
                         }
                     }

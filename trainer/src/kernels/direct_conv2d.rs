@@ -295,12 +295,8 @@ mod tests {
                         for ci in 0..c_in {
                             for i in 0..kh {
                                 for j in 0..kw {
-                                    let ih = (oh * window.stride[0] + i * window.dilation[0]) as isize
-                                        - window.padding[0] as isize;
-                                    let iw = (ow * window.stride[1] + j * window.dilation[1]) as isize
-                                        - window.padding[1] as isize;
-                                    if (0..h as isize).contains(&ih) && (0..w as isize).contains(&iw) {
-                                        let xv = x[((s * c_in + ci) * h + ih as usize) * w + iw as usize];
+                                    if let Some(at) = window.input_at([oh, ow], [i, j], [h, w]) {
+                                        let xv = x[(s * c_in + ci) * h * w + at];
                                         sum += f64::from(xv) * f64::from(weight[((co * c_in + ci) * kh + i) * kw + j]);
                                     }
                                 }
