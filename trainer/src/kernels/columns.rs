@@ -123,6 +123,19 @@ pub(crate) fn rows_per_tile(floats_per_row: usize, out_h: usize) -> usize {
     (TILE_FLOATS / floats_per_row.max(1)).clamp(1, out_h.max(1))
 }
 
+/// `values` laid out [A, B, plane] copied into [B, A, plane]: the small
+/// planes' single products want every sample of a channel side by side
+/// ([C, N, plane]) where the tensors are [N, C, plane], and back.
+pub(crate) fn swap_leading_axes(values: &[f32], [a, b, plane]: [usize; 3]) -> Vec<f32> {
+    let mut swapped = vec![0.0f32; a * b * plane];
+    for (outer, inner) in values[..a * b * plane].chunks(b * plane).enumerate() {
+        for (middle, run) in inner.chunks(plane).enumerate() {
+            swapped[(middle * a + outer) * plane..][..plane].copy_from_slice(run);
+        }
+    }
+    swapped
+}
+
 /// The input [N, C_in, H, W] of a convolution, ready to build columns
 /// from: every row's values regrouped by column remainder modulo the width
 /// stride `s`. Row (n, ci, ih) holds `s` segments of `segment` values,
@@ -405,5 +418,20 @@ mod tests {
         assert_eq!(rows_per_tile(1, 10), 10);
         assert_eq!(rows_per_tile(0, 0), 1);
         assert_eq!(rows_per_tile(TILE_FLOATS / 4, 10), 4);
+    }
+
+    #[test]
+    fn swapping_the_leading_axes_moves_every_plane_to_its_transposed_place() {
+        let [a, b, plane] = [3, 4, 5];
+        let values: Vec<f32> = (0..a * b * plane).map(|v| v as f32).collect();
+        let swapped = swap_leading_axes(&values, [a, b, plane]);
+        for (i, j, p) in index_triples(a, b, plane) {
+            assert_eq!(swapped[(j * a + i) * plane + p], values[(i * b + j) * plane + p]);
+        }
+        assert_eq!(swap_leading_axes(&swapped, [b, a, plane]), values);
+    }
+
+    fn index_triples(a: usize, b: usize, c: usize) -> impl Iterator<Item = (usize, usize, usize)> {
+        (0..a).flat_map(move |i| (0..b).flat_map(move |j| (0..c).map(move |k| (i, j, k))))
     }
 }

@@ -20,7 +20,9 @@ use burn::backend::flex::FlexTensor;
 use burn::backend::ops::FloatTensorOps;
 use burn::tensor::Shape;
 
-use super::columns::{ColumnOrder, ColumnSource, SMALL_PLANE, Window, batch_columns, batch_columns_in, rows_per_tile};
+use super::columns::{
+    ColumnOrder, ColumnSource, SMALL_PLANE, Window, batch_columns, batch_columns_in, rows_per_tile, swap_leading_axes,
+};
 use super::flex::{flex, values};
 use super::strided_gemm::{self, View};
 use super::{bf16_gemm, direct_conv2d};
@@ -90,12 +92,7 @@ fn small_planes(
         (&cols, View::rows(taps, n * plane)),
         true,
     );
-    let mut y = vec![0.0f32; n * c_out * plane];
-    for (co, samples) in by_channel.chunks(n * plane).enumerate() {
-        for (sample, values) in samples.chunks(plane).enumerate() {
-            y[(sample * c_out + co) * plane..][..plane].copy_from_slice(values);
-        }
-    }
+    let y = swap_leading_axes(&by_channel, [c_out, n, plane]);
     flex(y, Shape::new([n, c_out, out_h, out_w]))
 }
 

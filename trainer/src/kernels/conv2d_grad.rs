@@ -22,7 +22,9 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::Shape;
 
 use super::bf16_gemm::{self, Runs};
-use super::columns::{ColumnOrder, ColumnSource, SMALL_PLANE, Window, batch_columns, batch_columns_in, rows_per_tile};
+use super::columns::{
+    ColumnOrder, ColumnSource, SMALL_PLANE, Window, batch_columns, batch_columns_in, rows_per_tile, swap_leading_axes,
+};
 use super::direct_weight_grad2d;
 use super::flex::{flex, values};
 use super::strided_gemm::{self, View};
@@ -83,12 +85,7 @@ fn small_planes(source: &ColumnSource, g: &[f32], [n, c_out, out_h, out_w]: [usi
     let plane = out_h * out_w;
     let positions = n * plane;
     let cols = batch_columns_in(source, out_w, window, 0..out_h, ColumnOrder::TapMajor);
-    let mut by_channel = vec![0.0f32; c_out * positions];
-    for (sample, channels) in g.chunks(c_out * plane).take(n).enumerate() {
-        for (co, values) in channels.chunks(plane).enumerate() {
-            by_channel[co * positions + sample * plane..][..plane].copy_from_slice(values);
-        }
-    }
+    let by_channel = swap_leading_axes(g, [n, c_out, plane]);
     let mut transposed = vec![0.0f32; taps * c_out];
     strided_gemm::multiply(
         (&mut transposed, View::rows(taps, c_out)),

@@ -24,7 +24,7 @@
 
 use rayon::prelude::*;
 
-use super::columns::SMALL_PLANE;
+use super::columns::{SMALL_PLANE, swap_leading_axes};
 use super::strided_gemm::{self, View};
 
 /// Most floats a sample's columns may take (256 MiB): beyond that burn's
@@ -72,12 +72,7 @@ pub fn forward(
     if plane < SMALL_PLANE && n > 1 && taps * plane * n <= MAX_COLUMN_FLOATS {
         // x as [C_in, N·H·W], so that one product makes the columns of
         // every sample: cols[tap][sample·H·W + pixel].
-        let mut x_by_channel = vec![0.0f32; c_in * n * plane];
-        for (sample, channels) in x.chunks(c_in * plane).take(n).enumerate() {
-            for (ci, pixels) in channels.chunks(plane).enumerate() {
-                x_by_channel[(ci * n + sample) * plane..][..plane].copy_from_slice(pixels);
-            }
-        }
+        let x_by_channel = swap_leading_axes(x, [n, c_in, plane]);
         let mut cols = vec![0.0f32; taps * n * plane];
         strided_gemm::multiply(
             (&mut cols, View::rows(taps, n * plane)),
