@@ -123,6 +123,23 @@ pub(crate) fn rows_per_tile(floats_per_row: usize, out_h: usize) -> usize {
     (TILE_FLOATS / floats_per_row.max(1)).clamp(1, out_h.max(1))
 }
 
+/// The columns of every output row of a convolution, built in one piece by
+/// its forward pass ([`conv2d_forward::forward_keeping_columns`]) and kept
+/// for its weight gradient ([`conv2d_grad::weight_grad_with`]): both
+/// products read the same columns of the same input, and building them is
+/// as costly as a product at the small networks' channel counts. Only
+/// one-tile columns are kept (at most [`TILE_FLOATS`] floats per layer).
+///
+/// [`conv2d_forward::forward_keeping_columns`]: super::conv2d_forward::forward_keeping_columns
+/// [`conv2d_grad::weight_grad_with`]: super::conv2d_grad::weight_grad_with
+#[derive(Debug)]
+pub(crate) struct KeptColumns {
+    /// [N, taps, positions] or [taps, N · positions], as `order` says
+    /// (shared with the product that read them, not copied).
+    pub(crate) columns: burn::backend::flex::FlexTensor,
+    pub(crate) order: ColumnOrder,
+}
+
 /// `values` laid out [A, B, plane] copied into [B, A, plane]: the small
 /// planes' single products want every sample of a channel side by side
 /// ([C, N, plane]) where the tensors are [N, C, plane], and back.

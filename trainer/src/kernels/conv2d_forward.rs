@@ -21,7 +21,8 @@ use burn::backend::ops::FloatTensorOps;
 use burn::tensor::Shape;
 
 use super::columns::{
-    ColumnOrder, ColumnSource, SMALL_PLANE, Window, batch_columns, batch_columns_in, rows_per_tile, swap_leading_axes,
+    ColumnOrder, ColumnSource, KeptColumns, SMALL_PLANE, Window, batch_columns, batch_columns_in, rows_per_tile,
+    swap_leading_axes,
 };
 use super::flex::{flex, values};
 use super::strided_gemm::{self, View};
@@ -29,7 +30,21 @@ use super::{bf16_gemm, direct_conv2d};
 
 /// conv2d(x, weight) without bias: x [N, C_in, H, W], weight [C_out, C_in,
 /// kh, kw] (f32, one group), output [N, C_out, out_h, out_w].
-pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, [out_h, out_w]: [usize; 2]) -> FlexTensor {
+pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, out: [usize; 2]) -> FlexTensor {
+    forward_keeping_columns(input, weight, window, out, false).0
+}
+
+/// [`forward`], handing back the columns it built when `keep` asks and it
+/// built them in one piece in f32 (see [`KeptColumns`]): the weight
+/// gradient of a layer whose weight is trained then reads them rather than
+/// building them again.
+pub(crate) fn forward_keeping_columns(
+    input: &FlexTensor,
+    weight: &FlexTensor,
+    window: &Window,
+    [out_h, out_w]: [usize; 2],
+    keep: bool,
+) -> (FlexTensor, Option<KeptColumns>) {
     let (xs, ws) = (input.shape(), weight.shape());
     let [n, c_in, h, w] = [xs[0], xs[1], xs[2], xs[3]];
     let c_out = ws[0];
@@ -38,58 +53,57 @@ pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, [out_h,
     let x = values(input);
     if direct_conv2d::applies(c_out, out_w) {
         let y = direct_conv2d::forward(&x, [n, c_in, h, w], &values(weight), c_out, window, [out_h, out_w]);
-        return flex(y, Shape::new([n, c_out, out_h, out_w]));
+        return (flex(y, Shape::new([n, c_out, out_h, out_w])), None);
     }
     let source = ColumnSource::new(&x, [n, c_in, h, w], window);
     let tile_rows = rows_per_tile(n * taps * out_w, out_h);
     if bf16_gemm::native_here() {
-        return bf16_forward(&source, &values(weight), [n, c_out, out_h, out_w], tile_rows, window);
+        return (bf16_forward(&source, &values(weight), [n, c_out, out_h, out_w], tile_rows, window), None);
     }
     let plane = out_h * out_w;
+    let keep = |columns: FlexTensor, order: ColumnOrder| keep.then_some(KeptColumns { columns, order });
     if plane < SMALL_PLANE && n > 1 && tile_rows >= out_h {
-        return small_planes(&source, &values(weight), [n, c_out, out_h, out_w], window);
+        let order = ColumnOrder::TapMajor;
+        let cols = flex(batch_columns_in(&source, out_w, window, 0..out_h, order), Shape::new([taps, n * plane]));
+        let y = small_planes(&values(&cols), &values(weight), [n, c_out, out_h, out_w]);
+        return (y, keep(cols, order));
     }
     let matrix = Flex::float_reshape(weight.clone(), Shape::new([1, c_out, taps]));
-    let product = |rows: std::ops::Range<usize>| {
+    let columns = |rows: std::ops::Range<usize>| {
         let width = rows.len() * out_w;
-        let cols = batch_columns(&source, out_w, window, rows);
-        Flex::float_matmul(matrix.clone(), flex(cols, Shape::new([n, taps, width])))
+        flex(batch_columns(&source, out_w, window, rows), Shape::new([n, taps, width]))
     };
     if tile_rows >= out_h {
-        return Flex::float_reshape(product(0..out_h), Shape::new([n, c_out, out_h, out_w]));
+        let cols = columns(0..out_h);
+        let y = Flex::float_reshape(Flex::float_matmul(matrix, cols.clone()), Shape::new([n, c_out, out_h, out_w]));
+        return (y, keep(cols, ColumnOrder::SampleMajor));
     }
     let mut y = vec![0.0f32; n * c_out * plane];
     for first in (0..out_h).step_by(tile_rows) {
         let rows = first..(first + tile_rows).min(out_h);
         let width = rows.len() * out_w;
-        let tile = product(rows.clone());
+        let tile = Flex::float_matmul(matrix.clone(), columns(rows.clone()));
         let tile = values(&tile);
         for (k, part) in tile.chunks(width).enumerate() {
             let at = k * plane + rows.start * out_w;
             y[at..at + width].copy_from_slice(part);
         }
     }
-    flex(y, Shape::new([n, c_out, out_h, out_w]))
+    (flex(y, Shape::new([n, c_out, out_h, out_w])), None)
 }
 
 /// [`forward`] for small output planes (CosmoGAN's 4 × 4 end): the columns
-/// of every sample side by side ([`ColumnOrder::TapMajor`]), one product
-/// [C_out, taps] × [taps, N · positions], and the result [C_out, N, plane]
-/// turned into [N, C_out, plane].
-fn small_planes(
-    source: &ColumnSource,
-    weights: &[f32],
-    [n, c_out, out_h, out_w]: [usize; 4],
-    window: &Window,
-) -> FlexTensor {
+/// of every sample side by side ([`ColumnOrder::TapMajor`], `cols`), one
+/// product [C_out, taps] × [taps, N · positions], and the result [C_out,
+/// N, plane] turned into [N, C_out, plane].
+fn small_planes(cols: &[f32], weights: &[f32], [n, c_out, out_h, out_w]: [usize; 4]) -> FlexTensor {
     let plane = out_h * out_w;
     let taps = weights.len() / c_out.max(1);
-    let cols = batch_columns_in(source, out_w, window, 0..out_h, ColumnOrder::TapMajor);
     let mut by_channel = vec![0.0f32; c_out * n * plane];
     strided_gemm::multiply(
         (&mut by_channel, View::rows(c_out, n * plane)),
         (weights, View::rows(c_out, taps)),
-        (&cols, View::rows(taps, n * plane)),
+        (cols, View::rows(taps, n * plane)),
         true,
     );
     let y = swap_leading_axes(&by_channel, [c_out, n, plane]);

@@ -23,7 +23,8 @@ use burn::tensor::Shape;
 
 use super::bf16_gemm::{self, Runs};
 use super::columns::{
-    ColumnOrder, ColumnSource, SMALL_PLANE, Window, batch_columns, batch_columns_in, rows_per_tile, swap_leading_axes,
+    ColumnOrder, ColumnSource, KeptColumns, SMALL_PLANE, Window, batch_columns, batch_columns_in, rows_per_tile,
+    swap_leading_axes,
 };
 use super::direct_weight_grad2d;
 use super::flex::{flex, values};
@@ -32,6 +33,18 @@ use super::strided_gemm::{self, View};
 /// dW of shape [C_out, C_in, kh, kw] for input [N, C_in, H, W] and output
 /// gradient [N, C_out, OH, OW] (f32, one group).
 pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -> FlexTensor {
+    weight_grad_with(input, out_grad, window, None)
+}
+
+/// [`weight_grad`] reading the columns the forward pass built of the same
+/// input (`kept`, [`KeptColumns`]) where it has them, rather than building
+/// them again.
+pub(crate) fn weight_grad_with(
+    input: &FlexTensor,
+    out_grad: &FlexTensor,
+    window: &Window,
+    kept: Option<&KeptColumns>,
+) -> FlexTensor {
     let (xs, gs) = (input.shape(), out_grad.shape());
     let [n, c_in, h, w] = [xs[0], xs[1], xs[2], xs[3]];
     let [c_out, out_h, out_w] = [gs[1], gs[2], gs[3]];
@@ -42,58 +55,79 @@ pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -
         let grad = direct_weight_grad2d::weight_grad(&x, [n, c_in, h, w], &g, c_out, window, [out_h, out_w]);
         return flex(grad, Shape::new([c_out, c_in, kh, kw]));
     }
+    let plane = out_h * out_w;
+    let dims = [n, c_out, out_h, out_w];
+    if let Some(kept) = kept.filter(|k| k.columns.shape().num_elements() == n * taps * plane) {
+        let cols = values(&kept.columns);
+        return match kept.order {
+            ColumnOrder::TapMajor => small_planes(&cols, &g, dims, [c_in, kh, kw]),
+            ColumnOrder::SampleMajor => {
+                let mut transposed = vec![0.0f32; taps * c_out];
+                accumulate_tile(&mut transposed, &cols, &g, dims, 0..out_h);
+                untranspose(&transposed, c_out, [c_in, kh, kw])
+            }
+        };
+    }
     let source = ColumnSource::new(&x, [n, c_in, h, w], window);
     let tile_rows = rows_per_tile(n * taps * out_w, out_h);
     if bf16_gemm::native_here() {
-        return bf16_weight_grad(&source, &g, [n, c_out, out_h, out_w], tile_rows, window);
+        return bf16_weight_grad(&source, &g, dims, tile_rows, window);
     }
-    let plane = out_h * out_w;
     if plane < SMALL_PLANE && n > 1 && tile_rows >= out_h {
-        return small_planes(&source, &g, [n, c_out, out_h, out_w], window);
+        let cols = batch_columns_in(&source, out_w, window, 0..out_h, ColumnOrder::TapMajor);
+        return small_planes(&cols, &g, dims, [c_in, kh, kw]);
     }
-    // dW[co, t] accumulates, tile by tile and sample by sample, the
-    // columns [taps × width] times the output gradient's rows of the tile
-    // read in place as [width × C_out] (one channel's plane per column).
-    // dWᵀ [taps × C_out] row-major: `gemm` then runs its widest kernel
-    // (64 rows) down the taps, where C_out (16 in the small networks) as
-    // the rows would leave it a 16-row one.
     let mut transposed = vec![0.0f32; taps * c_out];
     for first in (0..out_h).step_by(tile_rows) {
         let rows = first..(first + tile_rows).min(out_h);
-        let width = rows.len() * out_w;
         let cols = batch_columns(&source, out_w, window, rows.clone());
-        for s in 0..n {
-            strided_gemm::accumulate(
-                (&mut transposed, View::rows(taps, c_out)),
-                (&cols, View::rows(taps, width).at(s * taps * width)),
-                (&g, View::rows(width, c_out).strides(1, plane).at(s * c_out * plane + rows.start * out_w)),
-            );
-        }
+        accumulate_tile(&mut transposed, &cols, &g, dims, rows);
     }
     untranspose(&transposed, c_out, [c_in, kh, kw])
 }
 
+/// Adds to dWᵀ [taps × C_out] (`transposed`) the product of the columns of
+/// output rows `rows` ([N, taps, width], [`ColumnOrder::SampleMajor`]) and
+/// the output gradient's rows of them read in place as [width × C_out]
+/// (one channel's plane per column), sample by sample. dWᵀ row-major:
+/// `gemm` then runs its widest kernel (64 rows) down the taps, where C_out
+/// (16 in the small networks) as the rows would leave it a 16-row one.
+fn accumulate_tile(
+    transposed: &mut [f32],
+    cols: &[f32],
+    g: &[f32],
+    [n, c_out, out_h, out_w]: [usize; 4],
+    rows: std::ops::Range<usize>,
+) {
+    let taps = transposed.len() / c_out.max(1);
+    let (plane, width) = (out_h * out_w, rows.len() * out_w);
+    for s in 0..n {
+        strided_gemm::accumulate(
+            (transposed, View::rows(taps, c_out)),
+            (cols, View::rows(taps, width).at(s * taps * width)),
+            (g, View::rows(width, c_out).strides(1, plane).at(s * c_out * plane + rows.start * out_w)),
+        );
+    }
+}
+
 /// [`weight_grad`] for small output planes (CosmoGAN's 4 × 4 end), where a
 /// product per sample would sum over a dozen positions only: one product
-/// dWᵀ [taps × C_out] = columns [taps × N·positions] ([`ColumnOrder::TapMajor`])
-/// times the output gradient as [N·positions × C_out], read from a copy of
-/// it laid out [C_out, N, plane].
-fn small_planes(source: &ColumnSource, g: &[f32], [n, c_out, out_h, out_w]: [usize; 4], window: &Window) -> FlexTensor {
-    let [kh, kw] = window.kernel;
-    let c_in = source.channels();
-    let taps = c_in * kh * kw;
+/// dWᵀ [taps × C_out] = columns [taps × N·positions] (`cols`,
+/// [`ColumnOrder::TapMajor`]) times the output gradient as [N·positions ×
+/// C_out], read from a copy of it laid out [C_out, N, plane].
+fn small_planes(cols: &[f32], g: &[f32], [n, c_out, out_h, out_w]: [usize; 4], kernel: [usize; 3]) -> FlexTensor {
+    let taps = kernel.iter().product::<usize>();
     let plane = out_h * out_w;
     let positions = n * plane;
-    let cols = batch_columns_in(source, out_w, window, 0..out_h, ColumnOrder::TapMajor);
     let by_channel = swap_leading_axes(g, [n, c_out, plane]);
     let mut transposed = vec![0.0f32; taps * c_out];
     strided_gemm::multiply(
         (&mut transposed, View::rows(taps, c_out)),
-        (&cols, View::rows(taps, positions)),
+        (cols, View::rows(taps, positions)),
         (&by_channel, View::columns(positions, c_out)),
         true,
     );
-    untranspose(&transposed, c_out, [c_in, kh, kw])
+    untranspose(&transposed, c_out, kernel)
 }
 
 /// dW [C_out, C_in, kh, kw] from dWᵀ [taps × C_out], reading dWᵀ once
@@ -215,6 +249,28 @@ mod tests {
             .into_owned();
         for (k, (a, b)) in got.iter().zip(&want).enumerate() {
             assert!((f64::from(*a) - b).abs() <= 1e-3 * (1.0 + b.abs()), "dW[{k}] = {a}, want {b}");
+        }
+    }
+
+    /// The columns the forward pass keeps give the weight gradient the
+    /// bits that building them again gives, in both orders (a plane of 16
+    /// positions over 4 samples: tap-major; a plane of 80: sample-major).
+    #[test]
+    fn weight_gradient_from_the_forward_passs_columns_equals_building_them_again() {
+        use crate::kernels::conv2d_forward::forward_keeping_columns;
+        let window = Window { kernel: [5, 5], stride: [2, 2], padding: [2, 2], dilation: [1, 1] };
+        for (dims, order) in [([4, 3, 8, 8], ColumnOrder::TapMajor), ([2, 3, 16, 20], ColumnOrder::SampleMajor)] {
+            let [n, c_in, h, w] = dims;
+            let (c_out, out) = (4, [window.output_size(0, h), window.output_size(1, w)]);
+            let x = flex(wave(n * c_in * h * w, 7), Shape::new(dims));
+            let weight = flex(wave(c_out * c_in * 25, 3), Shape::new([c_out, c_in, 5, 5]));
+            let (y, kept) = forward_keeping_columns(&x, &weight, &window, out, true);
+            let kept = kept.expect("one tile of f32 columns is kept");
+            assert_eq!(kept.order, order);
+            let g = flex(wave(y.shape().num_elements(), 5), y.shape());
+            let (from_kept, rebuilt) = (weight_grad_with(&x, &g, &window, Some(&kept)), weight_grad(&x, &g, &window));
+            assert_eq!(values(&from_kept), values(&rebuilt), "{order:?}");
+            assert!(forward_keeping_columns(&x, &weight, &window, out, false).1.is_none());
         }
     }
 }

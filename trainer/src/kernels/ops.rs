@@ -20,7 +20,7 @@ use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{DType, FloatDType, Shape};
 
 use super::batch_norm;
-use super::columns::Window;
+use super::columns::{KeptColumns, Window};
 use super::conv_transpose2d;
 use super::conv2d_forward;
 use super::conv2d_grad;
@@ -255,6 +255,17 @@ fn conv2d_window(
 /// multiplies the NCHW input in place, without columns) and for groups or
 /// other dtypes.
 fn conv2d_flex(x: FlexTensor, weight: FlexTensor, options: ConvOptions<2>) -> FlexTensor {
+    conv2d_flex_keeping(x, weight, options, false).0
+}
+
+/// [`conv2d_flex`], with the columns ours built when `keep` asks
+/// ([`conv2d_forward::forward_keeping_columns`]).
+fn conv2d_flex_keeping(
+    x: FlexTensor,
+    weight: FlexTensor,
+    options: ConvOptions<2>,
+    keep: bool,
+) -> (FlexTensor, Option<KeptColumns>) {
     let geometry = [options.stride, options.padding_begin(), options.dilation];
     let window = conv2d_window([&x, &weight], &weight, geometry, options.groups).filter(|w| w.kernel != [1, 1]);
     let (size, end) = (x.shape(), options.padding_end());
@@ -265,11 +276,13 @@ fn conv2d_flex(x: FlexTensor, weight: FlexTensor, options: ConvOptions<2>) -> Fl
         Some(span / window.stride[axis] + 1)
     };
     let Some(window) = window else {
-        return Flex::conv2d(x, weight, None, options);
+        return (Flex::conv2d(x, weight, None, options), None);
     };
     match (out(&window, 0), out(&window, 1)) {
-        (Some(out_h), Some(out_w)) => conv2d_forward::forward(&x, &weight, &window, [out_h, out_w]),
-        _ => Flex::conv2d(x, weight, None, options),
+        (Some(out_h), Some(out_w)) => {
+            conv2d_forward::forward_keeping_columns(&x, &weight, &window, [out_h, out_w], keep)
+        }
+        _ => (Flex::conv2d(x, weight, None, options), None),
     }
 }
 
@@ -396,18 +409,20 @@ type NodeId = burn::backend::autodiff::NodeId;
 struct Conv2dBackward;
 
 impl Backward<Flex, 2> for Conv2dBackward {
-    type State = (NodeId, NodeId, ConvOptions<2>);
+    /// x, the weight, the options and the columns the forward pass kept
+    /// for the weight gradient.
+    type State = (NodeId, NodeId, ConvOptions<2>, Option<Arc<KeptColumns>>);
 
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
         let [node_x, node_weight] = ops.parents;
         let out_grad = grads.consume::<Flex>(&ops.node);
-        let (x_state, weight_state, options) = ops.state;
+        let (x_state, weight_state, options, columns) = ops.state;
         let x: FlexTensor = checkpointer.retrieve_node_output(x_state);
         let weight: FlexTensor = checkpointer.retrieve_node_output(weight_state);
         if let Some(node) = node_weight {
             let geometry = [options.stride, options.padding_begin(), options.dilation];
             let grad = match conv2d_window([&x, &out_grad], &weight, geometry, options.groups) {
-                Some(window) => conv2d_grad::weight_grad(&x, &out_grad, &window),
+                Some(window) => conv2d_grad::weight_grad_with(&x, &out_grad, &window, columns.as_deref()),
                 None => Flex::conv2d_weight_backward(x.clone(), weight.clone(), out_grad.clone(), options.clone()),
             };
             grads.register::<Flex>(node.id, grad);
@@ -813,11 +828,15 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
 
     fn conv2d_unbiased(x: AutodiffFloat<C>, weight: AutodiffFloat<C>, options: ConvOptions<2>) -> AutodiffFloat<C> {
         let forward = |x: &FlexTensor, weight: &FlexTensor| conv2d_flex(x.clone(), weight.clone(), options.clone());
+        // A trained weight's gradient reads the columns the forward pass
+        // builds; a frozen one (CosmoGAN's generator loss) has none to take.
+        let trained = weight.is_tracked();
         match Conv2dBackward.prepare::<C>([x.node(), weight.node()]).compute_bound().stateful() {
             OpsKind::Tracked(mut prep) => {
                 let (x_state, weight_state) = (prep.checkpoint(&x), prep.checkpoint(&weight));
-                let y = forward(x.primitive(), weight.primitive());
-                prep.finish((x_state, weight_state, options.clone()), y)
+                let (y, columns) =
+                    conv2d_flex_keeping(x.primitive().clone(), weight.primitive().clone(), options.clone(), trained);
+                prep.finish((x_state, weight_state, options.clone(), columns.map(Arc::new)), y)
             }
             OpsKind::UnTracked(prep) => prep.finish(forward(x.primitive(), weight.primitive())),
         }
