@@ -140,6 +140,16 @@ pub(crate) struct KeptColumns {
     pub(crate) order: ColumnOrder,
 }
 
+/// What a trained layer's forward convolution built from its input that
+/// its weight gradient reads again rather than building it: the columns
+/// (the product paths) or the padded input (the direct sums, padded as far
+/// as the weight gradient reads: `direct_weight_grad2d::padded_extent`).
+#[derive(Debug)]
+pub(crate) enum KeptInput {
+    Columns(KeptColumns),
+    Padded(super::direct_conv2d::Padded),
+}
+
 /// `values` laid out [A, B, plane] copied into [B, A, plane]: the small
 /// planes' single products want every sample of a channel side by side
 /// ([C, N, plane]) where the tensors are [N, C, plane], and back.

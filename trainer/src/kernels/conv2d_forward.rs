@@ -21,12 +21,13 @@ use burn::backend::ops::FloatTensorOps;
 use burn::tensor::Shape;
 
 use super::columns::{
-    ColumnOrder, ColumnSource, KeptColumns, SMALL_PLANE, Window, batch_columns, batch_columns_in, rows_per_tile,
-    swap_leading_axes,
+    ColumnOrder, ColumnSource, KeptColumns, KeptInput, SMALL_PLANE, Window, batch_columns, batch_columns_in,
+    rows_per_tile, swap_leading_axes,
 };
+use super::direct_conv2d::Padded;
 use super::flex::{flex, values};
 use super::strided_gemm::{self, View};
-use super::{bf16_gemm, direct_conv2d};
+use super::{bf16_gemm, direct_conv2d, direct_weight_grad2d};
 
 /// conv2d(x, weight) without bias: x [N, C_in, H, W], weight [C_out, C_in,
 /// kh, kw] (f32, one group), output [N, C_out, out_h, out_w].
@@ -34,17 +35,18 @@ pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, out: [u
     forward_keeping_columns(input, weight, window, out, false).0
 }
 
-/// [`forward`], handing back the columns it built when `keep` asks and it
-/// built them in one piece in f32 (see [`KeptColumns`]): the weight
-/// gradient of a layer whose weight is trained then reads them rather than
-/// building them again.
+/// [`forward`], handing back what it built from the input when `keep`
+/// asks ([`KeptInput`]): the columns when it built them in one piece in
+/// f32 ([`KeptColumns`]), the padded input when both passes take the
+/// direct sums. The weight gradient of a layer whose weight is trained
+/// then reads them rather than building them again.
 pub(crate) fn forward_keeping_columns(
     input: &FlexTensor,
     weight: &FlexTensor,
     window: &Window,
     [out_h, out_w]: [usize; 2],
     keep: bool,
-) -> (FlexTensor, Option<KeptColumns>) {
+) -> (FlexTensor, Option<KeptInput>) {
     let (xs, ws) = (input.shape(), weight.shape());
     let [n, c_in, h, w] = [xs[0], xs[1], xs[2], xs[3]];
     let c_out = ws[0];
@@ -52,8 +54,16 @@ pub(crate) fn forward_keeping_columns(
     let taps = c_in * kh * kw;
     let x = values(input);
     if direct_conv2d::applies(c_out, out_w) {
-        let y = direct_conv2d::forward(&x, [n, c_in, h, w], &values(weight), c_out, window, [out_h, out_w]);
-        return (flex(y, Shape::new([n, c_out, out_h, out_w])), None);
+        let (dims, out) = ([n, c_in, h, w], [out_h, out_w]);
+        // Padded as far as the weight gradient reads when it takes the
+        // direct sums too, and kept for it.
+        let kept = (keep && direct_weight_grad2d::applies(c_out, out_w, kw))
+            .then(|| Padded::new(&x, dims, window, direct_weight_grad2d::padded_extent(out)));
+        let y = match &kept {
+            Some(padded) => direct_conv2d::forward_padded(padded, dims, &values(weight), c_out, window, out),
+            None => direct_conv2d::forward(&x, dims, &values(weight), c_out, window, out),
+        };
+        return (flex(y, Shape::new([n, c_out, out_h, out_w])), kept.map(KeptInput::Padded));
     }
     let source = ColumnSource::new(&x, [n, c_in, h, w], window);
     let tile_rows = rows_per_tile(n * taps * out_w, out_h);
@@ -61,7 +71,8 @@ pub(crate) fn forward_keeping_columns(
         return (bf16_forward(&source, &values(weight), [n, c_out, out_h, out_w], tile_rows, window), None);
     }
     let plane = out_h * out_w;
-    let keep = |columns: FlexTensor, order: ColumnOrder| keep.then_some(KeptColumns { columns, order });
+    let keep =
+        |columns: FlexTensor, order: ColumnOrder| keep.then_some(KeptInput::Columns(KeptColumns { columns, order }));
     if plane < SMALL_PLANE && n > 1 && tile_rows >= out_h {
         let order = ColumnOrder::TapMajor;
         let cols = flex(batch_columns_in(&source, out_w, window, 0..out_h, order), Shape::new([taps, n * plane]));

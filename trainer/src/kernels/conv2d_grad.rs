@@ -23,7 +23,7 @@ use burn::tensor::Shape;
 
 use super::bf16_gemm::{self, Runs};
 use super::columns::{
-    ColumnOrder, ColumnSource, KeptColumns, SMALL_PLANE, Window, batch_columns, batch_columns_in, rows_per_tile,
+    ColumnOrder, ColumnSource, KeptInput, SMALL_PLANE, Window, batch_columns, batch_columns_in, rows_per_tile,
     swap_leading_axes,
 };
 use super::direct_weight_grad2d;
@@ -36,14 +36,14 @@ pub fn weight_grad(input: &FlexTensor, out_grad: &FlexTensor, window: &Window) -
     weight_grad_with(input, out_grad, window, None)
 }
 
-/// [`weight_grad`] reading the columns the forward pass built of the same
-/// input (`kept`, [`KeptColumns`]) where it has them, rather than building
-/// them again.
+/// [`weight_grad`] reading what the forward pass built of the same input
+/// (`kept`, [`KeptInput`]: its columns or its padded input) where it has
+/// them, rather than building them again.
 pub(crate) fn weight_grad_with(
     input: &FlexTensor,
     out_grad: &FlexTensor,
     window: &Window,
-    kept: Option<&KeptColumns>,
+    kept: Option<&KeptInput>,
 ) -> FlexTensor {
     let (xs, gs) = (input.shape(), out_grad.shape());
     let [n, c_in, h, w] = [xs[0], xs[1], xs[2], xs[3]];
@@ -52,11 +52,20 @@ pub(crate) fn weight_grad_with(
     let taps = c_in * kh * kw;
     let (x, g) = (values(input), values(out_grad));
     if direct_weight_grad2d::applies(c_out, out_w, kw) {
-        let grad = direct_weight_grad2d::weight_grad(&x, [n, c_in, h, w], &g, c_out, window, [out_h, out_w]);
+        let padded = match kept {
+            Some(KeptInput::Padded(padded)) => Some(padded),
+            _ => None,
+        };
+        let dims = [n, c_in, h, w];
+        let grad = direct_weight_grad2d::weight_grad_from(padded, &x, dims, &g, c_out, window, [out_h, out_w]);
         return flex(grad, Shape::new([c_out, c_in, kh, kw]));
     }
     let plane = out_h * out_w;
     let dims = [n, c_out, out_h, out_w];
+    let kept = match kept {
+        Some(KeptInput::Columns(columns)) => Some(columns),
+        _ => None,
+    };
     if let Some(kept) = kept.filter(|k| k.columns.shape().num_elements() == n * taps * plane) {
         let cols = values(&kept.columns);
         return match kept.order {
@@ -252,25 +261,47 @@ mod tests {
         }
     }
 
-    /// The columns the forward pass keeps give the weight gradient the
-    /// bits that building them again gives, in both orders (a plane of 16
-    /// positions over 4 samples: tap-major; a plane of 80: sample-major).
+    /// What the forward pass keeps (its columns, in both orders, or its
+    /// padded input for the direct sums) gives the weight gradient the bits
+    /// that building it again gives, and the forward pass the same output.
     #[test]
-    fn weight_gradient_from_the_forward_passs_columns_equals_building_them_again() {
+    fn weight_gradient_from_what_the_forward_pass_kept_equals_building_it_again() {
         use crate::kernels::conv2d_forward::forward_keeping_columns;
-        let window = Window { kernel: [5, 5], stride: [2, 2], padding: [2, 2], dilation: [1, 1] };
-        for (dims, order) in [([4, 3, 8, 8], ColumnOrder::TapMajor), ([2, 3, 16, 20], ColumnOrder::SampleMajor)] {
+        let five = Window { kernel: [5, 5], stride: [2, 2], padding: [2, 2], dilation: [1, 1] };
+        let three = Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] };
+        // (x dims, C_out, window, what is kept): a plane of 16 positions
+        // over 4 samples (tap-major columns), one of 80 (sample-major), and
+        // 8 channels along rows of 50 (the direct sums both ways).
+        let cases = [
+            ([4, 3, 8, 8], 4, five, "tap-major"),
+            ([2, 3, 16, 20], 4, five, "sample-major"),
+            ([2, 3, 6, 50], 8, three, "padded"),
+        ];
+        for (dims, c_out, window, what) in cases {
             let [n, c_in, h, w] = dims;
-            let (c_out, out) = (4, [window.output_size(0, h), window.output_size(1, w)]);
+            let [kh, kw] = window.kernel;
+            let out = [window.output_size(0, h), window.output_size(1, w)];
             let x = flex(wave(n * c_in * h * w, 7), Shape::new(dims));
-            let weight = flex(wave(c_out * c_in * 25, 3), Shape::new([c_out, c_in, 5, 5]));
+            let weight = flex(wave(c_out * c_in * kh * kw, 3), Shape::new([c_out, c_in, kh, kw]));
             let (y, kept) = forward_keeping_columns(&x, &weight, &window, out, true);
-            let kept = kept.expect("one tile of f32 columns is kept");
-            assert_eq!(kept.order, order);
+            let kept = kept.expect("kept");
+            let kind = match &kept {
+                KeptInput::Columns(c) if c.order == ColumnOrder::TapMajor => "tap-major",
+                KeptInput::Columns(_) => "sample-major",
+                KeptInput::Padded(padded) => {
+                    // Padded as far as the weight gradient reads, so that it takes it.
+                    let extent = direct_weight_grad2d::padded_extent(out);
+                    assert!(padded.serves(dims, &window, extent), "{padded:?}");
+                    "padded"
+                }
+            };
+            assert_eq!(kind, what);
+            let (plain, none) = forward_keeping_columns(&x, &weight, &window, out, false);
+            assert!(none.is_none());
+            assert_eq!(values(&y), values(&plain), "{what}: forward");
             let g = flex(wave(y.shape().num_elements(), 5), y.shape());
             let (from_kept, rebuilt) = (weight_grad_with(&x, &g, &window, Some(&kept)), weight_grad(&x, &g, &window));
-            assert_eq!(values(&from_kept), values(&rebuilt), "{order:?}");
-            assert!(forward_keeping_columns(&x, &weight, &window, out, false).1.is_none());
+            assert_eq!(values(&from_kept), values(&rebuilt), "{what}: weight gradient");
         }
     }
 }

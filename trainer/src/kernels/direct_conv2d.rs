@@ -37,17 +37,28 @@ pub(crate) const CO_BLOCK: usize = 8;
 /// The input of one convolution, padded with zeros and regrouped: row
 /// (n, ci, r) of the padded input holds `stride` segments of `segment`
 /// values, segment `k` being padded columns k, k + stride, ...
-pub(super) struct Padded {
+pub(crate) struct Padded {
     values: Vec<f32>,
     rows: usize,
     stride: usize,
     segment: usize,
+    /// The input's dims, the window and the output extent it was padded
+    /// for (see [`Padded::serves`]).
+    built_for: ([usize; 4], Window, [usize; 2]),
+}
+
+impl std::fmt::Debug for Padded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Padded").field("len", &self.values.len()).field("built_for", &self.built_for).finish()
+    }
 }
 
 impl Padded {
     /// `x` [N, C_in, H, W] with `window.padding` zeros before the first row
     /// and column and as many after the last as the output reaches.
-    pub(super) fn new(x: &[f32], [n, c_in, h, w]: [usize; 4], window: &Window, [out_h, out_w]: [usize; 2]) -> Self {
+    pub(super) fn new(x: &[f32], dims: [usize; 4], window: &Window, out: [usize; 2]) -> Self {
+        let ([n, c_in, h, w], [out_h, out_w]) = (dims, out);
+        let built_for = (dims, *window, out);
         let reach = |axis: usize, out: usize| {
             (out - 1) * window.stride[axis] + (window.kernel[axis] - 1) * window.dilation[axis] + 1
         };
@@ -58,7 +69,8 @@ impl Padded {
         let segment = width.div_ceil(stride);
         let len = n * c_in * rows * stride * segment;
         if stride == 1 && h * w > 0 && x.len() == n * c_in * h * w {
-            return Padded { values: pad_rows(x, [h, w], [p0, p1], [rows, width], len), rows, stride, segment };
+            let values = pad_rows(x, [h, w], [p0, p1], [rows, width], len);
+            return Padded { values, rows, stride, segment, built_for };
         }
         let mut values = vec![0.0f32; len];
         values.par_chunks_mut(rows * stride * segment).zip(x.par_chunks(h * w)).for_each(|(dst, plane)| {
@@ -66,7 +78,13 @@ impl Padded {
                 regroup_row(&mut dst[(y + p0) * stride * segment..][..stride * segment], src, p1, stride, segment);
             }
         });
-        Padded { values, rows, stride, segment }
+        Padded { values, rows, stride, segment, built_for }
+    }
+
+    /// Whether this is the input of `dims` padded for `window` as far as
+    /// outputs `out` reach.
+    pub(crate) fn serves(&self, dims: [usize; 4], window: &Window, out: [usize; 2]) -> bool {
+        self.built_for == (dims, *window, out)
     }
 
     /// Padded row `r` of plane (n · C_in + ci), from padded column `c` on,
@@ -139,17 +157,33 @@ pub(crate) fn forward(
     window: &Window,
     out: [usize; 2],
 ) -> Vec<f32> {
-    let [n, c_in, ..] = dims;
+    if out.contains(&0) {
+        return Vec::new();
+    }
+    forward_padded(&Padded::new(x, dims, window, out), dims, weight, c_out, window, out)
+}
+
+/// [`forward`] from the input already padded as far as outputs `out`
+/// reach or further ([`Padded`]; the weight gradient pads to whole vectors
+/// of outputs, and a trained layer's forward pass pads as far, to hand it
+/// over).
+pub(crate) fn forward_padded(
+    padded: &Padded,
+    [n, c_in, ..]: [usize; 4],
+    weight: &[f32],
+    c_out: usize,
+    window: &Window,
+    out: [usize; 2],
+) -> Vec<f32> {
     let [kh, kw] = window.kernel;
     let taps = c_in * kh * kw;
     let [out_h, out_w] = out;
     if out_h == 0 || out_w == 0 {
         return Vec::new();
     }
-    let padded = Padded::new(x, dims, window, out);
     let mut y = vec![0.0f32; n * c_out * out_h * out_w];
     let blocks = c_out / CO_BLOCK;
-    let job = Job { padded: &padded, c_in, window, out };
+    let job = Job { padded, c_in, window, out };
     y.par_chunks_mut(CO_BLOCK * out_h * out_w).enumerate().for_each(|(b, planes)| {
         let (sample, block) = (b / blocks, b % blocks);
         block_wide(&job, sample, &weight[block * CO_BLOCK * taps..][..CO_BLOCK * taps], planes);

@@ -61,6 +61,28 @@ pub(crate) fn weight_grad(
     window: &Window,
     out: [usize; 2],
 ) -> Vec<f32> {
+    weight_grad_from(None, x, dims, out_grad, c_out, window, out)
+}
+
+/// How far [`weight_grad`] pads the input of `out` outputs: rows of whole
+/// vectors of outputs. A trained layer's direct forward pass pads its
+/// input as far and hands the [`Padded`] over ([`weight_grad_from`]).
+pub(crate) fn padded_extent([out_h, out_w]: [usize; 2]) -> [usize; 2] {
+    [out_h, out_w.next_multiple_of(LANES)]
+}
+
+/// [`weight_grad`] reading the input padded by the forward pass (`padded`)
+/// where it was padded as this needs ([`padded_extent`]), padding it
+/// again otherwise.
+pub(crate) fn weight_grad_from(
+    padded: Option<&Padded>,
+    x: &[f32],
+    dims: [usize; 4],
+    out_grad: &[f32],
+    c_out: usize,
+    window: &Window,
+    out: [usize; 2],
+) -> Vec<f32> {
     let [batch, c_in, ..] = dims;
     let [kh, kw] = window.kernel;
     let taps = kh * kw;
@@ -73,14 +95,22 @@ pub(crate) fn weight_grad(
     // reach), so that no row ends in a short vector. The added products
     // are zero times a finite input value.
     let [out_h, out_w] = out;
-    let row = out_w.next_multiple_of(LANES);
-    let padded = Padded::new(x, dims, window, [out_h, row]);
+    let extent = padded_extent(out);
+    let row = extent[1];
+    let built;
+    let padded = match padded.filter(|p| p.serves(dims, window, extent)) {
+        Some(padded) => padded,
+        None => {
+            built = Padded::new(x, dims, window, extent);
+            &built
+        }
+    };
     let grads = if row == out_w {
         Cow::Borrowed(out_grad)
     } else {
         Cow::Owned(pad_rows(out_grad, [out_h, out_w], [0, 0], [out_h, row], batch * c_out * out_h * row))
     };
-    let job = Job { padded: &padded, out_grad: &grads, batch, c_in, c_out, window, out: [out_h, row] };
+    let job = Job { padded, out_grad: &grads, batch, c_in, c_out, window, out: [out_h, row] };
     let tasks: Vec<Vec<f32>> =
         (0..c_out / CO_BLOCK * c_in).into_par_iter().map(|t| task_wide(&job, t / c_in * CO_BLOCK, t % c_in)).collect();
     for (t, sums) in tasks.iter().enumerate() {

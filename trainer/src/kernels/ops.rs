@@ -20,7 +20,7 @@ use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{DType, FloatDType, Shape};
 
 use super::batch_norm;
-use super::columns::{KeptColumns, Window};
+use super::columns::{KeptInput, Window};
 use super::conv_transpose2d;
 use super::conv2d_forward;
 use super::conv2d_grad;
@@ -258,14 +258,14 @@ fn conv2d_flex(x: FlexTensor, weight: FlexTensor, options: ConvOptions<2>) -> Fl
     conv2d_flex_keeping(x, weight, options, false).0
 }
 
-/// [`conv2d_flex`], with the columns ours built when `keep` asks
+/// [`conv2d_flex`], with what ours built from the input when `keep` asks
 /// ([`conv2d_forward::forward_keeping_columns`]).
 fn conv2d_flex_keeping(
     x: FlexTensor,
     weight: FlexTensor,
     options: ConvOptions<2>,
     keep: bool,
-) -> (FlexTensor, Option<KeptColumns>) {
+) -> (FlexTensor, Option<KeptInput>) {
     let geometry = [options.stride, options.padding_begin(), options.dilation];
     let window = conv2d_window([&x, &weight], &weight, geometry, options.groups).filter(|w| w.kernel != [1, 1]);
     let (size, end) = (x.shape(), options.padding_end());
@@ -409,9 +409,9 @@ type NodeId = burn::backend::autodiff::NodeId;
 struct Conv2dBackward;
 
 impl Backward<Flex, 2> for Conv2dBackward {
-    /// x, the weight, the options and the columns the forward pass kept
-    /// for the weight gradient.
-    type State = (NodeId, NodeId, ConvOptions<2>, Option<Arc<KeptColumns>>);
+    /// x, the weight, the options and what the forward pass built from x
+    /// that the weight gradient reads again.
+    type State = (NodeId, NodeId, ConvOptions<2>, Option<Arc<KeptInput>>);
 
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
         let [node_x, node_weight] = ops.parents;
