@@ -124,13 +124,13 @@ pub(crate) fn rows_per_tile(floats_per_row: usize, out_h: usize) -> usize {
 }
 
 /// The columns of every output row of a convolution, built in one piece by
-/// its forward pass ([`conv2d_forward::forward_keeping_columns`]) and kept
+/// its forward pass ([`conv2d_forward::forward_keeping_input`]) and kept
 /// for its weight gradient ([`conv2d_grad::weight_grad_with`]): both
 /// products read the same columns of the same input, and building them is
 /// as costly as a product at the small networks' channel counts. Only
 /// one-tile columns are kept (at most [`TILE_FLOATS`] floats per layer).
 ///
-/// [`conv2d_forward::forward_keeping_columns`]: super::conv2d_forward::forward_keeping_columns
+/// [`conv2d_forward::forward_keeping_input`]: super::conv2d_forward::forward_keeping_input
 /// [`conv2d_grad::weight_grad_with`]: super::conv2d_grad::weight_grad_with
 #[derive(Debug)]
 pub(crate) struct KeptColumns {
@@ -148,6 +148,24 @@ pub(crate) struct KeptColumns {
 pub(crate) enum KeptInput {
     Columns(KeptColumns),
     Padded(super::direct_conv2d::Padded),
+}
+
+impl KeptInput {
+    /// The columns, if that is what was kept.
+    pub(crate) fn columns(&self) -> Option<&KeptColumns> {
+        match self {
+            KeptInput::Columns(columns) => Some(columns),
+            KeptInput::Padded(_) => None,
+        }
+    }
+
+    /// The padded input, if that is what was kept.
+    pub(crate) fn padded(&self) -> Option<&super::direct_conv2d::Padded> {
+        match self {
+            KeptInput::Padded(padded) => Some(padded),
+            KeptInput::Columns(_) => None,
+        }
+    }
 }
 
 /// `values` laid out [A, B, plane] copied into [B, A, plane]: the small

@@ -32,7 +32,7 @@ use super::{bf16_gemm, direct_conv2d, direct_weight_grad2d};
 /// conv2d(x, weight) without bias: x [N, C_in, H, W], weight [C_out, C_in,
 /// kh, kw] (f32, one group), output [N, C_out, out_h, out_w].
 pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, out: [usize; 2]) -> FlexTensor {
-    forward_keeping_columns(input, weight, window, out, false).0
+    forward_keeping_input(input, weight, window, out, false).0
 }
 
 /// [`forward`], handing back what it built from the input when `keep`
@@ -40,7 +40,7 @@ pub fn forward(input: &FlexTensor, weight: &FlexTensor, window: &Window, out: [u
 /// f32 ([`KeptColumns`]), the padded input when both passes take the
 /// direct sums. The weight gradient of a layer whose weight is trained
 /// then reads them rather than building them again.
-pub(crate) fn forward_keeping_columns(
+pub(crate) fn forward_keeping_input(
     input: &FlexTensor,
     weight: &FlexTensor,
     window: &Window,

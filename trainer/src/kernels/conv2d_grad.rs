@@ -52,21 +52,15 @@ pub(crate) fn weight_grad_with(
     let taps = c_in * kh * kw;
     let (x, g) = (values(input), values(out_grad));
     if direct_weight_grad2d::applies(c_out, out_w, kw) {
-        let padded = match kept {
-            Some(KeptInput::Padded(padded)) => Some(padded),
-            _ => None,
-        };
-        let dims = [n, c_in, h, w];
+        let (padded, dims) = (kept.and_then(KeptInput::padded), [n, c_in, h, w]);
         let grad = direct_weight_grad2d::weight_grad_from(padded, &x, dims, &g, c_out, window, [out_h, out_w]);
         return flex(grad, Shape::new([c_out, c_in, kh, kw]));
     }
     let plane = out_h * out_w;
     let dims = [n, c_out, out_h, out_w];
-    let kept = match kept {
-        Some(KeptInput::Columns(columns)) => Some(columns),
-        _ => None,
-    };
-    if let Some(kept) = kept.filter(|k| k.columns.shape().num_elements() == n * taps * plane) {
+    if let Some(kept) =
+        kept.and_then(KeptInput::columns).filter(|k| k.columns.shape().num_elements() == n * taps * plane)
+    {
         let cols = values(&kept.columns);
         return match kept.order {
             ColumnOrder::TapMajor => small_planes(&cols, &g, dims, [c_in, kh, kw]),
@@ -266,7 +260,7 @@ mod tests {
     /// that building it again gives, and the forward pass the same output.
     #[test]
     fn weight_gradient_from_what_the_forward_pass_kept_equals_building_it_again() {
-        use crate::kernels::conv2d_forward::forward_keeping_columns;
+        use crate::kernels::conv2d_forward::forward_keeping_input;
         let five = Window { kernel: [5, 5], stride: [2, 2], padding: [2, 2], dilation: [1, 1] };
         let three = Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] };
         // (x dims, C_out, window, what is kept): a plane of 16 positions
@@ -283,7 +277,7 @@ mod tests {
             let out = [window.output_size(0, h), window.output_size(1, w)];
             let x = flex(wave(n * c_in * h * w, 7), Shape::new(dims));
             let weight = flex(wave(c_out * c_in * kh * kw, 3), Shape::new([c_out, c_in, kh, kw]));
-            let (y, kept) = forward_keeping_columns(&x, &weight, &window, out, true);
+            let (y, kept) = forward_keeping_input(&x, &weight, &window, out, true);
             let kept = kept.expect("kept");
             let kind = match &kept {
                 KeptInput::Columns(c) if c.order == ColumnOrder::TapMajor => "tap-major",
@@ -296,7 +290,7 @@ mod tests {
                 }
             };
             assert_eq!(kind, what);
-            let (plain, none) = forward_keeping_columns(&x, &weight, &window, out, false);
+            let (plain, none) = forward_keeping_input(&x, &weight, &window, out, false);
             assert!(none.is_none());
             assert_eq!(values(&y), values(&plain), "{what}: forward");
             let g = flex(wave(y.shape().num_elements(), 5), y.shape());

@@ -259,7 +259,7 @@ fn conv2d_flex(x: FlexTensor, weight: FlexTensor, options: ConvOptions<2>) -> Fl
 }
 
 /// [`conv2d_flex`], with what ours built from the input when `keep` asks
-/// ([`conv2d_forward::forward_keeping_columns`]).
+/// ([`conv2d_forward::forward_keeping_input`]).
 fn conv2d_flex_keeping(
     x: FlexTensor,
     weight: FlexTensor,
@@ -279,9 +279,7 @@ fn conv2d_flex_keeping(
         return (Flex::conv2d(x, weight, None, options), None);
     };
     match (out(&window, 0), out(&window, 1)) {
-        (Some(out_h), Some(out_w)) => {
-            conv2d_forward::forward_keeping_columns(&x, &weight, &window, [out_h, out_w], keep)
-        }
+        (Some(out_h), Some(out_w)) => conv2d_forward::forward_keeping_input(&x, &weight, &window, [out_h, out_w], keep),
         _ => (Flex::conv2d(x, weight, None, options), None),
     }
 }
