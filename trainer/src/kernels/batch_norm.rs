@@ -104,8 +104,23 @@ pub fn backward(
     x: &[f32],
     dy: &[f32],
     layout: Layout,
+    statistics: (&[f32], &[f32]),
+    affine: (&[f32], f32),
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    backward_trained_by(x, dy, layout, statistics, affine, 1)
+}
+
+/// [`backward`] with γ's and β's gradients summed over the groups g with
+/// g mod `every` = 0 only: `every` = 2 on a twin batch
+/// ([`twin`](super::twin)), whose odd groups hold the copies that train
+/// no parameter.
+pub fn backward_trained_by(
+    x: &[f32],
+    dy: &[f32],
+    layout: Layout,
     (mean, variance): (&[f32], &[f32]),
     (gamma, epsilon): (&[f32], f32),
+    every: usize,
 ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let (groups, channels) = (layout.groups, layout.channels);
     // Σ dy and Σ dy·x̂ per (group, channel), x̂ from x as the forward pass
@@ -125,7 +140,7 @@ pub fn backward(
     let mut d_beta = vec![0.0f32; channels];
     for c in 0..channels {
         let (mut gamma_sum, mut beta_sum) = (0.0f64, 0.0f64);
-        for g in 0..groups {
+        for g in (0..groups).step_by(every.max(1)) {
             let (sum_dy, sum_dy_xhat) = sums[g * channels + c];
             beta_sum += sum_dy;
             gamma_sum += sum_dy_xhat;

@@ -41,6 +41,7 @@ mod lanes;
 pub mod ops;
 pub mod precision;
 pub mod strided_gemm;
+pub mod twin;
 
 use burn::backend::Dispatch;
 use burn::nn::Linear;
@@ -182,6 +183,35 @@ pub fn batch_norm_training<const D: usize>(
     (y, mean.reshape([channels]), variance.reshape([channels]))
 }
 
+/// [`batch_norm_training`] of a twin batch x [2N, C, ...] ([`twin`]) whose
+/// halves are each normalised in `groups` groups: the copies normalised
+/// apart (in twice as many groups), γ's and β's gradients from the first
+/// copies only. The statistics returned are the first copies' (the
+/// second's are the same).
+pub fn batch_norm_training_twin<const D: usize>(
+    x: Tensor<D>,
+    (gamma, beta): (Tensor<1>, Tensor<1>),
+    epsilon: f64,
+    groups: usize,
+) -> (Tensor<D>, Tensor<1>, Tensor<1>) {
+    let (channels, both) = (x.dims()[1], twin::twin_groups(groups));
+    let statistics: Tensor<3> =
+        Tensor::from_dispatch(<Dispatch as KernelOps>::batch_statistics(x.clone().into_dispatch(), both)).detach();
+    let y = Tensor::from_dispatch(<Dispatch as KernelOps>::batch_norm_twin_with_statistics(
+        x.into_dispatch(),
+        gamma.into_dispatch(),
+        beta.into_dispatch(),
+        statistics.clone().into_dispatch(),
+        both,
+        epsilon,
+    ));
+    // Groups 2g hold the first copies ([2, 2G, C] as [2, G, 2, C]).
+    let firsts = statistics.reshape([2, groups as i64, 2, channels as i64]).narrow(2, 0, 1);
+    let per_channel = firsts.mean_dim(1).reshape([2, channels]);
+    let (mean, variance) = (per_channel.clone().narrow(0, 0, 1), per_channel.narrow(0, 1, 1));
+    (y, mean.reshape([channels]), variance.reshape([channels]))
+}
+
 /// LeakyReLU (x where x ≥ 0, `negative_slope`·x elsewhere; the slope
 /// positive): burn's `activation::leaky_relu` in one pass forward and one
 /// backward on the CPU ([`KernelOps::fused_leaky_relu`]).
@@ -200,6 +230,28 @@ pub fn conv2d(x: Tensor<4>, weight: Tensor<4>, bias: Option<Tensor<1>>, options:
         options,
     ));
     rounded(with_bias(y, bias.map(|b| rounded(b, p))), p)
+}
+
+/// [`conv2d`] of a twin batch x [2N, C_in, H, W] ([`twin`]): the same
+/// values, computed once for the two copies; the weight's and the bias'
+/// gradients from the first copies only, the input's for both.
+pub fn conv2d_twin(x: Tensor<4>, weight: Tensor<4>, bias: Option<Tensor<1>>, options: ConvOptions<2>) -> Tensor<4> {
+    let p = precision::current();
+    let pairs = x.dims()[0] / 2;
+    let y = Tensor::from_dispatch(<Dispatch as KernelOps>::conv2d_twin_unbiased(
+        rounded(x, p).into_dispatch(),
+        rounded(weight, p).into_dispatch(),
+        options,
+    ));
+    let Some(bias) = bias.map(|b| rounded(b, p)) else {
+        return rounded(y, p);
+    };
+    // The bias of each copy: the trained one for the first, a frozen one
+    // for the second, pair after pair.
+    let channels = bias.dims()[0];
+    let per_copy: Tensor<2> = Tensor::stack(vec![bias.clone(), bias.detach()], 0);
+    let per_sample = per_copy.repeat_dim(0, pairs).reshape([2 * pairs, channels, 1, 1]);
+    rounded(y + per_sample, p)
 }
 
 /// burn's `conv_transpose2d(x, weight, bias, options)`, with the weight

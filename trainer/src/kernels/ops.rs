@@ -28,6 +28,7 @@ use super::direct_conv::{self, ConvShape, PaddedInput};
 use super::direct_pool;
 use super::flex::{flex, values};
 use super::precision::Precision;
+use super::twin;
 
 /// Narrowest volume (in voxels along `w`) given to the direct convolution:
 /// below it burn's GEMM wins (`cargo bench -p stagehand-trainer --bench ops`).
@@ -112,6 +113,34 @@ pub trait KernelOps: Backend {
         composed::batch_norm_train::<Self>(x, gamma, beta, groups, epsilon)
     }
 
+    /// [`conv2d_unbiased`](KernelOps::conv2d_unbiased) of a twin batch x
+    /// [2N, C_in, H, W] ([`twin`](super::twin)): the same values, the
+    /// weight's gradient from the first copies only. On the CPU the
+    /// convolution runs once, on the first copies.
+    fn conv2d_twin_unbiased(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        composed::conv2d_twin::<Self>(x, weight, options)
+    }
+
+    /// [`batch_norm_with_statistics`](KernelOps::batch_norm_with_statistics)
+    /// of a twin batch in `groups` groups (twice its halves' groups, so
+    /// that the copies are normalised apart): the same values, γ's and
+    /// β's gradients from the first copies only.
+    fn batch_norm_twin_with_statistics(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        statistics: FloatTensor<Self>,
+        groups: usize,
+        epsilon: f64,
+    ) -> FloatTensor<Self> {
+        let _ = statistics;
+        composed::batch_norm_twin::<Self>(x, (gamma, beta), groups, epsilon)
+    }
+
     /// `x` rounded to `precision` (f32: unchanged); in the backward pass
     /// the gradient is rounded the same way ([`precision`](super::precision)).
     fn round_to(x: FloatTensor<Self>, precision: Precision) -> FloatTensor<Self> {
@@ -141,6 +170,62 @@ mod composed {
             Precision::F16 => FloatDType::F16,
         };
         B::float_cast(B::float_cast(x, half), FloatDType::F32)
+    }
+
+    /// A twin batch's convolution as two: the first copies' with the
+    /// weight, the second's with the weight cut from the graph.
+    pub(super) fn conv2d_twin<B: KernelOps>(
+        x: FloatTensor<B>,
+        weight: FloatTensor<B>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<B> {
+        let (first, second) = split_twins::<B>(x);
+        let detached = B::float_detach(weight.clone());
+        let first = B::conv2d_unbiased(first, weight, options.clone());
+        join_twins::<B>(first, B::conv2d_unbiased(second, detached, options))
+    }
+
+    /// A twin batch's normalisation in `groups` groups as two, each copy
+    /// in half of them, the second's γ and β cut from the graph.
+    pub(super) fn batch_norm_twin<B: Backend>(
+        x: FloatTensor<B>,
+        (gamma, beta): (FloatTensor<B>, FloatTensor<B>),
+        groups: usize,
+        epsilon: f64,
+    ) -> FloatTensor<B> {
+        let (first, second) = split_twins::<B>(x);
+        let half = (groups / 2).max(1);
+        let frozen = (B::float_detach(gamma.clone()), B::float_detach(beta.clone()));
+        let first = batch_norm_train::<B>(first, gamma, beta, half, epsilon);
+        join_twins::<B>(first, batch_norm_train::<B>(second, frozen.0, frozen.1, half, epsilon))
+    }
+
+    /// A twin batch [2N, ...] as its first and its second copies, [N, ...] each.
+    pub(super) fn split_twins<B: Backend>(x: FloatTensor<B>) -> (FloatTensor<B>, FloatTensor<B>) {
+        let shape = x.shape();
+        let pairs = shape[0] / 2;
+        let rest = shape.num_elements() / (2 * pairs).max(1);
+        let paired = B::float_reshape(x, Shape::new([pairs, 2, rest]));
+        let mut half = shape.clone();
+        half.as_mut_slice()[0] = pairs;
+        let copy = |h: usize| {
+            let one = B::float_slice(paired.clone(), &[(0..pairs).into(), (h..h + 1).into(), (0..rest).into()]);
+            B::float_reshape(one, half.clone())
+        };
+        (copy(0), copy(1))
+    }
+
+    /// The twin batch of `first` and `second` [N, ...]: sample 2i is
+    /// `first`'s i, sample 2i + 1 `second`'s.
+    pub(super) fn join_twins<B: Backend>(first: FloatTensor<B>, second: FloatTensor<B>) -> FloatTensor<B> {
+        let shape = first.shape();
+        let pairs = shape[0];
+        let rest = shape.num_elements() / pairs.max(1);
+        let column = |t| B::float_reshape(t, Shape::new([pairs, 1, rest]));
+        let joined = B::float_cat(vec![column(first), column(second)], 1);
+        let mut twin = shape.clone();
+        twin.as_mut_slice()[0] = 2 * pairs;
+        B::float_reshape(joined, twin)
     }
 
     /// x [N, C, ...] as [N / G, G, C, S]: sample n = j·G + g at [j, g].
@@ -284,6 +369,22 @@ fn conv2d_flex_keeping(
     }
 }
 
+/// The first copies of a twin batch [2N, ...] ([`twin::first_copies`]).
+fn first_copies_flex(x: &FlexTensor) -> FlexTensor {
+    let mut shape = x.shape();
+    let sample = shape.num_elements() / shape[0].max(1);
+    shape.as_mut_slice()[0] /= 2;
+    flex(twin::first_copies(&values(x), sample), shape)
+}
+
+/// The twin batch of x [N, ...] ([`twin::twice`]).
+fn twice_flex(x: &FlexTensor) -> FlexTensor {
+    let mut shape = x.shape();
+    let sample = shape.num_elements() / shape[0].max(1);
+    shape.as_mut_slice()[0] *= 2;
+    flex(twin::twice(&values(x), sample), shape)
+}
+
 fn conv_forward(shape: &ConvShape, x: &FlexTensor, weight: &FlexTensor, bias: &FlexTensor) -> FlexTensor {
     let [d, h, w] = shape.volume;
     let y = direct_conv::forward(shape, &values(x), &values(weight), Some(&values(bias)));
@@ -351,6 +452,22 @@ impl KernelOps for Flex {
         conv_transpose2d_flex(&x, &weight, &options)
     }
 
+    fn conv2d_twin_unbiased(x: FlexTensor, weight: FlexTensor, options: ConvOptions<2>) -> FlexTensor {
+        twice_flex(&conv2d_flex(first_copies_flex(&x), weight, options))
+    }
+
+    fn batch_norm_twin_with_statistics(
+        x: FlexTensor,
+        gamma: FlexTensor,
+        beta: FlexTensor,
+        statistics: FlexTensor,
+        groups: usize,
+        epsilon: f64,
+    ) -> FlexTensor {
+        // Without a backward pass the copies normalise as any two groups.
+        Self::batch_norm_with_statistics(x, gamma, beta, statistics, groups, epsilon)
+    }
+
     fn round_to(x: FlexTensor, precision: Precision) -> FlexTensor {
         round_flex(x, precision)
     }
@@ -407,20 +524,24 @@ type NodeId = burn::backend::autodiff::NodeId;
 struct Conv2dBackward;
 
 impl Backward<Flex, 2> for Conv2dBackward {
-    /// x, the weight, the options and what the forward pass built from x
-    /// that the weight gradient reads again.
-    type State = (NodeId, NodeId, ConvOptions<2>, Option<Arc<KeptInput>>);
+    /// x, the weight, the options, what the forward pass built from x
+    /// that the weight gradient reads again, and whether x is a twin
+    /// batch (the weight gradient then reads its first copies only, which
+    /// are what the forward pass built from).
+    type State = (NodeId, NodeId, ConvOptions<2>, Option<Arc<KeptInput>>, bool);
 
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
         let [node_x, node_weight] = ops.parents;
         let out_grad = grads.consume::<Flex>(&ops.node);
-        let (x_state, weight_state, options, columns) = ops.state;
+        let (x_state, weight_state, options, kept, twin) = ops.state;
         let x: FlexTensor = checkpointer.retrieve_node_output(x_state);
         let weight: FlexTensor = checkpointer.retrieve_node_output(weight_state);
         if let Some(node) = node_weight {
+            let firsts = twin.then(|| (first_copies_flex(&x), first_copies_flex(&out_grad)));
+            let (x, out_grad) = firsts.as_ref().map_or((&x, &out_grad), |(x, g)| (x, g));
             let geometry = [options.stride, options.padding_begin(), options.dilation];
-            let grad = match conv2d_window([&x, &out_grad], &weight, geometry, options.groups) {
-                Some(window) => conv2d_grad::weight_grad_with(&x, &out_grad, &window, columns.as_deref()),
+            let grad = match conv2d_window([x, out_grad], &weight, geometry, options.groups) {
+                Some(window) => conv2d_grad::weight_grad_with(x, out_grad, &window, kept.as_deref()),
                 None => Flex::conv2d_weight_backward(x.clone(), weight.clone(), out_grad.clone(), options.clone()),
             };
             grads.register::<Flex>(node.id, grad);
@@ -641,16 +762,18 @@ impl Backward<Flex, 1> for RoundBackward {
 struct BatchNormBackward;
 
 impl Backward<Flex, 3> for BatchNormBackward {
-    /// The input, γ, the statistics ([2, G, C] values), the layout and ε.
-    type State = (FlexTensor, FlexTensor, Vec<f32>, batch_norm::Layout, f32);
+    /// The input, γ, the statistics ([2, G, C] values), the layout, ε and
+    /// every how many groups train γ and β (2 on a twin batch).
+    type State = (FlexTensor, FlexTensor, Vec<f32>, batch_norm::Layout, f32, usize);
 
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
         let [node_x, node_gamma, node_beta] = ops.parents;
         let dy = grads.consume::<Flex>(&ops.node);
-        let (x, gamma, stats, layout, epsilon) = ops.state;
+        let (x, gamma, stats, layout, epsilon, every) = ops.state;
         let statistics = split_statistics(&stats, layout);
+        let affine = (&values(&gamma)[..], epsilon);
         let (dx, d_gamma, d_beta) =
-            batch_norm::backward(&values(&x), &values(&dy), layout, statistics, (&values(&gamma), epsilon));
+            batch_norm::backward_trained_by(&values(&x), &values(&dy), layout, statistics, affine, every);
         let channels = Shape::new([layout.channels]);
         if let Some(node) = node_x {
             grads.register::<Flex>(node.id, flex(dx, x.shape()));
@@ -825,19 +948,15 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
     }
 
     fn conv2d_unbiased(x: AutodiffFloat<C>, weight: AutodiffFloat<C>, options: ConvOptions<2>) -> AutodiffFloat<C> {
-        let forward = |x: &FlexTensor, weight: &FlexTensor| conv2d_flex(x.clone(), weight.clone(), options.clone());
-        // A trained weight's gradient reads the columns the forward pass
-        // builds; a frozen one (CosmoGAN's generator loss) has none to take.
-        let trained = weight.is_tracked();
-        match Conv2dBackward.prepare::<C>([x.node(), weight.node()]).compute_bound().stateful() {
-            OpsKind::Tracked(mut prep) => {
-                let (x_state, weight_state) = (prep.checkpoint(&x), prep.checkpoint(&weight));
-                let (y, columns) =
-                    conv2d_flex_keeping(x.primitive().clone(), weight.primitive().clone(), options.clone(), trained);
-                prep.finish((x_state, weight_state, options.clone(), columns.map(Arc::new)), y)
-            }
-            OpsKind::UnTracked(prep) => prep.finish(forward(x.primitive(), weight.primitive())),
-        }
+        conv2d_tracked::<C>(x, weight, options, false)
+    }
+
+    fn conv2d_twin_unbiased(
+        x: AutodiffFloat<C>,
+        weight: AutodiffFloat<C>,
+        options: ConvOptions<2>,
+    ) -> AutodiffFloat<C> {
+        conv2d_tracked::<C>(x, weight, options, true)
     }
 
     fn batch_statistics(x: AutodiffFloat<C>, groups: usize) -> AutodiffFloat<C> {
@@ -852,26 +971,21 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
         groups: usize,
         epsilon: f64,
     ) -> AutodiffFloat<C> {
-        let f32s = [&gamma, &beta, &statistics].iter().all(|t| t.primitive().dtype() == DType::F32);
-        let Some(layout) = norm_layout(x.primitive(), groups).filter(|_| f32s) else {
-            return composed::batch_norm_train::<Self>(x, gamma, beta, groups, epsilon);
-        };
-        let stats = values(statistics.primitive()).into_owned();
-        let y = {
-            let (g, b) = (values(gamma.primitive()), values(beta.primitive()));
-            let affine = batch_norm::Affine { gamma: &g, beta: &b, epsilon: epsilon as f32 };
-            flex(
-                batch_norm::forward(&values(x.primitive()), layout, split_statistics(&stats, layout), affine),
-                x.primitive().shape(),
-            )
-        };
-        match BatchNormBackward.prepare::<C>([x.node(), gamma.node(), beta.node()]).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => {
-                let state = (x.primitive().clone(), gamma.primitive().clone(), stats, layout, epsilon as f32);
-                prep.finish(state, y)
-            }
-            OpsKind::UnTracked(prep) => prep.finish(y),
+        batch_norm_tracked::<C>(x, (gamma, beta), statistics, (groups, epsilon), 1)
+    }
+
+    fn batch_norm_twin_with_statistics(
+        x: AutodiffFloat<C>,
+        gamma: AutodiffFloat<C>,
+        beta: AutodiffFloat<C>,
+        statistics: AutodiffFloat<C>,
+        groups: usize,
+        epsilon: f64,
+    ) -> AutodiffFloat<C> {
+        if norm_layout(x.primitive(), groups).is_none() || !groups.is_multiple_of(2) {
+            return composed::batch_norm_twin::<Self>(x, (gamma, beta), groups, epsilon);
         }
+        batch_norm_tracked::<C>(x, (gamma, beta), statistics, (groups, epsilon), 2)
     }
 
     fn fused_leaky_relu(x: AutodiffFloat<C>, negative_slope: f32) -> AutodiffFloat<C> {
@@ -901,6 +1015,64 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
             }
             OpsKind::UnTracked(prep) => prep.finish(forward(x.primitive(), weight.primitive())),
         }
+    }
+}
+
+/// conv2d on the autodiff CPU backend, of a twin batch if `twin` (the
+/// convolution then runs on the first copies, and its output is handed
+/// to both).
+fn conv2d_tracked<C: CheckpointStrategy>(
+    x: AutodiffFloat<C>,
+    weight: AutodiffFloat<C>,
+    options: ConvOptions<2>,
+    twin: bool,
+) -> AutodiffFloat<C> {
+    let input = |x: &FlexTensor| if twin { first_copies_flex(x) } else { x.clone() };
+    let output = |y: FlexTensor| if twin { twice_flex(&y) } else { y };
+    // A trained weight's gradient reads the columns the forward pass
+    // builds; a frozen one has none to take.
+    let trained = weight.is_tracked();
+    match Conv2dBackward.prepare::<C>([x.node(), weight.node()]).compute_bound().stateful() {
+        OpsKind::Tracked(mut prep) => {
+            let (x_state, weight_state) = (prep.checkpoint(&x), prep.checkpoint(&weight));
+            let (y, kept) =
+                conv2d_flex_keeping(input(x.primitive()), weight.primitive().clone(), options.clone(), trained);
+            prep.finish((x_state, weight_state, options, kept.map(Arc::new), twin), output(y))
+        }
+        OpsKind::UnTracked(prep) => {
+            prep.finish(output(conv2d_flex(input(x.primitive()), weight.primitive().clone(), options)))
+        }
+    }
+}
+
+/// Batch normalisation on the autodiff CPU backend by `statistics` (of
+/// this `x`), γ and β trained by the groups g with g mod `every` = 0.
+fn batch_norm_tracked<C: CheckpointStrategy>(
+    x: AutodiffFloat<C>,
+    (gamma, beta): (AutodiffFloat<C>, AutodiffFloat<C>),
+    statistics: AutodiffFloat<C>,
+    (groups, epsilon): (usize, f64),
+    every: usize,
+) -> AutodiffFloat<C> {
+    let f32s = [&gamma, &beta, &statistics].iter().all(|t| t.primitive().dtype() == DType::F32);
+    let Some(layout) = norm_layout(x.primitive(), groups).filter(|_| f32s) else {
+        return composed::batch_norm_train::<Autodiff<Flex, C>>(x, gamma, beta, groups, epsilon);
+    };
+    let stats = values(statistics.primitive()).into_owned();
+    let y = {
+        let (g, b) = (values(gamma.primitive()), values(beta.primitive()));
+        let affine = batch_norm::Affine { gamma: &g, beta: &b, epsilon: epsilon as f32 };
+        flex(
+            batch_norm::forward(&values(x.primitive()), layout, split_statistics(&stats, layout), affine),
+            x.primitive().shape(),
+        )
+    };
+    match BatchNormBackward.prepare::<C>([x.node(), gamma.node(), beta.node()]).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => {
+            let state = (x.primitive().clone(), gamma.primitive().clone(), stats, layout, epsilon as f32, every);
+            prep.finish(state, y)
+        }
+        OpsKind::UnTracked(prep) => prep.finish(y),
     }
 }
 
@@ -1235,6 +1407,57 @@ mod tests {
                 assert_eq!(a.len(), b.len(), "{what}");
                 for (a, b) in a.iter().zip(b) {
                     assert!((a - b).abs() < 1e-4 * (1.0 + b.abs()), "{groups} groups, {what}: {a} against {b}");
+                }
+            }
+        }
+    }
+
+    /// The CPU's twin convolution and normalisation (one convolution, the
+    /// parameters trained by the first copies) equal the composition
+    /// other backends run (two of each, the second on parameters cut from
+    /// the graph) in values and every gradient, in one group and two.
+    #[test]
+    fn twin_kernels_equal_their_composition_of_two_passes() {
+        type Ad = Autodiff<Flex>;
+        let device = Device::flex().autodiff();
+        let prim = |t: &Tensor<4>| t.clone().try_into_primitive::<Ad>().unwrap();
+        let prim1 = |t: &Tensor<1>| t.clone().try_into_primitive::<Ad>().unwrap();
+        for groups in [1, 2] {
+            let run = |ours: bool| {
+                let half = filled([2, 3, 9, 8], 1, &device);
+                let x = Tensor::stack::<5>(vec![half.clone().detach(), half], 1).reshape([4, 3, 9, 8]).require_grad();
+                let weight = filled([5, 3, 3, 3], 2, &device).require_grad();
+                let gamma = (filled([5], 3, &device) + 1.5).detach().require_grad();
+                let beta = filled([5], 4, &device).require_grad();
+                let options = ConvOptions::new([2, 2], [1, 1], [1, 1], 1);
+                let y = if ours {
+                    let y = super::super::conv2d_twin(x.clone(), weight.clone(), None, options);
+                    super::super::batch_norm_training_twin(y, (gamma.clone(), beta.clone()), 1e-5, groups).0
+                } else {
+                    let y = composed::conv2d_twin::<Ad>(prim(&x), prim(&weight), options);
+                    let both = 2 * groups;
+                    Tensor::from_primitive::<Ad>(composed::batch_norm_twin::<Ad>(
+                        y,
+                        (prim1(&gamma), prim1(&beta)),
+                        both,
+                        1e-5,
+                    ))
+                };
+                let up = filled(y.dims(), 5, &device);
+                let grads = (y.clone() * up).sum().backward();
+                [
+                    to_vec(y),
+                    to_vec(x.grad(&grads).unwrap()),
+                    to_vec(weight.grad(&grads).unwrap()),
+                    to_vec(gamma.grad(&grads).unwrap()),
+                    to_vec(beta.grad(&grads).unwrap()),
+                ]
+            };
+            let (ours, theirs) = (run(true), run(false));
+            for (what, (a, b)) in ["y", "dx", "dw", "dγ", "dβ"].iter().zip(ours.iter().zip(&theirs)) {
+                assert_eq!(a.len(), b.len(), "{what}");
+                for (a, b) in a.iter().zip(b) {
+                    assert!((a - b).abs() < 1e-3 * (1.0 + b.abs()), "{groups} groups, {what}: {a} against {b}");
                 }
             }
         }

@@ -164,7 +164,9 @@ impl TrainModel for CosmoGanModel {
     /// Per map: the generator forward and backward (3 passes), the
     /// discriminator on real maps (3), on generated maps cut from the
     /// generator (2: no input gradient) and frozen for the generator's loss
-    /// (2: forward and input gradient).
+    /// (2: forward and input gradient). The count is the method's: ours
+    /// computes the last two forward passes as one
+    /// ([`Discriminator::forward_twin`](super::net::Discriminator::forward_twin)).
     fn training_flops(&self, batch: &Batch) -> Result<f64, TrainError> {
         let n = &self.network;
         let (base, top) = (n.base_side(), n.base_channels());
@@ -263,8 +265,7 @@ impl TrainModel for CosmoGanModel {
         let real = self.real(batch, device);
         let fake = net.generator.forward(self.training_noise(step, batch.len(), device), &pass);
         let d_real = net.discriminator.forward(real, &pass);
-        let d_fake = net.discriminator.forward(fake.clone().detach(), &pass);
-        let g_fake = net.discriminator.forward_frozen(fake, self.norm_group);
+        let (d_fake, g_fake) = net.discriminator.forward_twin(fake, &pass);
         let (real_label, fake_label) = if self.flipped(step) { (0.0, 1.0) } else { (1.0, 0.0) };
         let d_loss = cross_entropy(d_real, real_label) + cross_entropy(d_fake, fake_label);
         Ok(d_loss + cross_entropy(g_fake, 1.0))

@@ -21,10 +21,13 @@
 //! shifted by one pixel.
 //!
 //! For the generator's loss the discriminator runs on parameters cut from
-//! the graph ([`Discriminator::forward_frozen`]), so its gradients reach
-//! the generator only, and its running statistics are not moved a second
-//! time: one backward pass of d_loss + g_loss then gives each network the
-//! gradient of its own loss, as the reference's two optimisers take them.
+//! the graph, so its gradients reach the generator only, and its running
+//! statistics are not moved a second time: one backward pass of d_loss +
+//! g_loss then gives each network the gradient of its own loss, as the
+//! reference's two optimisers take them. That pass and the trained one on
+//! the same generated maps compute the same values, so they run as one
+//! forward pass over a twin batch ([`Discriminator::forward_twin`],
+//! [`kernels::twin`]).
 
 use crate::kernels::leaky_relu;
 use burn::module::{Module, Param};
@@ -34,7 +37,7 @@ use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Device, Tensor};
 
 use crate::kernels;
-use crate::models::segmentation::layers::{Apply, Pass, conv, norm, normalise_in_groups};
+use crate::models::segmentation::layers::{Apply, Pass, conv, norm};
 
 /// LeakyReLU's slope in the discriminator (`ops.py`, `lrelu`, alpha 0.2).
 const LEAK: f32 = 0.2;
@@ -172,28 +175,34 @@ impl Discriminator {
         kernels::linear(&self.dense, h.reshape([n as i64, -1]))
     }
 
-    /// [`forward`](Self::forward) in training on parameters cut from the
-    /// graph: gradients flow to `x` only, BatchNorm normalises each group
-    /// of `norm_group` samples by its own statistics and leaves the
-    /// running statistics alone.
-    pub fn forward_frozen(&self, x: Tensor<4>, norm_group: usize) -> Tensor<2> {
-        let mut h = x;
+    /// The logits of generated maps `fake` [N, 1, S, S] for both losses
+    /// of a training step, from one forward pass over a twin batch
+    /// ([`kernels::twin`]): first for the discriminator's loss (its
+    /// parameters trained, no gradient to `fake`), then for the
+    /// generator's (its parameters frozen, the gradient to `fake`).
+    /// BatchNorm normalises each copy by its own statistics in the pass's
+    /// groups and moves the running statistics once.
+    pub fn forward_twin(&self, fake: Tensor<4>, pass: &Pass) -> (Tensor<2>, Tensor<2>) {
+        let [n, c, h, w] = fake.dims();
+        let mut x: Tensor<4> = Tensor::stack::<5>(vec![fake.clone().detach(), fake], 1).reshape([2 * n, c, h, w]);
         for (layer, down) in self.down.iter().enumerate() {
             let options = ConvOptions::new_with_padding(down.stride, [(PAD, PAD); 2], down.dilation, down.groups);
-            h = kernels::conv2d(h, down.weight.val().detach(), down.bias.as_ref().map(frozen), options);
+            x = kernels::conv2d_twin(x, down.weight.val(), down.bias.as_ref().map(|b| b.val()), options);
             if layer > 0 {
-                let bn = &self.norms[layer - 1];
-                h = normalise_in_groups(h, (frozen(&bn.gamma), frozen(&bn.beta)), bn.epsilon, norm_group).0;
+                x = pass.norm_twin(&self.norms[layer - 1], x);
             }
-            h = leaky_relu(h, LEAK);
+            x = leaky_relu(x, LEAK);
         }
-        let n = h.dims()[0];
-        let flat: Tensor<2> = h.reshape([n as i64, -1]);
-        let logits = flat.matmul(self.dense.weight.val().detach());
-        match &self.dense.bias {
+        let pairs: Tensor<3> = x.reshape([n as i64, 2, -1]);
+        let features = pairs.dims()[2];
+        let copy = |h: usize| pairs.clone().narrow(1, h, 1).reshape([n, features]);
+        let trained = kernels::linear(&self.dense, copy(0));
+        let logits = copy(1).matmul(self.dense.weight.val().detach());
+        let frozen = match &self.dense.bias {
             Some(bias) => logits + frozen(bias).unsqueeze(),
             None => logits,
-        }
+        };
+        (trained, frozen)
     }
 }
 
@@ -254,6 +263,103 @@ mod tests {
         assert_eq!(g + d, 17_260_674);
     }
 
+    use burn::tensor::TensorData;
+
+    use crate::models::segmentation::layers::normalise_in_groups;
+
+    /// The discriminator in training on parameters cut from the graph,
+    /// the second of the two passes [`Discriminator::forward_twin`]
+    /// replaces: gradients flow to `x` only, BatchNorm normalises each
+    /// group of `norm_group` samples and leaves the running statistics
+    /// alone.
+    fn forward_frozen(d: &Discriminator, x: Tensor<4>, norm_group: usize) -> Tensor<2> {
+        let mut h = x;
+        for (layer, down) in d.down.iter().enumerate() {
+            let options = ConvOptions::new_with_padding(down.stride, [(PAD, PAD); 2], down.dilation, down.groups);
+            h = kernels::conv2d(h, down.weight.val().detach(), down.bias.as_ref().map(frozen), options);
+            if layer > 0 {
+                let bn = &d.norms[layer - 1];
+                h = normalise_in_groups(h, (frozen(&bn.gamma), frozen(&bn.beta)), bn.epsilon, norm_group).0;
+            }
+            h = leaky_relu(h, LEAK);
+        }
+        let n = h.dims()[0];
+        let flat: Tensor<2> = h.reshape([n as i64, -1]);
+        let logits = flat.matmul(d.dense.weight.val().detach());
+        match &d.dense.bias {
+            Some(bias) => logits + frozen(bias).unsqueeze(),
+            None => logits,
+        }
+    }
+
+    fn to_vec<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+        t.into_data().try_to_vec::<f32>().unwrap()
+    }
+
+    /// One forward pass over a twin batch gives the logits, and after
+    /// one backward pass the discriminator's and the maps' gradients, of
+    /// the two passes it replaces (the discriminator trained on maps cut
+    /// from the generator, then frozen on the maps themselves), in one
+    /// BatchNorm group and in two.
+    #[test]
+    fn the_twin_pass_gives_what_the_trained_and_the_frozen_passes_gave() {
+        let device = Device::flex().autodiff();
+        let config = small();
+        for (n, norm_group) in [(2, 0), (4, 2)] {
+            let side = config.side;
+            let values: Vec<f32> = (0..n * side * side).map(|i| ((i * 37 % 101) as f32 / 50.0 - 1.0) * 0.9).collect();
+            let make = || Tensor::<4>::from_data(TensorData::new(values.clone(), [n, 1, side, side]), &device);
+            let shared = config.init(&device);
+            let run = |twin: bool| {
+                // The same parameters; the running statistics are shared
+                // by the clones, so each run's move is read as the
+                // difference it makes.
+                let net = shared.clone();
+                let running =
+                    |bn: &BatchNorm| (to_vec(bn.running_mean.value_sync()), to_vec(bn.running_var.value_sync()));
+                let before: Vec<_> = net.discriminator.norms.iter().map(running).collect();
+                let fake = make().require_grad();
+                let pass = Pass { norm_group, ..Pass::inference() };
+                let (trained, frozen) = if twin {
+                    net.discriminator.forward_twin(fake.clone(), &pass)
+                } else {
+                    let trained = net.discriminator.forward(fake.clone().detach(), &pass);
+                    (trained, forward_frozen(&net.discriminator, fake.clone(), norm_group))
+                };
+                let weights = Tensor::<2>::from_data(TensorData::new(vec![0.7f32; n], [n, 1]), &device);
+                let loss = (trained.clone() * weights.clone()).sum() - (frozen.clone() * weights).sum().mul_scalar(0.3);
+                let grads = loss.backward();
+                let mut out = vec![to_vec(trained), to_vec(frozen), to_vec(fake.grad(&grads).unwrap())];
+                for down in &net.discriminator.down {
+                    out.push(to_vec(down.weight.val().grad(&grads).unwrap()));
+                    out.push(to_vec(down.bias.as_ref().unwrap().val().grad(&grads).unwrap()));
+                }
+                for (bn, (mean, var)) in net.discriminator.norms.iter().zip(&before) {
+                    out.push(to_vec(bn.gamma.val().grad(&grads).unwrap()));
+                    out.push(to_vec(bn.beta.val().grad(&grads).unwrap()));
+                    let (mean_now, var_now) = running(bn);
+                    let moved = |now: &[f32], then: &[f32]| -> Vec<f32> {
+                        now.iter().zip(then).map(|(a, b)| a - b * (1.0 - bn.momentum as f32)).collect()
+                    };
+                    out.push(moved(&mean_now, mean));
+                    out.push(moved(&var_now, var));
+                }
+                out.push(to_vec(net.discriminator.dense.weight.val().grad(&grads).unwrap()));
+                out
+            };
+            let (twin, separate) = (run(true), run(false));
+            assert_eq!(twin.len(), separate.len());
+            for (what, (a, b)) in twin.iter().zip(&separate).enumerate() {
+                assert_eq!(a.len(), b.len(), "tensor {what} of batch {n}");
+                // A bias before BatchNorm has no gradient but rounding's
+                // (≈ 1e-7): the floor keeps that noise from counting.
+                let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-2);
+                let worst = a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+                assert!(worst <= 1e-4 * scale, "tensor {what} of batch {n}: differs by {worst} (scale {scale})");
+            }
+        }
+    }
+
     #[test]
     fn maps_come_out_of_the_side_asked_for_and_score_one_logit_each() {
         let config = small();
@@ -263,7 +369,5 @@ mod tests {
         assert_eq!(maps.dims(), [2, 1, config.side, config.side]);
         let logits = net.discriminator.forward(maps.clone(), &Pass::inference());
         assert_eq!(logits.dims(), [2, 1]);
-        let frozen = net.discriminator.forward_frozen(maps, 0);
-        assert_eq!(frozen.dims(), [2, 1]);
     }
 }

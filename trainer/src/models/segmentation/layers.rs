@@ -113,14 +113,38 @@ impl Pass {
         }
         let (y, mean, variance) =
             normalise_in_groups(x, (norm.gamma.val(), norm.beta.val()), norm.epsilon, self.norm_group);
-        let keep = 1.0 - norm.momentum;
-        let device = y.device();
-        let running_mean = norm.running_mean.value_sync().to_device(&device);
-        let running_var = norm.running_var.value_sync().to_device(&device);
-        norm.running_mean.update((running_mean.mul_scalar(keep) + mean.mul_scalar(norm.momentum)).detach());
-        norm.running_var.update((running_var.mul_scalar(keep) + variance.mul_scalar(norm.momentum)).detach());
+        moved_by(norm, mean, variance);
         y
     }
+
+    /// [`norm`](Self::norm) in training of a twin batch x [2N, C, H, W]
+    /// ([`kernels::twin`]): each copy normalised as [`norm`](Self::norm)
+    /// normalises N samples, γ and β trained by the first copies, the
+    /// running statistics moved once.
+    pub fn norm_twin(&self, norm: &BatchNorm, x: Tensor<4>) -> Tensor<4> {
+        let groups = groups_of(x.dims()[0] / 2, self.norm_group);
+        let (y, mean, variance) =
+            kernels::batch_norm_training_twin(x, (norm.gamma.val(), norm.beta.val()), norm.epsilon, groups);
+        moved_by(norm, mean, variance);
+        y
+    }
+}
+
+/// The running statistics of `norm` moved by a batch's `mean` and
+/// `variance` (burn's momentum: running · (1 − m) + batch · m).
+fn moved_by(norm: &BatchNorm, mean: Tensor<1>, variance: Tensor<1>) {
+    let keep = 1.0 - norm.momentum;
+    let device = mean.device();
+    let running_mean = norm.running_mean.value_sync().to_device(&device);
+    let running_var = norm.running_var.value_sync().to_device(&device);
+    norm.running_mean.update((running_mean.mul_scalar(keep) + mean.mul_scalar(norm.momentum)).detach());
+    norm.running_var.update((running_var.mul_scalar(keep) + variance.mul_scalar(norm.momentum)).detach());
+}
+
+/// Groups of `group` samples a batch of `n` is normalised in: one (the
+/// whole batch) when `group` is 0 or does not divide `n`.
+fn groups_of(n: usize, group: usize) -> usize {
+    if group == 0 || group >= n || !n.is_multiple_of(group) { 1 } else { n / group }
 }
 
 /// `x` [N, C, H, W] normalised by the statistics of each group of `group`
@@ -135,8 +159,7 @@ pub fn normalise_in_groups(
     epsilon: f64,
     group: usize,
 ) -> (Tensor<4>, Tensor<1>, Tensor<1>) {
-    let n = x.dims()[0];
-    let groups = if group == 0 || group >= n || !n.is_multiple_of(group) { 1 } else { n / group };
+    let groups = groups_of(x.dims()[0], group);
     kernels::batch_norm_training(x, affine, epsilon, groups)
 }
 
