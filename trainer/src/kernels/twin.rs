@@ -30,7 +30,11 @@
 /// the first: the first copies of a twin batch.
 pub fn first_copies(values: &[f32], sample: usize) -> Vec<f32> {
     let sample = sample.max(1);
-    values.chunks(sample).step_by(2).flatten().copied().collect()
+    let mut out = Vec::with_capacity(values.len().div_ceil(2));
+    for one in values.chunks(sample).step_by(2) {
+        out.extend_from_slice(one);
+    }
+    out
 }
 
 /// Each sample of `values` (samples of `sample` values each) twice in a
