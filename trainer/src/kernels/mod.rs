@@ -38,6 +38,7 @@ pub mod direct_pool;
 mod direct_weight_grad2d;
 mod flex;
 mod lanes;
+pub mod lstm_cell;
 pub mod ops;
 pub mod precision;
 pub mod strided_gemm;
@@ -210,6 +211,19 @@ pub fn batch_norm_training_twin<const D: usize>(
     let per_channel = firsts.mean_dim(1).reshape([2, channels]);
     let (mean, variance) = (per_channel.clone().narrow(0, 0, 1), per_channel.narrow(0, 1, 1));
     (y, mean.reshape([channels]), variance.reshape([channels]))
+}
+
+/// An LSTM step's next cell state c' = σ(f)·c + σ(i)·tanh(g) from the
+/// summed gate inputs `gates` [B, 4U] (PyTorch's order i, f, g, o) and
+/// the cell state `c` [B, U]: one node of the graph ([`lstm_cell`]).
+pub fn lstm_cell_state(gates: Tensor<2>, c: Tensor<2>) -> Tensor<2> {
+    Tensor::from_dispatch(<Dispatch as KernelOps>::lstm_cell_state(gates.into_dispatch(), c.into_dispatch()))
+}
+
+/// An LSTM step's output h' = σ(o)·tanh(c') from its gate inputs [B, 4U]
+/// and the next cell state [B, U] ([`lstm_cell_state`]): one node.
+pub fn lstm_cell_output(gates: Tensor<2>, c_next: Tensor<2>) -> Tensor<2> {
+    Tensor::from_dispatch(<Dispatch as KernelOps>::lstm_cell_output(gates.into_dispatch(), c_next.into_dispatch()))
 }
 
 /// LeakyReLU (x where x ≥ 0, `negative_slope`·x elsewhere; the slope

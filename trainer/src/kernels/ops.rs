@@ -27,6 +27,7 @@ use super::conv2d_grad;
 use super::direct_conv::{self, ConvShape, PaddedInput};
 use super::direct_pool;
 use super::flex::{flex, values};
+use super::lstm_cell;
 use super::precision::Precision;
 use super::twin;
 
@@ -141,6 +142,19 @@ pub trait KernelOps: Backend {
         composed::batch_norm_twin::<Self>(x, (gamma, beta), groups, epsilon)
     }
 
+    /// An LSTM step's next cell state from the summed gate inputs
+    /// `gates` [B, 4U] (order i, f, g, o) and the cell state `c` [B, U]:
+    /// σ(f)·c + σ(i)·tanh(g) ([`lstm_cell`](super::lstm_cell)).
+    fn lstm_cell_state(gates: FloatTensor<Self>, c: FloatTensor<Self>) -> FloatTensor<Self> {
+        composed::lstm_cell_state::<Self>(gates, c)
+    }
+
+    /// An LSTM step's output from its gate inputs `gates` [B, 4U] and its
+    /// next cell state `c_next` [B, U]: σ(o)·tanh(c').
+    fn lstm_cell_output(gates: FloatTensor<Self>, c_next: FloatTensor<Self>) -> FloatTensor<Self> {
+        composed::lstm_cell_output::<Self>(gates, c_next)
+    }
+
     /// `x` rounded to `precision` (f32: unchanged); in the backward pass
     /// the gradient is rounded the same way ([`precision`](super::precision)).
     fn round_to(x: FloatTensor<Self>, precision: Precision) -> FloatTensor<Self> {
@@ -170,6 +184,23 @@ mod composed {
             Precision::F16 => FloatDType::F16,
         };
         B::float_cast(B::float_cast(x, half), FloatDType::F32)
+    }
+
+    /// The gates i, f, g, o of `gates` [B, 4U], each [B, U].
+    fn gate_quarters<B: Backend>(gates: FloatTensor<B>) -> [FloatTensor<B>; 4] {
+        let shape = gates.shape();
+        let (rows, units) = (shape[0], shape[1] / 4);
+        std::array::from_fn(|k| B::float_slice(gates.clone(), &[(0..rows).into(), (k * units..(k + 1) * units).into()]))
+    }
+
+    pub(super) fn lstm_cell_state<B: Backend>(gates: FloatTensor<B>, c: FloatTensor<B>) -> FloatTensor<B> {
+        let [i, f, g, _] = gate_quarters::<B>(gates);
+        B::float_add(B::float_mul(B::sigmoid(f), c), B::float_mul(B::sigmoid(i), B::float_tanh(g)))
+    }
+
+    pub(super) fn lstm_cell_output<B: Backend>(gates: FloatTensor<B>, c_next: FloatTensor<B>) -> FloatTensor<B> {
+        let [_, _, _, o] = gate_quarters::<B>(gates);
+        B::float_mul(B::sigmoid(o), B::float_tanh(c_next))
     }
 
     /// A twin batch's convolution as two: the first copies' with the
@@ -369,6 +400,16 @@ fn conv2d_flex_keeping(
     }
 }
 
+/// U of an LSTM step's f32 gates [B, 4U] and cell state [B, U], or `None`
+/// for anything else (burn's composition then runs, and reports shapes
+/// that do not fit).
+fn lstm_units(gates: &FlexTensor, c: &FlexTensor) -> Option<usize> {
+    let (g, c_shape) = (gates.shape(), c.shape());
+    let f32s = gates.dtype() == DType::F32 && c.dtype() == DType::F32;
+    let fits = g.num_dims() == 2 && c_shape.num_dims() == 2 && g[0] == c_shape[0] && g[1] == 4 * c_shape[1];
+    (f32s && fits && c_shape[1] > 0).then(|| c_shape[1])
+}
+
 /// The first copies of a twin batch [2N, ...] ([`twin::first_copies`]).
 fn first_copies_flex(x: &FlexTensor) -> FlexTensor {
     let mut shape = x.shape();
@@ -454,6 +495,20 @@ impl KernelOps for Flex {
 
     fn conv2d_twin_unbiased(x: FlexTensor, weight: FlexTensor, options: ConvOptions<2>) -> FlexTensor {
         twice_flex(&conv2d_flex(first_copies_flex(&x), weight, options))
+    }
+
+    fn lstm_cell_state(gates: FlexTensor, c: FlexTensor) -> FlexTensor {
+        match lstm_units(&gates, &c) {
+            Some(units) => flex(lstm_cell::state(&values(&gates), &values(&c), units), c.shape()),
+            None => composed::lstm_cell_state::<Self>(gates, c),
+        }
+    }
+
+    fn lstm_cell_output(gates: FlexTensor, c_next: FlexTensor) -> FlexTensor {
+        match lstm_units(&gates, &c_next) {
+            Some(units) => flex(lstm_cell::output(&values(&gates), &values(&c_next), units), c_next.shape()),
+            None => composed::lstm_cell_output::<Self>(gates, c_next),
+        }
     }
 
     fn batch_norm_twin_with_statistics(
@@ -788,6 +843,48 @@ impl Backward<Flex, 3> for BatchNormBackward {
 }
 
 #[derive(Debug)]
+struct LstmStateBackward;
+
+impl Backward<Flex, 2> for LstmStateBackward {
+    /// The gate inputs, the cell state and U.
+    type State = (FlexTensor, FlexTensor, usize);
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [node_gates, node_c] = ops.parents;
+        let up = grads.consume::<Flex>(&ops.node);
+        let (gates, c, units) = ops.state;
+        let (d_gates, dc) = lstm_cell::state_grad(&values(&gates), &values(&c), units, &values(&up));
+        if let Some(node) = node_gates {
+            grads.register::<Flex>(node.id, flex(d_gates, gates.shape()));
+        }
+        if let Some(node) = node_c {
+            grads.register::<Flex>(node.id, flex(dc, c.shape()));
+        }
+    }
+}
+
+#[derive(Debug)]
+struct LstmOutputBackward;
+
+impl Backward<Flex, 2> for LstmOutputBackward {
+    /// The gate inputs, the next cell state and U.
+    type State = (FlexTensor, FlexTensor, usize);
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [node_gates, node_c] = ops.parents;
+        let up = grads.consume::<Flex>(&ops.node);
+        let (gates, c_next, units) = ops.state;
+        let (d_gates, dc) = lstm_cell::output_grad(&values(&gates), &values(&c_next), units, &values(&up));
+        if let Some(node) = node_gates {
+            grads.register::<Flex>(node.id, flex(d_gates, gates.shape()));
+        }
+        if let Some(node) = node_c {
+            grads.register::<Flex>(node.id, flex(dc, c_next.shape()));
+        }
+    }
+}
+
+#[derive(Debug)]
 struct LeakyReluBackward;
 
 impl Backward<Flex, 1> for LeakyReluBackward {
@@ -957,6 +1054,30 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
         options: ConvOptions<2>,
     ) -> AutodiffFloat<C> {
         conv2d_tracked::<C>(x, weight, options, true)
+    }
+
+    fn lstm_cell_state(gates: AutodiffFloat<C>, c: AutodiffFloat<C>) -> AutodiffFloat<C> {
+        let Some(units) = lstm_units(gates.primitive(), c.primitive()) else {
+            return composed::lstm_cell_state::<Self>(gates, c);
+        };
+        let y =
+            flex(lstm_cell::state(&values(gates.primitive()), &values(c.primitive()), units), c.primitive().shape());
+        match LstmStateBackward.prepare::<C>([gates.node(), c.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish((gates.primitive().clone(), c.primitive().clone(), units), y),
+            OpsKind::UnTracked(prep) => prep.finish(y),
+        }
+    }
+
+    fn lstm_cell_output(gates: AutodiffFloat<C>, c_next: AutodiffFloat<C>) -> AutodiffFloat<C> {
+        let Some(units) = lstm_units(gates.primitive(), c_next.primitive()) else {
+            return composed::lstm_cell_output::<Self>(gates, c_next);
+        };
+        let (g, c) = (values(gates.primitive()), values(c_next.primitive()));
+        let y = flex(lstm_cell::output(&g, &c, units), c_next.primitive().shape());
+        match LstmOutputBackward.prepare::<C>([gates.node(), c_next.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish((gates.primitive().clone(), c_next.primitive().clone(), units), y),
+            OpsKind::UnTracked(prep) => prep.finish(y),
+        }
     }
 
     fn batch_statistics(x: AutodiffFloat<C>, groups: usize) -> AutodiffFloat<C> {
@@ -1408,6 +1529,49 @@ mod tests {
                 for (a, b) in a.iter().zip(b) {
                     assert!((a - b).abs() < 1e-4 * (1.0 + b.abs()), "{groups} groups, {what}: {a} against {b}");
                 }
+            }
+        }
+    }
+
+    /// Three LSTM steps through the CPU's two cell operations equal the
+    /// same steps through their composition of burn's operations (what
+    /// other backends run) in values and in the gradients of the gate
+    /// inputs and the first cell state.
+    #[test]
+    fn lstm_cell_operations_equal_their_composition() {
+        type Ad = Autodiff<Flex>;
+        let device = Device::flex().autodiff();
+        let prim = |t: &Tensor<2>| t.clone().try_into_primitive::<Ad>().unwrap();
+        let run = |ours: bool| {
+            let gates: Vec<Tensor<2>> = (0..3).map(|t| filled([2, 12], t, &device).require_grad()).collect();
+            let c0 = filled([2, 3], 7, &device).require_grad();
+            let (mut c, mut out) = (c0.clone(), Vec::new());
+            for g in &gates {
+                let (h, next) = if ours {
+                    let next = super::super::lstm_cell_state(g.clone(), c);
+                    (super::super::lstm_cell_output(g.clone(), next.clone()), next)
+                } else {
+                    let next = Tensor::<2>::from_primitive::<Ad>(composed::lstm_cell_state::<Ad>(prim(g), prim(&c)));
+                    let h = composed::lstm_cell_output::<Ad>(prim(g), prim(&next));
+                    (Tensor::<2>::from_primitive::<Ad>(h), next)
+                };
+                out.push(h);
+                c = next;
+            }
+            let up = filled([2, 3], 9, &device);
+            let loss = out.iter().fold(c.clone().sum(), |l, h| l + (h.clone() * up.clone()).sum());
+            let grads = loss.backward();
+            let mut all: Vec<Vec<f32>> = out.into_iter().map(to_vec).collect();
+            all.extend(gates.iter().map(|g| to_vec(g.grad(&grads).unwrap())));
+            all.push(to_vec(c0.grad(&grads).unwrap()));
+            all
+        };
+        let (ours, theirs) = (run(true), run(false));
+        assert_eq!(ours.len(), theirs.len());
+        for (k, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+            assert_eq!(a.len(), b.len(), "tensor {k}");
+            for (a, b) in a.iter().zip(b) {
+                assert!((a - b).abs() < 1e-5 * (1.0 + b.abs()), "tensor {k}: {a} against {b}");
             }
         }
     }

@@ -12,7 +12,6 @@
 use crate::kernels;
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
-use burn::tensor::activation::{sigmoid, tanh};
 use burn::tensor::{Device, Tensor};
 
 /// One LSTM layer.
@@ -48,7 +47,7 @@ impl LstmLayer {
         let mut out = Vec::with_capacity(steps);
         for t in 0..steps {
             let gates = gates_in.clone().narrow(1, t, 1).reshape([batch, 4 * units]) + kernels::linear(&self.hidden, h);
-            (h, c) = Self::cell(gates, c, units);
+            (h, c) = Self::cell(gates, c);
             out.push(h.clone().unsqueeze_dim::<3>(1));
         }
         Tensor::cat(out, 1)
@@ -63,15 +62,15 @@ impl LstmLayer {
         let device = x.device();
         let (h, c) =
             state.unwrap_or_else(|| (Tensor::zeros([batch, units], &device), Tensor::zeros([batch, units], &device)));
-        Self::cell(kernels::linear(&self.input, x) + kernels::linear(&self.hidden, h), c, units)
+        Self::cell(kernels::linear(&self.input, x) + kernels::linear(&self.hidden, h), c)
     }
 
-    /// c' = f·c + i·g, h' = o·tanh(c') from the summed gate inputs.
-    fn cell(gates: Tensor<2>, c: Tensor<2>, units: usize) -> State {
-        let gate = |k: usize| gates.clone().narrow(1, k * units, units);
-        let (i, f, g, o) = (sigmoid(gate(0)), sigmoid(gate(1)), tanh(gate(2)), sigmoid(gate(3)));
-        let c = f * c + i * g;
-        (o * tanh(c.clone()), c)
+    /// c' = f·c + i·g, h' = o·tanh(c') from the summed gate inputs, as
+    /// two operations ([`kernels::lstm_cell_state`],
+    /// [`kernels::lstm_cell_output`]) rather than thirteen.
+    fn cell(gates: Tensor<2>, c: Tensor<2>) -> State {
+        let c = kernels::lstm_cell_state(gates.clone(), c);
+        (kernels::lstm_cell_output(gates, c.clone()), c)
     }
 }
 
