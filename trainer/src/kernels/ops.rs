@@ -842,18 +842,24 @@ impl Backward<Flex, 3> for BatchNormBackward {
     }
 }
 
-#[derive(Debug)]
-struct LstmStateBackward;
+/// The forward and backward halves of one LSTM cell operation
+/// ([`lstm_cell::state`] with its gradient, or [`lstm_cell::output`]).
+type LstmForward = fn(&[f32], &[f32], usize) -> Vec<f32>;
+type LstmGradient = fn(&[f32], &[f32], usize, &[f32]) -> (Vec<f32>, Vec<f32>);
 
-impl Backward<Flex, 2> for LstmStateBackward {
-    /// The gate inputs, the cell state and U.
+/// Either LSTM cell operation's backward pass: its gradient function.
+#[derive(Debug)]
+struct LstmCellBackward(LstmGradient);
+
+impl Backward<Flex, 2> for LstmCellBackward {
+    /// The gate inputs, the cell state the operation read and U.
     type State = (FlexTensor, FlexTensor, usize);
 
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
         let [node_gates, node_c] = ops.parents;
         let up = grads.consume::<Flex>(&ops.node);
         let (gates, c, units) = ops.state;
-        let (d_gates, dc) = lstm_cell::state_grad(&values(&gates), &values(&c), units, &values(&up));
+        let (d_gates, dc) = (self.0)(&values(&gates), &values(&c), units, &values(&up));
         if let Some(node) = node_gates {
             grads.register::<Flex>(node.id, flex(d_gates, gates.shape()));
         }
@@ -863,25 +869,19 @@ impl Backward<Flex, 2> for LstmStateBackward {
     }
 }
 
-#[derive(Debug)]
-struct LstmOutputBackward;
-
-impl Backward<Flex, 2> for LstmOutputBackward {
-    /// The gate inputs, the next cell state and U.
-    type State = (FlexTensor, FlexTensor, usize);
-
-    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
-        let [node_gates, node_c] = ops.parents;
-        let up = grads.consume::<Flex>(&ops.node);
-        let (gates, c_next, units) = ops.state;
-        let (d_gates, dc) = lstm_cell::output_grad(&values(&gates), &values(&c_next), units, &values(&up));
-        if let Some(node) = node_gates {
-            grads.register::<Flex>(node.id, flex(d_gates, gates.shape()));
-        }
-        if let Some(node) = node_c {
-            grads.register::<Flex>(node.id, flex(dc, c_next.shape()));
-        }
-    }
+/// An LSTM cell operation on the autodiff CPU backend, `None` where
+/// [`lstm_units`] refuses the shapes (the caller then composes it).
+fn lstm_cell_tracked<C: CheckpointStrategy>(
+    gates: &AutodiffFloat<C>,
+    c: &AutodiffFloat<C>,
+    (forward, gradient): (LstmForward, LstmGradient),
+) -> Option<AutodiffFloat<C>> {
+    let units = lstm_units(gates.primitive(), c.primitive())?;
+    let y = flex(forward(&values(gates.primitive()), &values(c.primitive()), units), c.primitive().shape());
+    Some(match LstmCellBackward(gradient).prepare::<C>([gates.node(), c.node()]).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => prep.finish((gates.primitive().clone(), c.primitive().clone(), units), y),
+        OpsKind::UnTracked(prep) => prep.finish(y),
+    })
 }
 
 #[derive(Debug)]
@@ -1057,27 +1057,13 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
     }
 
     fn lstm_cell_state(gates: AutodiffFloat<C>, c: AutodiffFloat<C>) -> AutodiffFloat<C> {
-        let Some(units) = lstm_units(gates.primitive(), c.primitive()) else {
-            return composed::lstm_cell_state::<Self>(gates, c);
-        };
-        let y =
-            flex(lstm_cell::state(&values(gates.primitive()), &values(c.primitive()), units), c.primitive().shape());
-        match LstmStateBackward.prepare::<C>([gates.node(), c.node()]).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => prep.finish((gates.primitive().clone(), c.primitive().clone(), units), y),
-            OpsKind::UnTracked(prep) => prep.finish(y),
-        }
+        lstm_cell_tracked::<C>(&gates, &c, (lstm_cell::state, lstm_cell::state_grad))
+            .unwrap_or_else(|| composed::lstm_cell_state::<Self>(gates, c))
     }
 
     fn lstm_cell_output(gates: AutodiffFloat<C>, c_next: AutodiffFloat<C>) -> AutodiffFloat<C> {
-        let Some(units) = lstm_units(gates.primitive(), c_next.primitive()) else {
-            return composed::lstm_cell_output::<Self>(gates, c_next);
-        };
-        let (g, c) = (values(gates.primitive()), values(c_next.primitive()));
-        let y = flex(lstm_cell::output(&g, &c, units), c_next.primitive().shape());
-        match LstmOutputBackward.prepare::<C>([gates.node(), c_next.node()]).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => prep.finish((gates.primitive().clone(), c_next.primitive().clone(), units), y),
-            OpsKind::UnTracked(prep) => prep.finish(y),
-        }
+        lstm_cell_tracked::<C>(&gates, &c_next, (lstm_cell::output, lstm_cell::output_grad))
+            .unwrap_or_else(|| composed::lstm_cell_output::<Self>(gates, c_next))
     }
 
     fn batch_statistics(x: AutodiffFloat<C>, groups: usize) -> AutodiffFloat<C> {
