@@ -25,6 +25,9 @@ pub struct World {
     world: SimpleCommunicator,
     topology: Topology,
     node_of_rank: Vec<usize>,
+    /// Ranks sharing this rank's memory (the real machine, whatever
+    /// pretend nodes say: they all share it).
+    ranks_on_machine: usize,
     threading: Threading,
     // Dropped last: finalises MPI.
     _universe: Universe,
@@ -43,9 +46,11 @@ impl World {
         let rank = world.rank() as usize;
         let size = world.size() as usize;
         let override_value = std::env::var(RANKS_PER_NODE_ENV).ok();
+        let machine = world.split_shared(world.rank());
+        let ranks_on_machine = machine.size() as usize;
         let leaders = match Topology::parse_override(override_value.as_deref())? {
             Some(k) => (0..size).map(|r| r / k * k).collect(),
-            None => shared_memory_leaders(&world),
+            None => shared_memory_leaders(&world, &machine),
         };
         let topology = Topology::from_leaders(rank, &leaders)?;
         let node_of_rank =
@@ -53,7 +58,7 @@ impl World {
         // From here on a panic on any thread ends the whole job instead of
         // leaving the other ranks waiting in a collective.
         crate::panic::abort_job_on_panic(&topology);
-        Ok(World { world, topology, node_of_rank, threading, _universe: universe })
+        Ok(World { world, topology, node_of_rank, ranks_on_machine, threading, _universe: universe })
     }
 
     /// The world communicator.
@@ -89,6 +94,14 @@ impl World {
     /// The ranks of `node`, in rank order.
     pub fn ranks_of_node(&self, node: usize) -> Vec<usize> {
         self.node_of_rank.iter().enumerate().filter(|&(_, &n)| n == node).map(|(r, _)| r).collect()
+    }
+
+    /// How many ranks of the job share this rank's machine (its memory):
+    /// the shared-memory split of the world, also under pretend nodes,
+    /// which share one machine. What a rank may assume of the cores it
+    /// has: the machine's divided by this.
+    pub fn ranks_on_machine(&self) -> usize {
+        self.ranks_on_machine
     }
 
     /// The thread support level MPI granted.
@@ -168,8 +181,7 @@ impl World {
 }
 
 /// Every rank's node leader: the lowest world rank in its shared-memory group.
-fn shared_memory_leaders(world: &SimpleCommunicator) -> Vec<usize> {
-    let node = world.split_shared(world.rank());
+fn shared_memory_leaders(world: &SimpleCommunicator, node: &SimpleCommunicator) -> Vec<usize> {
     let mut leader = world.rank() as u64;
     node.process_at_rank(0).broadcast_into(&mut leader);
     let mut leaders = vec![0u64; world.size() as usize];

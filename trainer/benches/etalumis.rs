@@ -94,6 +94,11 @@ fn export(model: &EtalumisModel, batches: &[Batch], dir: &Path) {
 
 /// (median step seconds, median forward seconds, parameters) of our step.
 fn ours(model: &EtalumisModel, batches: &[Batch], steps: usize) -> (f64, f64, usize) {
+    // As `trainer train` runs its steps on one rank here ([`trainer::kernels::wait`]).
+    trainer::kernels::wait::busy(trainer::kernels::wait::WaitPolicy::auto_here(1), || ours_in(model, batches, steps))
+}
+
+fn ours_in(model: &EtalumisModel, batches: &[Batch], steps: usize) -> (f64, f64, usize) {
     let device = Device::flex().autodiff();
     let net = model.build(&device).unwrap();
     let tensors = params::inventory(&net).unwrap();

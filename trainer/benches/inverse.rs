@@ -46,6 +46,11 @@ const PATTERNS: usize = 16;
 
 /// (median step seconds, median forward seconds, parameters).
 fn ours(batch: usize, steps: usize) -> (f64, f64, usize) {
+    // As `trainer train` runs its steps on one rank here ([`trainer::kernels::wait`]).
+    trainer::kernels::wait::busy(trainer::kernels::wait::WaitPolicy::auto_here(1), || ours_in(batch, steps))
+}
+
+fn ours_in(batch: usize, steps: usize) -> (f64, f64, usize) {
     let config = trainer::models::inverse::small();
     let device = Device::flex().autodiff();
     let mut rng = e2e::SplitMix64::new(3);

@@ -41,6 +41,11 @@ use e2e::median;
 
 /// (median step seconds, median forward seconds, parameters).
 fn ours<N: Network>(config: &N, batch: usize, steps: usize) -> (f64, f64, usize) {
+    // As `trainer train` runs its steps on one rank here ([`trainer::kernels::wait`]).
+    trainer::kernels::wait::busy(trainer::kernels::wait::WaitPolicy::auto_here(1), || ours_in(config, batch, steps))
+}
+
+fn ours_in<N: Network>(config: &N, batch: usize, steps: usize) -> (f64, f64, usize) {
     let device = Device::flex().autodiff();
     let net = config.init(&device);
     let tensors = params::inventory(&net).unwrap();

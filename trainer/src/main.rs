@@ -8,6 +8,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use cluster::World;
 use trainer::engine::{DeviceChoice, ModelChoice, Origin, ScheduleSpec, TrainConfig};
 use trainer::kernels::Precision;
+use trainer::kernels::wait::WaitPolicy;
 use trainer::loss_scale::LossScaleSpec;
 use trainer::models::{self, Trainable};
 use trainer::optim::{Rule, TrustRatio};
@@ -520,6 +521,12 @@ struct TrainArgs {
     /// node; Kurth et al. 2018). Hierarchical needs the same number of ranks on every node.
     #[arg(long, value_enum, default_value_t = ExchangeArg::Flat)]
     exchange: ExchangeArg,
+    /// How each rank's kernel threads wait between the parallel operations of a step: active (awake,
+    /// looking for work and yielding the core between looks, as OpenMP's OMP_WAIT_POLICY=active),
+    /// passive (asleep until woken), or auto: active when every thread of every rank on this machine
+    /// has a core of its own (ranks x threads <= cores), passive when they share cores.
+    #[arg(long, value_enum, default_value_t = WaitArg::Auto)]
+    wait_policy: WaitArg,
     /// Fusion buffer size in MiB (0: one allreduce per tensor).
     #[arg(long, default_value_t = 64.0)]
     fusion_mb: f64,
@@ -666,6 +673,11 @@ fn config_from(
             ExchangeArg::Flat => cluster::allreduce::Exchange::Flat,
             ExchangeArg::Hierarchical => cluster::allreduce::Exchange::Hierarchical,
         },
+        // `auto` is settled once MPI has said how many ranks share the machine.
+        wait: match args.wait_policy {
+            WaitArg::Active => WaitPolicy::Active,
+            WaitArg::Passive | WaitArg::Auto => WaitPolicy::Passive,
+        },
         fusion_bytes: (args.fusion_mb * (1 << 20) as f64) as usize,
         seed: args.seed,
         workers: args.workers,
@@ -749,7 +761,8 @@ fn train(
     let mut report = model.train(world, config, &mut |e| {
         if root {
             if !kernels_said {
-                eprintln!("kernels: {}", trainer::kernels::calibrate::choice().line());
+                let choice = trainer::kernels::calibrate::choice().line();
+                eprintln!("kernels: {choice}; idle threads wait {}", config.wait.name());
                 kernels_said = true;
             }
             eprintln!("{}", e.line());
@@ -1048,9 +1061,12 @@ fn run() {
     };
     // Check what can be checked before MPI starts, so a typo, a missing
     // GPU or a dataset of the wrong kind fails with one line and exit 2.
-    let (model, config, baseline) = prepare(&args, entry, model_matches).unwrap_or_else(|e| exit_before_mpi(&e));
+    let (model, mut config, baseline) = prepare(&args, entry, model_matches).unwrap_or_else(|e| exit_before_mpi(&e));
     let world = init_world();
     cluster::logging::init(world.topology(), Some("warn"));
+    if args.wait_policy == WaitArg::Auto {
+        config.wait = WaitPolicy::auto_here(world.ranks_on_machine());
+    }
     // Before anything computes: the measurement switches the process's
     // kernel path while it times each. bf16 computes on the AVX-512
     // path's kernels alone, so other precisions keep the widest path.
@@ -1132,4 +1148,12 @@ mod tests {
 enum ExchangeArg {
     Flat,
     Hierarchical,
+}
+
+/// `--wait-policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum WaitArg {
+    Auto,
+    Active,
+    Passive,
 }

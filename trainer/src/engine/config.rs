@@ -70,6 +70,9 @@ pub struct TrainConfig {
     pub reduce_during_backward: bool,
     /// How gradients are summed over the ranks.
     pub exchange: cluster::allreduce::Exchange,
+    /// How the pool's idle threads wait during a step
+    /// ([`crate::kernels::wait`]).
+    pub wait: crate::kernels::wait::WaitPolicy,
     /// Fusion buffer size in bytes (0: one allreduce per tensor).
     pub fusion_bytes: usize,
     /// Seed of the initial parameters, the sample order and the model's
@@ -250,6 +253,7 @@ mod tests {
             grad_lag: false,
             reduce_during_backward: false,
             exchange: cluster::allreduce::Exchange::Flat,
+            wait: crate::kernels::wait::WaitPolicy::Passive,
             fusion_bytes: 64 << 20,
             seed: 0,
             workers: 2,

@@ -582,7 +582,9 @@ impl<M: TrainModel> Run<'_, M> {
                 let share = begun.map(|_| elastic::share_of_step(self.world, batch.len()));
                 epoch_samples += batch.len() as u64;
                 let flops = self.model.training_flops(&batch)?;
-                let (next, loss) = match self.step(net, &batch, (epoch, share), &mut times) {
+                let stepped =
+                    crate::kernels::wait::busy(self.config.wait, || self.step(net, &batch, (epoch, share), &mut times));
+                let (next, loss) = match stepped {
                     Ok(stepped) => stepped,
                     Err(TrainError::NonFinite(mut e)) if e.reports => {
                         e.detail = guard::diagnose(&batch, &*data.train, e.loss);
@@ -655,6 +657,7 @@ impl<M: TrainModel> Run<'_, M> {
             kernels: crate::kernels::calibrate::choice(),
             loss_scale: self.scaler.active().then(|| self.scaler.state()),
             exchange: self.config.exchange,
+            wait_policy: self.config.wait,
             augment: model_flag(&self.summary, "augment"),
             standardize: model_flag(&self.summary, "standardize"),
             steps_per_epoch: self.steps_per_epoch,

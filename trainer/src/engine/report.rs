@@ -162,6 +162,9 @@ pub struct TrainReport {
     pub loss_scale: Option<crate::loss_scale::LossScaleState>,
     /// How gradients were summed over the ranks ("flat", "hierarchical").
     pub exchange: cluster::allreduce::Exchange,
+    /// How the pool's idle threads waited during steps (`--wait-policy`,
+    /// [`crate::kernels::wait`]).
+    pub wait_policy: crate::kernels::wait::WaitPolicy,
     /// Samples turned by random symmetries of the cube.
     pub augment: bool,
     /// Inputs standardised per channel.

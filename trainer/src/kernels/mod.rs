@@ -43,6 +43,7 @@ pub mod ops;
 pub mod precision;
 pub mod strided_gemm;
 pub mod twin;
+pub mod wait;
 
 use burn::backend::Dispatch;
 use burn::nn::Linear;
