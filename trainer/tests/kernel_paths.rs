@@ -48,12 +48,18 @@ fn max_pool_2d() -> (Vec<f32>, Vec<u8>, Vec<f32>) {
 
 /// The 2-D forward convolutions and weight gradients the direct kernels
 /// take (8 or 16 output channels, rows of at least 16), forward then
-/// weight gradient of each (rows of at least 48 for the gradient): rows of
-/// 61 end on a 16-wide tile overlapping the one before (the gradient's
-/// are padded to 64), the 7 × 7 stride-2 stem reads regrouped columns.
+/// weight gradient of each: rows of 61 end on a 16-wide tile overlapping
+/// the one before, the 7 × 7 stride-2 stem reads regrouped columns and
+/// the dilated kernel's gradient is the row-wise direct sums' (rows of at
+/// least 48, padded to 64); stride-1 3 × 3 and 1 × 1 gradients are the
+/// lane sums'.
 fn two_dimensional() -> Vec<Vec<f32>> {
     let cases = [
         ([2, 3, 5, 61], 8, Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] }, [5, 61]),
+        // The lane sums' blocks: 3 × 3 over 5 input channels (a partial
+        // block on every path) and 1 × 1 over 10, 24 output channels.
+        ([2, 5, 8, 32], 16, Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] }, [8, 32]),
+        ([2, 10, 8, 16], 24, Window { kernel: [1, 1], stride: [1, 1], padding: [0, 0], dilation: [1, 1] }, [8, 16]),
         ([1, 2, 9, 101], 16, Window { kernel: [7, 7], stride: [2, 2], padding: [3, 3], dilation: [1, 1] }, [5, 51]),
         ([1, 2, 6, 53], 8, Window { kernel: [3, 3], stride: [1, 1], padding: [2, 2], dilation: [2, 2] }, [6, 53]),
     ];

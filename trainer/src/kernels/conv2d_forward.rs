@@ -27,7 +27,7 @@ use super::columns::{
 use super::direct_conv2d::Padded;
 use super::flex::{flex, values};
 use super::strided_gemm::{self, View};
-use super::{bf16_gemm, direct_conv2d, direct_weight_grad2d};
+use super::{bf16_gemm, direct_conv2d, direct_weight_grad2d, shifted_weight_grad2d};
 
 /// conv2d(x, weight) without bias: x [N, C_in, H, W], weight [C_out, C_in,
 /// kh, kw] (f32, one group), output [N, C_out, out_h, out_w].
@@ -57,8 +57,12 @@ pub(crate) fn forward_keeping_input(
         let (dims, out) = ([n, c_in, h, w], [out_h, out_w]);
         // Padded as far as the weight gradient reads when it takes the
         // direct sums too, and kept for it.
-        let kept = (keep && direct_weight_grad2d::applies(c_out, out_w, kw))
-            .then(|| Padded::new(&x, dims, window, direct_weight_grad2d::padded_extent(out)));
+        let extent = if shifted_weight_grad2d::applies(c_out, window, out) && !bf16_gemm::native_here() {
+            Some(shifted_weight_grad2d::padded_extent(out))
+        } else {
+            direct_weight_grad2d::applies(c_out, out_w, kw).then(|| direct_weight_grad2d::padded_extent(out))
+        };
+        let kept = extent.filter(|_| keep).map(|extent| Padded::new(&x, dims, window, extent));
         let y = match &kept {
             Some(padded) => direct_conv2d::forward_padded(padded, dims, &values(weight), c_out, window, out),
             None => direct_conv2d::forward(&x, dims, &values(weight), c_out, window, out),

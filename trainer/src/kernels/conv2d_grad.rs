@@ -1,6 +1,8 @@
 //! The weight gradient of a 2-D convolution (and of a transposed one) as
 //! columns (im2col) times the output gradient, one GEMM per tile of output
-//! rows; or, for few output channels, as the direct sums in registers of
+//! rows; or, for stride-1 kernels 1 or 3 wide, as the sums with the output
+//! channels along the lanes of `shifted_weight_grad2d`; or, for few output
+//! channels with strides or dilations, as the direct sums in registers of
 //! `direct_weight_grad2d`.
 //!
 //! burn computes this gradient as a second convolution: the input with
@@ -26,9 +28,9 @@ use super::columns::{
     ColumnOrder, ColumnSource, KeptInput, SMALL_PLANE, Window, batch_columns, batch_columns_in, rows_per_tile,
     swap_leading_axes,
 };
-use super::direct_weight_grad2d;
 use super::flex::{flex, values};
 use super::strided_gemm::{self, View};
+use super::{direct_weight_grad2d, shifted_weight_grad2d};
 
 /// dW of shape [C_out, C_in, kh, kw] for input [N, C_in, H, W] and output
 /// gradient [N, C_out, OH, OW] (f32, one group).
@@ -51,6 +53,14 @@ pub(crate) fn weight_grad_with(
     let [kh, kw] = window.kernel;
     let taps = c_in * kh * kw;
     let (x, g) = (values(input), values(out_grad));
+    if shifted_weight_grad2d::applies(c_out, window, [out_h, out_w])
+        && kept.and_then(KeptInput::columns).is_none()
+        && !bf16_gemm::native_here()
+    {
+        let padded = kept.and_then(KeptInput::padded);
+        let grad = shifted_weight_grad2d::weight_grad(padded, &x, [n, c_in, h, w], &g, c_out, window, [out_h, out_w]);
+        return flex(grad, Shape::new([c_out, c_in, kh, kw]));
+    }
     if direct_weight_grad2d::applies(c_out, out_w, kw) {
         let (padded, dims) = (kept.and_then(KeptInput::padded), [n, c_in, h, w]);
         let grad = direct_weight_grad2d::weight_grad_from(padded, &x, dims, &g, c_out, window, [out_h, out_w]);
@@ -264,12 +274,15 @@ mod tests {
         let five = Window { kernel: [5, 5], stride: [2, 2], padding: [2, 2], dilation: [1, 1] };
         let three = Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] };
         // (x dims, C_out, window, what is kept): a plane of 16 positions
-        // over 4 samples (tap-major columns), one of 80 (sample-major), and
-        // 8 channels along rows of 50 (the direct sums both ways).
+        // over 4 samples (tap-major columns), one of 80 (sample-major), 8
+        // channels along rows of 50 (the direct forward pass and the
+        // lane sums), and strided rows of 50 (the direct sums both ways).
+        let strided = Window { stride: [2, 2], ..three };
         let cases = [
             ([4, 3, 8, 8], 4, five, "tap-major"),
             ([2, 3, 16, 20], 4, five, "sample-major"),
             ([2, 3, 6, 50], 8, three, "padded"),
+            ([2, 3, 6, 100], 8, strided, "padded"),
         ];
         for (dims, c_out, window, what) in cases {
             let [n, c_in, h, w] = dims;
@@ -284,7 +297,11 @@ mod tests {
                 KeptInput::Columns(_) => "sample-major",
                 KeptInput::Padded(padded) => {
                     // Padded as far as the weight gradient reads, so that it takes it.
-                    let extent = direct_weight_grad2d::padded_extent(out);
+                    let extent = if shifted_weight_grad2d::applies(c_out, &window, out) {
+                        shifted_weight_grad2d::padded_extent(out)
+                    } else {
+                        direct_weight_grad2d::padded_extent(out)
+                    };
                     assert!(padded.serves(dims, &window, extent), "{padded:?}");
                     "padded"
                 }

@@ -87,6 +87,12 @@ impl Padded {
         self.built_for == (dims, *window, out)
     }
 
+    /// The padded planes, [rows, width] each, where the columns were not
+    /// regrouped (width stride 1).
+    pub(super) fn planes(&self) -> Option<(&[f32], [usize; 2])> {
+        (self.stride == 1).then_some((&self.values, [self.rows, self.segment]))
+    }
+
     /// Padded row `r` of plane (n · C_in + ci), from padded column `c` on,
     /// every `stride`-th value.
     #[inline(always)]

@@ -1,6 +1,8 @@
 //! The weight gradient of a 2-D convolution with few output channels,
 //! summed in registers straight from the padded input and the output
-//! gradient, without columns.
+//! gradient, without columns. Stride-1 undilated kernels 1 or 3 wide go
+//! to [`shifted_weight_grad2d`](super::shifted_weight_grad2d) first, which
+//! is faster on them; what comes here are the strided and dilated ones.
 //!
 //! The column route ([`conv2d_grad`](super::conv2d_grad)) writes one value
 //! per input channel, kernel tap and output position (16 MiB tiles, far

@@ -41,6 +41,7 @@ mod lanes;
 pub mod lstm_cell;
 pub mod ops;
 pub mod precision;
+mod shifted_weight_grad2d;
 pub mod strided_gemm;
 pub mod twin;
 pub mod wait;
