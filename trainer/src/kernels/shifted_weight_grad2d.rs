@@ -41,11 +41,13 @@ const LANES: usize = 16;
 /// inputs for a position are consecutive), kernels 1 or 3 wide (the
 /// register blocks below), a plane of at least [`MIN_PLANE`] outputs
 /// (CosmoGAN's 4 × 4 end keeps the columns' one product over every
-/// sample), and output channels filling at least half the lanes.
+/// sample), and at most [`MAX_CHANNELS`] output channels, filling at
+/// least half the lanes.
 pub(crate) fn applies(c_out: usize, window: &Window, [out_h, out_w]: [usize; 2]) -> bool {
     let kw = window.kernel[1];
     let lanes_used = c_out % LANES;
-    window.stride == [1, 1]
+    c_out <= MAX_CHANNELS
+        && window.stride == [1, 1]
         && window.dilation == [1, 1]
         && (kw == 1 || kw == 3)
         && out_h * out_w >= MIN_PLANE
@@ -55,6 +57,12 @@ pub(crate) fn applies(c_out: usize, window: &Window, [out_h, out_w]: [usize; 2])
 /// Output positions per sample below which the columns' one product over
 /// every sample is the better shape.
 const MIN_PLANE: usize = 64;
+
+/// Output channels above which the columns' GEMM is the better shape: at
+/// HEP-CNN `paper`'s 128 channels on 224 × 224 maps its product is large
+/// and well shaped, and the lane sums made the step slower
+/// (`docs/benchmarks.md`, HEP-CNN).
+const MAX_CHANNELS: usize = 64;
 
 /// What every task of one gradient reads.
 struct Job<'a> {
@@ -427,7 +435,7 @@ mod tests {
     }
 
     #[test]
-    fn the_lane_sums_take_stride_one_undilated_kernels_1_or_3_wide_and_half_filled_channel_blocks() {
+    fn the_lane_sums_take_stride_one_undilated_kernels_1_or_3_wide_and_up_to_64_half_filled_channel_blocks() {
         let three = Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] };
         assert!(applies(16, &three, [32, 32]) && applies(8, &three, [8, 8]) && applies(24, &three, [8, 8]));
         let strided = Window { stride: [2, 2], ..three };
@@ -435,5 +443,6 @@ mod tests {
         let five = Window { kernel: [5, 5], padding: [2, 2], ..three };
         assert!(!applies(16, &strided, [16, 16]) && !applies(16, &dilated, [32, 32]) && !applies(16, &five, [32, 32]));
         assert!(!applies(16, &three, [4, 4]) && !applies(4, &three, [32, 32]) && !applies(20, &three, [32, 32]));
+        assert!(applies(64, &three, [224, 224]) && !applies(128, &three, [224, 224]));
     }
 }
