@@ -9,6 +9,7 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::{Shape, TensorData};
 use trainer::kernels::calibrate::{self, Candidate, values};
 use trainer::kernels::columns::Window;
+use trainer::kernels::conv_transpose2d::{self, Geometry};
 use trainer::kernels::cpu::{self, KernelPath};
 use trainer::kernels::direct_conv::{self, ConvShape};
 use trainer::kernels::direct_pool;
@@ -51,8 +52,9 @@ fn max_pool_2d() -> (Vec<f32>, Vec<u8>, Vec<f32>) {
 /// weight gradient of each: rows of 61 end on a 16-wide tile overlapping
 /// the one before, the 7 × 7 stride-2 stem reads regrouped columns and
 /// the dilated kernel's gradient is the row-wise direct sums' (rows of at
-/// least 48, padded to 64); stride-1 3 × 3 and 1 × 1 gradients are the
-/// lane sums'.
+/// least 48, padded to 64); stride-1 3 × 3 and 1 × 1 and stride-2 5 × 5
+/// and 3 × 3 gradients are the lane sums'. Last, a transposed convolution
+/// with its 32 output channels in the lanes.
 fn two_dimensional() -> Vec<Vec<f32>> {
     let cases = [
         ([2, 3, 5, 61], 8, Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] }, [5, 61]),
@@ -62,6 +64,10 @@ fn two_dimensional() -> Vec<Vec<f32>> {
         ([2, 10, 8, 16], 24, Window { kernel: [1, 1], stride: [1, 1], padding: [0, 0], dilation: [1, 1] }, [8, 16]),
         ([1, 2, 9, 101], 16, Window { kernel: [7, 7], stride: [2, 2], padding: [3, 3], dilation: [1, 1] }, [5, 51]),
         ([1, 2, 6, 53], 8, Window { kernel: [3, 3], stride: [1, 1], padding: [2, 2], dilation: [2, 2] }, [6, 53]),
+        // CosmoGAN's discriminator layers (5 × 5, stride 2) and a strided
+        // 3 × 3 over an odd side, 3 and 5 input channels.
+        ([2, 3, 32, 32], 16, Window { kernel: [5, 5], stride: [2, 2], padding: [2, 2], dilation: [1, 1] }, [16, 16]),
+        ([2, 5, 17, 33], 24, Window { kernel: [3, 3], stride: [2, 2], padding: [1, 1], dilation: [1, 1] }, [9, 17]),
     ];
     cases
         .iter()
@@ -81,6 +87,12 @@ fn two_dimensional() -> Vec<Vec<f32>> {
             let dw = conv2d_grad::weight_grad(&x, &g, &window);
             [y, dw].map(|t| t.into_data().try_to_vec::<f32>().unwrap_or_else(|e| panic!("{e:?}")))
         })
+        .chain(std::iter::once({
+            let (dims, c_out) = ([3, 6, 8, 8], 32);
+            let geometry = Geometry { kernel: [5, 5], stride: [2, 2], padding: [2, 2] };
+            let weight = values(dims[1] * c_out * 25, 4);
+            conv_transpose2d::forward(&values(dims.iter().product(), 8), dims, &weight, c_out, &geometry, [16, 16])
+        }))
         .collect()
 }
 

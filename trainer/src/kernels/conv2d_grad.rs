@@ -276,13 +276,14 @@ mod tests {
         // (x dims, C_out, window, what is kept): a plane of 16 positions
         // over 4 samples (tap-major columns), one of 80 (sample-major), 8
         // channels along rows of 50 (the direct forward pass and the
-        // lane sums), and strided rows of 50 (the direct sums both ways).
-        let strided = Window { stride: [2, 2], ..three };
+        // lane sums), and strided rows of 50 under a kernel 7 wide, too
+        // wide for the lane sums (the row-wise direct sums both ways).
+        let seven_wide = Window { kernel: [3, 7], stride: [2, 2], padding: [1, 3], ..three };
         let cases = [
             ([4, 3, 8, 8], 4, five, "tap-major"),
             ([2, 3, 16, 20], 4, five, "sample-major"),
             ([2, 3, 6, 50], 8, three, "padded"),
-            ([2, 3, 6, 100], 8, strided, "padded"),
+            ([2, 3, 6, 100], 8, seven_wide, "padded"),
         ];
         for (dims, c_out, window, what) in cases {
             let [n, c_in, h, w] = dims;

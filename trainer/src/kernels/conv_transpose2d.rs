@@ -17,7 +17,10 @@
 //! plane once at the end. Inputs of small planes (the 4 × 4 maps at
 //! CosmoGAN's narrow end) have all samples' columns made by one product:
 //! a product per sample there has as many rows as the plane has pixels,
-//! too few for the `gemm` crate's widest microkernel. (One stride-1
+//! too few for the `gemm` crate's widest microkernel. Output channels in
+//! whole blocks of 16 take [`lane_conv_transpose2d`] instead, which
+//! gathers each output from the taps that reach it, 16 channels at a time,
+//! rather than scattering one channel's runs. (One stride-1
 //! convolution per output phase, which needs no col2im, was measured slower
 //! on CosmoGAN: its columns hold every input channel where these hold the
 //! output channels, twice as many there; `docs/benchmarks.md`.)
@@ -25,6 +28,7 @@
 use rayon::prelude::*;
 
 use super::columns::{SMALL_PLANE, swap_leading_axes};
+use super::lane_conv_transpose2d;
 use super::strided_gemm::{self, View};
 
 /// Most floats a sample's columns may take (256 MiB): beyond that burn's
@@ -63,6 +67,17 @@ pub fn forward(
     geometry: &Geometry,
     [out_h, out_w]: [usize; 2],
 ) -> Vec<f32> {
+    if lane_conv_transpose2d::applies(c_out) {
+        return lane_conv_transpose2d::forward(
+            x,
+            [n, c_in, h, w],
+            weight,
+            c_out,
+            geometry,
+            [out_h, out_w],
+            MAX_COLUMN_FLOATS,
+        );
+    }
     let [kh, kw] = geometry.kernel;
     let taps = c_out * kh * kw;
     let (plane, out_plane) = (h * w, out_h * out_w);
@@ -209,6 +224,14 @@ mod tests {
             // too large for that, a product per sample.
             ([16, 8, 4, 4], 4, [5, 5], [2, 2], [2, 2], [1, 1]),
             ([3, 2, 8, 9], 3, [5, 5], [2, 2], [2, 2], [1, 1]),
+            // Whole blocks of output channels (lane_conv_transpose2d): all
+            // samples in one product, a product per sample on every
+            // thread, one sample whose product is shared; odd strides and
+            // kernels, an output channel block past the first.
+            ([16, 8, 4, 4], 32, [5, 5], [2, 2], [2, 2], [1, 1]),
+            ([3, 5, 8, 9], 16, [5, 5], [2, 2], [2, 2], [1, 1]),
+            ([1, 3, 9, 8], 48, [3, 4], [3, 2], [1, 2], [2, 1]),
+            ([2, 4, 3, 5], 16, [2, 3], [1, 3], [0, 1], [0, 2]),
         ];
         for (dims, c_out, kernel, stride, padding, out_padding) in cases {
             let x = flex(wave(dims.iter().product(), 7), Shape::new(dims));

@@ -37,6 +37,7 @@ mod direct_conv2d;
 pub mod direct_pool;
 mod direct_weight_grad2d;
 mod flex;
+mod lane_conv_transpose2d;
 mod lanes;
 pub mod lstm_cell;
 pub mod ops;

@@ -1,11 +1,15 @@
-//! The weight gradient of a stride-1 2-D convolution with the output
-//! channels along the vector lanes: each output position's gradient, 16
-//! channels in one register, multiplies an input value broadcast to every
-//! lane, for several input channels and every tap at once. No columns.
+//! The weight gradient of a 2-D convolution of stride 1 or 2 with the
+//! output channels along the vector lanes: each output position's
+//! gradient, 16 channels in one register, multiplies an input value
+//! broadcast to every lane, for several input channels and every tap at
+//! once. No columns.
 //!
-//! With stride 1 and no dilation, output (oh, ow) meets padded input
-//! (oh + i, ow + j) at tap (i, j): the input values a position needs for
-//! a kernel row are consecutive in a padded row. The gradient, transposed
+//! Without dilation, output (oh, ow) meets padded input (s·oh + i, s·ow +
+//! j) at tap (i, j): the input values a position needs for a kernel row
+//! lie in one padded row, a stride apart, and the next position's are
+//! `s` further on (an address the broadcast's memory operand scales by
+//! itself, so the column stride is a constant of the compiled loop, not a
+//! regrouped copy of the input). The gradient, transposed
 //! once to [position][16 channels], is read one vector per position; a
 //! block of `CI` input channels × `KH` kernel rows × `KW` taps keeps its
 //! sums in registers (27 of AVX-512's 32 for a 3 × 3 kernel), each a fused
@@ -18,12 +22,17 @@
 //!
 //! Summation order: each sum (co, ci, i, j) runs over one sample's
 //! positions in order (oh, ow) in one lane, one fused multiply-add each;
-//! the samples' sums are added in sample order. That order does not
-//! depend on the blocking, the vector width or the number of threads, so
-//! every [`KernelPath`] gives the same bits (`tests/kernel_paths.rs`).
+//! the samples' sums are added in sample order within groups of
+//! [`SAMPLES_PER_TASK`], and the groups' totals in group order. That order
+//! does not depend on the blocking, the vector width or the number of
+//! threads, so every [`KernelPath`] gives the same bits
+//! (`tests/kernel_paths.rs`). A task sums a group of samples rather than
+//! one: with a task per sample, adding up the tasks' sums (one thread,
+//! scattered into the gradient's layout) took longer than the sums
+//! themselves on CosmoGAN's 32 × 32 and 16 × 16 maps of 48 samples.
 //!
 //! dW[co, ci, i, j] = Σ_n Σ_(oh, ow) g[n, co, oh, ow] ·
-//! x[n, ci, oh − p₀ + i, ow − p₁ + j] (zero outside x).
+//! x[n, ci, s·oh − p₀ + i, s·ow − p₁ + j] (zero outside x).
 
 use rayon::prelude::*;
 
@@ -37,19 +46,19 @@ use super::direct_conv2d::{Padded, pad_rows};
 const LANES: usize = 16;
 
 /// Whether these sums take the weight gradient of a convolution with this
-/// window and output: stride 1 and no dilation (so that a kernel row's
-/// inputs for a position are consecutive), kernels 1 or 3 wide (the
-/// register blocks below), a plane of at least [`MIN_PLANE`] outputs
-/// (CosmoGAN's 4 × 4 end keeps the columns' one product over every
-/// sample), and at most [`MAX_CHANNELS`] output channels, filling at
-/// least half the lanes.
+/// window and output: stride 1 or 2 on both axes and no dilation (so that
+/// a kernel row's inputs for a position lie a fixed step apart), kernels
+/// 1, 3 or 5 wide (the register blocks below), a plane of at least
+/// [`MIN_PLANE`] outputs (CosmoGAN's 4 × 4 end keeps the columns' one
+/// product over every sample), and at most [`MAX_CHANNELS`] output
+/// channels, filling at least half the lanes.
 pub(crate) fn applies(c_out: usize, window: &Window, [out_h, out_w]: [usize; 2]) -> bool {
     let kw = window.kernel[1];
     let lanes_used = c_out % LANES;
     c_out <= MAX_CHANNELS
-        && window.stride == [1, 1]
+        && (window.stride == [1, 1] || window.stride == [2, 2])
         && window.dilation == [1, 1]
-        && (kw == 1 || kw == 3)
+        && matches!(kw, 1 | 3 | 5)
         && out_h * out_w >= MIN_PLANE
         && (lanes_used == 0 || lanes_used >= LANES / 2)
 }
@@ -57,6 +66,10 @@ pub(crate) fn applies(c_out: usize, window: &Window, [out_h, out_w]: [usize; 2])
 /// Output positions per sample below which the columns' one product over
 /// every sample is the better shape.
 const MIN_PLANE: usize = 64;
+
+/// Samples one task sums, in order: few enough that small batches still
+/// make a task per thread, enough to keep the tasks' sums few.
+const SAMPLES_PER_TASK: usize = 4;
 
 /// Output channels above which the columns' GEMM is the better shape: at
 /// HEP-CNN `paper`'s 128 channels on 224 × 224 maps its product is large
@@ -71,10 +84,14 @@ struct Job<'a> {
     input: &'a [f32],
     /// The output gradient as [N, co block][position][LANES channels].
     grad: &'a [f32],
-    /// Zeros standing in for input channels past C_in in a last block.
+    /// A padded plane of zeros standing in for input channels past C_in
+    /// in a last block.
     zeros: &'a [f32],
     dims: [usize; 2],
     kernel: [usize; 2],
+    /// Padded rows between consecutive output rows (the column stride is
+    /// the tasks' `S`).
+    row_stride: usize,
     padded: [usize; 2],
     out: [usize; 2],
     co_blocks: usize,
@@ -87,7 +104,15 @@ pub(crate) fn padded_extent(out: [usize; 2]) -> [usize; 2] {
     out
 }
 
-/// dW [C_out, C_in, kh, kw] of a stride-1 convolution for x [N, C_in, H,
+/// Whether [`weight_grad`] reads the padded input the direct forward pass
+/// of `window` builds: at stride 1 only, where that pass pads plain rows
+/// (at larger strides it regroups each row's columns, and these sums read
+/// plain rows).
+pub(crate) fn reads_forward_padding(window: &Window) -> bool {
+    window.stride == [1, 1]
+}
+
+/// dW [C_out, C_in, kh, kw] of a convolution for x [N, C_in, H,
 /// W] and the output gradient [N, C_out, out_h, out_w] (see [`applies`]),
 /// reading the input padded by the forward pass (`kept`) where it was
 /// padded as this needs.
@@ -107,34 +132,46 @@ pub(crate) fn weight_grad(
     if n == 0 || c_in == 0 || c_out == 0 || out_h == 0 || out_w == 0 || h * w == 0 {
         return grad;
     }
-    // Every row and column a tap reaches from an output (stride 1: out +
-    // k − 1), the input placed at (p₀, p₁).
+    // Every row and column a tap reaches from an output (s·(out − 1) +
+    // k), and at least the input, placed at (p₀, p₁).
     let dims = [n, c_in, h, w];
+    let ([s0, s1], [p0, p1]) = (window.stride, window.padding);
     let built;
     let (input, padded) = match kept.filter(|p| p.serves(dims, window, padded_extent(out))).and_then(Padded::planes) {
         Some(planes) => planes,
         None => {
-            let padded = [out_h + kh - 1, out_w + kw - 1];
+            let padded = [(s0 * (out_h - 1) + kh).max(h + p0), (s1 * (out_w - 1) + kw).max(w + p1)];
             built = pad_rows(x, [h, w], window.padding, padded, n * c_in * padded[0] * padded[1]);
             (&built[..], padded)
         }
     };
     let co_blocks = c_out.div_ceil(LANES);
     let by_position = channels_last(out_grad, [n, c_out], out_h * out_w, co_blocks);
-    let zeros = vec![0.0f32; padded[1]];
-    let job =
-        Job { input, grad: &by_position, zeros: &zeros, dims: [n, c_in], kernel: [kh, kw], padded, out, co_blocks };
+    let zeros = vec![0.0f32; padded[0] * padded[1]];
+    let job = Job {
+        input,
+        grad: &by_position,
+        zeros: &zeros,
+        dims: [n, c_in],
+        kernel: [kh, kw],
+        row_stride: s0,
+        padded,
+        out,
+        co_blocks,
+    };
     let block = ci_block(kh, kw);
     let ci_blocks = c_in.div_ceil(block);
-    // One task per (sample, channel block, input-channel block): its sums
-    // [block][taps][LANES], added over the samples in order below.
-    let sums: Vec<Vec<[f32; LANES]>> = (0..n * co_blocks * ci_blocks)
+    // One task per (group of samples, channel block, input-channel
+    // block): its sums [block][taps][LANES], added over the groups in
+    // order below.
+    let groups = n.div_ceil(SAMPLES_PER_TASK);
+    let per_group = co_blocks * ci_blocks;
+    let sums: Vec<Vec<[f32; LANES]>> = (0..groups * per_group)
         .into_par_iter()
-        .map(|t| task_wide(&job, t / (co_blocks * ci_blocks), t / ci_blocks % co_blocks, t % ci_blocks * block))
+        .map(|t| task_wide(&job, s1, [t / per_group, t / ci_blocks % co_blocks, t % ci_blocks * block]))
         .collect();
-    let per_sample = co_blocks * ci_blocks;
     for (t, block_sums) in sums.iter().enumerate() {
-        let (cb, first_ci) = (t % per_sample / ci_blocks, t % ci_blocks * block);
+        let (cb, first_ci) = (t % per_group / ci_blocks, t % ci_blocks * block);
         for (k, lanes) in block_sums.iter().enumerate() {
             let (ci, tap) = (first_ci + k / taps, k % taps);
             if ci >= c_in {
@@ -153,9 +190,12 @@ pub(crate) fn weight_grad(
 fn ci_block(kh: usize, kw: usize) -> usize {
     match (cpu::path(), kh, kw) {
         (KernelPath::Avx512, 3, 3) => 3,
+        (KernelPath::Avx512, 5, 5) => 1,
         (KernelPath::Avx512, _, 3) => 9,
+        (KernelPath::Avx512, _, 5) => 5,
         (KernelPath::Avx512, _, _) => 8,
         (KernelPath::Avx2, _, 3) => 2,
+        (KernelPath::Avx2, _, 5) => 1,
         (KernelPath::Avx2, _, _) => 6,
         (KernelPath::Portable, _, _) => 1,
     }
@@ -177,87 +217,98 @@ fn channels_last(g: &[f32], [n, c_out]: [usize; 2], positions: usize, co_blocks:
     out
 }
 
-/// [`task`] built for the chosen [`KernelPath`]: on AVX-512, 3 input
-/// channels × 3 × 3 taps (or 9 × 1 × 3, 8 × 1 × 1) of 16 lanes, 27
-/// registers of sums and one of gradient; AVX2's 16 registers of 8 lanes
-/// hold 2 × 3 (or 6 × 1) sums of two registers each.
-fn task_wide(job: &Job<'_>, sample: usize, co_block: usize, first_ci: usize) -> Vec<[f32; LANES]> {
+/// [`task`] built for the chosen [`KernelPath`] and column stride `s`
+/// (1 or 2): on AVX-512, 3 input channels × 3 × 3 taps (or 1 × 5 × 5,
+/// 9 × 1 × 3, 5 × 1 × 5, 8 × 1 × 1) of 16 lanes, at most 27 registers of
+/// sums and one of gradient; AVX2's 16 registers of 8 lanes hold 2 × 3
+/// (or 1 × 5, 6 × 1) sums of two registers each.
+fn task_wide(job: &Job<'_>, s: usize, at: [usize; 3]) -> Vec<[f32; LANES]> {
     let [kh, kw] = job.kernel;
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2,fma")]
-        fn avx2(job: &Job<'_>, at: [usize; 3], kw: usize) -> Vec<[f32; LANES]> {
+        fn avx2<const S: usize>(job: &Job<'_>, at: [usize; 3], kw: usize) -> Vec<[f32; LANES]> {
             match kw {
-                3 => task::<2, 1, 3>(job, at),
-                _ => task::<6, 1, 1>(job, at),
+                3 => task::<2, 1, 3, S>(job, at),
+                5 => task::<1, 1, 5, S>(job, at),
+                _ => task::<6, 1, 1, S>(job, at),
             }
         }
         #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
-        fn avx512(job: &Job<'_>, at: [usize; 3], kh: usize, kw: usize) -> Vec<[f32; LANES]> {
+        fn avx512<const S: usize>(job: &Job<'_>, at: [usize; 3], kh: usize, kw: usize) -> Vec<[f32; LANES]> {
             match (kh, kw) {
-                (3, 3) => task::<3, 3, 3>(job, at),
-                (_, 3) => task::<9, 1, 3>(job, at),
-                _ => task::<8, 1, 1>(job, at),
+                (3, 3) => task::<3, 3, 3, S>(job, at),
+                (5, 5) => task::<1, 5, 5, S>(job, at),
+                (_, 3) => task::<9, 1, 3, S>(job, at),
+                (_, 5) => task::<5, 1, 5, S>(job, at),
+                _ => task::<8, 1, 1, S>(job, at),
             }
         }
-        let at = [sample, co_block, first_ci];
-        match cpu::path() {
+        match (cpu::path(), s) {
             // SAFETY: `cpu::path` only chooses a path the CPU supports.
             #[allow(unsafe_code)]
-            KernelPath::Avx512 => return unsafe { avx512(job, at, kh, kw) },
+            (KernelPath::Avx512, 1) => return unsafe { avx512::<1>(job, at, kh, kw) },
             // SAFETY: as above.
             #[allow(unsafe_code)]
-            KernelPath::Avx2 => return unsafe { avx2(job, at, kw) },
-            KernelPath::Portable => {}
+            (KernelPath::Avx512, _) => return unsafe { avx512::<2>(job, at, kh, kw) },
+            // SAFETY: as above.
+            #[allow(unsafe_code)]
+            (KernelPath::Avx2, 1) => return unsafe { avx2::<1>(job, at, kw) },
+            // SAFETY: as above.
+            #[allow(unsafe_code)]
+            (KernelPath::Avx2, _) => return unsafe { avx2::<2>(job, at, kw) },
+            (KernelPath::Portable, _) => {}
         }
     }
-    match kw {
-        3 => task::<1, 1, 3>(job, [sample, co_block, first_ci]),
-        _ => task::<1, 1, 1>(job, [sample, co_block, first_ci]),
+    match (kw, s) {
+        (3, 1) => task::<1, 1, 3, 1>(job, at),
+        (3, _) => task::<1, 1, 3, 2>(job, at),
+        (5, 1) => task::<1, 1, 5, 1>(job, at),
+        (5, _) => task::<1, 1, 5, 2>(job, at),
+        (_, 1) => task::<1, 1, 1, 1>(job, at),
+        _ => task::<1, 1, 1, 2>(job, at),
     }
 }
 
-/// One sample's sums of LANES output channels (block `co_block`) with
-/// input channels `first_ci..first_ci + CI`, every tap: [CI][kh · KW]
-/// [LANES], `KH` kernel rows at a time held in registers over the plane.
+/// The sums of LANES output channels (block `co_block`) with input
+/// channels `first_ci..first_ci + CI`, every tap, over the samples of
+/// group `group` in order: [CI][kh · KW][LANES], `KH` kernel rows at a
+/// time held in registers over each sample's plane; `S` padded columns
+/// between consecutive outputs.
 #[inline(always)]
-fn task<const CI: usize, const KH: usize, const KW: usize>(
+fn task<const CI: usize, const KH: usize, const KW: usize, const S: usize>(
     job: &Job<'_>,
-    [sample, co_block, first_ci]: [usize; 3],
+    [group, co_block, first_ci]: [usize; 3],
 ) -> Vec<[f32; LANES]> {
-    let [n_in, c_in] = [job.dims[0], job.dims[1]];
+    let [n, c_in] = job.dims;
     let [kh, _] = job.kernel;
     let [hp, wp] = job.padded;
     let [out_h, out_w] = job.out;
     let positions = out_h * out_w;
-    debug_assert!(sample < n_in);
     let taps = kh * KW;
     let mut sums = vec![[0.0f32; LANES]; CI * taps];
-    let grad = &job.grad[(sample * job.co_blocks + co_block) * positions * LANES..][..positions * LANES];
-    let (grad, _) = grad.as_chunks::<LANES>();
-    // Input channels past C_in (in a last, partial block) read zeros.
-    let planes: [Option<&[f32]>; CI] = std::array::from_fn(|c| {
-        let ci = first_ci + c;
-        (ci < c_in).then(|| &job.input[(sample * c_in + ci) * hp * wp..][..hp * wp])
-    });
-    for i0 in (0..kh).step_by(KH) {
-        let mut acc = [[[[0.0f32; LANES]; KW]; KH]; CI];
-        for oh in 0..out_h {
-            let row_grad = &grad[oh * out_w..][..out_w];
-            // The padded input row each (channel, kernel row) reads along
-            // this output row: KW − 1 values past the row's last output.
-            let rows: [[&[f32]; KH]; CI] = std::array::from_fn(|c| {
-                std::array::from_fn(|r| match planes[c] {
-                    Some(plane) => &plane[(oh + i0 + r) * wp..][..out_w + KW - 1],
-                    None => &job.zeros[..out_w + KW - 1],
-                })
-            });
-            accumulate_row::<CI, KH, KW>(&mut acc, row_grad, &rows);
-        }
-        for (c, acc_c) in acc.iter().enumerate() {
-            for (r, acc_r) in acc_c.iter().enumerate() {
-                for (j, lanes) in acc_r.iter().enumerate() {
-                    sums[c * taps + (i0 + r) * KW + j] = *lanes;
+    for sample in group * SAMPLES_PER_TASK..n.min((group + 1) * SAMPLES_PER_TASK) {
+        let grad = &job.grad[(sample * job.co_blocks + co_block) * positions * LANES..][..positions * LANES];
+        let (grad, _) = grad.as_chunks::<LANES>();
+        // Input channels past C_in (in a last, partial block) read zeros.
+        let planes: [&[f32]; CI] = std::array::from_fn(|c| {
+            let ci = first_ci + c;
+            if ci < c_in { &job.input[(sample * c_in + ci) * hp * wp..][..hp * wp] } else { job.zeros }
+        });
+        for i0 in (0..kh).step_by(KH) {
+            let mut acc = [[[[0.0f32; LANES]; KW]; KH]; CI];
+            // Each (channel, kernel row)'s plane from the padded row the
+            // first output row reads.
+            let from: [[&[f32]; KH]; CI] =
+                std::array::from_fn(|c| std::array::from_fn(|r| &planes[c][(i0 + r) * wp..]));
+            accumulate_plane::<CI, KH, KW, S>(&mut acc, grad, &from, [out_h, out_w], job.row_stride * wp);
+            for (c, acc_c) in acc.iter().enumerate() {
+                for (r, acc_r) in acc_c.iter().enumerate() {
+                    for (j, lanes) in acc_r.iter().enumerate() {
+                        for (sum, value) in sums[c * taps + (i0 + r) * KW + j].iter_mut().zip(lanes) {
+                            *sum += value;
+                        }
+                    }
                 }
             }
         }
@@ -265,37 +316,52 @@ fn task<const CI: usize, const KH: usize, const KW: usize>(
     sums
 }
 
-/// Sums of (channel c, kernel row r, tap j) over one output row: `acc[c]
-/// [r][j] += grad[ow] · rows[c][r][ow + j]` for every output `ow`, one
-/// fused multiply-add per lane, in order of `ow`. Each row of `rows`
-/// holds `grad.len() + KW − 1` values.
+/// Sums of (channel c, kernel row r, tap j) over one sample's plane:
+/// `acc[c][r][j] += grad[oh·out_w + ow] · from[c][r][oh·row_step + S·ow +
+/// j]` for every output (oh, ow), one fused multiply-add per lane, in
+/// order of (oh, ow). Each slice of `from` reaches at least as far as the
+/// last output's taps.
 #[inline(always)]
-fn accumulate_row<const CI: usize, const KH: usize, const KW: usize>(
+fn accumulate_plane<const CI: usize, const KH: usize, const KW: usize, const S: usize>(
     acc: &mut [[[[f32; LANES]; KW]; KH]; CI],
     grad: &[[f32; LANES]],
-    rows: &[[&[f32]; KH]; CI],
+    from: &[[&[f32]; KH]; CI],
+    [out_h, out_w]: [usize; 2],
+    row_step: usize,
 ) {
-    for row in rows.iter().flatten() {
-        assert!(row.len() >= grad.len() + KW - 1, "a padded row shorter than its outputs' reach");
+    if out_h == 0 || out_w == 0 {
+        return;
+    }
+    assert!(grad.len() >= out_h * out_w, "fewer gradients than outputs");
+    let reach = (out_h - 1) * row_step + S * (out_w - 1) + KW;
+    for plane in from.iter().flatten() {
+        assert!(plane.len() >= reach, "a padded plane shorter than its outputs' reach");
     }
     #[cfg(target_arch = "x86_64")]
     match cpu::path() {
         // SAFETY: `cpu::path` only chooses a path the CPU supports; every
-        // row holds the values read (asserted above).
+        // plane holds the values read and `grad` the outputs' gradients
+        // (asserted above).
         #[allow(unsafe_code)]
-        KernelPath::Avx512 => return unsafe { vector::row_avx512(acc, grad, rows) },
+        KernelPath::Avx512 => {
+            return unsafe { vector::plane_avx512::<CI, KH, KW, S>(acc, grad, from, [out_h, out_w], row_step) };
+        }
         // SAFETY: as above.
         #[allow(unsafe_code)]
-        KernelPath::Avx2 => return unsafe { vector::row_avx2(acc, grad, rows) },
+        KernelPath::Avx2 => {
+            return unsafe { vector::plane_avx2::<CI, KH, KW, S>(acc, grad, from, [out_h, out_w], row_step) };
+        }
         KernelPath::Portable => {}
     }
-    for (ow, g) in grad.iter().enumerate() {
-        for (acc_c, rows_c) in acc.iter_mut().zip(rows) {
-            for (acc_r, row) in acc_c.iter_mut().zip(rows_c) {
-                for (j, lanes) in acc_r.iter_mut().enumerate() {
-                    let x = row[ow + j];
-                    for l in 0..LANES {
-                        lanes[l] = g[l].mul_add(x, lanes[l]);
+    for oh in 0..out_h {
+        for (ow, g) in grad[oh * out_w..][..out_w].iter().enumerate() {
+            for (acc_c, from_c) in acc.iter_mut().zip(from) {
+                for (acc_r, plane) in acc_c.iter_mut().zip(from_c) {
+                    for (j, lanes) in acc_r.iter_mut().enumerate() {
+                        let x = plane[oh * row_step + S * ow + j];
+                        for l in 0..LANES {
+                            lanes[l] = g[l].mul_add(x, lanes[l]);
+                        }
                     }
                 }
             }
@@ -305,7 +371,8 @@ fn accumulate_row<const CI: usize, const KH: usize, const KW: usize>(
 
 // The sums held in vector registers by intrinsics: written with arrays of
 // lanes, as the portable path is, LLVM kept the 27 × 16 sums in memory
-// and multiplied one lane at a time.
+// and multiplied one lane at a time. The loop runs over a whole plane so
+// that the sums stay in registers from one output row to the next.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod vector {
@@ -313,32 +380,41 @@ mod vector {
 
     use super::LANES;
 
-    /// [`accumulate_row`](super::accumulate_row) on AVX-512: one register
-    /// per sum, the input value a broadcast.
+    /// [`accumulate_plane`](super::accumulate_plane) on AVX-512: one
+    /// register per sum, the input value a broadcast.
     ///
     /// # Safety
-    /// The CPU must have AVX-512 F; every row holds `grad.len() + KW − 1`
-    /// values.
+    /// The CPU must have AVX-512 F; `grad` holds `out_h · out_w` vectors
+    /// and every slice of `from` at least `(out_h − 1)·row_step + S·(out_w
+    /// − 1) + KW` values.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn row_avx512<const CI: usize, const KH: usize, const KW: usize>(
+    pub(super) unsafe fn plane_avx512<const CI: usize, const KH: usize, const KW: usize, const S: usize>(
         acc: &mut [[[[f32; LANES]; KW]; KH]; CI],
         grad: &[[f32; LANES]],
-        rows: &[[&[f32]; KH]; CI],
+        from: &[[&[f32]; KH]; CI],
+        [out_h, out_w]: [usize; 2],
+        row_step: usize,
     ) {
-        let starts: [[*const f32; KH]; CI] = std::array::from_fn(|c| std::array::from_fn(|r| rows[c][r].as_ptr()));
         // SAFETY: the loads and stores of the sums are within `acc`'s
-        // arrays of 16; the input reads at `ow + j` < `grad.len() + KW − 1`
-        // lie within each row (the caller's promise).
+        // arrays of 16; the gradient reads stay below out_h · out_w and
+        // the input reads at oh·row_step + S·ow + j below each slice's
+        // reach (the caller's promise).
         unsafe {
             let mut v: [[[__m512; KW]; KH]; CI] = std::array::from_fn(|c| {
                 std::array::from_fn(|r| std::array::from_fn(|j| _mm512_loadu_ps(acc[c][r][j].as_ptr())))
             });
-            for (ow, g) in grad.iter().enumerate() {
-                let g = _mm512_loadu_ps(g.as_ptr());
-                for (v_c, starts_c) in v.iter_mut().zip(&starts) {
-                    for (v_r, start) in v_c.iter_mut().zip(starts_c) {
-                        for (j, sum) in v_r.iter_mut().enumerate() {
-                            *sum = _mm512_fmadd_ps(g, _mm512_set1_ps(*start.add(ow + j)), *sum);
+            let mut g_at = grad.as_ptr().cast::<f32>();
+            for oh in 0..out_h {
+                let starts: [[*const f32; KH]; CI] =
+                    std::array::from_fn(|c| std::array::from_fn(|r| from[c][r].as_ptr().add(oh * row_step)));
+                for ow in 0..out_w {
+                    let g = _mm512_loadu_ps(g_at);
+                    g_at = g_at.add(LANES);
+                    for (v_c, starts_c) in v.iter_mut().zip(&starts) {
+                        for (v_r, start) in v_c.iter_mut().zip(starts_c) {
+                            for (j, sum) in v_r.iter_mut().enumerate() {
+                                *sum = _mm512_fmadd_ps(g, _mm512_set1_ps(*start.add(S * ow + j)), *sum);
+                            }
                         }
                     }
                 }
@@ -353,33 +429,40 @@ mod vector {
         }
     }
 
-    /// [`accumulate_row`](super::accumulate_row) on AVX2: two registers
-    /// per sum.
+    /// [`accumulate_plane`](super::accumulate_plane) on AVX2: two
+    /// registers per sum.
     ///
     /// # Safety
-    /// The CPU must have AVX2 and FMA; every row holds `grad.len() + KW −
-    /// 1` values.
+    /// The CPU must have AVX2 and FMA; `grad` and `from` as for
+    /// [`plane_avx512`].
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn row_avx2<const CI: usize, const KH: usize, const KW: usize>(
+    pub(super) unsafe fn plane_avx2<const CI: usize, const KH: usize, const KW: usize, const S: usize>(
         acc: &mut [[[[f32; LANES]; KW]; KH]; CI],
         grad: &[[f32; LANES]],
-        rows: &[[&[f32]; KH]; CI],
+        from: &[[&[f32]; KH]; CI],
+        [out_h, out_w]: [usize; 2],
+        row_step: usize,
     ) {
-        let starts: [[*const f32; KH]; CI] = std::array::from_fn(|c| std::array::from_fn(|r| rows[c][r].as_ptr()));
-        // SAFETY: as in `row_avx512`, halves of 8 lanes.
+        // SAFETY: as in `plane_avx512`, halves of 8 lanes.
         unsafe {
-            let halves =
-                |lanes: &[f32; LANES]| [_mm256_loadu_ps(lanes.as_ptr()), _mm256_loadu_ps(lanes.as_ptr().add(8))];
-            let mut v: [[[[__m256; 2]; KW]; KH]; CI] =
-                std::array::from_fn(|c| std::array::from_fn(|r| std::array::from_fn(|j| halves(&acc[c][r][j]))));
-            for (ow, g) in grad.iter().enumerate() {
-                let g = halves(g);
-                for (v_c, starts_c) in v.iter_mut().zip(&starts) {
-                    for (v_r, start) in v_c.iter_mut().zip(starts_c) {
-                        for (j, sum) in v_r.iter_mut().enumerate() {
-                            let x = _mm256_set1_ps(*start.add(ow + j));
-                            for (half, g) in sum.iter_mut().zip(g) {
-                                *half = _mm256_fmadd_ps(g, x, *half);
+            let halves = |lanes: *const f32| [_mm256_loadu_ps(lanes), _mm256_loadu_ps(lanes.add(8))];
+            let mut v: [[[[__m256; 2]; KW]; KH]; CI] = std::array::from_fn(|c| {
+                std::array::from_fn(|r| std::array::from_fn(|j| halves(acc[c][r][j].as_ptr())))
+            });
+            let mut g_at = grad.as_ptr().cast::<f32>();
+            for oh in 0..out_h {
+                let starts: [[*const f32; KH]; CI] =
+                    std::array::from_fn(|c| std::array::from_fn(|r| from[c][r].as_ptr().add(oh * row_step)));
+                for ow in 0..out_w {
+                    let g = halves(g_at);
+                    g_at = g_at.add(LANES);
+                    for (v_c, starts_c) in v.iter_mut().zip(&starts) {
+                        for (v_r, start) in v_c.iter_mut().zip(starts_c) {
+                            for (j, sum) in v_r.iter_mut().enumerate() {
+                                let x = _mm256_set1_ps(*start.add(S * ow + j));
+                                for (half, g) in sum.iter_mut().zip(g) {
+                                    *half = _mm256_fmadd_ps(g, x, *half);
+                                }
                             }
                         }
                     }
@@ -406,6 +489,7 @@ mod tests {
     fn lane_sums_equal_the_definition_for_paddings_kernels_and_partial_blocks() {
         let three = Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] };
         let one = Window { kernel: [1, 1], stride: [1, 1], padding: [0, 0], dilation: [1, 1] };
+        let five_strided = Window { kernel: [5, 5], stride: [2, 2], padding: [2, 2], dilation: [1, 1] };
         let cases = [
             // (x dims, C_out, window): a last block of 8 channels and of
             // fewer input channels than a block; no padding; 1 × 1 and
@@ -416,6 +500,14 @@ mod tests {
             ([3, 10, 8, 8], 40, one),
             ([2, 5, 9, 11], 16, Window { kernel: [1, 3], padding: [0, 1], ..three }),
             ([4, 16, 32, 32], 16, three),
+            // Stride 2: CosmoGAN's 5 × 5 discriminator layers (one input
+            // channel; a partial block of five) and 3 × 3 with an odd
+            // input side; 1 × 5 and 1 × 1 kernels.
+            ([2, 1, 64, 64], 16, five_strided),
+            ([2, 7, 16, 16], 32, five_strided),
+            ([2, 4, 17, 19], 24, Window { stride: [2, 2], ..three }),
+            ([2, 6, 16, 22], 16, Window { kernel: [1, 5], padding: [0, 2], ..five_strided }),
+            ([2, 9, 16, 18], 16, Window { kernel: [1, 1], padding: [0, 0], ..five_strided }),
         ];
         for (dims, c_out, window) in cases {
             let [n, c_in, h, w] = dims;
@@ -435,13 +527,19 @@ mod tests {
     }
 
     #[test]
-    fn the_lane_sums_take_stride_one_undilated_kernels_1_or_3_wide_and_up_to_64_half_filled_channel_blocks() {
+    fn the_lane_sums_take_strides_1_or_2_undilated_kernels_1_3_or_5_wide_and_up_to_64_half_filled_channel_blocks() {
         let three = Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] };
         assert!(applies(16, &three, [32, 32]) && applies(8, &three, [8, 8]) && applies(24, &three, [8, 8]));
         let strided = Window { stride: [2, 2], ..three };
-        let dilated = Window { padding: [2, 2], dilation: [2, 2], ..three };
         let five = Window { kernel: [5, 5], padding: [2, 2], ..three };
-        assert!(!applies(16, &strided, [16, 16]) && !applies(16, &dilated, [32, 32]) && !applies(16, &five, [32, 32]));
+        assert!(applies(16, &strided, [16, 16]) && applies(16, &five, [32, 32]));
+        let dilated = Window { padding: [2, 2], dilation: [2, 2], ..three };
+        let seven = Window { kernel: [7, 7], padding: [3, 3], ..three };
+        let uneven = Window { stride: [1, 2], ..three };
+        let three_apart = Window { stride: [3, 3], ..three };
+        for window in [dilated, seven, uneven, three_apart] {
+            assert!(!applies(16, &window, [32, 32]), "{window:?}");
+        }
         assert!(!applies(16, &three, [4, 4]) && !applies(4, &three, [32, 32]) && !applies(20, &three, [32, 32]));
         assert!(applies(64, &three, [224, 224]) && !applies(128, &three, [224, 224]));
     }
