@@ -13,6 +13,7 @@
 //! (`enter_module("gamma", "Struct:BatchNorm")`). A tensor this module does
 //! not recognise is an error, not a silently zeroed parameter.
 
+use burn::backend::Flex;
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::{Device, Gradients, Tensor, TensorData};
 use rand::{Rng, SeedableRng};
@@ -166,6 +167,20 @@ fn to_vec<const D: usize>(tensor: Tensor<D>) -> Vec<f32> {
     }
 }
 
+/// `f` of a tensor's values, read in place when the tensor lives on the
+/// Flex CPU backend in one f32 buffer (every gradient of our models does),
+/// otherwise from a copy ([`to_vec`]). The copy cost as much as the
+/// optimiser's step on CosmoGAN `paper`'s 17 M parameters, mostly in page
+/// faults on its fresh buffer (`docs/benchmarks.md`, CosmoGAN).
+fn read_values<const D: usize, R>(tensor: Tensor<D>, f: impl FnOnce(&[f32]) -> R) -> R {
+    if let Ok(flex) = tensor.clone().try_into_primitive::<Flex>()
+        && let Some(values) = flex.as_slice::<f32>()
+    {
+        return f(values);
+    }
+    f(&to_vec(tensor))
+}
+
 /// The values of the float tensors of one kind (trainable or state), in
 /// traversal order.
 fn read_kind<M: Module>(model: &M, trainable: bool) -> Vec<Vec<f32>> {
@@ -272,7 +287,7 @@ fn visit_gradients<M: Module, E>(
                 return;
             }
             let handed = match grad {
-                Some(g) => (self.sink)(index, &to_vec(g)),
+                Some(g) => read_values(g, |values| (self.sink)(index, values)),
                 None if self.zeros_for_missing => (self.sink)(index, &vec![0.0; value.dims().iter().product()]),
                 None => Ok(()),
             };
