@@ -122,8 +122,14 @@ bench: setup
 	$(CARGO) build --release -p stagehand-simgen --bin simgen
 	$(CARGO) bench -p stagehand-formats --bench formats
 	$(CARGO) bench -p stagehand-stager --bench stage
+	$(CARGO) bench -p stagehand-stager --bench small_files
+	$(CARGO) bench -p stagehand-stager --bench plan
+	$(CARGO) bench -p stagehand-stager --bench serve
+	$(CARGO) bench -p stagehand-stager --bench peers
+	$(CARGO) bench -p stagehand-stager --bench global
 	$(CARGO) bench -p stagehand-loader --bench loader-bench
 	$(CARGO) bench -p stagehand-loader --bench python-bench
+	$(CARGO) bench -p stagehand-loader --bench dlio-bench
 	$(CARGO) bench -p stagehand-simgen --bench cosmo-bench
 	$(CARGO) bench -p stagehand-simgen --bench multislice-bench
 	$(CARGO) bench -p stagehand-simgen --bench climate-bench
@@ -138,6 +144,7 @@ bench: setup
 	$(CARGO) bench -p stagehand-trainer --bench inverse
 	$(CARGO) bench -p stagehand-trainer --bench hepcnn
 	$(CARGO) bench -p stagehand-trainer --bench cosmogan
+	$(CARGO) bench -p stagehand-trainer --bench precision
 	$(CARGO) bench -p stagehand-trainer --bench etalumis
 	$(CARGO) bench -p stagehand-trainer --bench etalumis_inference
 	$(CARGO) bench -p stagehand-trainer --bench etalumis_online

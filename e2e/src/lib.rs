@@ -214,11 +214,16 @@ pub fn workspace_binary(name: &str) -> std::path::PathBuf {
     let profile_dir = exe.parent().and_then(Path::parent);
     match profile_dir.map(|d| d.join(name)).filter(|p| p.is_file()) {
         Some(path) => path,
-        None => panic!(
-            "the `{name}` binary is not next to this test ({}): build it first with `cargo build -p stagehand-{name}` \
-             (cargo test --workspace builds it)",
-            exe.display()
-        ),
+        None => {
+            // `cargo bench` builds into target/release: the binary must come from the same profile.
+            let release = profile_dir.and_then(Path::file_name).is_some_and(|d| d == "release");
+            let flag = if release { " --release" } else { "" };
+            panic!(
+                "the `{name}` binary is not next to this test ({}): build it first with \
+                 `cargo build{flag} -p stagehand-{name} --bin {name}` (cargo test --workspace and make bench build it)",
+                exe.display()
+            )
+        }
     }
 }
 
