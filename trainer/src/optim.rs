@@ -162,9 +162,10 @@ type Moments<'a> = (&'a mut [f32], &'a mut [f32]);
 const CHUNK: usize = 1 << 14;
 
 /// Tensors shorter than this are updated on the calling thread: waking
-/// the others would cost more than their share. On CosmoGAN `paper`'s
-/// 17 M parameters the one-thread update took 22 ms of a 0.6 s step, with
-/// the other core idle (`docs/benchmarks.md`, CosmoGAN).
+/// the others would cost more than their share. Large models (CosmoGAN
+/// `paper`'s 17 M parameters) spent a visible part of the step in a
+/// one-thread update with the other cores idle (`docs/benchmarks.md`,
+/// CosmoGAN).
 const PARALLEL_FROM: usize = 4 * CHUNK;
 
 #[cfg(test)]
