@@ -316,19 +316,42 @@ pub fn gemm_into(a: &[f32], b: &[f32], dims: [usize; 3], out: (&mut [f32], usize
     gemm_into_on(Path::best(), a, b, dims, out);
 }
 
-fn gemm_into_on(
+fn gemm_into_on(path: Path, a: &[f32], b: &[f32], [m, k, n]: [usize; 3], out: (&mut [f32], usize, usize)) {
+    PackedB::on(path, b, [k, n]).multiply_into(a, m, out);
+}
+
+/// B packed once for several products with it: a transposed convolution
+/// multiplies each sample's input by the same weight.
+#[derive(Debug)]
+pub struct PackedB {
+    panels: Vec<u32>,
+    k: usize,
+    n: usize,
     path: Path,
-    a: &[f32],
-    b: &[f32],
-    [m, k, n]: [usize; 3],
-    (out, at, row_stride): (&mut [f32], usize, usize),
-) {
-    assert_eq!(a.len(), m * k, "A holds {} values, not {m} × {k}", a.len());
-    assert_eq!(b.len(), k * n, "B holds {} values, not {k} × {n}", b.len());
-    let fits = m == 0 || n == 0 || (row_stride >= n && at + (m - 1) * row_stride + n <= out.len());
-    assert!(fits, "C's {m} rows of {n} at {at}, {row_stride} apart, do not fit {} values", out.len());
-    let b_packed = pack_panels(b, [k, n], path.lanes(k.div_ceil(2)), path != Path::Portable);
-    gemm_with((a, Runs::matrix(m, k)), &b_packed, n, path, (out, at, row_stride));
+}
+
+impl PackedB {
+    /// `b` [k × n], row-major, packed for the path [`gemm`] takes.
+    pub fn new(b: &[f32], [k, n]: [usize; 2]) -> PackedB {
+        PackedB::on(Path::best(), b, [k, n])
+    }
+
+    fn on(path: Path, b: &[f32], [k, n]: [usize; 2]) -> PackedB {
+        assert_eq!(b.len(), k * n, "B holds {} values, not {k} × {n}", b.len());
+        let panels = pack_panels(b, [k, n], path.lanes(k.div_ceil(2)), path != Path::Portable);
+        PackedB { panels, k, n, path }
+    }
+
+    /// [`gemm_into`] with this B: `C = A · B` for `a` [m × k], row-major,
+    /// C's row i written over `out[at + i · row_stride..][..n]`. Panics as
+    /// [`gemm_into`] does.
+    pub fn multiply_into(&self, a: &[f32], m: usize, (out, at, row_stride): (&mut [f32], usize, usize)) {
+        let (k, n) = (self.k, self.n);
+        assert_eq!(a.len(), m * k, "A holds {} values, not {m} × {k}", a.len());
+        let fits = m == 0 || n == 0 || (row_stride >= n && at + (m - 1) * row_stride + n <= out.len());
+        assert!(fits, "C's {m} rows of {n} at {at}, {row_stride} apart, do not fit {} values", out.len());
+        gemm_with((a, Runs::matrix(m, k)), &self.panels, n, self.path, (out, at, row_stride));
+    }
 }
 
 /// [`gemm`] with B given transposed: `b_t` [n × k], row-major.
@@ -373,46 +396,67 @@ fn gemm_on(path: Path, a: &[f32], b: &[f32], [m, k, n]: [usize; 3]) -> Vec<f32> 
     out
 }
 
+/// Where a micro-kernel's sums lie: `rows` rows of [`NR`] f32, `ldc`
+/// apart, from `ptr`. A task's tile is written by that task alone, and
+/// its rows lie between other tasks' columns, so it is a pointer rather
+/// than a slice (slices of the rows would overlap the other tasks').
+#[derive(Clone, Copy)]
+struct Sums {
+    ptr: *mut f32,
+    ldc: usize,
+}
+
+/// A micro-kernel: the sums of `rows` ≤ [`MR`] rows of packed A (`pairs`
+/// lanes each, row stride `lda`) with a block of a packed B panel
+/// (`pairs` × NR lanes), added to what `c` holds, or written over it if
+/// `first` (the block is K's first).
+///
+/// # Safety
+/// `c` names `rows` rows of NR floats that nothing else reads or writes
+/// while the kernel runs; `a` and `b` hold what they name; the AVX-512
+/// kernel needs a CPU with AVX512_BF16 and AVX-512 F.
+type Kernel = unsafe fn(Sums, (&[u32], usize), &[u32], usize, usize, bool);
+
 /// The AVX512_BF16 micro-kernel if `vector` (the CPU computes bf16
 /// natively), the portable one otherwise.
 fn kernel_for(vector: bool) -> Kernel {
     #[cfg(target_arch = "x86_64")]
     if vector {
-        return |c, (a, lda), b, rows, pairs, ldc| {
-            // SAFETY: `vector` is set only where the CPU has AVX512_BF16
-            // and AVX-512 F (`Precision::native`); `gemm_with` hands `rows` ≤ MR rows of `pairs`
-            // lanes, a block of `pairs × NR` lanes and `rows` rows of NR sums.
-            #[allow(unsafe_code)]
-            unsafe {
-                avx512::kernel(c, (a, lda), b, rows, pairs, ldc)
-            }
-        };
+        return avx512::kernel;
     }
     portable_kernel
 }
 
-/// A micro-kernel: add to `c` (`rows` rows of NR sums, row stride `ldc`)
-/// the products of `rows` rows of packed A (`pairs` lanes each, row
-/// stride `lda`) with a block of a packed B panel (`pairs` × NR lanes).
-type Kernel = fn(&mut [f32], (&[u32], usize), &[u32], usize, usize, usize);
-
-fn portable_kernel(c: &mut [f32], (a, lda): (&[u32], usize), b: &[u32], rows: usize, pairs: usize, ldc: usize) {
+/// # Safety
+/// As [`Kernel`].
+#[allow(unsafe_code)]
+unsafe fn portable_kernel(c: Sums, (a, lda): (&[u32], usize), b: &[u32], rows: usize, pairs: usize, first: bool) {
     for r in 0..rows {
         for j in 0..NR {
-            let mut acc = c[r * ldc + j];
+            // SAFETY: row r of the tile holds NR floats from r · ldc.
+            let at = unsafe { c.ptr.add(r * c.ldc + j) };
+            // SAFETY: as above; the tile is this call's alone.
+            let mut acc = if first { 0.0 } else { unsafe { at.read() } };
             for p in 0..pairs {
                 acc = dot_pair(acc, a[r * lda + p], b[p * NR + j]);
             }
-            c[r * ldc + j] = acc;
+            // SAFETY: as above.
+            unsafe { at.write(acc) };
         }
     }
 }
 
-/// The blocking shared by the paths: panels of NR columns in parallel.
-/// Portable and AVX-512: within a panel, blocks of KC pairs in order and
-/// rows MR at a time, each adding to the panel's accumulated sums (so
-/// every output is summed over k in order). AMX: blocks of 32 rows (A
-/// padded with zero rows) on four tiles, [`amx_panels`].
+/// Rows of A a task multiplies against one panel of B: with the panel's
+/// block of KC pairs in L1 (32 KiB), the task's MC rows of that block
+/// (64 KiB) come from L2.
+const MC: usize = 64;
+
+/// The blocking shared by the paths. Portable and AVX-512: tiles of
+/// [`MC`] rows × one panel of [`NR`] columns in parallel, each written
+/// straight into C; within a tile, blocks of KC pairs in order and rows
+/// MR at a time, each adding to the sums of the blocks before (so every
+/// output is summed over k in order, from zero). AMX: blocks of 32 rows
+/// (A padded with zero rows) on four tiles, [`amx_panels`], then copied.
 fn gemm_with(
     (a, a_runs): (&[f32], Runs),
     b_packed: &[u32],
@@ -421,33 +465,103 @@ fn gemm_with(
     (out, at, row_stride): (&mut [f32], usize, usize),
 ) {
     let (m, lanes, rows) = (a_runs.rows, path.lanes(a_runs.pairs()), path.rows(a_runs.rows));
+    if m == 0 || n == 0 {
+        return;
+    }
     let a_packed = pack_rows(a, &a_runs, [rows, lanes], path != Path::Portable);
-    let panels = n.div_ceil(NR);
-    // Each panel's outputs as rows × NR, copied into C at the end.
-    let mut blocks = vec![0.0f32; panels * rows * NR];
     #[cfg(target_arch = "x86_64")]
     if path == Path::Amx {
-        amx_panels(&mut blocks, &a_packed, b_packed, [rows, lanes, panels]);
+        // Each panel's outputs as rows × NR, copied into C at the end.
+        let mut blocks = vec![0.0f32; n.div_ceil(NR) * rows * NR];
+        amx_panels(&mut blocks, &a_packed, b_packed, [rows, lanes, n.div_ceil(NR)]);
         return copy_panels(&blocks, [m, rows, n], (out, at, row_stride));
     }
-    let per_panel = |panel: usize, c: &mut [f32]| {
-        let b_panel = &b_packed[panel * lanes * NR..(panel + 1) * lanes * NR];
-        let kernel = kernel_for(path == Path::Avx512);
-        for first_pair in (0..lanes).step_by(KC) {
-            let block = KC.min(lanes - first_pair);
-            let b_block = &b_panel[first_pair * NR..(first_pair + block) * NR];
-            for first_row in (0..m).step_by(MR) {
-                let rows = MR.min(m - first_row);
-                let a_rows = &a_packed[first_row * lanes + first_pair..];
-                kernel(&mut c[first_row * NR..(first_row + rows) * NR], (a_rows, lanes), b_block, rows, block, NR);
-            }
+    if lanes == 0 {
+        // K = 0: no block writes the sums, which are zero.
+        for i in 0..m {
+            out[at + i * row_stride..][..n].fill(0.0);
         }
-    };
-    blocks.par_chunks_mut((rows * NR).max(1)).enumerate().for_each(|(panel, c)| per_panel(panel, c));
-    copy_panels(&blocks, [m, rows, n], (out, at, row_stride));
+        return;
+    }
+    let kernel = kernel_for(path == Path::Avx512);
+    let (panels, row_blocks) = (n.div_ceil(NR), m.div_ceil(MC));
+    let c = SharedOut(out.as_mut_ptr());
+    // Row-block-major: a thread's run of tasks writes C's rows whole, one
+    // block of rows after another, while B's panels pass (a tall C
+    // written a panel at a time touches a page per row).
+    (0..panels * row_blocks).into_par_iter().for_each_init(
+        || vec![0.0f32; MC * NR],
+        |edge, task| {
+            let (panel, first_row) = (task % panels, (task / panels) * MC);
+            let (width, tile_rows) = (NR.min(n - panel * NR), MC.min(m - first_row));
+            let b_panel = &b_packed[panel * lanes * NR..(panel + 1) * lanes * NR];
+            // A whole panel's sums go straight to C; the last, narrower
+            // one's to `edge` first.
+            let edge_sums = edge.as_mut_ptr();
+            let sums_at = |row: usize| match width == NR {
+                // SAFETY: rows first_row.. of C's columns panel·NR.. lie
+                // within `out` (`gemm_into_on` checked its rows fit), and
+                // no other task's tile shares them.
+                #[allow(unsafe_code)]
+                true => {
+                    Sums { ptr: unsafe { c.at(at + (first_row + row) * row_stride + panel * NR) }, ldc: row_stride }
+                }
+                false => Sums { ptr: edge_sums.wrapping_add(row * NR), ldc: NR },
+            };
+            for first_pair in (0..lanes).step_by(KC) {
+                let block = KC.min(lanes - first_pair);
+                let b_block = &b_panel[first_pair * NR..(first_pair + block) * NR];
+                for row in (0..tile_rows).step_by(MR) {
+                    let a_rows = &a_packed[(first_row + row) * lanes + first_pair..];
+                    // SAFETY: `sums_at` names MR.min(..) rows of NR sums
+                    // this task alone writes; A's rows hold `block` lanes
+                    // from `first_pair`, B's block `block` × NR; the
+                    // vector kernel is chosen only where the CPU has it.
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        kernel(sums_at(row), (a_rows, lanes), b_block, MR.min(tile_rows - row), block, first_pair == 0)
+                    };
+                }
+            }
+            if width < NR {
+                for i in 0..tile_rows {
+                    let to = at + (first_row + i) * row_stride + panel * NR;
+                    // SAFETY: as for the whole panels, `width` values.
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(edge[i * NR..].as_ptr(), c.at(to), width)
+                    };
+                }
+            }
+        },
+    );
 }
 
-/// C's rows out of the panels' sums (`rows` × NR each, panel after panel).
+/// C's values, written by the tasks of [`gemm_with`] each in its own tile.
+#[derive(Clone, Copy)]
+struct SharedOut(*mut f32);
+
+// SAFETY: the tasks sharing it write disjoint tiles of C, and C outlives them.
+#[allow(unsafe_code)]
+unsafe impl Send for SharedOut {}
+// SAFETY: as above.
+#[allow(unsafe_code)]
+unsafe impl Sync for SharedOut {}
+
+impl SharedOut {
+    /// The address of C's value `index`.
+    ///
+    /// # Safety
+    /// `index` lies within C.
+    #[allow(unsafe_code)]
+    unsafe fn at(self, index: usize) -> *mut f32 {
+        // SAFETY: the caller keeps `index` within C.
+        unsafe { self.0.add(index) }
+    }
+}
+
+/// C's rows out of the AMX panels' sums (`rows` × NR each, panel after panel).
+#[cfg(target_arch = "x86_64")]
 fn copy_panels(blocks: &[f32], [m, rows, n]: [usize; 3], (out, at, row_stride): (&mut [f32], usize, usize)) {
     for panel in 0..n.div_ceil(NR) {
         let first = panel * NR;
@@ -624,7 +738,7 @@ mod amx {
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::{MR, NR};
+    use super::{MR, NR, Sums};
 
     /// [`pack_pairs_portable`](super::pack_pairs_portable) 32 values at a
     /// time: `VCVTNE2PS2BF16` of two 16-value halves lays them out as 16
@@ -686,34 +800,54 @@ mod avx512 {
     /// same sums, 32 columns per row in two vectors, up to 8 rows.
     ///
     /// # Safety
-    /// The CPU must have AVX512_BF16 and AVX-512 F; `c` holds `rows`
-    /// rows of NR floats at stride `ldc`, `a` `rows` rows of `pairs`
-    /// lanes at stride `lda`, `b` `pairs × NR` lanes.
+    /// As [`Kernel`](super::Kernel): the CPU must have AVX512_BF16 and
+    /// AVX-512 F; `c` names `rows` rows of NR floats this call alone
+    /// touches, `a` holds `rows` rows of `pairs` lanes at stride `lda`,
+    /// `b` `pairs × NR` lanes.
     #[target_feature(enable = "avx512f,avx512bf16")]
-    pub(super) unsafe fn kernel(
-        c: &mut [f32],
-        (a, lda): (&[u32], usize),
-        b: &[u32],
-        rows: usize,
-        pairs: usize,
-        ldc: usize,
-    ) {
-        debug_assert!(rows <= MR && a.len() >= (rows - 1) * lda + pairs && b.len() >= pairs * NR);
-        debug_assert!(c.len() >= (rows - 1) * ldc + NR);
-        let mut acc = [[_mm512_setzero_ps(); 2]; MR];
-        for (r, row) in acc.iter_mut().enumerate().take(rows) {
-            // SAFETY: row r of c holds NR = 32 floats from r · ldc.
-            unsafe {
-                row[0] = _mm512_loadu_ps(c.as_ptr().add(r * ldc));
-                row[1] = _mm512_loadu_ps(c.as_ptr().add(r * ldc + 16));
+    pub(super) unsafe fn kernel(c: Sums, a: (&[u32], usize), b: &[u32], rows: usize, pairs: usize, first: bool) {
+        debug_assert!(rows <= MR && a.0.len() >= (rows - 1) * a.1 + pairs && b.len() >= pairs * NR);
+        // A row count known at compile time keeps the sums in registers
+        // with no test per row in the loop over K.
+        // SAFETY: as this function's.
+        unsafe {
+            match rows {
+                8 => rows_of::<8>(c, a, b, pairs, first),
+                7 => rows_of::<7>(c, a, b, pairs, first),
+                6 => rows_of::<6>(c, a, b, pairs, first),
+                5 => rows_of::<5>(c, a, b, pairs, first),
+                4 => rows_of::<4>(c, a, b, pairs, first),
+                3 => rows_of::<3>(c, a, b, pairs, first),
+                2 => rows_of::<2>(c, a, b, pairs, first),
+                1 => rows_of::<1>(c, a, b, pairs, first),
+                _ => {}
+            }
+        }
+    }
+
+    /// [`kernel`] for `R` rows.
+    ///
+    /// # Safety
+    /// As [`kernel`]'s, with `rows` = `R`.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    #[inline]
+    unsafe fn rows_of<const R: usize>(c: Sums, (a, lda): (&[u32], usize), b: &[u32], pairs: usize, first: bool) {
+        let mut acc = [[_mm512_setzero_ps(); 2]; R];
+        if !first {
+            for (r, row) in acc.iter_mut().enumerate() {
+                // SAFETY: row r of c holds NR = 32 floats from r · ldc.
+                unsafe {
+                    row[0] = _mm512_loadu_ps(c.ptr.add(r * c.ldc));
+                    row[1] = _mm512_loadu_ps(c.ptr.add(r * c.ldc + 16));
+                }
             }
         }
         for p in 0..pairs {
-            // SAFETY: b holds pairs × NR lanes; a holds rows × pairs.
+            // SAFETY: b holds pairs × NR lanes; a holds R rows of pairs.
             unsafe {
                 let b0: __m512bh = std::mem::transmute(_mm512_loadu_si512(b.as_ptr().add(p * NR).cast()));
                 let b1: __m512bh = std::mem::transmute(_mm512_loadu_si512(b.as_ptr().add(p * NR + 16).cast()));
-                for (r, row) in acc.iter_mut().enumerate().take(rows) {
+                for (r, row) in acc.iter_mut().enumerate() {
                     let pair = *a.get_unchecked(r * lda + p);
                     let a_pair: __m512bh = std::mem::transmute(_mm512_set1_epi32(pair as i32));
                     row[0] = _mm512_dpbf16_ps(row[0], a_pair, b0);
@@ -721,11 +855,11 @@ mod avx512 {
                 }
             }
         }
-        for (r, row) in acc.iter().enumerate().take(rows) {
+        for (r, row) in acc.iter().enumerate() {
             // SAFETY: as for the loads.
             unsafe {
-                _mm512_storeu_ps(c.as_mut_ptr().add(r * ldc), row[0]);
-                _mm512_storeu_ps(c.as_mut_ptr().add(r * ldc + 16), row[1]);
+                _mm512_storeu_ps(c.ptr.add(r * c.ldc), row[0]);
+                _mm512_storeu_ps(c.ptr.add(r * c.ldc + 16), row[1]);
             }
         }
     }

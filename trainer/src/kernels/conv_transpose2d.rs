@@ -255,6 +255,39 @@ mod tests {
         }
     }
 
+    /// Under bf16 on a CPU that has it, output channels in whole blocks
+    /// make their columns in [`bf16_gemm`](super::super::bf16_gemm): on
+    /// operands already bf16 (as the precision wrappers hand them over)
+    /// the result is the f32 one's up to the order of the f32 sums.
+    #[test]
+    fn in_bf16_the_lane_route_sums_the_rounded_operands_in_f32() {
+        use crate::kernels::precision::{Precision, scoped};
+        if !Precision::Bf16.native() {
+            e2e::skip("in_bf16_the_lane_route_sums_the_rounded_operands_in_f32", "no AVX512_BF16 on this CPU");
+            return;
+        }
+        // All samples in one product; one product per sample with an odd
+        // number of input channels (a pair padded with zero); an odd
+        // kernel and stride with a channel block past the first.
+        let cases = [
+            ([16, 8, 4, 4], 32, [5, 5], [2, 2], [2, 2], [1, 1]),
+            ([3, 5, 17, 9], 16, [5, 5], [2, 2], [2, 2], [1, 1]),
+            ([1, 3, 9, 8], 48, [3, 4], [3, 2], [1, 2], [2, 1]),
+        ];
+        for (dims, c_out, kernel, stride, padding, out_padding) in cases {
+            let x = Precision::Bf16.rounded(&wave(dims.iter().product(), 7));
+            let weight = Precision::Bf16.rounded(&wave(dims[1] * c_out * kernel[0] * kernel[1], 5));
+            let geometry = Geometry { kernel, stride, padding };
+            let out = [0, 1].map(|a| (dims[2 + a] - 1) * stride[a] + kernel[a] + out_padding[a] - 2 * padding[a]);
+            let single = forward(&x, dims, &weight, c_out, &geometry, out);
+            let half = scoped(Precision::Bf16, || forward(&x, dims, &weight, c_out, &geometry, out));
+            assert_eq!(half.len(), dims[0] * c_out * out[0] * out[1]);
+            for (k, (a, b)) in half.iter().zip(&single).enumerate() {
+                assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{dims:?} {kernel:?}: y[{k}] bf16 {a}, f32 {b}");
+            }
+        }
+    }
+
     #[test]
     fn columns_too_large_for_memory_are_left_to_burn() {
         let geometry = Geometry { kernel: [5, 5], stride: [2, 2], padding: [2, 2] };

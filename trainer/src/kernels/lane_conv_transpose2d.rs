@@ -20,6 +20,7 @@
 
 use rayon::prelude::*;
 
+use super::bf16_gemm;
 use super::columns::{SMALL_PLANE, swap_leading_axes};
 use super::conv_transpose2d::Geometry;
 use super::cpu::{self, KernelPath};
@@ -64,7 +65,13 @@ pub(crate) fn forward(
     let gather = Gather::new(geometry, [h, w], out, c_out);
     let mut y = vec![0.0f32; n * c_out * out_plane];
     let block_floats = LANES * out_plane;
-    if plane < SMALL_PLANE && n > 1 && row * plane * n <= max_column_floats {
+    let all_samples_at_once = plane < SMALL_PLANE && n > 1 && row * plane * n <= max_column_floats;
+    if bf16_gemm::native_here() {
+        let samples = if all_samples_at_once { n } else { 1 };
+        bf16_columns_gathered(x, [n, c_in, plane], (&by_tap, row, c_out), samples, &gather, &mut y);
+        return y;
+    }
+    if all_samples_at_once {
         // x as [C_in, N·H·W], so that one product makes the columns of
         // every sample, rows sample by sample.
         let x_by_channel = swap_leading_axes(x, [n, c_in, plane]);
@@ -104,6 +111,53 @@ pub(crate) fn forward(
             .for_each_init(Vec::new, |staged, (block, planes)| gather.block(&cols, block, planes, staged));
     }
     y
+}
+
+/// [`forward`]'s outputs with the columns made by bf16 products
+/// ([`bf16_gemm`], under `--precision bf16` on a CPU that computes it):
+/// the input turned position-major, [N][H·W][C_in], so that a sample's
+/// positions are the rows of A, times the weight relaid [C_in][tap, co]
+/// and packed once; `samples` samples' columns at a time.
+fn bf16_columns_gathered(
+    x: &[f32],
+    [n, c_in, plane]: [usize; 3],
+    (by_tap, row, c_out): (&[f32], usize, usize),
+    samples: usize,
+    gather: &Gather,
+    y: &mut [f32],
+) {
+    let weight = bf16_gemm::PackedB::new(by_tap, [c_in, row]);
+    let by_position = positions_major(x, [n, c_in, plane]);
+    let (blocks, sample_floats) = (c_out / LANES, c_out * gather.out[0] * gather.out[1]);
+    let mut cols = vec![0.0f32; samples * plane * row];
+    for (group, out) in y.chunks_mut(samples * sample_floats).enumerate() {
+        let in_group = out.len() / sample_floats;
+        let a = &by_position[group * samples * plane * c_in..][..in_group * plane * c_in];
+        weight.multiply_into(a, in_group * plane, (&mut cols, 0, row));
+        out.par_chunks_mut(sample_floats / blocks).enumerate().for_each_init(Vec::new, |staged, (index, planes)| {
+            let sample = index / blocks;
+            gather.block(&cols[sample * plane * row..][..plane * row], index % blocks, planes, staged);
+        });
+    }
+}
+
+/// `x` [N][C][P] as [N][P][C], 16 positions at a time (a cache line of
+/// each channel read, 16 rows of C written).
+fn positions_major(x: &[f32], [n, channels, plane]: [usize; 3]) -> Vec<f32> {
+    const RUN: usize = 16;
+    let mut out = vec![0.0f32; n * plane * channels];
+    let sample_floats = (plane * channels).max(1);
+    out.par_chunks_mut(sample_floats).zip(x.par_chunks(sample_floats)).for_each(|(to, from)| {
+        to.par_chunks_mut((RUN * channels).max(1)).enumerate().for_each(|(run, to)| {
+            let (first, len) = (run * RUN, to.len() / channels);
+            for c in 0..channels {
+                for (p, &value) in from[c * plane + first..][..len].iter().enumerate() {
+                    to[p * channels + c] = value;
+                }
+            }
+        });
+    });
+    out
 }
 
 /// Which columns reach each output: offsets into one sample's
