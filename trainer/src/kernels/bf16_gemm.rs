@@ -163,17 +163,29 @@ fn pack_pairs_portable(row: &[f32], out: &mut [u32]) {
 /// `b` [k × n] (row-major) packed in panels of [`NR`] columns, each panel
 /// [`lanes` × NR] u32 (`lanes` ≥ ⌈k/2⌉) of bf16 pairs along k (columns
 /// past n and lanes past the values are zeros).
+///
+/// The tasks take blocks of [`PANEL_BLOCK`] pairs of B's rows, each read
+/// whole once, each pair's lanes written into every panel: a task per
+/// panel would read 32 values of every row of B, a page apart.
 fn pack_panels(b: &[f32], [k, n]: [usize; 2], lanes: usize, vector: bool) -> Vec<u32> {
     let pairs = k.div_ceil(2);
     let panels = n.div_ceil(NR);
     let mut packed = vec![0u32; panels * lanes * NR];
-    packed.par_chunks_mut(lanes * NR).enumerate().for_each(|(panel, out)| {
-        let first = panel * NR;
-        let width = NR.min(n - first);
-        for p in 0..pairs {
-            let even = &b[2 * p * n + first..2 * p * n + first + width];
-            let odd = (2 * p + 1 < k).then(|| &b[(2 * p + 1) * n + first..(2 * p + 1) * n + first + width]);
-            interleave_pairs(even, odd, &mut out[p * NR..p * NR + width], vector);
+    let dest = Shared(packed.as_mut_ptr());
+    (0..pairs.div_ceil(PANEL_BLOCK)).into_par_iter().for_each(|block| {
+        for p in block * PANEL_BLOCK..((block + 1) * PANEL_BLOCK).min(pairs) {
+            let even = &b[2 * p * n..][..n];
+            let odd = (2 * p + 1 < k).then(|| &b[(2 * p + 1) * n..][..n]);
+            for panel in 0..panels {
+                let first = panel * NR;
+                let width = NR.min(n - first);
+                // SAFETY: lane p of each panel lies within `packed` (p <
+                // pairs ≤ lanes) and belongs to this task's block of pairs
+                // alone.
+                #[allow(unsafe_code)]
+                let out = unsafe { std::slice::from_raw_parts_mut(dest.at((panel * lanes + p) * NR), width) };
+                interleave_pairs(&even[first..first + width], odd.map(|o| &o[first..first + width]), out, vector);
+            }
         }
     });
     packed
@@ -485,7 +497,7 @@ fn gemm_with(
     }
     let kernel = kernel_for(path == Path::Avx512);
     let (panels, row_blocks) = (n.div_ceil(NR), m.div_ceil(MC));
-    let c = SharedOut(out.as_mut_ptr());
+    let c = Shared(out.as_mut_ptr());
     // Row-block-major: a thread's run of tasks writes C's rows whole, one
     // block of rows after another, while B's panels pass (a tall C
     // written a panel at a time touches a page per row).
@@ -537,25 +549,35 @@ fn gemm_with(
     );
 }
 
-/// C's values, written by the tasks of [`gemm_with`] each in its own tile.
-#[derive(Clone, Copy)]
-struct SharedOut(*mut f32);
+/// A buffer written by parallel tasks each in its own part of it (C's
+/// tiles in [`gemm_with`], B's lanes in [`pack_panels`]), parts that are
+/// not whole chunks of the slice.
+struct Shared<T>(*mut T);
 
-// SAFETY: the tasks sharing it write disjoint tiles of C, and C outlives them.
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Shared<T> {}
+
+// SAFETY: the tasks sharing it write disjoint parts of the buffer, which
+// outlives them.
 #[allow(unsafe_code)]
-unsafe impl Send for SharedOut {}
+unsafe impl<T> Send for Shared<T> {}
 // SAFETY: as above.
 #[allow(unsafe_code)]
-unsafe impl Sync for SharedOut {}
+unsafe impl<T> Sync for Shared<T> {}
 
-impl SharedOut {
-    /// The address of C's value `index`.
+impl<T> Shared<T> {
+    /// The address of the buffer's value `index`.
     ///
     /// # Safety
-    /// `index` lies within C.
+    /// `index` lies within the buffer.
     #[allow(unsafe_code)]
-    unsafe fn at(self, index: usize) -> *mut f32 {
-        // SAFETY: the caller keeps `index` within C.
+    unsafe fn at(self, index: usize) -> *mut T {
+        // SAFETY: the caller keeps `index` within the buffer.
         unsafe { self.0.add(index) }
     }
 }
