@@ -57,7 +57,7 @@ pub(crate) fn forward_keeping_input(
         let (dims, out) = ([n, c_in, h, w], [out_h, out_w]);
         // Padded as far as the weight gradient reads when it takes the
         // direct sums too, and kept for it.
-        let extent = if shifted_weight_grad2d::applies(c_out, window, out) && !bf16_gemm::native_here() {
+        let extent = if shifted_weight_grad2d::applies(c_out, window, out) {
             shifted_weight_grad2d::reads_forward_padding(window).then(|| shifted_weight_grad2d::padded_extent(out))
         } else {
             direct_weight_grad2d::applies(c_out, out_w, kw).then(|| direct_weight_grad2d::padded_extent(out))

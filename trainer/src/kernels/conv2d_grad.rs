@@ -53,10 +53,7 @@ pub(crate) fn weight_grad_with(
     let [kh, kw] = window.kernel;
     let taps = c_in * kh * kw;
     let (x, g) = (values(input), values(out_grad));
-    if shifted_weight_grad2d::applies(c_out, window, [out_h, out_w])
-        && kept.and_then(KeptInput::columns).is_none()
-        && !bf16_gemm::native_here()
-    {
+    if shifted_weight_grad2d::applies(c_out, window, [out_h, out_w]) && kept.and_then(KeptInput::columns).is_none() {
         let padded = kept.and_then(KeptInput::padded);
         let grad = shifted_weight_grad2d::weight_grad(padded, &x, [n, c_in, h, w], &g, c_out, window, [out_h, out_w]);
         return flex(grad, Shape::new([c_out, c_in, kh, kw]));
