@@ -362,7 +362,16 @@ impl PackedB {
         assert_eq!(a.len(), m * k, "A holds {} values, not {m} × {k}", a.len());
         let fits = m == 0 || n == 0 || (row_stride >= n && at + (m - 1) * row_stride + n <= out.len());
         assert!(fits, "C's {m} rows of {n} at {at}, {row_stride} apart, do not fit {} values", out.len());
-        gemm_with((a, Runs::matrix(m, k)), &self.panels, n, self.path, (out, at, row_stride));
+        let c = Destination { values: Shared(out.as_mut_ptr()), at, row_stride };
+        gemm_with((a, Runs::matrix(m, k)), &self.panels, n, self.path, c);
+    }
+
+    /// `C = A · B` [m × n], row-major, for `a` [m × k], row-major: a
+    /// new vector, not zeroed before the product writes it.
+    pub fn multiply(&self, a: &[f32], m: usize) -> Vec<f32> {
+        let (k, n) = (self.k, self.n);
+        assert_eq!(a.len(), m * k, "A holds {} values, not {m} × {k}", a.len());
+        written_whole([m, n], |c| gemm_with((a, Runs::matrix(m, k)), &self.panels, n, self.path, c))
     }
 }
 
@@ -384,9 +393,7 @@ fn gemm_runs_on(path: Path, (a, a_runs): (&[f32], Runs), (b_t, b_runs): (&[f32],
     assert!(b_runs.within(b_t.len()), "{b_runs:?} reaches past Bᵀ's {} values", b_t.len());
     let lanes = path.lanes(b_runs.pairs());
     let b_packed = pack_panels_of_rows(b_t, &b_runs, lanes, path != Path::Portable);
-    let mut out = vec![0.0f32; a_runs.rows * b_runs.rows];
-    gemm_with((a, a_runs), &b_packed, b_runs.rows, path, (&mut out, 0, b_runs.rows));
-    out
+    written_whole([a_runs.rows, b_runs.rows], |c| gemm_with((a, a_runs), &b_packed, b_runs.rows, path, c))
 }
 
 /// [`gemm`] on `VDPBF16PS` even where AMX tiles are available (the
@@ -403,9 +410,7 @@ pub fn gemm_portable(a: &[f32], b: &[f32], dims: [usize; 3]) -> Vec<f32> {
 }
 
 fn gemm_on(path: Path, a: &[f32], b: &[f32], [m, k, n]: [usize; 3]) -> Vec<f32> {
-    let mut out = vec![0.0f32; m * n];
-    gemm_into_on(path, a, b, [m, k, n], (&mut out, 0, n));
-    out
+    PackedB::on(path, b, [k, n]).multiply(a, m)
 }
 
 /// Where a micro-kernel's sums lie: `rows` rows of [`NR`] f32, `ldc`
@@ -469,13 +474,7 @@ const MC: usize = 64;
 /// MR at a time, each adding to the sums of the blocks before (so every
 /// output is summed over k in order, from zero). AMX: blocks of 32 rows
 /// (A padded with zero rows) on four tiles, [`amx_panels`], then copied.
-fn gemm_with(
-    (a, a_runs): (&[f32], Runs),
-    b_packed: &[u32],
-    n: usize,
-    path: Path,
-    (out, at, row_stride): (&mut [f32], usize, usize),
-) {
+fn gemm_with((a, a_runs): (&[f32], Runs), b_packed: &[u32], n: usize, path: Path, c: Destination) {
     let (m, lanes, rows) = (a_runs.rows, path.lanes(a_runs.pairs()), path.rows(a_runs.rows));
     if m == 0 || n == 0 {
         return;
@@ -486,18 +485,22 @@ fn gemm_with(
         // Each panel's outputs as rows × NR, copied into C at the end.
         let mut blocks = vec![0.0f32; n.div_ceil(NR) * rows * NR];
         amx_panels(&mut blocks, &a_packed, b_packed, [rows, lanes, n.div_ceil(NR)]);
-        return copy_panels(&blocks, [m, rows, n], (out, at, row_stride));
+        return copy_panels(&blocks, [m, rows, n], c);
     }
     if lanes == 0 {
         // K = 0: no block writes the sums, which are zero.
         for i in 0..m {
-            out[at + i * row_stride..][..n].fill(0.0);
+            // SAFETY: C's row i lies within the destination.
+            #[allow(unsafe_code)]
+            unsafe {
+                std::slice::from_raw_parts_mut(c.row(i), n).fill(0.0)
+            };
         }
         return;
     }
     let kernel = kernel_for(path == Path::Avx512);
     let (panels, row_blocks) = (n.div_ceil(NR), m.div_ceil(MC));
-    let c = Shared(out.as_mut_ptr());
+    let Destination { values: c, at, row_stride } = c;
     // Row-block-major: a thread's run of tasks writes C's rows whole, one
     // block of rows after another, while B's panels pass (a tall C
     // written a panel at a time touches a page per row).
@@ -512,7 +515,7 @@ fn gemm_with(
             let edge_sums = edge.as_mut_ptr();
             let sums_at = |row: usize| match width == NR {
                 // SAFETY: rows first_row.. of C's columns panel·NR.. lie
-                // within `out` (`gemm_into_on` checked its rows fit), and
+                // within the destination (which holds every row), and
                 // no other task's tile shares them.
                 #[allow(unsafe_code)]
                 true => {
@@ -584,16 +587,61 @@ impl<T> Shared<T> {
 
 /// C's rows out of the AMX panels' sums (`rows` × NR each, panel after panel).
 #[cfg(target_arch = "x86_64")]
-fn copy_panels(blocks: &[f32], [m, rows, n]: [usize; 3], (out, at, row_stride): (&mut [f32], usize, usize)) {
+fn copy_panels(blocks: &[f32], [m, rows, n]: [usize; 3], c: Destination) {
     for panel in 0..n.div_ceil(NR) {
         let first = panel * NR;
         let width = NR.min(n - first);
         for i in 0..m {
             let from = &blocks[panel * rows * NR + i * NR..panel * rows * NR + i * NR + width];
-            let to = at + i * row_stride + first;
-            out[to..to + width].copy_from_slice(from);
+            // SAFETY: C's row i, columns first.. first + width, lies within
+            // the destination; nothing else writes it meanwhile.
+            #[allow(unsafe_code)]
+            unsafe {
+                std::ptr::copy_nonoverlapping(from.as_ptr(), c.row(i).add(first), width)
+            };
         }
     }
+}
+
+/// Where a product writes C: row i over `at + i · row_stride..` of the
+/// buffer `values` points into, which holds every row (the callers check
+/// that, or allocate it so). The product writes each of C's values once,
+/// and nothing else touches them meanwhile.
+#[derive(Clone, Copy)]
+struct Destination {
+    values: Shared<f32>,
+    at: usize,
+    row_stride: usize,
+}
+
+impl Destination {
+    /// The address of row i's first value.
+    ///
+    /// # Safety
+    /// Row i is one of C's.
+    #[allow(unsafe_code)]
+    unsafe fn row(self, i: usize) -> *mut f32 {
+        // SAFETY: the caller names a row of C, which lies in the buffer.
+        unsafe { self.values.at(self.at + i * self.row_stride) }
+    }
+}
+
+/// A new [m × n] matrix, row-major, written whole by `product` (whose C
+/// it is) before it is read: not zeroed first, which on the
+/// convolutions' columns was a pass of `memset` over tens of MiB per
+/// product.
+fn written_whole([m, n]: [usize; 2], product: impl FnOnce(Destination)) -> Vec<f32> {
+    let len = m * n;
+    let mut values: Vec<f32> = Vec::with_capacity(len);
+    product(Destination { values: Shared(values.as_mut_ptr()), at: 0, row_stride: n });
+    // SAFETY: `product` wrote each of C's m rows of n values, n apart from
+    // the start, through the pointer into the vector's capacity: all
+    // `len` of them.
+    #[allow(unsafe_code)]
+    unsafe {
+        values.set_len(len)
+    };
+    values
 }
 
 /// Lanes of K the AMX path multiplies a block of at a time: 32 rows of A

@@ -129,11 +129,10 @@ fn bf16_columns_gathered(
     let weight = bf16_gemm::PackedB::new(by_tap, [c_in, row]);
     let by_position = positions_major(x, [n, c_in, plane]);
     let (blocks, sample_floats) = (c_out / LANES, c_out * gather.out[0] * gather.out[1]);
-    let mut cols = vec![0.0f32; samples * plane * row];
     for (group, out) in y.chunks_mut(samples * sample_floats).enumerate() {
         let in_group = out.len() / sample_floats;
         let a = &by_position[group * samples * plane * c_in..][..in_group * plane * c_in];
-        weight.multiply_into(a, in_group * plane, (&mut cols, 0, row));
+        let cols = weight.multiply(a, in_group * plane);
         out.par_chunks_mut(sample_floats / blocks).enumerate().for_each_init(Vec::new, |staged, (index, planes)| {
             let sample = index / blocks;
             gather.block(&cols[sample * plane * row..][..plane * row], index % blocks, planes, staged);
