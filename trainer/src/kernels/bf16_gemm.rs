@@ -38,6 +38,8 @@
 //! 0.22), and the `gemm` crate has no bf16 dot-product kernel, which is
 //! why this one is written here.
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 
 use super::precision::round_bf16;
@@ -107,7 +109,7 @@ impl Runs {
     }
 
     /// Lanes `first..first + out.len()` of row `row`, as bf16 pairs.
-    fn pack(&self, values: &[f32], row: usize, first: usize, out: &mut [u32], vector: bool) {
+    fn pack(&self, values: &[f32], row: usize, first: usize, out: &mut [Lane], vector: bool) {
         let per_run = self.pairs_per_run();
         let mut done = 0;
         while done < out.len() {
@@ -128,18 +130,44 @@ impl Runs {
 /// values (an odd run's last half, padding rows and lanes) is zero.
 fn pack_rows(a: &[f32], runs: &Runs, [rows, lanes]: [usize; 2], vector: bool) -> Vec<u32> {
     let pairs = runs.pairs();
-    let mut packed = vec![0u32; rows * lanes];
+    packed_whole(rows * lanes, |packed| {
+        packed.par_chunks_mut(lanes.max(1)).enumerate().for_each(|(i, out)| {
+            if i < runs.rows {
+                runs.pack(a, i, 0, &mut out[..pairs], vector);
+                zeros(&mut out[pairs..]);
+            } else {
+                zeros(out);
+            }
+        });
+    })
+}
+
+/// A packed lane, written by the packers before it is read.
+type Lane = MaybeUninit<u32>;
+
+/// A packed operand of `len` lanes, every one of which `pack` writes (the
+/// values' pairs and the padding's zeros) before it is read: not zeroed
+/// first, which cost a pass of `memset` over the convolutions' columns
+/// per product.
+fn packed_whole(len: usize, pack: impl FnOnce(&mut [Lane])) -> Vec<u32> {
+    let mut packed: Vec<u32> = Vec::with_capacity(len);
+    pack(&mut packed.spare_capacity_mut()[..len]);
+    // SAFETY: `pack` wrote each of the first `len` lanes of the capacity.
+    #[allow(unsafe_code)]
+    unsafe {
+        packed.set_len(len)
+    };
     packed
-        .par_chunks_mut(lanes.max(1))
-        .take(runs.rows)
-        .enumerate()
-        .for_each(|(i, out)| runs.pack(a, i, 0, &mut out[..pairs], vector));
-    packed
+}
+
+/// `lanes` written with zeros.
+fn zeros(lanes: &mut [Lane]) {
+    lanes.fill(MaybeUninit::new(0));
 }
 
 /// `row` as bf16 pairs: `out[p]` holds `row[2p]` in its low half and
 /// `row[2p + 1]` (or 0 past the end) in its high half.
-fn pack_pairs(row: &[f32], out: &mut [u32], vector: bool) {
+fn pack_pairs(row: &[f32], out: &mut [Lane], vector: bool) {
     #[cfg(target_arch = "x86_64")]
     if vector {
         // SAFETY: `vector` is set only where the CPU computes bf16
@@ -152,11 +180,11 @@ fn pack_pairs(row: &[f32], out: &mut [u32], vector: bool) {
     pack_pairs_portable(row, out);
 }
 
-fn pack_pairs_portable(row: &[f32], out: &mut [u32]) {
+fn pack_pairs_portable(row: &[f32], out: &mut [Lane]) {
     for (p, lane) in out.iter_mut().enumerate() {
         let even = bits(row[2 * p]);
         let odd = row.get(2 * p + 1).map_or(0, |&v| bits(v));
-        *lane = even | (odd << 16);
+        lane.write(even | (odd << 16));
     }
 }
 
@@ -170,29 +198,47 @@ fn pack_pairs_portable(row: &[f32], out: &mut [u32]) {
 fn pack_panels(b: &[f32], [k, n]: [usize; 2], lanes: usize, vector: bool) -> Vec<u32> {
     let pairs = k.div_ceil(2);
     let panels = n.div_ceil(NR);
-    let mut packed = vec![0u32; panels * lanes * NR];
-    let dest = Shared(packed.as_mut_ptr());
-    (0..pairs.div_ceil(PANEL_BLOCK)).into_par_iter().for_each(|block| {
-        for p in block * PANEL_BLOCK..((block + 1) * PANEL_BLOCK).min(pairs) {
-            let even = &b[2 * p * n..][..n];
-            let odd = (2 * p + 1 < k).then(|| &b[(2 * p + 1) * n..][..n]);
-            for panel in 0..panels {
-                let first = panel * NR;
-                let width = NR.min(n - first);
-                // SAFETY: lane p of each panel lies within `packed` (p <
-                // pairs ≤ lanes) and belongs to this task's block of pairs
-                // alone.
-                #[allow(unsafe_code)]
-                let out = unsafe { std::slice::from_raw_parts_mut(dest.at((panel * lanes + p) * NR), width) };
-                interleave_pairs(&even[first..first + width], odd.map(|o| &o[first..first + width]), out, vector);
+    packed_whole(panels * lanes * NR, |packed| {
+        let dest = Shared(packed.as_mut_ptr());
+        (0..pairs.div_ceil(PANEL_BLOCK)).into_par_iter().for_each(|block| {
+            for p in block * PANEL_BLOCK..((block + 1) * PANEL_BLOCK).min(pairs) {
+                let even = &b[2 * p * n..][..n];
+                let odd = (2 * p + 1 < k).then(|| &b[(2 * p + 1) * n..][..n]);
+                for panel in 0..panels {
+                    let first = panel * NR;
+                    let width = NR.min(n - first);
+                    // SAFETY: lane p of each panel lies within `packed` (p <
+                    // pairs ≤ lanes) and belongs to this task's block of
+                    // pairs alone.
+                    #[allow(unsafe_code)]
+                    let out = unsafe { std::slice::from_raw_parts_mut(dest.at((panel * lanes + p) * NR), NR) };
+                    let (values, past_n) = out.split_at_mut(width);
+                    interleave_pairs(
+                        &even[first..first + width],
+                        odd.map(|o| &o[first..first + width]),
+                        values,
+                        vector,
+                    );
+                    zeros(past_n);
+                }
             }
+        });
+        zero_lanes_past(packed, pairs, lanes);
+    })
+}
+
+/// The lanes from `pairs` to `lanes` of every panel zeroed (AMX pads K to
+/// whole tiles; the other paths have none).
+fn zero_lanes_past(packed: &mut [Lane], pairs: usize, lanes: usize) {
+    if pairs < lanes {
+        for panel in packed.chunks_mut(lanes * NR) {
+            zeros(&mut panel[pairs * NR..]);
         }
-    });
-    packed
+    }
 }
 
 /// `out[j]` = the pair (`even[j]`, `odd[j]`, 0 without an odd row).
-fn interleave_pairs(even: &[f32], odd: Option<&[f32]>, out: &mut [u32], vector: bool) {
+fn interleave_pairs(even: &[f32], odd: Option<&[f32]>, out: &mut [Lane], vector: bool) {
     #[cfg(target_arch = "x86_64")]
     if vector {
         // SAFETY: `vector` is set only where the CPU computes bf16
@@ -204,7 +250,7 @@ fn interleave_pairs(even: &[f32], odd: Option<&[f32]>, out: &mut [u32], vector: 
         }
     }
     for (j, lane) in out.iter_mut().enumerate() {
-        *lane = bits(even[j]) | (odd.map_or(0, |o| bits(o[j])) << 16);
+        lane.write(bits(even[j]) | (odd.map_or(0, |o| bits(o[j])) << 16));
     }
 }
 
@@ -215,25 +261,27 @@ fn interleave_pairs(even: &[f32], odd: Option<&[f32]>, out: &mut [u32], vector: 
 fn pack_panels_of_rows(b_t: &[f32], runs: &Runs, lanes: usize, vector: bool) -> Vec<u32> {
     let (pairs, n) = (runs.pairs(), runs.rows);
     let panels = n.div_ceil(NR);
-    let mut packed = vec![0u32; panels * lanes * NR];
-    packed.par_chunks_mut((lanes * NR).max(1)).enumerate().for_each(|(panel, out)| {
-        let first = panel * NR;
-        let width = NR.min(n - first);
-        let mut block = vec![0u32; NR * PANEL_BLOCK];
-        for start in (0..pairs).step_by(PANEL_BLOCK) {
-            let len = PANEL_BLOCK.min(pairs - start);
-            for j in 0..width {
-                runs.pack(b_t, first + j, start, &mut block[j * PANEL_BLOCK..j * PANEL_BLOCK + len], vector);
-            }
-            for p in 0..len {
-                let lane = &mut out[(start + p) * NR..(start + p) * NR + width];
-                for (j, value) in lane.iter_mut().enumerate() {
-                    *value = block[j * PANEL_BLOCK + p];
+    packed_whole(panels * lanes * NR, |packed| {
+        packed.par_chunks_mut((lanes * NR).max(1)).enumerate().for_each(|(panel, out)| {
+            let first = panel * NR;
+            let width = NR.min(n - first);
+            let mut block = vec![MaybeUninit::new(0u32); NR * PANEL_BLOCK];
+            for start in (0..pairs).step_by(PANEL_BLOCK) {
+                let len = PANEL_BLOCK.min(pairs - start);
+                for j in 0..width {
+                    runs.pack(b_t, first + j, start, &mut block[j * PANEL_BLOCK..j * PANEL_BLOCK + len], vector);
+                }
+                for p in 0..len {
+                    let (values, past_n) = out[(start + p) * NR..(start + p + 1) * NR].split_at_mut(width);
+                    for (j, value) in values.iter_mut().enumerate() {
+                        *value = block[j * PANEL_BLOCK + p];
+                    }
+                    zeros(past_n);
                 }
             }
-        }
-    });
-    packed
+            zeros(&mut out[pairs * NR..]);
+        });
+    })
 }
 
 /// The upper 16 bits of `x` rounded to bf16.
@@ -818,7 +866,7 @@ mod avx512 {
     /// The CPU must have AVX512_BF16 and AVX-512 F; `out` holds
     /// ⌈row.len() / 2⌉ lanes.
     #[target_feature(enable = "avx512f,avx512bf16")]
-    pub(super) unsafe fn pack_pairs(row: &[f32], out: &mut [u32]) {
+    pub(super) unsafe fn pack_pairs(row: &[f32], out: &mut [super::Lane]) {
         debug_assert_eq!(out.len(), row.len().div_ceil(2));
         let whole = row.len() / 32;
         for block in 0..whole {
@@ -841,7 +889,7 @@ mod avx512 {
     /// The CPU must have AVX512_BF16 and AVX-512 F and BW; `even` (and
     /// `odd`) are as long as `out`.
     #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-    pub(super) unsafe fn interleave_pairs(even: &[f32], odd: Option<&[f32]>, out: &mut [u32]) {
+    pub(super) unsafe fn interleave_pairs(even: &[f32], odd: Option<&[f32]>, out: &mut [super::Lane]) {
         // Lane i takes halves i (even) and 16 + i (odd).
         let order = _mm512_set_epi16(
             31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17,
@@ -862,7 +910,7 @@ mod avx512 {
         }
         let rest = 16 * whole;
         for (j, lane) in out.iter_mut().enumerate().skip(rest) {
-            *lane = super::bits(even[j]) | (odd.map_or(0, |o| super::bits(o[j])) << 16);
+            lane.write(super::bits(even[j]) | (odd.map_or(0, |o| super::bits(o[j])) << 16));
         }
     }
 
