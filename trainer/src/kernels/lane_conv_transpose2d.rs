@@ -16,7 +16,9 @@
 //!
 //! Every output is the sum of its taps in one order (kernel rows, then
 //! columns, ascending), with plain additions in independent lanes: the
-//! bits do not depend on the kernel path or the thread count.
+//! bits do not depend on the kernel path or the thread count. Under
+//! `--precision bf16` on a CPU that computes it the columns are bf16
+//! products ([`bf16_gemm`]), whose order of sums is fixed as well.
 
 use rayon::prelude::*;
 
