@@ -3,10 +3,12 @@
 //! × 16 f32 sums per instruction), else on AVX512_BF16's `VDPBF16PS`
 //! (Intel SDM: each f32 lane adds the products of two bf16 pairs, the odd
 //! one first, each addition rounded to nearest even, with denormals
-//! flushed to zero on the way in and out), whose products per cycle are
-//! only those of two f32 FMAs. The convolutions' GEMMs
-//! ([`conv2d_forward`](super::conv2d_forward),
-//! [`conv2d_grad`](super::conv2d_grad)) run here under `--precision bf16`.
+//! flushed to zero on the way in and out): twice an f32 FMA's products
+//! on a core that issues it as often as an FMA (Zen 4), as many on one
+//! that issues two FMAs for each (Intel's server cores). The
+//! convolutions' GEMMs ([`conv2d_forward`](super::conv2d_forward),
+//! [`conv2d_grad`](super::conv2d_grad), the columns of
+//! `lane_conv_transpose2d`) run here under `--precision bf16`.
 //!
 //! The operands are f32 and rounded to bf16 as they are packed
 //! ([`round_bf16`], which is what `VCVTNEPS2BF16` does), two consecutive
