@@ -145,6 +145,12 @@ pub fn median(mut values: Vec<f64>) -> f64 {
 /// parameters); `peer` the peer's JSON line with `step_seconds` and
 /// `forward_seconds`, or `None` when it could not run (the output says so).
 /// Returns the medians, or `None` when the peer never ran.
+///
+/// The step ratio is the median of the repetitions' own ratios, each of
+/// two runs back to back: a shared machine's speed swings for a minute or
+/// more at a time, whichever program runs (`docs/benchmarks.md`,
+/// Machines), and the ratio of the two medians would set runs of one in a
+/// slow spell against runs of the other outside it.
 pub fn alternate_with_peer(
     label: &str,
     reps: usize,
@@ -152,7 +158,7 @@ pub fn alternate_with_peer(
     mut peer: impl FnMut() -> Option<serde_json::Value>,
 ) -> Option<PeerComparison> {
     let (mut ours_step, mut ours_fwd, mut peer_step, mut peer_fwd) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut last_peer = None;
+    let (mut step_ratios, mut last_peer) = (Vec::new(), None);
     for rep in 0..reps {
         let (o, p) = if rep % 2 == 0 {
             let o = ours();
@@ -168,6 +174,7 @@ pub fn alternate_with_peer(
         if let (Some(step), Some(forward)) = (seconds("step_seconds"), seconds("forward_seconds")) {
             peer_step.push(step);
             peer_fwd.push(forward);
+            step_ratios.push(o.0 / step);
             last_peer = p;
         }
     }
@@ -179,11 +186,17 @@ pub fn alternate_with_peer(
     };
     let (ps, pf) = (median(peer_step), median(peer_fwd));
     println!("{label} peer: step {ps:.4} s, forward {pf:.4} s");
-    println!("{label} ratio ours/peer: step {:.2}x, forward {:.2}x", os / ps, of / pf);
-    Some(PeerComparison { ours_step: os, ours_forward: of, peer_step: ps, peer_forward: pf, peer })
+    let listed: Vec<String> = step_ratios.iter().map(|r| format!("{r:.2}")).collect();
+    let step_ratio = median(step_ratios);
+    println!(
+        "{label} ratio ours/peer: step {step_ratio:.2}x (median of the repetitions' {}), forward {:.2}x",
+        listed.join(", "),
+        of / pf
+    );
+    Some(PeerComparison { ours_step: os, ours_forward: of, peer_step: ps, peer_forward: pf, step_ratio, peer })
 }
 
-/// Medians of [`alternate_with_peer`].
+/// Medians of [`alternate_with_peer`] and its ratio.
 pub struct PeerComparison {
     /// Our training step, seconds.
     pub ours_step: f64,
@@ -193,14 +206,18 @@ pub struct PeerComparison {
     pub peer_step: f64,
     /// The peer's forward pass, seconds.
     pub peer_forward: f64,
+    /// The median over the repetitions of our step time over the peer's in
+    /// the same repetition.
+    pub step_ratio: f64,
     /// The peer's last JSON line (its version, parameter count).
     pub peer: serde_json::Value,
 }
 
 impl PeerComparison {
-    /// Our step time over the peer's.
+    /// Our step time over the peer's: the median of the repetitions'
+    /// ratios ([`alternate_with_peer`]).
     pub fn step_ratio(&self) -> f64 {
-        self.ours_step / self.peer_step
+        self.step_ratio
     }
 }
 
@@ -466,5 +483,27 @@ impl Tmpfs {
 impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_step_ratio_is_the_median_of_the_repetitions_ratios() {
+        // Repetition 1 runs in a slow spell for both (1.5 s), repetition 2
+        // catches ours in it and the peer out of it: the ratios are 1, 1
+        // and 1.5, where the medians' quotient would be 1.5.
+        let (mut ours, mut peer) = ([1.0, 1.5, 1.5].into_iter(), [1.0, 1.5, 1.0].into_iter());
+        let comparison = alternate_with_peer(
+            "test",
+            3,
+            || (ours.next().unwrap_or(f64::NAN), 0.1, 1),
+            || peer.next().map(|s| serde_json::json!({ "step_seconds": s, "forward_seconds": 0.1 })),
+        );
+        let comparison = comparison.unwrap_or_else(|| panic!("the peer ran"));
+        assert_eq!((comparison.ours_step, comparison.peer_step), (1.5, 1.0));
+        assert_eq!(comparison.step_ratio(), 1.0);
     }
 }
