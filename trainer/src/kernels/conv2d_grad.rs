@@ -221,6 +221,10 @@ mod tests {
             // Every sample in one product (output planes under 64 positions,
             // several samples; the first and fifth cases too): CosmoGAN's 4 × 4 end.
             ([16, 8, 8, 8], 4, Window { kernel: [5, 5], stride: [2, 2], padding: [2, 2], dilation: [1, 1] }),
+            // More output channels than one of `untranspose`'s blocks, the
+            // last block partial: in one product and in tiles.
+            ([2, 3, 12, 12], 37, Window { kernel: [5, 5], stride: [2, 2], padding: [2, 2], dilation: [1, 1] }),
+            ([1, 3, 20, 20], 37, Window { kernel: [5, 5], stride: [2, 2], padding: [2, 2], dilation: [1, 1] }),
         ];
         // bf16 where the CPU computes it ([`bf16_gemm`]), on operands
         // already rounded to it as the precision wrappers hand them over.
