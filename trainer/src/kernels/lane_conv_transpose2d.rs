@@ -20,6 +20,8 @@
 //! `--precision bf16` on a CPU that computes it the columns are bf16
 //! products ([`bf16_gemm`]), whose order of sums is fixed as well.
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 
 use super::bf16_gemm;
@@ -65,52 +67,52 @@ pub(crate) fn forward(
     }
     let weight_by_tap = (&by_tap[..], View::rows(c_in, row));
     let gather = Gather::new(geometry, [h, w], out, c_out);
-    let mut y = vec![0.0f32; n * c_out * out_plane];
-    let block_floats = LANES * out_plane;
+    let len = n * c_out * out_plane;
+    // Not zeroed first: every branch gathers each output's taps into it.
+    let mut y: Vec<f32> = Vec::with_capacity(len);
+    let planes = &mut y.spare_capacity_mut()[..len];
     let all_samples_at_once = plane < SMALL_PLANE && n > 1 && row * plane * n <= max_column_floats;
     if bf16_gemm::native_here() {
         let samples = if all_samples_at_once { n } else { 1 };
-        bf16_columns_gathered(x, [n, c_in, plane], (&by_tap, row, c_out), samples, &gather, &mut y);
-        return y;
-    }
-    if all_samples_at_once {
+        bf16_columns_gathered(x, [n, c_in, plane], (&by_tap, row, c_out), samples, &gather, planes);
+    } else if all_samples_at_once {
         // x as [C_in, N·H·W], so that one product makes the columns of
         // every sample, rows sample by sample.
         let x_by_channel = swap_leading_axes(x, [n, c_in, plane]);
-        let mut cols = vec![0.0f32; n * plane * row];
-        strided_gemm::multiply(
-            (&mut cols, View::rows(n * plane, row)),
-            (&x_by_channel, View::columns(n * plane, c_in)),
-            weight_by_tap,
-            true,
-        );
+        let cols = strided_gemm::product_of((&x_by_channel, View::columns(n * plane, c_in)), weight_by_tap, true);
         let blocks = c_out / LANES;
-        y.par_chunks_mut(block_floats).enumerate().for_each_init(Vec::new, |staged, (index, planes)| {
+        planes.par_chunks_mut(LANES * out_plane).enumerate().for_each_init(Vec::new, |staged, (index, planes)| {
             let sample = index / blocks;
             gather.block(&cols[sample * plane * row..][..plane * row], index % blocks, planes, staged);
         });
-        return y;
+    } else {
+        let sample_x = |sample: usize| (x, View::columns(plane, c_in).at(sample * c_in * plane));
+        if n >= rayon::current_num_threads() {
+            // A sample per task, as the plane-major route shares them.
+            planes.par_chunks_mut(c_out * out_plane).enumerate().for_each_init(
+                || (vec![0.0f32; plane * row], Vec::new()),
+                |(cols, staged), (sample, out)| {
+                    strided_gemm::multiply((cols, View::rows(plane, row)), sample_x(sample), weight_by_tap, false);
+                    for (block, planes) in out.chunks_mut(LANES * out_plane).enumerate() {
+                        gather.block(cols, block, planes, staged);
+                    }
+                },
+            );
+        } else {
+            for (sample, out) in planes.chunks_mut(c_out * out_plane).enumerate() {
+                let cols = strided_gemm::product_of(sample_x(sample), weight_by_tap, true);
+                out.par_chunks_mut(LANES * out_plane)
+                    .enumerate()
+                    .for_each_init(Vec::new, |staged, (block, planes)| gather.block(&cols, block, planes, staged));
+            }
+        }
     }
-    let sample_x = |sample: usize| (x, View::columns(plane, c_in).at(sample * c_in * plane));
-    if n >= rayon::current_num_threads() {
-        // A sample per task, as the plane-major route shares them.
-        y.par_chunks_mut(c_out * out_plane).enumerate().for_each_init(
-            || (vec![0.0f32; plane * row], Vec::new()),
-            |(cols, staged), (sample, out)| {
-                strided_gemm::multiply((cols, View::rows(plane, row)), sample_x(sample), weight_by_tap, false);
-                for (block, planes) in out.chunks_mut(block_floats).enumerate() {
-                    gather.block(cols, block, planes, staged);
-                }
-            },
-        );
-        return y;
-    }
-    let mut cols = vec![0.0f32; plane * row];
-    for (sample, out) in y.chunks_mut(c_out * out_plane).enumerate() {
-        strided_gemm::multiply((&mut cols, View::rows(plane, row)), sample_x(sample), weight_by_tap, true);
-        out.par_chunks_mut(block_floats)
-            .enumerate()
-            .for_each_init(Vec::new, |staged, (block, planes)| gather.block(&cols, block, planes, staged));
+    // SAFETY: the first `len` values are written: each branch hands every
+    // block of LANES output planes of every sample (`len` values in all)
+    // to `Gather::block`, which writes every value of every plane.
+    #[allow(unsafe_code)]
+    unsafe {
+        y.set_len(len);
     }
     y
 }
@@ -126,7 +128,7 @@ fn bf16_columns_gathered(
     (by_tap, row, c_out): (&[f32], usize, usize),
     samples: usize,
     gather: &Gather,
-    y: &mut [f32],
+    y: &mut [MaybeUninit<f32>],
 ) {
     let weight = bf16_gemm::PackedB::new(by_tap, [c_in, row]);
     let by_position = positions_major(x, [n, c_in, plane]);
@@ -146,18 +148,28 @@ fn bf16_columns_gathered(
 /// each channel read, 16 rows of C written).
 fn positions_major(x: &[f32], [n, channels, plane]: [usize; 3]) -> Vec<f32> {
     const RUN: usize = 16;
-    let mut out = vec![0.0f32; n * plane * channels];
+    let len = n * plane * channels;
+    let mut out: Vec<f32> = Vec::with_capacity(len);
     let sample_floats = (plane * channels).max(1);
-    out.par_chunks_mut(sample_floats).zip(x.par_chunks(sample_floats)).for_each(|(to, from)| {
-        to.par_chunks_mut((RUN * channels).max(1)).enumerate().for_each(|(run, to)| {
-            let (first, len) = (run * RUN, to.len() / channels);
-            for c in 0..channels {
-                for (p, &value) in from[c * plane + first..][..len].iter().enumerate() {
-                    to[p * channels + c] = value;
+    out.spare_capacity_mut()[..len].par_chunks_mut(sample_floats).zip(x.par_chunks(sample_floats)).for_each(
+        |(to, from)| {
+            to.par_chunks_mut((RUN * channels).max(1)).enumerate().for_each(|(run, to)| {
+                let (first, len) = (run * RUN, to.len() / channels);
+                for c in 0..channels {
+                    for (p, &value) in from[c * plane + first..][..len].iter().enumerate() {
+                        to[p * channels + c].write(value);
+                    }
                 }
-            }
-        });
-    });
+            });
+        },
+    );
+    // SAFETY: the first `len` values are written: each sample's chunk is
+    // cut into runs of whole rows of `channels` values, and every (row,
+    // channel) of every run is written.
+    #[allow(unsafe_code)]
+    unsafe {
+        out.set_len(len);
+    }
     out
 }
 
@@ -196,16 +208,16 @@ impl Gather {
     /// The [`LANES`] output planes of channel block `block` of one sample
     /// (`planes`: [LANES][out_h][out_w]) from its columns `cols`;
     /// `staged` holds a row of outputs channel-minor.
-    fn block(&self, cols: &[f32], block: usize, planes: &mut [f32], staged: &mut Vec<f32>) {
+    fn block(&self, cols: &[f32], block: usize, planes: &mut [MaybeUninit<f32>], staged: &mut Vec<f32>) {
         let cols = &cols[block * LANES..];
         #[cfg(target_arch = "x86_64")]
         {
             #[target_feature(enable = "avx2,fma")]
-            fn avx2(gather: &Gather, cols: &[f32], planes: &mut [f32], staged: &mut Vec<f32>) {
+            fn avx2(gather: &Gather, cols: &[f32], planes: &mut [MaybeUninit<f32>], staged: &mut Vec<f32>) {
                 gather.block_with(cols, planes, staged)
             }
             #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
-            fn avx512(gather: &Gather, cols: &[f32], planes: &mut [f32], staged: &mut Vec<f32>) {
+            fn avx512(gather: &Gather, cols: &[f32], planes: &mut [MaybeUninit<f32>], staged: &mut Vec<f32>) {
                 gather.block_with(cols, planes, staged)
             }
             match cpu::path() {
@@ -224,7 +236,7 @@ impl Gather {
     /// [`Gather::block`] with `cols` starting at the block's first channel,
     /// compiled for the path it is inlined into.
     #[inline(always)]
-    fn block_with(&self, cols: &[f32], planes: &mut [f32], staged: &mut Vec<f32>) {
+    fn block_with(&self, cols: &[f32], planes: &mut [MaybeUninit<f32>], staged: &mut Vec<f32>) {
         let [out_h, out_w] = self.out;
         staged.clear();
         staged.resize(out_w * LANES, 0.0);
@@ -243,7 +255,7 @@ impl Gather {
             }
             for (lane, plane) in planes.chunks_exact_mut(out_h * out_w).enumerate() {
                 for (value, sums) in plane[oh * out_w..][..out_w].iter_mut().zip(staged.chunks_exact(LANES)) {
-                    *value = sums[lane];
+                    value.write(sums[lane]);
                 }
             }
         }

@@ -89,13 +89,54 @@ pub fn multiply(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View), sha
     product(c, a, b, [share, false]);
 }
 
+/// A new m × n matrix, row-major, `a · b` (`a` m × k, `b` k × n), on all
+/// threads when the product is large enough to share or (`share` false)
+/// on the calling thread alone. Not zeroed first: `gemm` writes each of
+/// its values without reading it, and a zeroing pass over columns of
+/// tens of MiB cost as much as a cheap layer's product.
+///
+/// # Panics
+/// As [`accumulate`].
+pub fn product_of(a: (&[f32], View), b: (&[f32], View), share: bool) -> Vec<f32> {
+    let (m, n) = (a.1.rows, b.1.columns);
+    let len = m * n;
+    let mut c: Vec<f32> = Vec::with_capacity(len);
+    product_through(c.as_mut_ptr(), len, View::rows(m, n), a, b, [share, false]);
+    if a.1.columns == 0 {
+        // A sum of nothing: zeros, which `gemm` was not asked for.
+        c.resize(len, 0.0);
+        return c;
+    }
+    // SAFETY: with K ≥ 1 and `read_c` false, `gemm` wrote every element of
+    // the m × n row-major view, which spans the first `len` values of the
+    // capacity (when m or n is 0 it wrote nothing and `len` is 0).
+    #[allow(unsafe_code)]
+    unsafe {
+        c.set_len(len);
+    }
+    c
+}
+
 fn product(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View), [share, read_c]: [bool; 2]) {
-    let ((c, cv), (a, av), (b, bv)) = (c, a, b);
+    let (c, cv) = c;
+    product_through(c.as_mut_ptr(), c.len(), cv, a, b, [share, read_c]);
+}
+
+/// [`product`] into `c_len` values at `c`, which it only writes unless
+/// `read_c`.
+fn product_through(
+    c: *mut f32,
+    c_len: usize,
+    cv: View,
+    (a, av): (&[f32], View),
+    (b, bv): (&[f32], View),
+    [share, read_c]: [bool; 2],
+) {
     assert!(
         av.rows == cv.rows && bv.columns == cv.columns && av.columns == bv.rows,
         "strided_gemm: {av:?} · {bv:?} into {cv:?}"
     );
-    assert!(cv.end() <= c.len() && av.end() <= a.len() && bv.end() <= b.len(), "strided_gemm: view past its slice");
+    assert!(cv.end() <= c_len && av.end() <= a.len() && bv.end() <= b.len(), "strided_gemm: view past its slice");
     let [m, n, k] = [cv.rows, cv.columns, av.columns];
     if m == 0 || n == 0 || k == 0 {
         return;
@@ -105,16 +146,18 @@ fn product(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View), [share, 
     let parallelism = if share && m * n * k >= 1 << 18 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
     let stride = |s: usize| s as isize;
     // SAFETY: every index the product reads or writes lies inside its
-    // slice (checked above: `end` is one past the largest), the slices
-    // do not overlap (one is `&mut`), and `gemm` computes c = 1·c + 1·a·b
-    // (`read_c`) or c = 1·a·b through these pointers only.
+    // buffer (checked above: `end` is one past the largest), c's buffer is
+    // exclusively the caller's (a `&mut` slice or a new vector's capacity)
+    // so it overlaps neither operand, and `gemm` computes c = 1·c + 1·a·b
+    // (`read_c`) or c = 1·a·b through these pointers only, not reading c
+    // in the second case.
     #[allow(unsafe_code)]
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            c.as_mut_ptr().add(cv.offset),
+            c.add(cv.offset),
             stride(cv.column_stride),
             stride(cv.row_stride),
             read_c,
