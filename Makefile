@@ -52,7 +52,16 @@ test: export CARGO_INCREMENTAL := 0
 # Every test that cannot run here appends a line (test: why) to this file;
 # the run ends with their count and reasons.
 test: export STAGEHAND_SKIP_LOG := $(CURDIR)/target/skipped-tests.log
+# The test build (target/, about 5 GiB) and the Python test environments
+# (python/.venv with torch's CUDA libraries, about 6 GiB) need about 11 GiB
+# of disk: a run that will not fit says so first, since pip's "No space
+# left on device" comes minutes later and names neither.
+TEST_DISK_GIB := 11
 test: setup
+	@free=$$(df -Pk . | awk 'NR == 2 { print int($$4 / 1048576) }'); \
+	if [ "$$free" -lt $(TEST_DISK_GIB) ]; then \
+		echo "make test: warning: $$free GiB free on this disk; the build and the Python test environments need about $(TEST_DISK_GIB) GiB" >&2; \
+	fi
 	$(CARGO) fmt --all -- --check
 	$(CARGO) fmt --manifest-path fuzz/Cargo.toml -- --check
 	@mkdir -p target
