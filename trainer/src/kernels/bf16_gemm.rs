@@ -281,7 +281,7 @@ fn pack_panels_of_rows(b_t: &[f32], runs: &Runs, lanes: usize, vector: bool) -> 
                     zeros(past_n);
                 }
             }
-            zeros(&mut out[pairs * NR..]);
+            zero_lanes_past(out, pairs, lanes);
         });
     })
 }
@@ -408,20 +408,26 @@ impl PackedB {
     /// C's row i written over `out[at + i · row_stride..][..n]`. Panics as
     /// [`gemm_into`] does.
     pub fn multiply_into(&self, a: &[f32], m: usize, (out, at, row_stride): (&mut [f32], usize, usize)) {
-        let (k, n) = (self.k, self.n);
-        assert_eq!(a.len(), m * k, "A holds {} values, not {m} × {k}", a.len());
+        let a = self.a_operand(a, m);
+        let n = self.n;
         let fits = m == 0 || n == 0 || (row_stride >= n && at + (m - 1) * row_stride + n <= out.len());
         assert!(fits, "C's {m} rows of {n} at {at}, {row_stride} apart, do not fit {} values", out.len());
         let c = Destination { values: Shared(out.as_mut_ptr()), at, row_stride };
-        gemm_with((a, Runs::matrix(m, k)), &self.panels, n, self.path, c);
+        gemm_with(a, &self.panels, n, self.path, c);
     }
 
     /// `C = A · B` [m × n], row-major, for `a` [m × k], row-major: a
     /// new vector, not zeroed before the product writes it.
     pub fn multiply(&self, a: &[f32], m: usize) -> Vec<f32> {
-        let (k, n) = (self.k, self.n);
+        let a = self.a_operand(a, m);
+        written_whole([m, self.n], |c| gemm_with(a, &self.panels, self.n, self.path, c))
+    }
+
+    /// `a` as A's m rows of K, which it must hold exactly.
+    fn a_operand<'a>(&self, a: &'a [f32], m: usize) -> (&'a [f32], Runs) {
+        let k = self.k;
         assert_eq!(a.len(), m * k, "A holds {} values, not {m} × {k}", a.len());
-        written_whole([m, n], |c| gemm_with((a, Runs::matrix(m, k)), &self.panels, n, self.path, c))
+        (a, Runs::matrix(m, k))
     }
 }
 
