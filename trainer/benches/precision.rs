@@ -30,13 +30,16 @@ mod hepcnn_steps;
 mod model_steps;
 
 /// Median step seconds of ours in f32 and bf16, then the peer's in f32
-/// and bf16, over `reps` rounds whose order rotates.
+/// and bf16, over `reps` rounds whose order rotates; and the medians of
+/// each round's own ratios, our bf16 step over our f32 step and over the
+/// peer's bf16 step (as `e2e::alternate_with_peer`: the host's slow
+/// spells last about a round, and hit whichever program runs).
 fn four_ways(
     label: &str,
     reps: usize,
     ours: impl Fn(Precision) -> f64,
     peer: impl Fn(Precision) -> Option<Value>,
-) -> [f64; 4] {
+) -> ([f64; 4], [f64; 2]) {
     let mut times: [Vec<f64>; 4] = Default::default();
     let peer_step = |p| peer(p).and_then(|v| v["step_seconds"].as_f64()).expect("the PyTorch peer did not run");
     for rep in 0..reps {
@@ -55,11 +58,12 @@ fn four_ways(
             times.iter().map(|t| t[rep]).collect::<Vec<_>>()
         );
     }
-    times.map(median)
+    let ratios = |over: usize| times[1].iter().zip(&times[over]).map(|(bf16, other)| bf16 / other).collect();
+    let own_and_peer = [median(ratios(0)), median(ratios(3))];
+    (times.map(median), own_and_peer)
 }
 
-fn row(label: &str, what: &str, [ours32, ours16, peer32, peer16]: [f64; 4]) -> Row {
-    let (own, peer) = (ours16 / ours32, ours16 / peer16);
+fn row(label: &str, what: &str, ([ours32, ours16, peer32, peer16], [own, peer]): ([f64; 4], [f64; 2])) -> Row {
     println!(
         "{label}: bf16 {ours16:.4} s, f32 {ours32:.4} s ({own:.2}×); PyTorch bf16 {peer16:.4} s, f32 {peer32:.4} s"
     );
