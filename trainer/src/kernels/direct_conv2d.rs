@@ -19,7 +19,9 @@
 //!
 //! Summation order is fixed ((ci, i, j) in order, one fused multiply-add
 //! each), whatever the vector width, so every [`KernelPath`] gives the same
-//! bits.
+//! bits. Under `--precision bf16` on a CPU that computes it, rows of at
+//! least 16 outputs take the taps two at a time in bf16 products instead
+//! ([`direct_conv2d_bf16`](super::direct_conv2d_bf16)).
 //!
 //! y[n, co, oh, ow] = Σ_(ci, i, j) w[co, ci, i, j] · x[n, ci, oh·s₀ − p₀ +
 //! i·d₀, ow·s₁ − p₁ + j·d₁] (zero outside x).
@@ -28,6 +30,8 @@ use rayon::prelude::*;
 
 use super::columns::{Window, fill, regroup_row};
 use super::cpu::{self, KernelPath};
+#[cfg(target_arch = "x86_64")]
+use super::direct_conv2d_bf16;
 use super::lanes::load;
 
 /// Output channels summed together: the accumulators of [`CO_BLOCK`] ×
@@ -91,6 +95,32 @@ impl Padded {
     /// regrouped (width stride 1).
     pub(super) fn planes(&self) -> Option<(&[f32], [usize; 2])> {
         (self.stride == 1).then_some((&self.values, [self.rows, self.segment]))
+    }
+
+    /// The padded values, for [`Padded::tap_starts`]' offsets.
+    pub(super) fn values(&self) -> &[f32] {
+        &self.values
+    }
+
+    /// Where each tap (ci, i, j) of sample `sample` starts reading, in
+    /// order: tap t's inputs for outputs ow.. of output row oh are
+    /// [`values`](Padded::values) from `starts[t] + oh · row_step + ow`
+    /// on (what [`Padded::from`] gives, its rows regrouped by column
+    /// remainder: column ow·s₁ + j·d₁ lies in segment (j·d₁) mod s₁ at
+    /// ow + ⌊j·d₁ / s₁⌋). Returns (starts, row_step).
+    pub(super) fn tap_starts(&self, sample: usize, c_in: usize, window: &Window) -> (Vec<usize>, usize) {
+        let ([kh, kw], [s0, s1], [d0, d1]) = (window.kernel, window.stride, window.dilation);
+        let row_len = self.stride * self.segment;
+        let mut starts = Vec::with_capacity(c_in * kh * kw);
+        for ci in 0..c_in {
+            for i in 0..kh {
+                let row = ((sample * c_in + ci) * self.rows + i * d0) * row_len;
+                for j in 0..kw {
+                    starts.push(row + (j * d1 % s1) * self.segment + j * d1 / s1);
+                }
+            }
+        }
+        (starts, s0 * row_len)
     }
 
     /// Padded row `r` of plane (n · C_in + ci), from padded column `c` on,
@@ -187,9 +217,34 @@ pub(crate) fn forward_padded(
     if out_h == 0 || out_w == 0 {
         return Vec::new();
     }
-    let mut y = vec![0.0f32; n * c_out * out_h * out_w];
+    let len = n * c_out * out_h * out_w;
     let blocks = c_out / CO_BLOCK;
     let job = Job { padded, c_in, window, out };
+    #[cfg(target_arch = "x86_64")]
+    if super::bf16_gemm::native_here() && direct_conv2d_bf16::takes(out_w) {
+        let pairs: Vec<Vec<u32>> =
+            weight[..c_out * taps].chunks_exact(CO_BLOCK * taps).map(direct_conv2d_bf16::weight_pairs).collect();
+        // Not zeroed first: the bf16 tiles write every output.
+        let mut y: Vec<f32> = Vec::with_capacity(len);
+        y.spare_capacity_mut()[..len].par_chunks_mut(CO_BLOCK * out_h * out_w).enumerate().for_each(|(b, planes)| {
+            let (sample, block) = (b / blocks, b % blocks);
+            // SAFETY: `native_here` holds only where the CPU has
+            // AVX512_BF16 with AVX-512 F and BW (`Precision::native`).
+            #[allow(unsafe_code)]
+            unsafe {
+                direct_conv2d_bf16::block(&job, sample, &pairs[block], planes)
+            }
+        });
+        // SAFETY: the first `len` values are written: every block of
+        // CO_BLOCK planes of every sample went to `block`, which writes
+        // every output of every row of its planes.
+        #[allow(unsafe_code)]
+        unsafe {
+            y.set_len(len);
+        }
+        return y;
+    }
+    let mut y = vec![0.0f32; len];
     y.par_chunks_mut(CO_BLOCK * out_h * out_w).enumerate().for_each(|(b, planes)| {
         let (sample, block) = (b / blocks, b % blocks);
         block_wide(&job, sample, &weight[block * CO_BLOCK * taps..][..CO_BLOCK * taps], planes);
@@ -198,11 +253,11 @@ pub(crate) fn forward_padded(
 }
 
 /// What every block of one convolution shares.
-struct Job<'a> {
-    padded: &'a Padded,
-    c_in: usize,
-    window: &'a Window,
-    out: [usize; 2],
+pub(super) struct Job<'a> {
+    pub(super) padded: &'a Padded,
+    pub(super) c_in: usize,
+    pub(super) window: &'a Window,
+    pub(super) out: [usize; 2],
 }
 
 /// [`block`] built for the chosen [`KernelPath`]: tiles of 2 × 16 lanes

@@ -34,6 +34,7 @@ pub mod conv_transpose2d;
 pub mod cpu;
 pub mod direct_conv;
 mod direct_conv2d;
+mod direct_conv2d_bf16;
 pub mod direct_pool;
 mod direct_weight_grad2d;
 mod flex;
