@@ -45,6 +45,7 @@ use std::mem::MaybeUninit;
 use rayon::prelude::*;
 
 use super::precision::round_bf16;
+use super::uninit;
 
 /// Output columns per panel: two 16-lane vectors.
 const NR: usize = 32;
@@ -152,14 +153,12 @@ type Lane = MaybeUninit<u32>;
 /// first, which cost a pass of `memset` over the convolutions' columns
 /// per product.
 fn packed_whole(len: usize, pack: impl FnOnce(&mut [Lane])) -> Vec<u32> {
-    let mut packed: Vec<u32> = Vec::with_capacity(len);
-    pack(&mut packed.spare_capacity_mut()[..len]);
-    // SAFETY: `pack` wrote each of the first `len` lanes of the capacity.
+    // SAFETY: every caller's `pack` writes each of the `len` lanes (the
+    // values' pairs and the padding's zeros).
     #[allow(unsafe_code)]
     unsafe {
-        packed.set_len(len)
-    };
-    packed
+        uninit::written_whole(len, pack)
+    }
 }
 
 /// `lanes` written with zeros.
@@ -687,17 +686,14 @@ impl Destination {
 /// convolutions' columns was a pass of `memset` over tens of MiB per
 /// product.
 fn written_whole([m, n]: [usize; 2], product: impl FnOnce(Destination)) -> Vec<f32> {
-    let len = m * n;
-    let mut values: Vec<f32> = Vec::with_capacity(len);
-    product(Destination { values: Shared(values.as_mut_ptr()), at: 0, row_stride: n });
-    // SAFETY: `product` wrote each of C's m rows of n values, n apart from
-    // the start, through the pointer into the vector's capacity: all
-    // `len` of them.
+    // SAFETY: `product` writes each of C's m rows of n values, n apart from
+    // the start, through the pointer into the slice: all `m · n` of them.
     #[allow(unsafe_code)]
     unsafe {
-        values.set_len(len)
-    };
-    values
+        uninit::written_whole(m * n, |values| {
+            product(Destination { values: Shared(values.as_mut_ptr().cast()), at: 0, row_stride: n })
+        })
+    }
 }
 
 /// Lanes of K the AMX path multiplies a block of at a time: 32 rows of A

@@ -22,6 +22,8 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use super::uninit;
+
 /// Floats one tile of columns may hold (16 MiB): large enough that each
 /// GEMM has thousands of output positions to sum over, small enough that
 /// the paper-size fields (768×1152) do not need a copy of the input per
@@ -381,8 +383,6 @@ pub(crate) fn batch_columns_in(
     let sample_len = c_in * kh * kw * rows.len() * out_w;
     let len = n * sample_len;
     // Not zeroed first: at 16 channels zeroing cost as much as the copy.
-    let mut cols: Vec<f32> = Vec::with_capacity(len);
-    fill_columns(x, out_w, window, rows, order, &mut cols.spare_capacity_mut()[..len]);
     // SAFETY: the first `len` elements are initialised: `fill_columns`
     // writes every element of every (sample, tap) row of `rows.len() ·
     // out_w` values (every line of a row is written whole, by `fill` or by
@@ -390,9 +390,10 @@ pub(crate) fn batch_columns_in(
     // rows tile `0..len`.
     #[allow(unsafe_code)]
     unsafe {
-        cols.set_len(len);
+        uninit::written_whole(len, |cols| {
+            fill_columns(x, out_w, window, rows, order, cols);
+        })
     }
-    cols
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use super::channel_conv;
 use super::columns::fill;
 use super::cpu::{self, KernelPath, wide};
 use super::lanes::load;
+use super::uninit;
 
 /// Lanes of the weight-gradient accumulators (fixed, for reproducibility).
 const LANES: usize = 8;
@@ -42,35 +43,34 @@ fn pad(shape: &ConvShape, channels: usize, x: &[f32]) -> Vec<f32> {
     let p = shape.kernel / 2;
     assert_eq!(x.len(), shape.batch * channels * d * h * w, "input of {shape:?} with {channels} channels");
     let len = shape.batch * channels * pd * ph * pw;
-    let mut out = Vec::with_capacity(len);
-    out.spare_capacity_mut()[..len].par_chunks_mut(pd * ph * pw).zip(x.par_chunks(d * h * w)).for_each(|(dst, src)| {
-        for (pz, plane) in dst.chunks_mut(ph * pw).enumerate() {
-            let z = pz.wrapping_sub(p);
-            if z >= d {
-                fill(plane, 0.0);
-                continue;
-            }
-            for (py, row) in plane.chunks_mut(pw).enumerate() {
-                let y = py.wrapping_sub(p);
-                if y >= h {
-                    fill(row, 0.0);
-                    continue;
-                }
-                fill(&mut row[..p], 0.0);
-                row[p..p + w].write_copy_of_slice(&src[(z * h + y) * w..][..w]);
-                fill(&mut row[p + w..], 0.0);
-            }
-        }
-    });
     // SAFETY: the first `len` elements are initialised: `x` holds exactly
     // `len / (pd·ph·pw)` volumes (asserted above), so every padded volume
     // has its source, and each is written whole, plane by plane and row by
     // row (zeros outside the volume; zeros, the row, zeros inside it).
     #[allow(unsafe_code)]
     unsafe {
-        out.set_len(len);
+        uninit::written_whole(len, |out| {
+            out.par_chunks_mut(pd * ph * pw).zip(x.par_chunks(d * h * w)).for_each(|(dst, src)| {
+                for (pz, plane) in dst.chunks_mut(ph * pw).enumerate() {
+                    let z = pz.wrapping_sub(p);
+                    if z >= d {
+                        fill(plane, 0.0);
+                        continue;
+                    }
+                    for (py, row) in plane.chunks_mut(pw).enumerate() {
+                        let y = py.wrapping_sub(p);
+                        if y >= h {
+                            fill(row, 0.0);
+                            continue;
+                        }
+                        fill(&mut row[..p], 0.0);
+                        row[p..p + w].write_copy_of_slice(&src[(z * h + y) * w..][..w]);
+                        fill(&mut row[p + w..], 0.0);
+                    }
+                }
+            });
+        })
     }
-    out
 }
 
 /// The input of a convolution padded as its kernels read it: made once by

@@ -33,6 +33,7 @@ use super::cpu::{self, KernelPath};
 #[cfg(target_arch = "x86_64")]
 use super::direct_conv2d_bf16;
 use super::lanes::load;
+use super::uninit;
 
 /// Output channels summed together: the accumulators of [`CO_BLOCK`] ×
 /// 2 vectors fill half of AVX-512's 32 registers.
@@ -146,30 +147,27 @@ pub(super) fn pad_rows(
     len: usize,
 ) -> Vec<f32> {
     assert!(h * w > 0 && x.len() / (h * w) == len / (rows * width) && rows >= h + p0 && width >= w + p1);
-    let mut values: Vec<f32> = Vec::with_capacity(len);
-    values.spare_capacity_mut()[..len].par_chunks_mut(rows * width).zip(x.par_chunks(h * w)).for_each(
-        |(dst, plane)| {
-            for (r, row) in dst.chunks_mut(width).enumerate() {
-                match r.checked_sub(p0).filter(|&y| y < h) {
-                    Some(y) => {
-                        fill(&mut row[..p1], 0.0);
-                        row[p1..p1 + w].write_copy_of_slice(&plane[y * w..][..w]);
-                        fill(&mut row[p1 + w..], 0.0);
-                    }
-                    None => fill(row, 0.0),
-                }
-            }
-        },
-    );
     // SAFETY: the first `len` elements are initialised: the planes of
     // `rows · width` tile `0..len` and are as many as `x`'s planes (the
     // assertion above), so each is written, every row of it whole (the
     // three writes cover `0..width`, as `width >= p1 + w`).
     #[allow(unsafe_code)]
     unsafe {
-        values.set_len(len);
+        uninit::written_whole(len, |values| {
+            values.par_chunks_mut(rows * width).zip(x.par_chunks(h * w)).for_each(|(dst, plane)| {
+                for (r, row) in dst.chunks_mut(width).enumerate() {
+                    match r.checked_sub(p0).filter(|&y| y < h) {
+                        Some(y) => {
+                            fill(&mut row[..p1], 0.0);
+                            row[p1..p1 + w].write_copy_of_slice(&plane[y * w..][..w]);
+                            fill(&mut row[p1 + w..], 0.0);
+                        }
+                        None => fill(row, 0.0),
+                    }
+                }
+            });
+        })
     }
-    values
 }
 
 /// Whether the direct kernel takes a convolution with `c_out` output
@@ -224,25 +222,22 @@ pub(crate) fn forward_padded(
     if super::bf16_gemm::native_here() && direct_conv2d_bf16::takes(out_w) {
         let pairs: Vec<Vec<u32>> =
             weight[..c_out * taps].chunks_exact(CO_BLOCK * taps).map(direct_conv2d_bf16::weight_pairs).collect();
-        // Not zeroed first: the bf16 tiles write every output.
-        let mut y: Vec<f32> = Vec::with_capacity(len);
-        y.spare_capacity_mut()[..len].par_chunks_mut(CO_BLOCK * out_h * out_w).enumerate().for_each(|(b, planes)| {
-            let (sample, block) = (b / blocks, b % blocks);
-            // SAFETY: `native_here` holds only where the CPU has
-            // AVX512_BF16 with AVX-512 F and BW (`Precision::native`).
-            #[allow(unsafe_code)]
-            unsafe {
-                direct_conv2d_bf16::block(&job, sample, &pairs[block], planes)
-            }
-        });
+        let tiles = |y: &mut [std::mem::MaybeUninit<f32>]| {
+            y.par_chunks_mut(CO_BLOCK * out_h * out_w).enumerate().for_each(|(b, planes)| {
+                let (sample, block) = (b / blocks, b % blocks);
+                // SAFETY: `native_here` holds only where the CPU has
+                // AVX512_BF16 with AVX-512 F and BW (`Precision::native`).
+                #[allow(unsafe_code)]
+                unsafe {
+                    direct_conv2d_bf16::block(&job, sample, &pairs[block], planes)
+                }
+            });
+        };
         // SAFETY: the first `len` values are written: every block of
-        // CO_BLOCK planes of every sample went to `block`, which writes
-        // every output of every row of its planes.
+        // CO_BLOCK planes of every sample goes to `block`, which writes
+        // every output of every row of its planes (not zeroed first).
         #[allow(unsafe_code)]
-        unsafe {
-            y.set_len(len);
-        }
-        return y;
+        return unsafe { uninit::written_whole(len, tiles) };
     }
     let mut y = vec![0.0f32; len];
     y.par_chunks_mut(CO_BLOCK * out_h * out_w).enumerate().for_each(|(b, planes)| {

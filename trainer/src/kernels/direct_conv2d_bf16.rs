@@ -102,14 +102,14 @@ struct Reads<'a> {
 }
 
 /// The V input vectors of tap `t` for outputs `ow..` of row `oh`.
-#[inline(always)]
+#[inline]
 #[allow(unsafe_code)]
+#[target_feature(enable = "avx512f")]
 fn inputs<const V: usize>(reads: &Reads<'_>, t: usize, [oh, ow]: [usize; 2]) -> [__m512; V] {
     let row = &reads.values[reads.starts[t] + oh * reads.row_step + ow..][..V * LANES];
-    let mut vectors = [zero(); V];
+    let mut vectors = [_mm512_setzero_ps(); V];
     for (v, vector) in vectors.iter_mut().enumerate() {
-        // SAFETY: `row` holds V·16 floats; this load reads 16 of them. The
-        // caller runs with AVX-512 (its target features).
+        // SAFETY: `row` holds V·16 floats; this load reads 16 of them.
         *vector = unsafe { _mm512_loadu_ps(row[v * LANES..].as_ptr()) };
     }
     vectors
@@ -154,17 +154,6 @@ fn tile<const V: usize>(
             // SAFETY: `out` holds 16 floats, which the store writes.
             unsafe { _mm512_storeu_ps(out.as_mut_ptr().cast::<f32>(), *lanes) };
         }
-    }
-}
-
-/// A zero vector, built without AVX-512 target features (for the array
-/// that [`inputs`], inlined into the tile, fills).
-#[inline(always)]
-fn zero() -> __m512 {
-    // SAFETY: all-zero bits are 16 zeros of f32.
-    #[allow(unsafe_code)]
-    unsafe {
-        std::mem::zeroed()
     }
 }
 

@@ -10,6 +10,7 @@ use std::mem::MaybeUninit;
 use rayon::prelude::*;
 
 use super::cpu::wide;
+use super::uninit;
 
 /// Maximum of every window and which of its 8 voxels held it (index
 /// `dz·4 + dy·2 + dx`, the first one on ties). `x` holds whole planes of
@@ -60,21 +61,20 @@ pub fn max_backward(volume: [usize; 3], arg: &[u8], grad: &[f32]) -> Vec<f32> {
     let out_plane = (d / 2) * (h / 2) * (w / 2);
     assert_eq!(arg.len(), grad.len(), "one argmax per pooled gradient");
     let len = grad.len() * 8;
-    let mut x_grad = Vec::with_capacity(len);
-    x_grad.spare_capacity_mut()[..len]
-        .par_chunks_mut(d * h * w)
-        .zip(arg.par_chunks(out_plane.max(1)))
-        .zip(grad.par_chunks(out_plane.max(1)))
-        .for_each(|((x_grad, arg), grad)| max_backward_plane_wide(volume, arg, grad, x_grad));
     // SAFETY: the first `len` elements are initialised: there are
     // `grad.len() / out_plane` planes of `d·h·w` (8 per pooled voxel), each
     // with its `arg` and `grad` chunk, and `max_backward_plane` writes every
     // row of its plane whole, two voxels per window (`w` is even).
     #[allow(unsafe_code)]
     unsafe {
-        x_grad.set_len(len);
+        uninit::written_whole(len, |x_grad| {
+            x_grad
+                .par_chunks_mut(d * h * w)
+                .zip(arg.par_chunks(out_plane.max(1)))
+                .zip(grad.par_chunks(out_plane.max(1)))
+                .for_each(|((x_grad, arg), grad)| max_backward_plane_wide(volume, arg, grad, x_grad));
+        })
     }
-    x_grad
 }
 
 /// One plane of [`max_backward`]: every input row written once, whole,
@@ -150,21 +150,20 @@ pub fn max2_backward(plane: [usize; 2], arg: &[u8], grad: &[f32]) -> Vec<f32> {
     let out_plane = (h / 2) * (w / 2);
     assert_eq!(arg.len(), grad.len(), "one argmax per pooled gradient");
     let len = grad.len() * 4;
-    let mut x_grad = Vec::with_capacity(len);
-    x_grad.spare_capacity_mut()[..len]
-        .par_chunks_mut((h * w).max(1))
-        .zip(arg.par_chunks(out_plane.max(1)))
-        .zip(grad.par_chunks(out_plane.max(1)))
-        .for_each(|((x_grad, arg), grad)| max2_backward_plane_wide(plane, arg, grad, x_grad));
     // SAFETY: the first `len` elements are initialised: there are
     // `grad.len() / out_plane` planes of `h·w` (4 per pooled pixel), each
     // with its `arg` and `grad` chunk, and `max2_backward_plane` writes every
     // row of its plane whole, two pixels per window (`w` is even).
     #[allow(unsafe_code)]
     unsafe {
-        x_grad.set_len(len);
+        uninit::written_whole(len, |x_grad| {
+            x_grad
+                .par_chunks_mut((h * w).max(1))
+                .zip(arg.par_chunks(out_plane.max(1)))
+                .zip(grad.par_chunks(out_plane.max(1)))
+                .for_each(|((x_grad, arg), grad)| max2_backward_plane_wide(plane, arg, grad, x_grad));
+        })
     }
-    x_grad
 }
 
 /// One plane of [`max2_backward`]: every input row written once, whole.

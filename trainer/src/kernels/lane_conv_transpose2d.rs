@@ -29,6 +29,7 @@ use super::columns::{SMALL_PLANE, swap_leading_axes};
 use super::conv_transpose2d::Geometry;
 use super::cpu::{self, KernelPath};
 use super::strided_gemm::{self, View};
+use super::uninit;
 
 /// Output channels summed together: one AVX-512 vector (two AVX2 ones).
 pub(crate) const LANES: usize = 16;
@@ -68,53 +69,51 @@ pub(crate) fn forward(
     let weight_by_tap = (&by_tap[..], View::rows(c_in, row));
     let gather = Gather::new(geometry, [h, w], out, c_out);
     let len = n * c_out * out_plane;
-    // Not zeroed first: every branch gathers each output's taps into it.
-    let mut y: Vec<f32> = Vec::with_capacity(len);
-    let planes = &mut y.spare_capacity_mut()[..len];
-    let all_samples_at_once = plane < SMALL_PLANE && n > 1 && row * plane * n <= max_column_floats;
-    if bf16_gemm::native_here() {
-        let samples = if all_samples_at_once { n } else { 1 };
-        bf16_columns_gathered(x, [n, c_in, plane], (&by_tap, row, c_out), samples, &gather, planes);
-    } else if all_samples_at_once {
-        // x as [C_in, N·H·W], so that one product makes the columns of
-        // every sample, rows sample by sample.
-        let x_by_channel = swap_leading_axes(x, [n, c_in, plane]);
-        let cols = strided_gemm::product_of((&x_by_channel, View::columns(n * plane, c_in)), weight_by_tap, true);
-        let blocks = c_out / LANES;
-        planes.par_chunks_mut(LANES * out_plane).enumerate().for_each_init(Vec::new, |staged, (index, planes)| {
-            let sample = index / blocks;
-            gather.block(&cols[sample * plane * row..][..plane * row], index % blocks, planes, staged);
-        });
-    } else {
-        let sample_x = |sample: usize| (x, View::columns(plane, c_in).at(sample * c_in * plane));
-        if n >= rayon::current_num_threads() {
-            // A sample per task, as the plane-major route shares them.
-            planes.par_chunks_mut(c_out * out_plane).enumerate().for_each_init(
-                || (vec![0.0f32; plane * row], Vec::new()),
-                |(cols, staged), (sample, out)| {
-                    strided_gemm::multiply((cols, View::rows(plane, row)), sample_x(sample), weight_by_tap, false);
-                    for (block, planes) in out.chunks_mut(LANES * out_plane).enumerate() {
-                        gather.block(cols, block, planes, staged);
-                    }
-                },
-            );
+    let gathered = |planes: &mut [MaybeUninit<f32>]| {
+        let all_samples_at_once = plane < SMALL_PLANE && n > 1 && row * plane * n <= max_column_floats;
+        if bf16_gemm::native_here() {
+            let samples = if all_samples_at_once { n } else { 1 };
+            bf16_columns_gathered(x, [n, c_in, plane], (&by_tap, row, c_out), samples, &gather, planes);
+        } else if all_samples_at_once {
+            // x as [C_in, N·H·W], so that one product makes the columns of
+            // every sample, rows sample by sample.
+            let x_by_channel = swap_leading_axes(x, [n, c_in, plane]);
+            let cols = strided_gemm::product_of((&x_by_channel, View::columns(n * plane, c_in)), weight_by_tap, true);
+            let blocks = c_out / LANES;
+            planes.par_chunks_mut(LANES * out_plane).enumerate().for_each_init(Vec::new, |staged, (index, planes)| {
+                let sample = index / blocks;
+                gather.block(&cols[sample * plane * row..][..plane * row], index % blocks, planes, staged);
+            });
         } else {
-            for (sample, out) in planes.chunks_mut(c_out * out_plane).enumerate() {
-                let cols = strided_gemm::product_of(sample_x(sample), weight_by_tap, true);
-                out.par_chunks_mut(LANES * out_plane)
-                    .enumerate()
-                    .for_each_init(Vec::new, |staged, (block, planes)| gather.block(&cols, block, planes, staged));
+            let sample_x = |sample: usize| (x, View::columns(plane, c_in).at(sample * c_in * plane));
+            if n >= rayon::current_num_threads() {
+                // A sample per task, as the plane-major route shares them.
+                planes.par_chunks_mut(c_out * out_plane).enumerate().for_each_init(
+                    || (vec![0.0f32; plane * row], Vec::new()),
+                    |(cols, staged), (sample, out)| {
+                        strided_gemm::multiply((cols, View::rows(plane, row)), sample_x(sample), weight_by_tap, false);
+                        for (block, planes) in out.chunks_mut(LANES * out_plane).enumerate() {
+                            gather.block(cols, block, planes, staged);
+                        }
+                    },
+                );
+            } else {
+                for (sample, out) in planes.chunks_mut(c_out * out_plane).enumerate() {
+                    let cols = strided_gemm::product_of(sample_x(sample), weight_by_tap, true);
+                    out.par_chunks_mut(LANES * out_plane)
+                        .enumerate()
+                        .for_each_init(Vec::new, |staged, (block, planes)| gather.block(&cols, block, planes, staged));
+                }
             }
         }
-    }
+    };
     // SAFETY: the first `len` values are written: each branch hands every
     // block of LANES output planes of every sample (`len` values in all)
     // to `Gather::block`, which writes every value of every plane.
     #[allow(unsafe_code)]
     unsafe {
-        y.set_len(len);
+        uninit::written_whole(len, gathered)
     }
-    y
 }
 
 /// [`forward`]'s outputs with the columns made by bf16 products
@@ -149,28 +148,25 @@ fn bf16_columns_gathered(
 fn positions_major(x: &[f32], [n, channels, plane]: [usize; 3]) -> Vec<f32> {
     const RUN: usize = 16;
     let len = n * plane * channels;
-    let mut out: Vec<f32> = Vec::with_capacity(len);
-    let sample_floats = (plane * channels).max(1);
-    out.spare_capacity_mut()[..len].par_chunks_mut(sample_floats).zip(x.par_chunks(sample_floats)).for_each(
-        |(to, from)| {
-            to.par_chunks_mut((RUN * channels).max(1)).enumerate().for_each(|(run, to)| {
-                let (first, len) = (run * RUN, to.len() / channels);
-                for c in 0..channels {
-                    for (p, &value) in from[c * plane + first..][..len].iter().enumerate() {
-                        to[p * channels + c].write(value);
-                    }
-                }
-            });
-        },
-    );
     // SAFETY: the first `len` values are written: each sample's chunk is
     // cut into runs of whole rows of `channels` values, and every (row,
     // channel) of every run is written.
     #[allow(unsafe_code)]
     unsafe {
-        out.set_len(len);
+        uninit::written_whole(len, |out| {
+            let sample_floats = (plane * channels).max(1);
+            out.par_chunks_mut(sample_floats).zip(x.par_chunks(sample_floats)).for_each(|(to, from)| {
+                to.par_chunks_mut((RUN * channels).max(1)).enumerate().for_each(|(run, to)| {
+                    let (first, len) = (run * RUN, to.len() / channels);
+                    for c in 0..channels {
+                        for (p, &value) in from[c * plane + first..][..len].iter().enumerate() {
+                            to[p * channels + c].write(value);
+                        }
+                    }
+                });
+            });
+        })
     }
-    out
 }
 
 /// Which columns reach each output: offsets into one sample's

@@ -24,6 +24,8 @@
 //! assert_eq!(c, [14.0, 12.0, 20.0, 15.0]);
 //! ```
 
+use super::uninit;
+
 /// A matrix's place in a slice: element (r, c) at `offset + r·row_stride +
 /// c·column_stride`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,31 +102,39 @@ pub fn multiply(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View), sha
 pub fn product_of(a: (&[f32], View), b: (&[f32], View), share: bool) -> Vec<f32> {
     let (m, n) = (a.1.rows, b.1.columns);
     let len = m * n;
-    let mut c: Vec<f32> = Vec::with_capacity(len);
-    product_through(c.as_mut_ptr(), len, View::rows(m, n), a, b, [share, false]);
     if a.1.columns == 0 {
-        // A sum of nothing: zeros, which `gemm` was not asked for.
-        c.resize(len, 0.0);
-        return c;
+        // A sum of nothing: zeros, which `gemm` is not asked for.
+        return vec![0.0; len];
     }
-    // SAFETY: with K ≥ 1 and `read_c` false, `gemm` wrote every element of
-    // the m × n row-major view, which spans the first `len` values of the
-    // capacity (when m or n is 0 it wrote nothing and `len` is 0).
+    // SAFETY: `product_through` gets the capacity's `len` values, exclusively
+    // ours, with `read_c` false; with K ≥ 1 `gemm` writes every element of
+    // the m × n row-major view, which spans all `len` of them (when m or n
+    // is 0 it writes nothing and `len` is 0).
     #[allow(unsafe_code)]
     unsafe {
-        c.set_len(len);
+        uninit::written_whole(len, |c| {
+            product_through(c.as_mut_ptr().cast(), len, View::rows(m, n), a, b, [share, false]);
+        })
     }
-    c
 }
 
 fn product(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View), [share, read_c]: [bool; 2]) {
     let (c, cv) = c;
-    product_through(c.as_mut_ptr(), c.len(), cv, a, b, [share, read_c]);
+    // SAFETY: `c` is a `&mut` slice of `c.len()` initialised values.
+    #[allow(unsafe_code)]
+    unsafe {
+        product_through(c.as_mut_ptr(), c.len(), cv, a, b, [share, read_c]);
+    }
 }
 
 /// [`product`] into `c_len` values at `c`, which it only writes unless
 /// `read_c`.
-fn product_through(
+///
+/// # Safety
+/// `c` points to `c_len` values that are the caller's alone for the call
+/// (no operand overlaps them), initialised if `read_c`.
+#[allow(unsafe_code)]
+unsafe fn product_through(
     c: *mut f32,
     c_len: usize,
     cv: View,
@@ -147,11 +157,10 @@ fn product_through(
     let stride = |s: usize| s as isize;
     // SAFETY: every index the product reads or writes lies inside its
     // buffer (checked above: `end` is one past the largest), c's buffer is
-    // exclusively the caller's (a `&mut` slice or a new vector's capacity)
-    // so it overlaps neither operand, and `gemm` computes c = 1·c + 1·a·b
-    // (`read_c`) or c = 1·a·b through these pointers only, not reading c
+    // exclusively the caller's (this function's contract) so it overlaps
+    // neither operand, and `gemm` computes c = 1·c + 1·a·b (`read_c`, c
+    // initialised) or c = 1·a·b through these pointers only, not reading c
     // in the second case.
-    #[allow(unsafe_code)]
     unsafe {
         gemm::gemm(
             m,

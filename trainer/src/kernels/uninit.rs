@@ -1,0 +1,61 @@
+//! Vectors a kernel writes whole before anything reads them, made without
+//! zeroing them first.
+//!
+//! Our kernels' outputs and packed operands are tens of MiB, and a zeroing
+//! pass over them (`vec![0.0; len]`) costs about as much as a cheap
+//! layer's product; the kernels write every value anyway. This is the one
+//! place that turns "every value was written" into an initialised `Vec`,
+//! so each caller states only why its writes cover the whole.
+
+use std::mem::MaybeUninit;
+
+/// A new vector of `len` values, each written by `write` into the slice it
+/// is handed, with no zeroing pass before.
+///
+/// If `write` panics the vector is dropped empty: nothing uninitialised is
+/// ever read or dropped.
+///
+/// # Safety
+/// `write` initialises every one of the `len` elements of its slice
+/// (through the slice or through a pointer taken from it).
+#[allow(unsafe_code)]
+pub(crate) unsafe fn written_whole<T>(len: usize, write: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
+    let mut values: Vec<T> = Vec::with_capacity(len);
+    write(&mut values.spare_capacity_mut()[..len]);
+    // SAFETY: the caller's promise: `write` initialised the first `len`
+    // elements of the capacity.
+    unsafe { values.set_len(len) };
+    values
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_vector_holds_what_was_written_and_its_length() {
+        // SAFETY: the closure writes all 5 elements.
+        #[allow(unsafe_code)]
+        let values = unsafe {
+            written_whole(5, |spare| {
+                for (i, value) in spare.iter_mut().enumerate() {
+                    value.write(i as f32 * 2.0);
+                }
+            })
+        };
+        assert_eq!(values, [0.0, 2.0, 4.0, 6.0, 8.0]);
+    }
+
+    #[test]
+    fn a_panicking_writer_leaves_nothing_behind() {
+        let result = std::panic::catch_unwind(|| {
+            // SAFETY: the closure panics before returning, so no element
+            // is ever treated as initialised.
+            #[allow(unsafe_code)]
+            unsafe {
+                written_whole::<String>(3, |_| panic!("writer failed"))
+            }
+        });
+        assert!(result.is_err());
+    }
+}
