@@ -4,7 +4,7 @@ trainer's reduced size, trained with SGD + momentum on random batches, on a
 fixed number of CPU threads. Prints one JSON line: median step seconds,
 and forward-only seconds.
 
-    bench/.venv/bin/python bench/peers/cosmoflow_tf_step.py --batch 8 --steps 10 --threads 2
+    bench/.venv/bin/python bench/peers/cosmoflow_tf_step.py --batch 8 --steps 10 --threads 2 [--precision bf16]
 """
 import argparse
 import json
@@ -18,6 +18,10 @@ parser.add_argument("--warmup", type=int, default=2)
 parser.add_argument("--threads", type=int, default=2)
 parser.add_argument("--input", type=int, default=32)
 parser.add_argument("--base-filters", type=int, default=8)
+# bf16: Keras' "mixed_bfloat16" policy (layers compute in bf16 through
+# oneDNN, variables and the optimiser stay f32; the loss in f32 on the
+# output cast back): TensorFlow's mixed-precision recipe.
+parser.add_argument("--precision", choices=["f32", "bf16"], default="f32")
 args = parser.parse_args()
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -32,6 +36,8 @@ tf.config.threading.set_intra_op_parallelism_threads(args.threads)
 tf.config.threading.set_inter_op_parallelism_threads(1)
 from cosmoflow_keras import build  # noqa: E402
 
+if args.precision == "bf16":
+    tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
 
 model = build(args.input, args.base_filters)
 optimizer = tf.keras.optimizers.SGD(learning_rate=0.001, momentum=0.9)
@@ -41,7 +47,7 @@ loss_fn = tf.keras.losses.MeanSquaredError()
 @tf.function
 def step(x, y):
     with tf.GradientTape() as tape:
-        loss = loss_fn(y, model(x, training=True))
+        loss = loss_fn(y, tf.cast(model(x, training=True), tf.float32))
     grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
@@ -75,4 +81,5 @@ print(json.dumps({
     "onednn": os.environ["TF_ENABLE_ONEDNN_OPTS"] == "1",
     "threads": args.threads,
     "batch": args.batch,
+    "precision": args.precision,
 }))

@@ -8,7 +8,7 @@ each address's head once over its rows of every sub-batch. Runs on a fixed
 number of CPU threads and prints one JSON line: median step seconds and
 forward-only seconds.
 
-    bench/.venv/bin/python bench/peers/torch_etalumis.py --batches DIR --threads 2
+    bench/.venv/bin/python bench/peers/torch_etalumis.py --batches DIR --threads 2 [--precision bf16]
 
 DIR holds `batches.json` (the layout, the configuration, each batch's
 traces as layout positions and choices) and `obs-K.f32` (batch K's
@@ -30,7 +30,12 @@ parser.add_argument("--batches", required=True)
 parser.add_argument("--steps", type=int, default=10)
 parser.add_argument("--warmup", type=int, default=2)
 parser.add_argument("--threads", type=int, default=2)
+# bf16: the loss (the 3-D CNN, the LSTM and the heads) under
+# torch.autocast("cpu", dtype=torch.bfloat16), the optimiser on the f32
+# parameters: PyTorch's mixed-precision recipe.
+parser.add_argument("--precision", choices=["f32", "bf16"], default="f32")
 args = parser.parse_args()
+autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16")
 torch.set_num_threads(args.threads)
 torch.set_num_interop_threads(1)
 # Argument checks cost a pass over every tensor a distribution is made of;
@@ -165,7 +170,8 @@ for step in range(args.warmup + args.steps):
     k = step % len(batches)
     t = time.perf_counter()
     optimizer.zero_grad()
-    loss = loss_of(net, batches[k], observations[k])
+    with autocast:
+        loss = loss_of(net, batches[k], observations[k])
     forward = time.perf_counter() - t
     loss.backward()
     optimizer.step()
@@ -179,4 +185,5 @@ print(json.dumps({
     "forward_seconds": float(np.median(forward_times)),
     "parameters": parameters,
     "torch": torch.__version__,
+    "precision": args.precision,
 }))

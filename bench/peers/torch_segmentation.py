@@ -9,6 +9,7 @@ Prints one JSON line: median step seconds and forward-only seconds.
 
     bench/.venv/bin/python bench/peers/torch_segmentation.py --model tiramisu --batch 2 --threads 2
     bench/.venv/bin/python bench/peers/torch_segmentation.py --model inverse --height 32 --width 32
+    bench/.venv/bin/python bench/peers/torch_segmentation.py --model deeplabv3plus --precision bf16
 """
 import argparse
 import json
@@ -26,7 +27,13 @@ parser.add_argument("--warmup", type=int, default=2)
 parser.add_argument("--threads", type=int, default=2)
 parser.add_argument("--height", type=int, default=112)
 parser.add_argument("--width", type=int, default=208)
+# bf16: the forward pass and the loss under torch.autocast("cpu",
+# dtype=torch.bfloat16) (convolutions and matrix products in bf16 through
+# oneDNN, on AVX512_BF16 or AMX where the CPU has them), the optimiser on
+# the f32 parameters: PyTorch's mixed-precision recipe.
+parser.add_argument("--precision", choices=["f32", "bf16"], default="f32")
 args = parser.parse_args()
+autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16")
 torch.set_num_threads(args.threads)
 torch.set_num_interop_threads(1)
 
@@ -176,10 +183,11 @@ density = torch.randn(args.batch, 1, args.height, args.width)
 
 def step():
     optimizer.zero_grad(set_to_none=True)
-    if args.model == "inverse":
-        loss = F.huber_loss(model(x), density, delta=10.0)
-    else:
-        loss = F.cross_entropy(model(x), y, weight=weights, reduction="none").mean()
+    with autocast:
+        if args.model == "inverse":
+            loss = F.huber_loss(model(x), density, delta=10.0)
+        else:
+            loss = F.cross_entropy(model(x), y, weight=weights, reduction="none").mean()
     loss.backward()
     optimizer.step()
 
@@ -195,7 +203,8 @@ model.eval()
 with torch.no_grad():
     for k in range(args.warmup + args.steps):
         t = time.perf_counter()
-        model(x)
+        with autocast:
+            model(x)
         if k >= args.warmup:
             forwards.append(time.perf_counter() - t)
 steps.sort()
@@ -208,4 +217,5 @@ print(json.dumps({
     "step_seconds": steps[len(steps) // 2],
     "forward_seconds": forwards[len(forwards) // 2],
     "torch": torch.__version__,
+    "precision": args.precision,
 }))

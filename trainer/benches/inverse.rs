@@ -28,68 +28,24 @@
 use std::path::Path;
 
 use bench_rows::Row;
-use burn::module::Module;
-use burn::tensor::{Device, Tensor, TensorData};
-use e2e::median;
 use serde_json::Value;
-use trainer::models::dropout::DropoutMasks;
-use trainer::models::inverse::huber::{INITIAL_DELTA, mean_huber};
-use trainer::models::segmentation::layers::Pass;
-use trainer::optim::Rule;
-use trainer::params::Init;
+use trainer::kernels::Precision;
 
 #[path = "support/model_steps.rs"]
 mod model_steps;
+#[path = "support/segmentation_steps.rs"]
+mod segmentation_steps;
 
-const FIELD: usize = 32;
-const PATTERNS: usize = 16;
-
-/// (median step seconds, median forward seconds, parameters).
-fn ours(batch: usize, steps: usize) -> (f64, f64, usize) {
-    // As `trainer train` runs its steps on one rank here ([`trainer::kernels::wait`]).
-    trainer::kernels::wait::busy(trainer::kernels::wait::WaitPolicy::auto_here(1), || ours_in(batch, steps))
-}
-
-fn ours_in(batch: usize, steps: usize) -> (f64, f64, usize) {
-    let config = trainer::models::inverse::small();
-    let device = Device::flex().autodiff();
-    let mut rng = e2e::SplitMix64::new(3);
-    let mut uniform = |n: usize| -> Vec<f32> { (0..n).map(|_| (rng.next() % 1000) as f32 / 1000.0).collect() };
-    let x = uniform(batch * PATTERNS * FIELD * FIELD);
-    let y = uniform(batch * FIELD * FIELD);
-    let training = (Init::HeUniformLeaky { slope: 0.0 }, Rule::ADAM, 0.001);
-    let (step_times, net, parameters) =
-        model_steps::time_training_steps(config.init(&device), training, steps, &device, |net, k| {
-            let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, PATTERNS, FIELD, FIELD]), &device);
-            let yt = Tensor::<4>::from_data(TensorData::new(y.clone(), [batch, 1, FIELD, FIELD]), &device);
-            let mut pass = Pass { masks: Some(DropoutMasks::for_step(1, k as u64, 0)), ..Pass::inference() };
-            mean_huber(net.forward(xt, &mut pass), yt, INITIAL_DELTA)
-        });
-    let valid = net.valid();
-    let forward_times = model_steps::time_forward(steps, || {
-        let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, PATTERNS, FIELD, FIELD]), &Device::flex());
-        let out = valid.forward(xt, &mut Pass::inference()).into_data();
-        assert_eq!(out.num_elements(), batch * FIELD * FIELD);
-    });
-    (median(step_times), median(forward_times), parameters)
-}
-
-fn peer(batch: usize, steps: usize, threads: usize) -> Option<Value> {
-    let mut command = e2e::peer_command("torch_segmentation.py")?;
-    command.args(["--model", "inverse", "--batch", &batch.to_string(), "--steps", &steps.to_string()]).args([
-        "--threads",
-        &threads.to_string(),
-        "--height",
-        &FIELD.to_string(),
-        "--width",
-        &FIELD.to_string(),
-    ]);
-    e2e::peer_json(command)
-}
+use segmentation_steps::{PATTERN_SIDE as FIELD, PATTERNS};
 
 fn compare(batch: usize, steps: usize, reps: usize, threads: usize) -> e2e::PeerComparison {
-    e2e::alternate_with_peer("inverse", reps, || ours(batch, steps), || peer(batch, steps, threads))
-        .unwrap_or_else(|| panic!("the PyTorch peer did not run (above): no rows recorded"))
+    e2e::alternate_with_peer(
+        "inverse",
+        reps,
+        || segmentation_steps::inverse(batch, steps, Precision::F32),
+        || segmentation_steps::peer("inverse", batch, steps, threads, Precision::F32),
+    )
+    .unwrap_or_else(|| panic!("the PyTorch peer did not run (above): no rows recorded"))
 }
 
 /// `simgen multislice` on 2 ranks into `out`; its JSON report.

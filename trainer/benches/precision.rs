@@ -1,16 +1,23 @@
-//! Mixed precision's speed: one training step of each model family with a
-//! PyTorch peer, in f32 and in bf16 (`--precision bf16`: convolutions and
-//! dense layers on bf16 operands, f32 sums), against the same step in
-//! PyTorch under `torch.autocast("cpu", dtype=torch.bfloat16)` on the same
-//! number of CPU threads, all four alternating in the same run: HEP-CNN
-//! (`small` 64×64 and `paper` 224×224) and CosmoGAN (`small` 64², `paper`
-//! 256²). Then the bf16 matrix product alone at the shape of a HEP-CNN
-//! `small` weight gradient (32 × 65536 × 288): on AMX tiles and on
-//! `VDPBF16PS`, against burn's f32 matmul on the same values. Needs a CPU
-//! with AVX512_BF16; elsewhere it says so and records nothing.
+//! Mixed precision's speed: one training step of every model, ours in f32
+//! and in bf16 (`--precision bf16`: convolutions and dense layers on bf16
+//! operands, f32 sums) against its peer's in f32 and in its own mixed
+//! precision on the same number of CPU threads, all four alternating in
+//! the same run. The peers are those of the model benches: PyTorch under
+//! `torch.autocast("cpu", dtype=torch.bfloat16)` for HEP-CNN (`small`
+//! 64×64 and `paper` 224×224), CosmoGAN (`small` 64², `paper` 256²), the
+//! `small` Tiramisu and DeepLabv3+ (16-channel climate fields, as the
+//! `segmentation` bench), the `small` inverse FC-DenseNet (as the
+//! `inverse` bench) and the `small` Etalumis network (bucketed batches of
+//! traces `simgen traces` writes, as the `etalumis` bench); TensorFlow
+//! under Keras' `mixed_bfloat16` policy for CosmoFlow (`mlperf-small`, as
+//! the `step` bench). Then the bf16 matrix product alone at the shape of
+//! a HEP-CNN `small` weight gradient (32 × 65536 × 288): on AMX tiles and
+//! on `VDPBF16PS`, against burn's f32 matmul on the same values. Needs a
+//! CPU with AVX512_BF16; elsewhere it says so and records nothing.
 //!
 //! ```sh
 //! bash bench/setup-peers.sh
+//! cargo build --release -p stagehand-simgen --bin simgen
 //! cargo bench -p stagehand-trainer --bench precision
 //! ```
 //! `STAGEHAND_BENCH_STEPS` (10), `STAGEHAND_BENCH_REPS` (3: medians).
@@ -21,13 +28,21 @@ use bench_rows::Row;
 use e2e::median;
 use serde_json::Value;
 use trainer::kernels::Precision;
+use trainer::models::segmentation::deeplab::DeeplabConfig;
+use trainer::models::segmentation::tiramisu::TiramisuConfig;
 
+#[path = "support/cosmoflow_steps.rs"]
+mod cosmoflow_steps;
 #[path = "support/cosmogan_steps.rs"]
 mod cosmogan_steps;
+#[path = "support/etalumis_steps.rs"]
+mod etalumis_steps;
 #[path = "support/hepcnn_steps.rs"]
 mod hepcnn_steps;
 #[path = "support/model_steps.rs"]
 mod model_steps;
+#[path = "support/segmentation_steps.rs"]
+mod segmentation_steps;
 
 /// Median step seconds of ours in f32 and bf16, then the peer's in f32
 /// and bf16, over `reps` rounds whose order rotates; and the medians of
@@ -41,7 +56,7 @@ fn four_ways(
     peer: impl Fn(Precision) -> Option<Value>,
 ) -> ([f64; 4], [f64; 2]) {
     let mut times: [Vec<f64>; 4] = Default::default();
-    let peer_step = |p| peer(p).and_then(|v| v["step_seconds"].as_f64()).expect("the PyTorch peer did not run");
+    let peer_step = |p| peer(p).and_then(|v| v["step_seconds"].as_f64()).expect("the peer did not run (above)");
     for rep in 0..reps {
         let mut round: Vec<(usize, Box<dyn Fn() -> f64>)> = vec![
             (0, Box::new(|| ours(Precision::F32))),
@@ -54,7 +69,7 @@ fn four_ways(
             times[slot].push(run());
         }
         println!(
-            "{label} rep {rep}: ours f32/bf16, PyTorch f32/bf16 {:?}",
+            "{label} rep {rep}: ours f32/bf16, peer f32/bf16 {:?}",
             times.iter().map(|t| t[rep]).collect::<Vec<_>>()
         );
     }
@@ -63,17 +78,27 @@ fn four_ways(
     (times.map(median), own_and_peer)
 }
 
-fn row(label: &str, what: &str, ([ours32, ours16, peer32, peer16], [own, peer]): ([f64; 4], [f64; 2])) -> Row {
+/// PyTorch's mixed precision, the peer of every model but CosmoFlow.
+const AUTOCAST: &str = "PyTorch bf16 autocast";
+/// TensorFlow's, CosmoFlow's peer.
+const MIXED_BFLOAT16: &str = "TensorFlow `mixed_bfloat16`";
+
+fn row(
+    label: &str,
+    what: &str,
+    peer_name: &str,
+    ([ours32, ours16, peer32, peer16], [own, peer]): ([f64; 4], [f64; 2]),
+) -> Row {
     println!(
-        "{label}: bf16 {ours16:.4} s, f32 {ours32:.4} s ({own:.2}×); PyTorch bf16 {peer16:.4} s, f32 {peer32:.4} s"
+        "{label}: bf16 {ours16:.4} s, f32 {ours32:.4} s ({own:.2}×); {peer_name} {peer16:.4} s, f32 {peer32:.4} s"
     );
     Row::new(
         format!("{label}-bf16-step"),
         format!("{what} step in bf16: {ours16:.3} s, {own:.2}× our f32 step ({ours32:.3} s)"),
     )
-    .peer(format!("PyTorch bf16 autocast: {peer16:.3} s (its f32: {peer32:.3} s)"))
+    .peer(format!("{peer_name}: {peer16:.3} s (its f32: {peer32:.3} s)"))
     .ratio(format!("{peer:.2}×"))
-    .target("≤ 0.6× our f32, ≤ 0.9× PyTorch bf16", Some(own <= 0.6 && peer <= 0.9))
+    .target("≤ 0.6× our f32, ≤ 0.9× the peer's bf16", Some(own <= 0.6 && peer <= 0.9))
 }
 
 /// GFLOP/s of the bf16 GEMM on the best path and without tiles, and of
@@ -142,7 +167,7 @@ fn bench() {
             |p| hepcnn_steps::ours(&config, batch, steps, p).0,
             |p| hepcnn_steps::peer(&config, batch, steps, threads, p),
         );
-        rows.push(row(&label, &format!("HEP-CNN `{}`, batch {batch}", config.name), times));
+        rows.push(row(&label, &format!("HEP-CNN `{}`, batch {batch}", config.name), AUTOCAST, times));
     }
     for (config, batch, steps) in [("small", 16, steps), ("paper", 2, steps.min(5))] {
         let label = format!("cosmogan-{config}");
@@ -152,8 +177,64 @@ fn bench() {
             |p| cosmogan_steps::ours(config, batch, steps, p).0,
             |p| cosmogan_steps::peer(config, batch, steps, threads, p),
         );
-        rows.push(row(&label, &format!("CosmoGAN `{config}`, batch {batch}"), times));
+        rows.push(row(&label, &format!("CosmoGAN `{config}`, batch {batch}"), AUTOCAST, times));
     }
+    let (h, w) = segmentation_steps::FIELD;
+    let batch = 2;
+    let label = "tiramisu-small";
+    let times = four_ways(
+        label,
+        reps,
+        |p| segmentation_steps::segmentation(&TiramisuConfig::small(), batch, steps, p).0,
+        |p| segmentation_steps::peer("tiramisu", batch, steps, threads, p),
+    );
+    rows.push(row(label, &format!("Tiramisu `small`, batch {batch}, {h} × {w} × 16"), AUTOCAST, times));
+    let label = "deeplab-small";
+    let times = four_ways(
+        label,
+        reps,
+        |p| segmentation_steps::segmentation(&DeeplabConfig::small(), batch, steps, p).0,
+        |p| segmentation_steps::peer("deeplabv3plus", batch, steps, threads, p),
+    );
+    rows.push(row(label, &format!("DeepLabv3+ `small`, batch {batch}, {h} × {w} × 16"), AUTOCAST, times));
+    let (side, patterns, batch) = (segmentation_steps::PATTERN_SIDE, segmentation_steps::PATTERNS, 4);
+    let label = "inverse-small";
+    let times = four_ways(
+        label,
+        reps,
+        |p| segmentation_steps::inverse(batch, steps, p).0,
+        |p| segmentation_steps::peer("inverse", batch, steps, threads, p),
+    );
+    rows.push(row(
+        label,
+        &format!("inverse FC-DenseNet `small`, batch {batch}, {patterns} × {side} × {side}"),
+        AUTOCAST,
+        times,
+    ));
+    let batch = 8;
+    let label = "cosmoflow-mlperf-small";
+    let times = four_ways(
+        label,
+        reps,
+        |p| cosmoflow_steps::ours(batch, steps, p).0,
+        |p| cosmoflow_steps::peer(batch, steps, threads, p),
+    );
+    rows.push(row(label, &format!("CosmoFlow `mlperf-small`, batch {batch}"), MIXED_BFLOAT16, times));
+    let dir = tempfile::tempdir().unwrap();
+    let (traces, batch) = (dir.path().join("traces"), 16);
+    etalumis_steps::generate(&traces, 2000);
+    let (model, batches) = etalumis_steps::model_and_batches(&traces, batch);
+    let exported = dir.path().join("batches");
+    std::fs::create_dir_all(&exported).unwrap();
+    etalumis_steps::export(&model, &batches, &exported);
+    let label = "etalumis-small";
+    let times = four_ways(
+        label,
+        reps,
+        |p| etalumis_steps::ours(&model, &batches, steps, p).0,
+        |p| etalumis_steps::peer(&exported, steps, threads, p),
+    );
+    rows.push(row(label, &format!("Etalumis `small`, bucketed batches of {batch} traces"), AUTOCAST, times));
     rows.push(gemm_row(reps));
     bench_rows::record(
         "precision",

@@ -20,86 +20,30 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::time::Instant;
 
 use bench_rows::Row;
-use burn::module::Module;
-use burn::tensor::{Device, Tensor, TensorData};
 use serde_json::Value;
-use trainer::models::dropout::DropoutMasks;
+use trainer::kernels::Precision;
 use trainer::models::segmentation::Network;
 use trainer::models::segmentation::deeplab::DeeplabConfig;
-use trainer::models::segmentation::layers::Pass;
-use trainer::models::segmentation::loss::weighted_cross_entropy;
 use trainer::models::segmentation::tiramisu::TiramisuConfig;
-use trainer::optim::{Optimizer, Rule};
-use trainer::params::{self, Init};
 
-const FIELD: (usize, usize) = e2e::CLIMATE_TEST_FIELD;
+#[path = "support/model_steps.rs"]
+mod model_steps;
+#[path = "support/segmentation_steps.rs"]
+mod segmentation_steps;
 
-use e2e::median;
-
-/// (median step seconds, median forward seconds, parameters).
-fn ours<N: Network>(config: &N, batch: usize, steps: usize) -> (f64, f64, usize) {
-    // As `trainer train` runs its steps on one rank here ([`trainer::kernels::wait`]).
-    trainer::kernels::wait::busy(trainer::kernels::wait::WaitPolicy::auto_here(1), || ours_in(config, batch, steps))
-}
-
-fn ours_in<N: Network>(config: &N, batch: usize, steps: usize) -> (f64, f64, usize) {
-    let device = Device::flex().autodiff();
-    let net = config.init(&device);
-    let tensors = params::inventory(&net).unwrap();
-    let (mut values, state) = params::initial(&tensors, Init::HeUniformLeaky { slope: 0.0 }, 1);
-    let mut net = params::with_state(params::with_values(net, &values, &device), &state, &device);
-    let lengths: Vec<usize> = values.iter().map(Vec::len).collect();
-    let mut optimizer = Optimizer::new(Rule::ADAM, None, &lengths);
-    let mut grads: Vec<Vec<f32>> = lengths.iter().map(|&n| vec![0.0; n]).collect();
-    let (h, w) = FIELD;
-    let mut rng = e2e::SplitMix64::new(3);
-    let x: Vec<f32> = (0..batch * 16 * h * w).map(|_| (rng.next() % 1000) as f32 / 1000.0).collect();
-    let y: Vec<f32> = (0..batch * h * w).map(|_| (rng.next() % 3) as f32).collect();
-    let weights = [1.0, 38.0, 7.8];
-    let (mut step_times, mut forward_times) = (Vec::new(), Vec::new());
-    for k in 0..steps + 2 {
-        let t = Instant::now();
-        let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, 16, h, w]), &device);
-        let mut pass = Pass { masks: Some(DropoutMasks::for_step(1, k as u64, 0)), ..Pass::inference() };
-        let loss = weighted_cross_entropy(N::forward(&net, xt, &mut pass), &y, &weights, &device).unwrap();
-        let g = loss.backward();
-        params::gradients(&net, &g, |i, v| grads[i].copy_from_slice(v));
-        let views: Vec<&[f32]> = grads.iter().map(Vec::as_slice).collect();
-        optimizer.step(0.001, &mut values.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(), &views);
-        net = params::with_values(net, &values, &device);
-        if k >= 2 {
-            step_times.push(t.elapsed().as_secs_f64());
-        }
-    }
-    let valid = net.valid();
-    for k in 0..steps + 2 {
-        let t = Instant::now();
-        let xt = Tensor::<4>::from_data(TensorData::new(x.clone(), [batch, 16, h, w]), &Device::flex());
-        let out = N::forward(&valid, xt, &mut Pass::inference()).into_data();
-        assert_eq!(out.num_elements(), batch * 3 * h * w);
-        if k >= 2 {
-            forward_times.push(t.elapsed().as_secs_f64());
-        }
-    }
-    (median(step_times), median(forward_times), lengths.iter().sum())
-}
-
-fn peer(model: &str, batch: usize, steps: usize, threads: usize) -> Option<Value> {
-    let mut command = e2e::peer_command("torch_segmentation.py")?;
-    command
-        .args(["--model", model, "--batch", &batch.to_string(), "--steps", &steps.to_string()])
-        .args(["--threads", &threads.to_string()])
-        .args(["--height", &FIELD.0.to_string(), "--width", &FIELD.1.to_string()]);
-    e2e::peer_json(command)
-}
+use segmentation_steps::FIELD;
 
 fn compare<N: Network>(config: &N, batch: usize, steps: usize, reps: usize, threads: usize) -> e2e::PeerComparison {
     let model = N::MODEL;
-    e2e::alternate_with_peer(model, reps, || ours(config, batch, steps), || peer(model, batch, steps, threads))
-        .unwrap_or_else(|| panic!("the PyTorch peer of {model} did not run (above): no rows recorded"))
+    e2e::alternate_with_peer(
+        model,
+        reps,
+        || segmentation_steps::segmentation(config, batch, steps, Precision::F32),
+        || segmentation_steps::peer(model, batch, steps, threads, Precision::F32),
+    )
+    .unwrap_or_else(|| panic!("the PyTorch peer of {model} did not run (above): no rows recorded"))
 }
 
 /// A step-time row against PyTorch, held to the 1.5×.
