@@ -71,12 +71,13 @@ pub(crate) fn forward_keeping_input(
     }
     let source = ColumnSource::new(&x, [n, c_in, h, w], window);
     let tile_rows = rows_per_tile(n * taps * out_w, out_h);
-    if bf16_gemm::native_here() {
-        return (bf16_forward(&source, &values(weight), [n, c_out, out_h, out_w], tile_rows, window), None);
-    }
     let plane = out_h * out_w;
     let keep =
         |columns: FlexTensor, order: ColumnOrder| keep.then_some(KeptInput::Columns(KeptColumns { columns, order }));
+    if bf16_gemm::native_here() {
+        let (y, kept) = bf16_forward(&source, &values(weight), [n, c_out, out_h, out_w], tile_rows, window);
+        return (y, kept.and_then(|(cols, order)| keep(cols, order)));
+    }
     if plane < SMALL_PLANE && n > 1 && tile_rows >= out_h {
         let order = ColumnOrder::TapMajor;
         let cols = flex(batch_columns_in(&source, out_w, window, 0..out_h, order), Shape::new([taps, n * plane]));
@@ -125,18 +126,33 @@ fn small_planes(cols: &[f32], weights: &[f32], [n, c_out, out_h, out_w]: [usize;
     flex(y, Shape::new([n, c_out, out_h, out_w]))
 }
 
-/// [`forward`] with bf16 products: each sample's product of a tile of
-/// output rows written where it lies in the output ([`bf16_gemm::gemm_into`]).
+/// [`forward`] with bf16 products, and the columns it built when they
+/// were one piece (for the weight gradient to read again, as the f32
+/// paths keep theirs). Small output planes with several samples take one
+/// product over every sample's columns side by side, as [`small_planes`]
+/// does: a product per sample would be a dozen columns wide, half of a
+/// 32-column panel empty, and would pack the weight again for each.
+/// Otherwise each sample's product of a tile of output rows is written
+/// where it lies in the output ([`bf16_gemm::gemm_into`]).
 fn bf16_forward(
     source: &ColumnSource,
     weights: &[f32],
     [n, c_out, out_h, out_w]: [usize; 4],
     tile_rows: usize,
     window: &Window,
-) -> FlexTensor {
+) -> (FlexTensor, Option<(FlexTensor, ColumnOrder)>) {
     let taps = weights.len() / c_out.max(1);
     let plane = out_h * out_w;
+    let shape = Shape::new([n, c_out, out_h, out_w]);
+    if plane < SMALL_PLANE && n > 1 && tile_rows >= out_h {
+        let order = ColumnOrder::TapMajor;
+        let cols = batch_columns_in(source, out_w, window, 0..out_h, order);
+        let by_channel = bf16_gemm::gemm(weights, &cols, [c_out, taps, n * plane]);
+        let y = swap_leading_axes(&by_channel, [c_out, n, plane]);
+        return (flex(y, shape), Some((flex(cols, Shape::new([taps, n * plane])), order)));
+    }
     let mut y = vec![0.0f32; n * c_out * plane];
+    let mut kept = None;
     for first in (0..out_h).step_by(tile_rows.max(1)) {
         let rows = first..(first + tile_rows).min(out_h);
         let width = rows.len() * out_w;
@@ -145,8 +161,11 @@ fn bf16_forward(
             let at = s * c_out * plane + rows.start * out_w;
             bf16_gemm::gemm_into(weights, columns, [c_out, taps, width], (&mut y, at, plane));
         }
+        if rows.len() == out_h {
+            kept = Some((flex(cols, Shape::new([n, taps, width])), ColumnOrder::SampleMajor));
+        }
     }
-    flex(y, Shape::new([n, c_out, out_h, out_w]))
+    (flex(y, shape), kept)
 }
 
 #[cfg(test)]
@@ -202,7 +221,13 @@ mod tests {
             e2e::skip("in_bf16_the_forward_convolution_sums_the_rounded_operands_in_f32", "no AVX512_BF16 on this CPU");
             return;
         }
-        let cases = [([2, 3, 7, 9], 4, [3, 3], [1, 1], [1, 1]), ([1, 16, 12, 20], 24, [3, 3], [2, 2], [1, 1])];
+        // The last: every sample's columns in one product (output planes
+        // of 16 positions, 16 samples).
+        let cases = [
+            ([2, 3, 7, 9], 4, [3, 3], [1, 1], [1, 1]),
+            ([1, 16, 12, 20], 24, [3, 3], [2, 2], [1, 1]),
+            ([16, 8, 8, 8], 4, [5, 5], [2, 2], [2, 2]),
+        ];
         for (dims, c_out, kernel, stride, padding) in cases {
             let rounded = |mut v: Vec<f32>| {
                 Precision::Bf16.round_in_place(&mut v);

@@ -26,8 +26,8 @@ use rayon::prelude::*;
 
 use super::bf16_gemm::{self, Runs};
 use super::columns::{
-    ColumnOrder, ColumnSource, KeptInput, SMALL_PLANE, Window, batch_columns, batch_columns_in, rows_per_tile,
-    swap_leading_axes,
+    ColumnOrder, ColumnSource, KeptColumns, KeptInput, SMALL_PLANE, Window, batch_columns, batch_columns_in,
+    rows_per_tile, swap_leading_axes,
 };
 use super::flex::{flex, values};
 use super::strided_gemm::{self, View};
@@ -66,9 +66,13 @@ pub(crate) fn weight_grad_with(
     }
     let plane = out_h * out_w;
     let dims = [n, c_out, out_h, out_w];
-    if let Some(kept) =
-        kept.and_then(KeptInput::columns).filter(|k| k.columns.shape().num_elements() == n * taps * plane)
-    {
+    let kept = kept.and_then(KeptInput::columns).filter(|k| k.columns.shape().num_elements() == n * taps * plane);
+    let source = ColumnSource::new(&x, [n, c_in, h, w], window);
+    let tile_rows = rows_per_tile(n * taps * out_w, out_h);
+    if bf16_gemm::native_here() {
+        return bf16_weight_grad(&source, kept, &g, dims, tile_rows, window);
+    }
+    if let Some(kept) = kept {
         let cols = values(&kept.columns);
         return match kept.order {
             ColumnOrder::TapMajor => small_planes(&cols, &g, dims, [c_in, kh, kw]),
@@ -78,11 +82,6 @@ pub(crate) fn weight_grad_with(
                 untranspose(&transposed, c_out, [c_in, kh, kw])
             }
         };
-    }
-    let source = ColumnSource::new(&x, [n, c_in, h, w], window);
-    let tile_rows = rows_per_tile(n * taps * out_w, out_h);
-    if bf16_gemm::native_here() {
-        return bf16_weight_grad(&source, &g, dims, tile_rows, window);
     }
     if plane < SMALL_PLANE && n > 1 && tile_rows >= out_h {
         let cols = batch_columns_in(&source, out_w, window, 0..out_h, ColumnOrder::TapMajor);
@@ -166,9 +165,11 @@ fn untranspose(transposed: &[f32], c_out: usize, [c_in, kh, kw]: [usize; 3]) -> 
 /// ([`bf16_gemm::Runs`]), so the sum over the samples is part of the
 /// product's sum along K (in f32). The long dimension (positions) is K;
 /// taps, the wide one, fills the kernel's 32-column panels, where C_out
-/// (16 in the small networks) would leave half of each empty.
+/// (16 in the small networks) would leave half of each empty. The columns
+/// the forward pass kept (either order) are read where they lie.
 fn bf16_weight_grad(
     source: &ColumnSource,
+    kept: Option<&KeptColumns>,
     g: &[f32],
     [n, c_out, out_h, out_w]: [usize; 4],
     tile_rows: usize,
@@ -178,27 +179,42 @@ fn bf16_weight_grad(
     let c_in = source.channels();
     let taps = c_in * kh * kw;
     let plane = out_h * out_w;
+    let shape = Shape::new([c_out, c_in, kh, kw]);
+    // Output rows `rows` of every sample's gradient: one run per sample.
+    let grad_rows = |rows: &std::ops::Range<usize>| Runs {
+        rows: c_out,
+        offset: rows.start * out_w,
+        row_stride: plane,
+        runs: n,
+        run_stride: c_out * plane,
+        length: rows.len() * out_w,
+    };
+    if let Some(kept) = kept {
+        let column_rows = match kept.order {
+            // [taps, N, plane]: tap t's run for sample s at t·N·plane + s·plane.
+            ColumnOrder::TapMajor => {
+                Runs { rows: taps, offset: 0, row_stride: n * plane, runs: n, run_stride: plane, length: plane }
+            }
+            ColumnOrder::SampleMajor => {
+                Runs { rows: taps, offset: 0, row_stride: plane, runs: n, run_stride: taps * plane, length: plane }
+            }
+        };
+        let gradient = bf16_gemm::gemm_runs((g, grad_rows(&(0..out_h))), (&values(&kept.columns), column_rows));
+        return flex(gradient, shape);
+    }
     let mut gradient = vec![0.0f32; c_out * taps];
     for first in (0..out_h).step_by(tile_rows) {
         let rows = first..(first + tile_rows).min(out_h);
         let width = rows.len() * out_w;
         let cols = batch_columns(source, out_w, window, rows.clone());
-        let grad_rows = Runs {
-            rows: c_out,
-            offset: rows.start * out_w,
-            row_stride: plane,
-            runs: n,
-            run_stride: c_out * plane,
-            length: width,
-        };
         let column_rows =
             Runs { rows: taps, offset: 0, row_stride: width, runs: n, run_stride: taps * width, length: width };
-        let tile = bf16_gemm::gemm_runs((g, grad_rows), (&cols, column_rows));
+        let tile = bf16_gemm::gemm_runs((g, grad_rows(&rows)), (&cols, column_rows));
         for (sum, value) in gradient.iter_mut().zip(tile) {
             *sum += value;
         }
     }
-    flex(gradient, Shape::new([c_out, c_in, kh, kw]))
+    flex(gradient, shape)
 }
 
 #[cfg(test)]
@@ -274,9 +290,23 @@ mod tests {
 
     /// What the forward pass keeps (its columns, in both orders, or its
     /// padded input for the direct sums) gives the weight gradient the bits
-    /// that building it again gives, and the forward pass the same output.
+    /// that building it again gives, and the forward pass the same output:
+    /// in f32, and in bf16 where the CPU computes it (the products in
+    /// [`bf16_gemm`], which read the kept columns in either order).
     #[test]
     fn weight_gradient_from_what_the_forward_pass_kept_equals_building_it_again() {
+        let mut precisions = vec![Precision::F32];
+        if Precision::Bf16.native() {
+            precisions.push(Precision::Bf16);
+        } else {
+            e2e::skip("weight_gradient_from_what_the_forward_pass_kept (bf16)", "no AVX512_BF16 on this CPU");
+        }
+        for precision in precisions {
+            scoped(precision, the_kept_input_gives_the_rebuilt_gradient);
+        }
+    }
+
+    fn the_kept_input_gives_the_rebuilt_gradient() {
         use crate::kernels::conv2d_forward::forward_keeping_input;
         let five = Window { kernel: [5, 5], stride: [2, 2], padding: [2, 2], dilation: [1, 1] };
         let three = Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] };
