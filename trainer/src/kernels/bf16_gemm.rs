@@ -145,6 +145,13 @@ fn pack_rows(a: &[f32], runs: &Runs, [rows, lanes]: [usize; 2], vector: bool) ->
     })
 }
 
+thread_local! {
+    /// A block of B's rows as [`PackedB::from_rows`] makes them, kept from
+    /// block to block on each thread: a new buffer per block cost a
+    /// `memset` of half a MiB each time.
+    static BLOCK_ROWS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// A packed lane, written by the packers before it is read.
 type Lane = MaybeUninit<u32>;
 
@@ -202,30 +209,54 @@ fn pack_panels(b: &[f32], [k, n]: [usize; 2], lanes: usize, vector: bool) -> Vec
     packed_whole(panels * lanes * NR, |packed| {
         let dest = Shared(packed.as_mut_ptr());
         (0..pairs.div_ceil(PANEL_BLOCK)).into_par_iter().for_each(|block| {
-            for p in block * PANEL_BLOCK..((block + 1) * PANEL_BLOCK).min(pairs) {
-                let even = &b[2 * p * n..][..n];
-                let odd = (2 * p + 1 < k).then(|| &b[(2 * p + 1) * n..][..n]);
-                for panel in 0..panels {
-                    let first = panel * NR;
-                    let width = NR.min(n - first);
-                    // SAFETY: lane p of each panel lies within `packed` (p <
-                    // pairs ≤ lanes) and belongs to this task's block of
-                    // pairs alone.
-                    #[allow(unsafe_code)]
-                    let out = unsafe { std::slice::from_raw_parts_mut(dest.at((panel * lanes + p) * NR), NR) };
-                    let (values, past_n) = out.split_at_mut(width);
-                    interleave_pairs(
-                        &even[first..first + width],
-                        odd.map(|o| &o[first..first + width]),
-                        values,
-                        vector,
-                    );
-                    zeros(past_n);
-                }
-            }
+            let first = block * PANEL_BLOCK;
+            let block_pairs = PANEL_BLOCK.min(pairs - first);
+            let rows = &b[2 * first * n..(2 * (first + block_pairs)).min(k) * n];
+            // SAFETY: the block's lanes of every panel belong to this task
+            // alone, and lie within the buffer (first + block_pairs ≤ pairs
+            // ≤ lanes).
+            #[allow(unsafe_code)]
+            unsafe {
+                write_block(dest, [panels, lanes, n], (first, block_pairs), rows, vector)
+            };
         });
         zero_lanes_past(packed, pairs, lanes);
     })
+}
+
+/// Lanes `first..first + pairs` of every panel of packed B (`panels`
+/// panels of `lanes` × NR, at `dest`) from B's rows 2·first.. (`rows`,
+/// n values each, as many as K has from there: an odd K's last lane pairs
+/// its row with zeros), as bf16 pairs, zeros past n. A panel at a time:
+/// the block's lanes of one panel are contiguous, where a lane at a time
+/// would write 128 bytes into each panel, a panel's size apart.
+///
+/// # Safety
+/// `dest` holds `panels · lanes · NR` lanes, `first + pairs` ≤ lanes, and
+/// no other thread writes these lanes of any panel meanwhile.
+#[allow(unsafe_code)]
+unsafe fn write_block(
+    dest: Shared<Lane>,
+    [panels, lanes, n]: [usize; 3],
+    (first, pairs): (usize, usize),
+    rows: &[f32],
+    vector: bool,
+) {
+    let row_count = rows.len() / n.max(1);
+    for panel in 0..panels {
+        let start = panel * NR;
+        let width = NR.min(n - start);
+        // SAFETY: these lanes of the panel lie within the buffer and are
+        // this caller's alone (the contract).
+        let out = unsafe { std::slice::from_raw_parts_mut(dest.at((panel * lanes + first) * NR), pairs * NR) };
+        for (p, lane) in out.chunks_exact_mut(NR).enumerate() {
+            let even = &rows[2 * p * n + start..][..width];
+            let odd = (2 * p + 1 < row_count).then(|| &rows[(2 * p + 1) * n + start..][..width]);
+            let (values, past_n) = lane.split_at_mut(width);
+            interleave_pairs(even, odd, values, vector);
+            zeros(past_n);
+        }
+    }
 }
 
 /// The lanes from `pairs` to `lanes` of every panel zeroed (AMX pads K to
@@ -422,11 +453,81 @@ impl PackedB {
         written_whole([m, self.n], |c| gemm_with(a, &self.panels, self.n, self.path, c))
     }
 
+    /// [`multiply_into`](PackedB::multiply_into) with A packed once
+    /// ([`PackedA`]) for several products: a convolution's weight times
+    /// each sample's columns.
+    pub fn multiply_packed_into(&self, a: &PackedA, (out, at, row_stride): (&mut [f32], usize, usize)) {
+        assert!(a.k == self.k && a.path == self.path, "A packed for K = {} does not meet B's K = {}", a.k, self.k);
+        let (m, n) = (a.m, self.n);
+        let fits = m == 0 || n == 0 || (row_stride >= n && at + (m - 1) * row_stride + n <= out.len());
+        assert!(fits, "C's {m} rows of {n} at {at}, {row_stride} apart, do not fit {} values", out.len());
+        let c = Destination { values: Shared(out.as_mut_ptr()), at, row_stride };
+        gemm_packed((&a.packed, m), &self.panels, n, self.path, c);
+    }
+
+    /// B [k × n] packed as [`PackedB::new`] packs it, its rows written by
+    /// `row(r, out)` (`out`: n values, every one to be written) a block
+    /// of rows at a time into a buffer that stays in cache, rather than
+    /// read from a matrix in memory: a convolution's columns, made row by
+    /// row here, never exist whole in f32, which saves writing them out
+    /// and reading them back (on HEP-CNN's `paper` layers, packing a
+    /// tile's columns took 40 % as long as the product with them).
+    pub fn from_rows([k, n]: [usize; 2], row: impl Fn(usize, &mut [f32]) + Sync) -> PackedB {
+        let path = Path::best();
+        let (pairs, lanes, panels) = (k.div_ceil(2), path.lanes(k.div_ceil(2)), n.div_ceil(NR));
+        let vector = path != Path::Portable;
+        let panels_packed = packed_whole(panels * lanes * NR, |packed| {
+            let dest = Shared(packed.as_mut_ptr());
+            (0..pairs.div_ceil(PANEL_BLOCK)).into_par_iter().for_each(|block| {
+                let first = block * PANEL_BLOCK;
+                let block_pairs = PANEL_BLOCK.min(pairs - first);
+                let block_rows = (2 * block_pairs).min(k - 2 * first);
+                BLOCK_ROWS.with_borrow_mut(|rows| {
+                    if rows.len() < block_rows * n {
+                        rows.resize(block_rows * n, 0.0);
+                    }
+                    let rows = &mut rows[..block_rows * n];
+                    for (r, out) in rows.chunks_mut(n.max(1)).enumerate() {
+                        row(2 * first + r, out);
+                    }
+                    // SAFETY: as in `pack_panels`: the block's lanes belong
+                    // to this task alone.
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        write_block(dest, [panels, lanes, n], (first, block_pairs), rows, vector)
+                    };
+                });
+            });
+            zero_lanes_past(packed, pairs, lanes);
+        });
+        PackedB { panels: panels_packed, k, n, path }
+    }
+
     /// `a` as A's m rows of K, which it must hold exactly.
     fn a_operand<'a>(&self, a: &'a [f32], m: usize) -> (&'a [f32], Runs) {
         let k = self.k;
         assert_eq!(a.len(), m * k, "A holds {} values, not {m} × {k}", a.len());
         (a, Runs::matrix(m, k))
+    }
+}
+
+/// A packed once for several products with it ([`PackedB::multiply_packed_into`]).
+#[derive(Debug)]
+pub struct PackedA {
+    packed: Vec<u32>,
+    m: usize,
+    k: usize,
+    path: Path,
+}
+
+impl PackedA {
+    /// `a` [m × k], row-major, packed for the path [`gemm`] takes.
+    pub fn new(a: &[f32], [m, k]: [usize; 2]) -> PackedA {
+        assert_eq!(a.len(), m * k, "A holds {} values, not {m} × {k}", a.len());
+        let path = Path::best();
+        let runs = Runs::matrix(m, k);
+        let packed = pack_rows(a, &runs, [path.rows(m), path.lanes(runs.pairs())], path != Path::Portable);
+        PackedA { packed, m, k, path }
     }
 }
 
@@ -535,11 +636,22 @@ fn gemm_with((a, a_runs): (&[f32], Runs), b_packed: &[u32], n: usize, path: Path
         return;
     }
     let a_packed = pack_rows(a, &a_runs, [rows, lanes], path != Path::Portable);
+    gemm_packed((&a_packed, m), b_packed, n, path, c);
+}
+
+/// [`gemm_with`] on A already packed ([`pack_rows`]: `path.rows(m)` rows
+/// of the lanes B's panels have).
+fn gemm_packed((a_packed, m): (&[u32], usize), b_packed: &[u32], n: usize, path: Path, c: Destination) {
+    let rows = path.rows(m);
+    let lanes = a_packed.len() / rows.max(1);
+    if m == 0 || n == 0 {
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     if path == Path::Amx {
         // Each panel's outputs as rows × NR, copied into C at the end.
         let mut blocks = vec![0.0f32; n.div_ceil(NR) * rows * NR];
-        amx_panels(&mut blocks, &a_packed, b_packed, [rows, lanes, n.div_ceil(NR)]);
+        amx_panels(&mut blocks, a_packed, b_packed, [rows, lanes, n.div_ceil(NR)]);
         return copy_panels(&blocks, [m, rows, n], c);
     }
     if lanes == 0 {
@@ -1105,6 +1217,30 @@ mod tests {
                         "{path:?} {m}×{n}, {runs} runs of {length}: differs from the side-by-side matrices' bits"
                     );
                 }
+            }
+        }
+    }
+
+    /// B packed from its rows as they are made, and A packed once for
+    /// several products, give the bits of the plain product (odd K, n not
+    /// a whole panel, K past one block of panel rows).
+    #[test]
+    fn operands_packed_ahead_or_row_by_row_give_the_products_bits() {
+        for [m, k, n] in SHAPES.into_iter().chain([[5, 2 * PANEL_BLOCK + 3, 45], [2, 4 * PANEL_BLOCK, 96]]) {
+            let (a, b) = (values(m * k, 7), values(k * n, 8));
+            let want = gemm(&a, &b, [m, k, n]);
+            let from_rows = PackedB::from_rows([k, n], |r, out| out.copy_from_slice(&b[r * n..][..n]));
+            assert_eq!(from_rows.panels, PackedB::new(&b, [k, n]).panels, "{m}×{k}×{n}: packed B");
+            let packed_a = PackedA::new(&a, [m, k]);
+            // Into rows 3 apart from where C's lie, the gaps untouched.
+            let mut out = vec![f32::NAN; 1 + m * (n + 3)];
+            from_rows.multiply_packed_into(&packed_a, (&mut out, 1, n + 3));
+            for i in 0..m {
+                let row = &out[1 + i * (n + 3)..][..n];
+                let same = row.iter().zip(&want[i * n..][..n]).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same, "{m}×{k}×{n}: row {i} differs from the product's bits");
+                let gap = &out[1 + i * (n + 3) + n..][..3];
+                assert!(gap.iter().all(|v| v.is_nan()), "{m}×{k}×{n}: row {i} wrote past its n values");
             }
         }
     }

@@ -271,6 +271,93 @@ pub(crate) enum ColumnOrder {
     TapMajor,
 }
 
+/// Writes single rows of the columns of output rows `rows`: one (sample,
+/// tap) row of `rows.len() · out_w` values at a time, into whatever buffer
+/// the caller gives (the columns matrix, or a block of rows that the bf16
+/// products pack as they go).
+pub(crate) struct TapRows<'a> {
+    x: &'a ColumnSource<'a>,
+    out_w: usize,
+    rows: Range<usize>,
+    kernel: [usize; 2],
+    /// Per kernel row i: the output rows whose tap falls inside the input.
+    row_taps: Vec<Range<usize>>,
+    /// Per kernel column j: the output columns whose tap falls inside the
+    /// input, and where its values start within an input row.
+    col_taps: Vec<(Range<usize>, usize)>,
+    pitch: usize,
+    /// Stride, dilation and padding along the rows.
+    vertical: [usize; 3],
+}
+
+impl<'a> TapRows<'a> {
+    /// What every tap along an axis shares, worked out once rather than
+    /// per tap or per line (each a few divisions by the stride, which in a
+    /// small network's layers cost more than the copies).
+    pub(crate) fn new(x: &'a ColumnSource<'a>, out_w: usize, window: &Window, rows: Range<usize>) -> TapRows<'a> {
+        let [kh, kw] = window.kernel;
+        let [_, _, h, w] = x.dims;
+        let row_taps = (0..kh).map(|i| window.valid(0, i, h, rows.end)).collect();
+        let col_taps = (0..kw)
+            .map(|j| {
+                let valid = window.valid(1, j, w, out_w);
+                let first = valid.start * window.stride[1] + j * window.dilation[1];
+                let offset = if valid.is_empty() { 0 } else { x.column_offset(first - window.padding[1]) };
+                (valid, offset)
+            })
+            .collect();
+        let vertical = [window.stride[0], window.dilation[0], window.padding[0]];
+        TapRows { x, out_w, rows, kernel: window.kernel, row_taps, col_taps, pitch: x.row_pitch(), vertical }
+    }
+
+    /// Values in a row: the positions of the output rows.
+    pub(crate) fn width(&self) -> usize {
+        self.rows.len() * self.out_w
+    }
+
+    /// The row of tap (ci, i, j) of `sample` into `dst` ([`width`] values,
+    /// every one written).
+    ///
+    /// [`width`]: TapRows::width
+    fn write(&self, sample: usize, [ci, i, j]: [usize; 3], dst: &mut [MaybeUninit<f32>]) {
+        let [_, c_in, h, _] = self.x.dims;
+        let (valid_cols, offset) = &self.col_taps[j];
+        if valid_cols.is_empty() {
+            fill(dst, 0.0);
+            return;
+        }
+        // The input rows of channel ci of the sample.
+        let base = (sample * c_in + ci) * h * self.pitch + offset;
+        let (lead, len) = (valid_cols.start, valid_cols.len());
+        let [s0, d0, p0] = self.vertical;
+        for (line, oh) in dst.chunks_mut(self.out_w).zip(self.rows.clone()) {
+            if !self.row_taps[i].contains(&oh) {
+                fill(line, 0.0);
+                continue;
+            }
+            let at = base + (oh * s0 + i * d0 - p0) * self.pitch;
+            let (head, rest) = line.split_at_mut(lead);
+            let (body, tail) = rest.split_at_mut(len);
+            fill(head, 0.0);
+            body.write_copy_of_slice(&self.x.rows[at..at + len]);
+            fill(tail, 0.0);
+        }
+    }
+
+    /// Row `tap` (taps ordered (ci, i, j)) of `sample` into `dst`, as
+    /// [`write`](TapRows::write).
+    pub(crate) fn write_tap(&self, sample: usize, tap: usize, dst: &mut [f32]) {
+        let [kh, kw] = self.kernel;
+        let (ci, within) = (tap / (kh * kw), tap % (kh * kw));
+        // SAFETY: f32 and MaybeUninit<f32> share their layout, and
+        // `write` only writes initialised values through the view, so
+        // `dst` stays initialised.
+        #[allow(unsafe_code)]
+        let uninit = unsafe { &mut *(std::ptr::from_mut::<[f32]>(dst) as *mut [MaybeUninit<f32>]) };
+        self.write(sample, [ci, within / kw, within % kw], uninit);
+    }
+}
+
 /// Write the columns of output rows `rows` of every sample into `cols`:
 /// rows of `rows.len() · out_w` values each in `order`, every element
 /// written. One parallel loop over every sample's taps: a loop per sample
@@ -284,27 +371,12 @@ fn fill_columns(
     cols: &mut [MaybeUninit<f32>],
 ) {
     let [kh, kw] = window.kernel;
-    let [n, c_in, h, w] = x.dims;
+    let [n, c_in, ..] = x.dims;
     let width = rows.len() * out_w;
     if width == 0 {
         return;
     }
-    // What every tap along an axis shares, worked out once rather than
-    // per tap or per line (each a few divisions by the stride, which in
-    // a small network's layers cost more than the copies): the outputs
-    // whose tap falls inside the input, and for a column tap where its
-    // values start within an input row.
-    let row_taps: Vec<Range<usize>> = (0..kh).map(|i| window.valid(0, i, h, rows.end)).collect();
-    let col_taps: Vec<(Range<usize>, usize)> = (0..kw)
-        .map(|j| {
-            let valid = window.valid(1, j, w, out_w);
-            let first = valid.start * window.stride[1] + j * window.dilation[1];
-            let offset = if valid.is_empty() { 0 } else { x.column_offset(first - window.padding[1]) };
-            (valid, offset)
-        })
-        .collect();
-    let pitch = x.row_pitch();
-    let [s0, d0, p0] = [window.stride[0], window.dilation[0], window.padding[0]];
+    let tap_rows = TapRows::new(x, out_w, window, rows);
     // A tap of a small network's layer is a few hundred floats: a task of
     // one tap spent more time in rayon than in its copies. Tasks take runs
     // of taps, enough of them for every thread several times over.
@@ -320,27 +392,7 @@ fn fill_columns(
         let (mut ci, within) = (tap / (kh * kw), tap % (kh * kw));
         let (mut i, mut j) = (within / kw, within % kw);
         for dst in dst.chunks_mut(width) {
-            let plane = sample * c_in + ci;
-            let (valid_cols, offset) = &col_taps[j];
-            if valid_cols.is_empty() {
-                fill(dst, 0.0);
-            } else {
-                // plane = sample · C_in + ci: the input rows of that channel.
-                let base = plane * h * pitch + offset;
-                let (lead, len) = (valid_cols.start, valid_cols.len());
-                for (line, oh) in dst.chunks_mut(out_w).zip(rows.clone()) {
-                    if !row_taps[i].contains(&oh) {
-                        fill(line, 0.0);
-                        continue;
-                    }
-                    let at = base + (oh * s0 + i * d0 - p0) * pitch;
-                    let (head, rest) = line.split_at_mut(lead);
-                    let (body, tail) = rest.split_at_mut(len);
-                    fill(head, 0.0);
-                    body.write_copy_of_slice(&x.rows[at..at + len]);
-                    fill(tail, 0.0);
-                }
-            }
+            tap_rows.write(sample, [ci, i, j], dst);
             // The next row's (sample, ci, i, j), by counters: divisions per
             // row cost more than a short row's copy.
             if order == ColumnOrder::TapMajor {

@@ -21,7 +21,7 @@ use burn::backend::ops::FloatTensorOps;
 use burn::tensor::Shape;
 
 use super::columns::{
-    ColumnOrder, ColumnSource, KeptColumns, KeptInput, SMALL_PLANE, Window, batch_columns, batch_columns_in,
+    ColumnOrder, ColumnSource, KeptColumns, KeptInput, SMALL_PLANE, TapRows, Window, batch_columns, batch_columns_in,
     rows_per_tile, swap_leading_axes,
 };
 use super::direct_conv2d::Padded;
@@ -72,10 +72,11 @@ pub(crate) fn forward_keeping_input(
     let source = ColumnSource::new(&x, [n, c_in, h, w], window);
     let tile_rows = rows_per_tile(n * taps * out_w, out_h);
     let plane = out_h * out_w;
+    let keep_any = keep;
     let keep =
         |columns: FlexTensor, order: ColumnOrder| keep.then_some(KeptInput::Columns(KeptColumns { columns, order }));
     if bf16_gemm::native_here() {
-        let (y, kept) = bf16_forward(&source, &values(weight), [n, c_out, out_h, out_w], tile_rows, window);
+        let (y, kept) = bf16_forward(&source, &values(weight), [n, c_out, out_h, out_w], tile_rows, window, keep_any);
         return (y, kept.and_then(|(cols, order)| keep(cols, order)));
     }
     if plane < SMALL_PLANE && n > 1 && tile_rows >= out_h {
@@ -127,19 +128,23 @@ fn small_planes(cols: &[f32], weights: &[f32], [n, c_out, out_h, out_w]: [usize;
 }
 
 /// [`forward`] with bf16 products, and the columns it built when they
-/// were one piece (for the weight gradient to read again, as the f32
-/// paths keep theirs). Small output planes with several samples take one
-/// product over every sample's columns side by side, as [`small_planes`]
-/// does: a product per sample would be a dozen columns wide, half of a
-/// 32-column panel empty, and would pack the weight again for each.
-/// Otherwise each sample's product of a tile of output rows is written
-/// where it lies in the output ([`bf16_gemm::gemm_into`]).
+/// were one piece and `keep` asks for them (for the weight gradient to
+/// read again, as the f32 paths keep theirs). Small output planes with
+/// several samples take one product over every sample's columns side by
+/// side, as [`small_planes`] does: a product per sample would be a dozen
+/// columns wide, half of a 32-column panel empty, and would pack the
+/// weight again for each. Otherwise each sample's product of a tile of
+/// output rows is written where it lies in the output, the weight packed
+/// once ([`bf16_gemm::PackedA`]); when the columns are not kept they are
+/// packed as they are made ([`bf16_gemm::PackedB::from_rows`]), never
+/// written out in f32.
 fn bf16_forward(
     source: &ColumnSource,
     weights: &[f32],
     [n, c_out, out_h, out_w]: [usize; 4],
     tile_rows: usize,
     window: &Window,
+    keep: bool,
 ) -> (FlexTensor, Option<(FlexTensor, ColumnOrder)>) {
     let taps = weights.len() / c_out.max(1);
     let plane = out_h * out_w;
@@ -151,21 +156,27 @@ fn bf16_forward(
         let y = swap_leading_axes(&by_channel, [c_out, n, plane]);
         return (flex(y, shape), Some((flex(cols, Shape::new([taps, n * plane])), order)));
     }
+    let packed_weights = bf16_gemm::PackedA::new(weights, [c_out, taps]);
     let mut y = vec![0.0f32; n * c_out * plane];
-    let mut kept = None;
+    if keep && tile_rows >= out_h {
+        let cols = batch_columns(source, out_w, window, 0..out_h);
+        for (s, columns) in cols.chunks((taps * plane).max(1)).enumerate() {
+            let packed = bf16_gemm::PackedB::new(columns, [taps, plane]);
+            packed.multiply_packed_into(&packed_weights, (&mut y, s * c_out * plane, plane));
+        }
+        return (flex(y, shape), Some((flex(cols, Shape::new([n, taps, plane])), ColumnOrder::SampleMajor)));
+    }
     for first in (0..out_h).step_by(tile_rows.max(1)) {
         let rows = first..(first + tile_rows).min(out_h);
-        let width = rows.len() * out_w;
-        let cols = batch_columns(source, out_w, window, rows.clone());
-        for (s, columns) in cols.chunks((taps * width).max(1)).enumerate() {
-            let at = s * c_out * plane + rows.start * out_w;
-            bf16_gemm::gemm_into(weights, columns, [c_out, taps, width], (&mut y, at, plane));
-        }
-        if rows.len() == out_h {
-            kept = Some((flex(cols, Shape::new([n, taps, width])), ColumnOrder::SampleMajor));
+        let at = rows.start * out_w;
+        let tap_rows = TapRows::new(source, out_w, window, rows);
+        for s in 0..n {
+            let packed =
+                bf16_gemm::PackedB::from_rows([taps, tap_rows.width()], |t, out| tap_rows.write_tap(s, t, out));
+            packed.multiply_packed_into(&packed_weights, (&mut y, s * c_out * plane + at, plane));
         }
     }
-    (flex(y, shape), kept)
+    (flex(y, shape), None)
 }
 
 #[cfg(test)]
