@@ -20,7 +20,9 @@
 //! cargo build --release -p stagehand-simgen --bin simgen
 //! cargo bench -p stagehand-trainer --bench precision
 //! ```
-//! `STAGEHAND_BENCH_STEPS` (10), `STAGEHAND_BENCH_REPS` (3: medians).
+//! `STAGEHAND_BENCH_STEPS` (10), `STAGEHAND_BENCH_REPS` (3: medians),
+//! `STAGEHAND_BENCH_ONLY` (the rows whose label holds it, say
+//! `hepcnn-paper`; the others stay as recorded).
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -156,86 +158,95 @@ fn bench() {
     let steps = bench_rows::count("STAGEHAND_BENCH_STEPS", 10);
     let reps = bench_rows::repetitions(3);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // `STAGEHAND_BENCH_ONLY=hepcnn-paper` re-measures the rows whose
+    // label holds it, the others left as recorded.
+    let only = std::env::var("STAGEHAND_BENCH_ONLY").ok();
+    let wanted = |label: &str| only.as_deref().is_none_or(|o| label.contains(o));
     let mut rows = Vec::new();
     for (config, batch, steps) in
         [(trainer::models::hepcnn::small(), 16, steps), (trainer::models::hepcnn::paper(), 4, steps.min(5))]
     {
         let label = format!("hepcnn-{}", config.name);
-        let times = four_ways(
-            &label,
-            reps,
-            |p| hepcnn_steps::ours(&config, batch, steps, p).0,
-            |p| hepcnn_steps::peer(&config, batch, steps, threads, p),
-        );
-        rows.push(row(&label, &format!("HEP-CNN `{}`, batch {batch}", config.name), AUTOCAST, times));
+        if wanted(&label) {
+            let times = four_ways(
+                &label,
+                reps,
+                |p| hepcnn_steps::ours(&config, batch, steps, p).0,
+                |p| hepcnn_steps::peer(&config, batch, steps, threads, p),
+            );
+            rows.push(row(&label, &format!("HEP-CNN `{}`, batch {batch}", config.name), AUTOCAST, times));
+        }
     }
     for (config, batch, steps) in [("small", 16, steps), ("paper", 2, steps.min(5))] {
         let label = format!("cosmogan-{config}");
-        let times = four_ways(
-            &label,
-            reps,
-            |p| cosmogan_steps::ours(config, batch, steps, p).0,
-            |p| cosmogan_steps::peer(config, batch, steps, threads, p),
-        );
-        rows.push(row(&label, &format!("CosmoGAN `{config}`, batch {batch}"), AUTOCAST, times));
+        if wanted(&label) {
+            let times = four_ways(
+                &label,
+                reps,
+                |p| cosmogan_steps::ours(config, batch, steps, p).0,
+                |p| cosmogan_steps::peer(config, batch, steps, threads, p),
+            );
+            rows.push(row(&label, &format!("CosmoGAN `{config}`, batch {batch}"), AUTOCAST, times));
+        }
     }
     let (h, w) = segmentation_steps::FIELD;
-    let batch = 2;
-    let label = "tiramisu-small";
-    let times = four_ways(
-        label,
-        reps,
-        |p| segmentation_steps::segmentation(&TiramisuConfig::small(), batch, steps, p).0,
-        |p| segmentation_steps::peer("tiramisu", batch, steps, threads, p),
-    );
-    rows.push(row(label, &format!("Tiramisu `small`, batch {batch}, {h} × {w} × 16"), AUTOCAST, times));
-    let label = "deeplab-small";
-    let times = four_ways(
-        label,
-        reps,
-        |p| segmentation_steps::segmentation(&DeeplabConfig::small(), batch, steps, p).0,
-        |p| segmentation_steps::peer("deeplabv3plus", batch, steps, threads, p),
-    );
-    rows.push(row(label, &format!("DeepLabv3+ `small`, batch {batch}, {h} × {w} × 16"), AUTOCAST, times));
-    let (side, patterns, batch) = (segmentation_steps::PATTERN_SIDE, segmentation_steps::PATTERNS, 4);
+    for (label, model, name) in
+        [("tiramisu-small", "tiramisu", "Tiramisu"), ("deeplab-small", "deeplabv3plus", "DeepLabv3+")]
+    {
+        if !wanted(label) {
+            continue;
+        }
+        let batch = 2;
+        let ours = |p| match model {
+            "tiramisu" => segmentation_steps::segmentation(&TiramisuConfig::small(), batch, steps, p).0,
+            _ => segmentation_steps::segmentation(&DeeplabConfig::small(), batch, steps, p).0,
+        };
+        let times = four_ways(label, reps, ours, |p| segmentation_steps::peer(model, batch, steps, threads, p));
+        rows.push(row(label, &format!("{name} `small`, batch {batch}, {h} × {w} × 16"), AUTOCAST, times));
+    }
     let label = "inverse-small";
-    let times = four_ways(
-        label,
-        reps,
-        |p| segmentation_steps::inverse(batch, steps, p).0,
-        |p| segmentation_steps::peer("inverse", batch, steps, threads, p),
-    );
-    rows.push(row(
-        label,
-        &format!("inverse FC-DenseNet `small`, batch {batch}, {patterns} × {side} × {side}"),
-        AUTOCAST,
-        times,
-    ));
-    let batch = 8;
+    if wanted(label) {
+        let (side, patterns, batch) = (segmentation_steps::PATTERN_SIDE, segmentation_steps::PATTERNS, 4);
+        let times = four_ways(
+            label,
+            reps,
+            |p| segmentation_steps::inverse(batch, steps, p).0,
+            |p| segmentation_steps::peer("inverse", batch, steps, threads, p),
+        );
+        let what = format!("inverse FC-DenseNet `small`, batch {batch}, {patterns} × {side} × {side}");
+        rows.push(row(label, &what, AUTOCAST, times));
+    }
     let label = "cosmoflow-mlperf-small";
-    let times = four_ways(
-        label,
-        reps,
-        |p| cosmoflow_steps::ours(batch, steps, p).0,
-        |p| cosmoflow_steps::peer(batch, steps, threads, p),
-    );
-    rows.push(row(label, &format!("CosmoFlow `mlperf-small`, batch {batch}"), MIXED_BFLOAT16, times));
-    let dir = tempfile::tempdir().unwrap();
-    let (traces, batch) = (dir.path().join("traces"), 16);
-    etalumis_steps::generate(&traces, 2000);
-    let (model, batches) = etalumis_steps::model_and_batches(&traces, batch);
-    let exported = dir.path().join("batches");
-    std::fs::create_dir_all(&exported).unwrap();
-    etalumis_steps::export(&model, &batches, &exported);
+    if wanted(label) {
+        let batch = 8;
+        let times = four_ways(
+            label,
+            reps,
+            |p| cosmoflow_steps::ours(batch, steps, p).0,
+            |p| cosmoflow_steps::peer(batch, steps, threads, p),
+        );
+        rows.push(row(label, &format!("CosmoFlow `mlperf-small`, batch {batch}"), MIXED_BFLOAT16, times));
+    }
     let label = "etalumis-small";
-    let times = four_ways(
-        label,
-        reps,
-        |p| etalumis_steps::ours(&model, &batches, steps, p).0,
-        |p| etalumis_steps::peer(&exported, steps, threads, p),
-    );
-    rows.push(row(label, &format!("Etalumis `small`, bucketed batches of {batch} traces"), AUTOCAST, times));
-    rows.push(gemm_row(reps));
+    if wanted(label) {
+        let dir = tempfile::tempdir().unwrap();
+        let (traces, batch) = (dir.path().join("traces"), 16);
+        etalumis_steps::generate(&traces, 2000);
+        let (model, batches) = etalumis_steps::model_and_batches(&traces, batch);
+        let exported = dir.path().join("batches");
+        std::fs::create_dir_all(&exported).unwrap();
+        etalumis_steps::export(&model, &batches, &exported);
+        let times = four_ways(
+            label,
+            reps,
+            |p| etalumis_steps::ours(&model, &batches, steps, p).0,
+            |p| etalumis_steps::peer(&exported, steps, threads, p),
+        );
+        rows.push(row(label, &format!("Etalumis `small`, bucketed batches of {batch} traces"), AUTOCAST, times));
+    }
+    if wanted("bf16-gemm") {
+        rows.push(gemm_row(reps));
+    }
     bench_rows::record(
         "precision",
         &format!("STAGEHAND_BENCH_REPS={reps} cargo bench -p stagehand-trainer --bench precision"),

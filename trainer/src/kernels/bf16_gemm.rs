@@ -145,13 +145,6 @@ fn pack_rows(a: &[f32], runs: &Runs, [rows, lanes]: [usize; 2], vector: bool) ->
     })
 }
 
-thread_local! {
-    /// A block of B's rows as [`PackedB::from_rows`] makes them, kept from
-    /// block to block on each thread: a new buffer per block cost a
-    /// `memset` of half a MiB each time.
-    static BLOCK_ROWS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 /// A packed lane, written by the packers before it is read.
 type Lane = MaybeUninit<u32>;
 
@@ -467,7 +460,7 @@ impl PackedB {
 
     /// B [k × n] packed as [`PackedB::new`] packs it, its rows written by
     /// `row(r, out)` (`out`: n values, every one to be written) a block
-    /// of rows at a time into a buffer that stays in cache, rather than
+    /// of rows at a time into a task's buffer that stays in cache, rather than
     /// read from a matrix in memory: a convolution's columns, made row by
     /// row here, never exist whole in f32, which saves writing them out
     /// and reading them back (on HEP-CNN's `paper` layers, packing a
@@ -478,14 +471,14 @@ impl PackedB {
         let vector = path != Path::Portable;
         let panels_packed = packed_whole(panels * lanes * NR, |packed| {
             let dest = Shared(packed.as_mut_ptr());
-            (0..pairs.div_ceil(PANEL_BLOCK)).into_par_iter().for_each(|block| {
-                let first = block * PANEL_BLOCK;
-                let block_pairs = PANEL_BLOCK.min(pairs - first);
-                let block_rows = (2 * block_pairs).min(k - 2 * first);
-                BLOCK_ROWS.with_borrow_mut(|rows| {
-                    if rows.len() < block_rows * n {
-                        rows.resize(block_rows * n, 0.0);
-                    }
+            // A buffer per task (a few per product), not per block: a
+            // new one per block cost a `memset` of half a MiB each time.
+            (0..pairs.div_ceil(PANEL_BLOCK)).into_par_iter().for_each_init(
+                || vec![0.0f32; 2 * PANEL_BLOCK.min(pairs) * n],
+                |rows, block| {
+                    let first = block * PANEL_BLOCK;
+                    let block_pairs = PANEL_BLOCK.min(pairs - first);
+                    let block_rows = (2 * block_pairs).min(k - 2 * first);
                     let rows = &mut rows[..block_rows * n];
                     for (r, out) in rows.chunks_mut(n.max(1)).enumerate() {
                         row(2 * first + r, out);
@@ -496,8 +489,8 @@ impl PackedB {
                     unsafe {
                         write_block(dest, [panels, lanes, n], (first, block_pairs), rows, vector)
                     };
-                });
-            });
+                },
+            );
             zero_lanes_past(packed, pairs, lanes);
         });
         PackedB { panels: panels_packed, k, n, path }
@@ -550,6 +543,69 @@ fn gemm_runs_on(path: Path, (a, a_runs): (&[f32], Runs), (b_t, b_runs): (&[f32],
     let lanes = path.lanes(b_runs.pairs());
     let b_packed = pack_panels_of_rows(b_t, &b_runs, lanes, path != Path::Portable);
     written_whole([a_runs.rows, b_runs.rows], |c| gemm_with((a, a_runs), &b_packed, b_runs.rows, path, c))
+}
+
+/// [`gemm_runs`] with Bᵀ's rows made rather than read: `row(run, r,
+/// out)` writes run `run` of row r (`length` values, every one to be
+/// written), for `rows` rows of `runs` runs each; A's runs must have the
+/// same shape. Each panel's rows are made a run at a time into a buffer
+/// of the task's and packed from there, so the operand (a weight
+/// gradient's columns) never exists whole in f32.
+pub fn gemm_runs_from_rows(
+    (a, a_runs): (&[f32], Runs),
+    [rows, runs, length]: [usize; 3],
+    row: impl Fn(usize, usize, &mut [f32]) + Sync,
+) -> Vec<f32> {
+    let path = Path::best();
+    assert_eq!((a_runs.runs, a_runs.length), (runs, length), "A's and Bᵀ's runs differ along K");
+    assert!(a_runs.within(a.len()), "{a_runs:?} reaches past A's {} values", a.len());
+    let b_runs = Runs { rows, offset: 0, row_stride: 0, runs, run_stride: 0, length };
+    let lanes = path.lanes(b_runs.pairs());
+    let b_packed = pack_panels_from_rows(&b_runs, lanes, path != Path::Portable, &row);
+    written_whole([a_runs.rows, rows], |c| gemm_with((a, a_runs), &b_packed, rows, path, c))
+}
+
+/// [`pack_panels_of_rows`] with the rows made by `row(run, r, out)`.
+fn pack_panels_from_rows(
+    runs: &Runs,
+    lanes: usize,
+    vector: bool,
+    row: &(impl Fn(usize, usize, &mut [f32]) + Sync),
+) -> Vec<u32> {
+    let (pairs, n, per_run) = (runs.pairs(), runs.rows, runs.pairs_per_run());
+    let panels = n.div_ceil(NR);
+    packed_whole(panels * lanes * NR, |packed| {
+        packed.par_chunks_mut((lanes * NR).max(1)).enumerate().for_each_init(
+            || vec![0.0f32; NR.min(n) * runs.length],
+            |made, (panel, out)| {
+                let first = panel * NR;
+                let width = NR.min(n - first);
+                let mut block = [MaybeUninit::new(0u32); NR * PANEL_BLOCK];
+                let made = &mut made[..width * runs.length];
+                for run in 0..runs.runs {
+                    for (j, to) in made.chunks_mut(runs.length.max(1)).enumerate() {
+                        row(run, first + j, to);
+                    }
+                    for start in (0..per_run).step_by(PANEL_BLOCK) {
+                        let len = PANEL_BLOCK.min(per_run - start);
+                        for (j, values) in made.chunks(runs.length.max(1)).enumerate() {
+                            let pairs_of = &values[2 * start..(2 * (start + len)).min(runs.length)];
+                            pack_pairs(pairs_of, &mut block[j * PANEL_BLOCK..j * PANEL_BLOCK + len], vector);
+                        }
+                        let lane = run * per_run + start;
+                        for p in 0..len {
+                            let (values, past_n) = out[(lane + p) * NR..(lane + p + 1) * NR].split_at_mut(width);
+                            for (j, value) in values.iter_mut().enumerate() {
+                                *value = block[j * PANEL_BLOCK + p];
+                            }
+                            zeros(past_n);
+                        }
+                    }
+                }
+                zero_lanes_past(out, pairs, lanes);
+            },
+        );
+    })
 }
 
 /// [`gemm`] on `VDPBF16PS` even where AMX tiles are available (the
@@ -1242,6 +1298,23 @@ mod tests {
                 let gap = &out[1 + i * (n + 3) + n..][..3];
                 assert!(gap.iter().all(|v| v.is_nan()), "{m}×{k}×{n}: row {i} wrote past its n values");
             }
+        }
+    }
+
+    /// Bᵀ's rows made run by run give the bits of the same rows read in
+    /// place (odd run lengths, panels not whole, several blocks of lanes).
+    #[test]
+    fn rows_made_run_by_run_give_the_bits_of_rows_read_in_place() {
+        for (m, n, runs, length) in [(1, 1, 1, 1), (3, 5, 2, 7), (16, 40, 3, 33), (8, 33, 2, 2 * PANEL_BLOCK + 5)] {
+            let a_runs = Runs { rows: m, offset: 0, row_stride: length, runs, run_stride: m * length, length };
+            let b_runs = Runs { rows: n, offset: 0, row_stride: length, runs, run_stride: n * length, length };
+            let (a, b_t) = (values(runs * m * length, 9), values(runs * n * length, 10));
+            let want = gemm_runs((&a, a_runs), (&b_t, b_runs));
+            let made = gemm_runs_from_rows((&a, a_runs), [n, runs, length], |run, r, out| {
+                out.copy_from_slice(&b_t[run * n * length + r * length..][..length]);
+            });
+            let same = made.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same && made.len() == want.len(), "{m}×{n}, {runs} runs of {length}: differs");
         }
     }
 

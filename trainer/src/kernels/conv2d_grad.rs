@@ -26,7 +26,7 @@ use rayon::prelude::*;
 
 use super::bf16_gemm::{self, Runs};
 use super::columns::{
-    ColumnOrder, ColumnSource, KeptColumns, KeptInput, SMALL_PLANE, Window, batch_columns, batch_columns_in,
+    ColumnOrder, ColumnSource, KeptColumns, KeptInput, SMALL_PLANE, TapRows, Window, batch_columns, batch_columns_in,
     rows_per_tile, swap_leading_axes,
 };
 use super::flex::{flex, values};
@@ -202,14 +202,16 @@ fn bf16_weight_grad(
         let gradient = bf16_gemm::gemm_runs((g, grad_rows(&(0..out_h))), (&values(&kept.columns), column_rows));
         return flex(gradient, shape);
     }
+    // The columns made tap by tap as the product packs them, never whole
+    // in f32.
     let mut gradient = vec![0.0f32; c_out * taps];
     for first in (0..out_h).step_by(tile_rows) {
         let rows = first..(first + tile_rows).min(out_h);
-        let width = rows.len() * out_w;
-        let cols = batch_columns(source, out_w, window, rows.clone());
-        let column_rows =
-            Runs { rows: taps, offset: 0, row_stride: width, runs: n, run_stride: taps * width, length: width };
-        let tile = bf16_gemm::gemm_runs((g, grad_rows(&rows)), (&cols, column_rows));
+        let tap_rows = TapRows::new(source, out_w, window, rows.clone());
+        let shape = [taps, n, tap_rows.width()];
+        let tile = bf16_gemm::gemm_runs_from_rows((g, grad_rows(&rows)), shape, |sample, tap, out| {
+            tap_rows.write_tap(sample, tap, out);
+        });
         for (sum, value) in gradient.iter_mut().zip(tile) {
             *sum += value;
         }
