@@ -351,9 +351,11 @@ mod tests {
             assert_eq!(twin.len(), separate.len());
             for (what, (a, b)) in twin.iter().zip(&separate).enumerate() {
                 assert_eq!(a.len(), b.len(), "tensor {what} of batch {n}");
-                // A bias before BatchNorm has no gradient but rounding's
-                // (≈ 1e-7): the floor keeps that noise from counting.
-                let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-2);
+                // A bias before BatchNorm has no gradient but rounding's,
+                // summed over the batch's positions in another order by
+                // each pass (1.07e-6 seen in a CI run): the floor keeps
+                // that noise from counting.
+                let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-1);
                 let worst = a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs()));
                 assert!(worst <= 1e-4 * scale, "tensor {what} of batch {n}: differs by {worst} (scale {scale})");
             }
