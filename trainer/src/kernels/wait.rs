@@ -13,9 +13,13 @@
 //! TensorFlow run their kernels on, keep their threads spinning for a
 //! while after each parallel region (`OMP_WAIT_POLICY=active`,
 //! `GOMP_SPINCOUNT`); [`WaitPolicy::Active`] is the same for rayon:
-//! during a step each other worker runs a job that looks for work
-//! ([`rayon::yield_now`]) until the step ends, yielding its core to any
-//! other runnable thread between looks. It pays only where every pool
+//! during a step the pool holds its idle workers awake
+//! ([`rayon_core::keep_awake`], our patch of rayon-core), each looking for
+//! work again after yielding its core to any other runnable thread. It
+//! lives in rayon's own idle loop, not in a job: a job that looked for
+//! work until the step ended could be taken by a thread waiting inside a
+//! `join` of the step's own work, and would hold that `join`, and so the
+//! step, for good (`vendor/rayon-core/PATCHED.md`). It pays only where every pool
 //! thread has a core of its own: with more ranks and threads than cores
 //! a looking thread takes time from one that computes, which is why
 //! [`WaitPolicy::auto`] chooses it only then (`docs/benchmarks.md`,
@@ -32,12 +36,6 @@
 //! });
 //! assert_eq!(sum, 499_500);
 //! ```
-
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-/// Looking jobs running now, in every pool (what the tests check ends).
-static LOOKING: AtomicUsize = AtomicUsize::new(0);
 
 /// How idle pool threads wait during a training step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -76,44 +74,17 @@ impl WaitPolicy {
     }
 }
 
-/// Runs `work` on the calling thread, the pool's other threads waiting
-/// for its parallel operations as `policy` says. Called from a pool thread
-/// ([`super::on_pool`]); from elsewhere every pool thread looks for work.
+/// Runs `work` on the calling thread, the pool's idle threads waiting
+/// for its parallel operations as `policy` says: awake from the start of
+/// `work` to its end, however it ends (a panic included), under
+/// [`WaitPolicy::Active`]. The pool is the caller's ([`super::on_pool`]),
+/// or the global one when called from outside any pool.
 pub fn busy<T>(policy: WaitPolicy, work: impl FnOnce() -> T) -> T {
     if policy == WaitPolicy::Passive || rayon::current_num_threads() < 2 {
         return work();
     }
-    let done = Arc::new(AtomicBool::new(false));
-    let caller = rayon::current_thread_index();
-    let looking = Arc::clone(&done);
-    // One job on every pool thread (a broadcast: each thread takes its
-    // own, so no thread runs two). The caller's copy returns at once: the
-    // caller takes it only while it waits inside `work`, and looking for
-    // work there until `work` ends would never end.
-    rayon::spawn_broadcast(move |context| {
-        if Some(context.index()) == caller {
-            return;
-        }
-        LOOKING.fetch_add(1, Ordering::AcqRel);
-        while !looking.load(Ordering::Acquire) {
-            if rayon::yield_now() != Some(rayon::Yield::Executed) {
-                std::thread::yield_now();
-            }
-        }
-        LOOKING.fetch_sub(1, Ordering::AcqRel);
-    });
-    let _done = SetOnDrop(done);
+    let _awake = rayon_core::keep_awake();
     work()
-}
-
-/// Sets its flag when dropped, so that the looking jobs end however
-/// `work` ends (a panic included).
-struct SetOnDrop(Arc<AtomicBool>);
-
-impl Drop for SetOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
-    }
 }
 
 #[cfg(test)]
@@ -135,7 +106,7 @@ mod tests {
     }
 
     #[test]
-    fn parallel_work_gives_the_same_results_under_either_policy_and_the_lookers_end() {
+    fn parallel_work_gives_the_same_results_under_either_policy_and_the_holds_end() {
         let expected: Vec<u64> = (0..10_000u64).map(|i| i * i).collect();
         for policy in [WaitPolicy::Active, WaitPolicy::Passive] {
             // Fifty steps, each one parallel operation.
@@ -144,22 +115,62 @@ mod tests {
             });
             assert!(steps.iter().all(|step| *step == expected), "{policy:?}");
         }
-        assert!(every_looker_ended(), "a looker was left holding a pool thread");
+        assert!(every_hold_released(), "the pool was left held awake");
     }
 
     #[test]
-    fn a_panicking_step_ends_its_lookers() {
+    fn a_step_holds_the_pool_awake_until_it_ends_and_a_panicking_one_too() {
+        let held = super::super::on_pool(|| busy(WaitPolicy::Active, rayon_core::awake_holds));
+        assert!(held >= 1, "no hold during an active step");
         let caught =
             super::super::on_pool(|| std::panic::catch_unwind(|| busy(WaitPolicy::Active, || panic!("step failed"))));
         assert!(caught.is_err());
-        assert!(every_looker_ended(), "a looker was left holding a pool thread");
+        assert!(every_hold_released(), "the pool was left held awake");
     }
 
-    /// Whether every looking job has ended within a few seconds of its
-    /// step (one still running holds its pool thread for good).
-    fn every_looker_ended() -> bool {
+    #[test]
+    fn steps_of_nested_joins_finish_when_other_steps_share_the_pool() {
+        // The hang the active policy once had: a thread waiting inside a
+        // join of a step's work (a nested parallel operation, as a
+        // convolution inside a parallel loop makes) took that step's
+        // looking job, which held the join until the step ended. Two step
+        // sequences at once (the test harness runs tests on several
+        // threads over the global pool) each with nested joins; a hang
+        // fails within a minute instead of holding CI.
+        let (sent, finished) = std::sync::mpsc::channel();
+        for sequence in 0..2u64 {
+            let sent = sent.clone();
+            std::thread::spawn(move || {
+                let sums: Vec<u64> = super::super::on_pool(|| {
+                    (0..300u64)
+                        .map(|step| {
+                            busy(WaitPolicy::Active, || {
+                                (0..16u64)
+                                    .into_par_iter()
+                                    .map(|row| {
+                                        (0..2_000u64).into_par_iter().map(|i| i ^ (row + step + sequence)).sum::<u64>()
+                                    })
+                                    .sum::<u64>()
+                            })
+                        })
+                        .collect()
+                });
+                let _ = sent.send(sums);
+            });
+        }
+        for _ in 0..2 {
+            let sums = finished.recv_timeout(std::time::Duration::from_secs(60));
+            assert!(sums.is_ok_and(|sums| sums.len() == 300), "a step sequence did not finish within a minute");
+        }
+        assert!(every_hold_released(), "the pool was left held awake");
+    }
+
+    /// Whether every hold on the pool is released within a few seconds
+    /// (the tests of this module run at once, each step holding the pool
+    /// while it runs; one never released keeps its threads awake for good).
+    fn every_hold_released() -> bool {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while LOOKING.load(Ordering::Acquire) > 0 {
+        while rayon_core::awake_holds() > 0 {
             if std::time::Instant::now() > deadline {
                 return false;
             }
