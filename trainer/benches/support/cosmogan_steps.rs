@@ -20,10 +20,7 @@ const ADAM: Rule = Rule::Adam { beta1: 0.5, beta2: 0.999, epsilon: 1e-8 };
 
 /// (median step seconds, median generator-forward seconds, parameters).
 pub fn ours(config: &str, batch: usize, steps: usize, precision: Precision) -> (f64, f64, usize) {
-    // As `trainer train` runs its steps on one rank here ([`trainer::kernels::wait`]).
-    trainer::kernels::wait::busy(trainer::kernels::wait::WaitPolicy::auto_here(1), || {
-        trainer::kernels::precision::scoped(precision, || ours_in(config, batch, steps))
-    })
+    model_steps::as_one_rank(precision, || ours_in(config, batch, steps))
 }
 
 fn ours_in(config: &str, batch: usize, steps: usize) -> (f64, f64, usize) {

@@ -17,10 +17,7 @@ use super::model_steps;
 
 /// (median step seconds, median forward seconds, parameters).
 pub fn ours(config: &HepCnnConfig, batch: usize, steps: usize, precision: Precision) -> (f64, f64, usize) {
-    // As `trainer train` runs its steps on one rank here ([`trainer::kernels::wait`]).
-    trainer::kernels::wait::busy(trainer::kernels::wait::WaitPolicy::auto_here(1), || {
-        trainer::kernels::precision::scoped(precision, || ours_in(config, batch, steps))
-    })
+    model_steps::as_one_rank(precision, || ours_in(config, batch, steps))
 }
 
 fn ours_in(config: &HepCnnConfig, batch: usize, steps: usize) -> (f64, f64, usize) {

@@ -13,6 +13,16 @@ use trainer::params::{self, Init};
 /// Steps left out of the timings while caches and pools warm up.
 const WARM_UP: usize = 2;
 
+/// `steps_of` run as `trainer train` runs a step on one rank: in
+/// `precision`, the pool's threads waiting as [`WaitPolicy::auto_here`]
+/// picks for one rank ([`trainer::kernels::wait`]).
+///
+/// [`WaitPolicy::auto_here`]: trainer::kernels::wait::WaitPolicy::auto_here
+pub fn as_one_rank<T>(precision: trainer::kernels::Precision, steps_of: impl FnOnce() -> T) -> T {
+    use trainer::kernels::wait::{WaitPolicy, busy};
+    busy(WaitPolicy::auto_here(1), || trainer::kernels::precision::scoped(precision, steps_of))
+}
+
 /// `steps` timed training steps (after the warm-up) of `net` on `device`,
 /// its weights first drawn by `init`: `loss(net, k)` is step k's loss.
 /// Returns each step's seconds, the trained network and its parameters.

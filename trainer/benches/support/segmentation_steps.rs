@@ -36,9 +36,7 @@ const TRAINING: (Init, Rule, f32) = (Init::HeUniformLeaky { slope: 0.0 }, Rule::
 /// parameters), as `trainer train` runs its steps on one rank
 /// ([`trainer::kernels::wait`]).
 pub fn segmentation<N: Network>(config: &N, batch: usize, steps: usize, precision: Precision) -> (f64, f64, usize) {
-    trainer::kernels::wait::busy(trainer::kernels::wait::WaitPolicy::auto_here(1), || {
-        trainer::kernels::precision::scoped(precision, || segmentation_in(config, batch, steps))
-    })
+    model_steps::as_one_rank(precision, || segmentation_in(config, batch, steps))
 }
 
 fn segmentation_in<N: Network>(config: &N, batch: usize, steps: usize) -> (f64, f64, usize) {
@@ -66,9 +64,7 @@ fn segmentation_in<N: Network>(config: &N, batch: usize, steps: usize) -> (f64, 
 /// The inverse model's (median step seconds, median forward seconds,
 /// parameters), as [`segmentation`].
 pub fn inverse(batch: usize, steps: usize, precision: Precision) -> (f64, f64, usize) {
-    trainer::kernels::wait::busy(trainer::kernels::wait::WaitPolicy::auto_here(1), || {
-        trainer::kernels::precision::scoped(precision, || inverse_in(batch, steps))
-    })
+    model_steps::as_one_rank(precision, || inverse_in(batch, steps))
 }
 
 fn inverse_in(batch: usize, steps: usize) -> (f64, f64, usize) {

@@ -296,17 +296,25 @@ fn pack_panels_of_rows(b_t: &[f32], runs: &Runs, lanes: usize, vector: bool) -> 
                 for j in 0..width {
                     runs.pack(b_t, first + j, start, &mut block[j * PANEL_BLOCK..j * PANEL_BLOCK + len], vector);
                 }
-                for p in 0..len {
-                    let (values, past_n) = out[(start + p) * NR..(start + p + 1) * NR].split_at_mut(width);
-                    for (j, value) in values.iter_mut().enumerate() {
-                        *value = block[j * PANEL_BLOCK + p];
-                    }
-                    zeros(past_n);
-                }
+                block_into_lanes(&block, width, &mut out[start * NR..(start + len) * NR]);
             }
             zero_lanes_past(out, pairs, lanes);
         });
     })
+}
+
+/// A block of packed pairs, `width` columns of [`PANEL_BLOCK`] lanes
+/// each (column j's lanes from `j · PANEL_BLOCK`), written lane by lane
+/// into a panel's lanes `out` (NR values each, those past `width`
+/// zeroed): packing a block first keeps the panel's strided writes in L1.
+fn block_into_lanes(block: &[Lane], width: usize, out: &mut [Lane]) {
+    for (p, lane) in out.chunks_exact_mut(NR).enumerate() {
+        let (values, past_n) = lane.split_at_mut(width);
+        for (j, value) in values.iter_mut().enumerate() {
+            *value = block[j * PANEL_BLOCK + p];
+        }
+        zeros(past_n);
+    }
 }
 
 /// The upper 16 bits of `x` rounded to bf16.
@@ -593,13 +601,7 @@ fn pack_panels_from_rows(
                             pack_pairs(pairs_of, &mut block[j * PANEL_BLOCK..j * PANEL_BLOCK + len], vector);
                         }
                         let lane = run * per_run + start;
-                        for p in 0..len {
-                            let (values, past_n) = out[(lane + p) * NR..(lane + p + 1) * NR].split_at_mut(width);
-                            for (j, value) in values.iter_mut().enumerate() {
-                                *value = block[j * PANEL_BLOCK + p];
-                            }
-                            zeros(past_n);
-                        }
+                        block_into_lanes(&block, width, &mut out[lane * NR..(lane + len) * NR]);
                     }
                 }
                 zero_lanes_past(out, pairs, lanes);
