@@ -13,12 +13,16 @@
 //! `STAGEHAND_BENCH_REPS` (default 3), `STAGEHAND_BENCH_DIR` (default
 //! /tmp/stagehand-multislice-bench), `STAGEHAND_BENCH_THREADS` (default:
 //! all cores), `STAGEHAND_BENCH_PAPER=1` also times one sample of the
-//! paper's size (32 × 32 positions) for the cost per node-hour.
+//! paper's size (32 × 32 positions) for the cost per node-hour,
+//! `STAGEHAND_BENCH_ONLY=ID` only the configurations whose id holds ID
+//! (recording no rows).
 //!
 //! Reports, per configuration, milliseconds per probe position and slice,
 //! the FFT share, positions per second for both codes and the speedup
 //! (the median of each turn's own, and the lowest), the patterns'
-//! agreement (relative L2 after normalising each pattern); and peak memory
+//! agreement (relative L2 after normalising each pattern; both codes'
+//! patterns are left in the case's directory as `ours_patterns.f32`,
+//! `[position][ky][kx]` n × n, and `abtem_patterns.f32`); and peak memory
 //! and the bytes of one reference sample stored as f32 and as f16 + zstd.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -147,7 +151,12 @@ fn main() {
     );
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
     let mut report = json!({ "threads": threads, "reps": reps });
-    for case in &CASES {
+    // `STAGEHAND_BENCH_ONLY=au` times the configurations whose id holds
+    // it and records no rows (the page shows every configuration or none).
+    let only = std::env::var("STAGEHAND_BENCH_ONLY").ok();
+    let chosen: Vec<&Case> = CASES.iter().filter(|case| only.as_deref().is_none_or(|o| case.id.contains(o))).collect();
+    assert!(!chosen.is_empty(), "STAGEHAND_BENCH_ONLY={only:?} names none of {:?}", CASES.map(|case| case.id));
+    for case in chosen {
         let (measured, sample) = compare(case, reps, threads, &pool, &dir.join(case.id));
         if case.id == CASES[0].id {
             report["stored_bytes_per_sample"] = stored_bytes(&config(case).plan().unwrap(), &sample);
@@ -169,7 +178,9 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("report.json"), text).unwrap();
     let compared = CASES.iter().all(|case| report["cases"][case.id].get("abtem").is_some());
-    if compared {
+    if only.is_some() {
+        eprintln!("STAGEHAND_BENCH_ONLY set: no rows recorded");
+    } else if compared {
         record_rows(&report, reps);
     } else {
         eprintln!(
@@ -216,6 +227,9 @@ fn compare(case: &Case, reps: usize, threads: usize, pool: &rayon::ThreadPool, d
         last = Some(sample);
     }
     let sample = last.unwrap();
+    // Ours beside abTEM's, for looking at where they differ.
+    let ours_bytes: Vec<u8> = sample.cbed.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(dir.join("ours_patterns.f32"), ours_bytes).unwrap();
     let mut report = json!({
         "case": format!("{} [001], 200 kV, {n}x{n} at {:.4} A, {} A in 2 A slices, {}x{} scan, 20 mrad, no phonons",
             case.crystal, plan.grid.dx, case.thickness, case.scan, case.scan),
