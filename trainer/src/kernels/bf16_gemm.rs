@@ -458,11 +458,28 @@ impl PackedB {
     /// ([`PackedA`]) for several products: a convolution's weight times
     /// each sample's columns.
     pub fn multiply_packed_into(&self, a: &PackedA, (out, at, row_stride): (&mut [f32], usize, usize)) {
+        self.packed_product(a, (out.as_mut_ptr(), out.len()), at, row_stride);
+    }
+
+    /// [`multiply_packed_into`](PackedB::multiply_packed_into) into values
+    /// not yet written (of [`uninit::written_whole`]): each of C's values
+    /// is written, none read.
+    pub(crate) fn multiply_packed_into_spare(
+        &self,
+        a: &PackedA,
+        (out, at, row_stride): (&mut [MaybeUninit<f32>], usize, usize),
+    ) {
+        self.packed_product(a, (out.as_mut_ptr().cast(), out.len()), at, row_stride);
+    }
+
+    /// C's rows written through `values`, the start of a slice of `len`
+    /// f32 slots borrowed mutably by the caller.
+    fn packed_product(&self, a: &PackedA, (values, len): (*mut f32, usize), at: usize, row_stride: usize) {
         assert!(a.k == self.k && a.path == self.path, "A packed for K = {} does not meet B's K = {}", a.k, self.k);
         let (m, n) = (a.m, self.n);
-        let fits = m == 0 || n == 0 || (row_stride >= n && at + (m - 1) * row_stride + n <= out.len());
-        assert!(fits, "C's {m} rows of {n} at {at}, {row_stride} apart, do not fit {} values", out.len());
-        let c = Destination { values: Shared(out.as_mut_ptr()), at, row_stride };
+        let fits = m == 0 || n == 0 || (row_stride >= n && at + (m - 1) * row_stride + n <= len);
+        assert!(fits, "C's {m} rows of {n} at {at}, {row_stride} apart, do not fit {len} values");
+        let c = Destination { values: Shared(values), at, row_stride };
         gemm_packed((&a.packed, m), &self.panels, n, self.path, c);
     }
 

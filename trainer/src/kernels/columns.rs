@@ -22,7 +22,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::uninit;
+use super::uninit::{self, F32Slot};
 
 /// Floats one tile of columns may hold (16 MiB): large enough that each
 /// GEMM has thousands of output positions to sum over, small enough that
@@ -247,10 +247,8 @@ pub(super) fn regroup_row(dst: &mut [f32], src: &[f32], offset: usize, stride: u
 }
 
 /// Write `value` to every element.
-pub(super) fn fill(dst: &mut [MaybeUninit<f32>], value: f32) {
-    for d in dst {
-        d.write(value);
-    }
+pub(super) fn fill<T: F32Slot>(dst: &mut [T], value: f32) {
+    dst.fill(T::holding(value));
 }
 
 /// Output planes of fewer positions than this have every sample of a batch
@@ -319,7 +317,7 @@ impl<'a> TapRows<'a> {
     /// every one written).
     ///
     /// [`width`]: TapRows::width
-    fn write(&self, sample: usize, [ci, i, j]: [usize; 3], dst: &mut [MaybeUninit<f32>]) {
+    fn write<T: F32Slot>(&self, sample: usize, [ci, i, j]: [usize; 3], dst: &mut [T]) {
         let [_, c_in, h, _] = self.x.dims;
         let (valid_cols, offset) = &self.col_taps[j];
         if valid_cols.is_empty() {
@@ -339,7 +337,9 @@ impl<'a> TapRows<'a> {
             let (head, rest) = line.split_at_mut(lead);
             let (body, tail) = rest.split_at_mut(len);
             fill(head, 0.0);
-            body.write_copy_of_slice(&self.x.rows[at..at + len]);
+            for (to, &value) in body.iter_mut().zip(&self.x.rows[at..at + len]) {
+                *to = T::holding(value);
+            }
             fill(tail, 0.0);
         }
     }
@@ -349,12 +349,7 @@ impl<'a> TapRows<'a> {
     pub(crate) fn write_tap(&self, sample: usize, tap: usize, dst: &mut [f32]) {
         let [kh, kw] = self.kernel;
         let (ci, within) = (tap / (kh * kw), tap % (kh * kw));
-        // SAFETY: f32 and MaybeUninit<f32> share their layout, and
-        // `write` only writes initialised values through the view, so
-        // `dst` stays initialised.
-        #[allow(unsafe_code)]
-        let uninit = unsafe { &mut *(std::ptr::from_mut::<[f32]>(dst) as *mut [MaybeUninit<f32>]) };
-        self.write(sample, [ci, within / kw, within % kw], uninit);
+        self.write(sample, [ci, within / kw, within % kw], dst);
     }
 }
 

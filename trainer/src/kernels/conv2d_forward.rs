@@ -14,6 +14,8 @@
 //! y[n, co, oh, ow] = Σ_(ci, i, j) w[co, ci, i, j] · x[n, ci, oh·s₀ − p₀ +
 //! i·d₀, ow·s₁ − p₁ + j·d₁] (zero outside x).
 
+use std::mem::MaybeUninit;
+
 use burn::backend::Flex;
 use burn::backend::TensorMetadata;
 use burn::backend::flex::FlexTensor;
@@ -27,6 +29,7 @@ use super::columns::{
 use super::direct_conv2d::Padded;
 use super::flex::{flex, values};
 use super::strided_gemm::{self, View};
+use super::uninit;
 use super::{bf16_gemm, direct_conv2d, direct_weight_grad2d, shifted_weight_grad2d};
 
 /// conv2d(x, weight) without bias: x [N, C_in, H, W], weight [C_out, C_in,
@@ -72,18 +75,17 @@ pub(crate) fn forward_keeping_input(
     let source = ColumnSource::new(&x, [n, c_in, h, w], window);
     let tile_rows = rows_per_tile(n * taps * out_w, out_h);
     let plane = out_h * out_w;
-    let keep_any = keep;
-    let keep =
+    let kept_columns =
         |columns: FlexTensor, order: ColumnOrder| keep.then_some(KeptInput::Columns(KeptColumns { columns, order }));
     if bf16_gemm::native_here() {
-        let (y, kept) = bf16_forward(&source, &values(weight), [n, c_out, out_h, out_w], tile_rows, window, keep_any);
-        return (y, kept.and_then(|(cols, order)| keep(cols, order)));
+        let (y, kept) = bf16_forward(&source, &values(weight), [n, c_out, out_h, out_w], tile_rows, window, keep);
+        return (y, kept.and_then(|(cols, order)| kept_columns(cols, order)));
     }
     if plane < SMALL_PLANE && n > 1 && tile_rows >= out_h {
         let order = ColumnOrder::TapMajor;
         let cols = flex(batch_columns_in(&source, out_w, window, 0..out_h, order), Shape::new([taps, n * plane]));
         let y = small_planes(&values(&cols), &values(weight), [n, c_out, out_h, out_w]);
-        return (y, keep(cols, order));
+        return (y, kept_columns(cols, order));
     }
     let matrix = Flex::float_reshape(weight.clone(), Shape::new([1, c_out, taps]));
     let columns = |rows: std::ops::Range<usize>| {
@@ -93,7 +95,7 @@ pub(crate) fn forward_keeping_input(
     if tile_rows >= out_h {
         let cols = columns(0..out_h);
         let y = Flex::float_reshape(Flex::float_matmul(matrix, cols.clone()), Shape::new([n, c_out, out_h, out_w]));
-        return (y, keep(cols, ColumnOrder::SampleMajor));
+        return (y, kept_columns(cols, ColumnOrder::SampleMajor));
     }
     let mut y = vec![0.0f32; n * c_out * plane];
     for first in (0..out_h).step_by(tile_rows) {
@@ -157,26 +159,36 @@ fn bf16_forward(
         return (flex(y, shape), Some((flex(cols, Shape::new([taps, n * plane])), order)));
     }
     let packed_weights = bf16_gemm::PackedA::new(weights, [c_out, taps]);
-    let mut y = vec![0.0f32; n * c_out * plane];
-    if keep && tile_rows >= out_h {
-        let cols = batch_columns(source, out_w, window, 0..out_h);
-        for (s, columns) in cols.chunks((taps * plane).max(1)).enumerate() {
-            let packed = bf16_gemm::PackedB::new(columns, [taps, plane]);
-            packed.multiply_packed_into(&packed_weights, (&mut y, s * c_out * plane, plane));
+    // Kept, the columns are built whole (one tile) and each sample's
+    // packed from them; otherwise packed tap by tap as they are made.
+    let kept = (keep && tile_rows >= out_h).then(|| batch_columns(source, out_w, window, 0..out_h));
+    let write = |y: &mut [MaybeUninit<f32>]| {
+        for first in (0..out_h).step_by(tile_rows.max(1)) {
+            let rows = first..(first + tile_rows).min(out_h);
+            let at = rows.start * out_w;
+            let tap_rows = match &kept {
+                Some(cols) => Ok(cols),
+                None => Err(TapRows::new(source, out_w, window, rows.clone())),
+            };
+            for s in 0..n {
+                let packed = match &tap_rows {
+                    Ok(cols) => bf16_gemm::PackedB::new(&cols[s * taps * plane..][..taps * plane], [taps, plane]),
+                    Err(made) => {
+                        bf16_gemm::PackedB::from_rows([taps, made.width()], |t, out| made.write_tap(s, t, out))
+                    }
+                };
+                packed.multiply_packed_into_spare(&packed_weights, (y, s * c_out * plane + at, plane));
+            }
         }
-        return (flex(y, shape), Some((flex(cols, Shape::new([n, taps, plane])), ColumnOrder::SampleMajor)));
-    }
-    for first in (0..out_h).step_by(tile_rows.max(1)) {
-        let rows = first..(first + tile_rows).min(out_h);
-        let at = rows.start * out_w;
-        let tap_rows = TapRows::new(source, out_w, window, rows);
-        for s in 0..n {
-            let packed =
-                bf16_gemm::PackedB::from_rows([taps, tap_rows.width()], |t, out| tap_rows.write_tap(s, t, out));
-            packed.multiply_packed_into(&packed_weights, (&mut y, s * c_out * plane + at, plane));
-        }
-    }
-    (flex(y, shape), None)
+    };
+    // SAFETY: for each sample s and channel c, the tiles' rows cover the
+    // plane's out_h rows of out_w (tile r writes C's c_out rows of its
+    // width, `plane` apart, from `s · c_out · plane + first · out_w`):
+    // every value of the n · c_out · plane is written.
+    #[allow(unsafe_code)]
+    let y = unsafe { uninit::written_whole(n * c_out * plane, write) };
+    let kept = kept.map(|cols| (flex(cols, Shape::new([n, taps, plane])), ColumnOrder::SampleMajor));
+    (flex(y, shape), kept)
 }
 
 #[cfg(test)]
@@ -232,13 +244,16 @@ mod tests {
             e2e::skip("in_bf16_the_forward_convolution_sums_the_rounded_operands_in_f32", "no AVX512_BF16 on this CPU");
             return;
         }
-        // The last: every sample's columns in one product (output planes
-        // of 16 positions, 16 samples).
+        // The third: every sample's columns in one product (output planes
+        // of 16 positions, 16 samples); the last: tiles of fewer rows than
+        // the output, packed as they are made.
         let cases = [
             ([2, 3, 7, 9], 4, [3, 3], [1, 1], [1, 1]),
             ([1, 16, 12, 20], 24, [3, 3], [2, 2], [1, 1]),
             ([16, 8, 8, 8], 4, [5, 5], [2, 2], [2, 2]),
+            ([2, 64, 70, 300], 2, [3, 3], [1, 1], [1, 1]),
         ];
+        assert!(rows_per_tile(2 * 64 * 9 * 300, 70) < 70);
         for (dims, c_out, kernel, stride, padding) in cases {
             let rounded = |mut v: Vec<f32>| {
                 Precision::Bf16.round_in_place(&mut v);
@@ -257,6 +272,10 @@ mod tests {
             let single = forward(&x, &weight, &window, out);
             let half = scoped(Precision::Bf16, || forward(&x, &weight, &window, out));
             assert_eq!(half.shape(), single.shape());
+            // Keeping the columns for the weight gradient packs them from
+            // memory instead: the same products, the same bits.
+            let (kept, _) = scoped(Precision::Bf16, || forward_keeping_input(&x, &weight, &window, out, true));
+            assert_eq!(values(&kept), values(&half), "{dims:?}: kept columns");
             for (a, b) in values(&half).iter().zip(values(&single).iter()) {
                 assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{dims:?}: bf16 {a}, f32 {b}");
             }

@@ -9,6 +9,33 @@
 
 use std::mem::MaybeUninit;
 
+/// An f32 a kernel writes: one already initialised, or one of the spare
+/// capacity [`written_whole`] hands out. Sealed to those two, which share
+/// f32's layout, so a writer generic over it writes either without an
+/// unsafe view of one as the other.
+pub(crate) trait F32Slot: Copy + Send + Sync + sealed::Sealed {
+    /// The slot holding `x`.
+    fn holding(x: f32) -> Self;
+}
+
+impl F32Slot for f32 {
+    fn holding(x: f32) -> f32 {
+        x
+    }
+}
+
+impl F32Slot for MaybeUninit<f32> {
+    fn holding(x: f32) -> MaybeUninit<f32> {
+        MaybeUninit::new(x)
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for std::mem::MaybeUninit<f32> {}
+}
+
 /// A new vector of `len` values, each written by `write` into the slice it
 /// is handed, with no zeroing pass before.
 ///
