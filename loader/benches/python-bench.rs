@@ -120,16 +120,20 @@ fn main() {
     }
     let col = |i: usize| median(rows.iter().map(|r| r[i]).collect());
     let ratio = |a: usize, b: usize| median(rows.iter().map(|r| r[a] / r[b]).collect());
+    // The Python loader is held to its target in every run, not in the
+    // median one: its rate was bimodal on one host.
+    let lowest_ratio = |a: usize, b: usize| rows.iter().map(|r| r[a] / r[b]).fold(f64::INFINITY, f64::min);
     println!(
         "\n| workload ({} samples, {WORKERS} workers, batch {BATCH}, median of {runs} runs) | stagehand (Python) samples/s | peer | peer samples/s | ratio | target |",
         common::SAMPLES
     );
     println!("|---|---|---|---|---|---|");
     println!(
-        "| CosmoFlow 128^3 x 4 TFRecord | {:.1} | Rust loader | {:.1} | {:.2} | >= 0.9 |",
+        "| CosmoFlow 128^3 x 4 TFRecord | {:.1} | Rust loader | {:.1} | {:.2} (lowest run {:.2}) | >= 0.95 in every run |",
         col(1),
         col(0),
-        ratio(1, 0)
+        ratio(1, 0),
+        lowest_ratio(1, 0)
     );
     println!(
         "| CosmoFlow 128^3 x 4 TFRecord | {:.1} | tf.data | {:.1} | {:.2}x | >= 5x |",
@@ -155,8 +159,8 @@ fn main() {
             format!("CosmoFlow 128³×4, `stagehand.Loader` iterated from Python: {:.1} samples/s", col(1)),
         )
         .peer(format!("the Rust loader, same files and settings: {:.1}", col(0)))
-        .ratio(format!("{:.2}", ratio(1, 0)))
-        .target("≥ 0.9", Some(ratio(1, 0) >= 0.9)),
+        .ratio(format!("{:.2} (lowest of {runs} runs {:.2})", ratio(1, 0), lowest_ratio(1, 0)))
+        .target("≥ 0.95 in every run", Some(lowest_ratio(1, 0) >= 0.95)),
         Row::new("cosmoflow-vs-tfdata", "the same")
             .peer(format!("`tf.data` (MLPerf HPC's reader), {WORKERS} threads: {:.1}", col(2)))
             .ratio(format!("{:.1}×", ratio(1, 2)))

@@ -38,6 +38,16 @@ pub enum Error {
         /// The bench.
         bench: String,
     },
+    /// A bench has more than one table in the page.
+    #[error("{}: the table of bench `{bench}` appears {count} times; a page has one table per bench", page.display())]
+    Repeated {
+        /// The page.
+        page: PathBuf,
+        /// The bench whose table repeats.
+        bench: String,
+        /// How many tables it has.
+        count: usize,
+    },
     /// A table's opening marker has no closing one.
     #[error("{}: `<!-- bench: {bench} -->` is not closed by `<!-- /bench: {bench} -->`", page.display())]
     Unclosed {

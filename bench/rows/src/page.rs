@@ -96,8 +96,16 @@ pub(crate) fn replace_table(text: &str, results: &BenchResults, page: &Path) -> 
 }
 
 /// The page with every bench table rendered from `all`. Fails if a bench
-/// with results has no table in the page, or a table has no results.
+/// with results has no table in the page, or a table has no results, or
+/// a bench has two tables (only the first would be kept current).
 pub fn render_page(text: &str, all: &[BenchResults], page: &Path) -> Result<String, Error> {
+    let tables = tables_in(text);
+    for bench in &tables {
+        let count = tables.iter().filter(|other| *other == bench).count();
+        if count > 1 {
+            return Err(Error::Repeated { page: page.to_owned(), bench: bench.clone(), count });
+        }
+    }
     let mut out = text.to_owned();
     for results in all {
         out = replace_table(&out, results, page)?;
@@ -131,6 +139,13 @@ mod tests {
     }
 
     const PAGE: &str = "# Benchmarks\n\nprose\n\n<!-- bench: step -->\nold\n<!-- /bench: step -->\n\nmore prose\n";
+
+    #[test]
+    fn a_page_with_a_bench_table_twice_is_an_error_naming_it() {
+        let twice = format!("{PAGE}\n{PAGE}");
+        let err = render_page(&twice, &[results()], Path::new("docs/benchmarks.md")).unwrap_err();
+        assert!(matches!(&err, Error::Repeated { bench, count: 2, .. } if bench == "step"), "{err}");
+    }
 
     #[test]
     fn a_missed_target_shows_in_bold_in_ratio_and_target() {
