@@ -82,12 +82,24 @@ pub struct ConsumerWait {
 
 /// `reps` epochs through one loader (`next_epoch` between them, as a trainer
 /// runs); returns the median samples/s of an epoch and the consumer's wait.
+#[allow(dead_code, reason = "python-bench takes each epoch's rate")]
 pub fn epochs<D: Dataset + 'static>(
     ds: Arc<D>,
     config: LoaderConfig,
     reps: usize,
     consumer_work: Duration,
 ) -> (f64, ConsumerWait) {
+    let (rates, wait) = epoch_rates(ds, config, reps, consumer_work);
+    (median(rates), wait)
+}
+
+/// [`epochs`] with each epoch's samples/s, in order.
+pub fn epoch_rates<D: Dataset + 'static>(
+    ds: Arc<D>,
+    config: LoaderConfig,
+    reps: usize,
+    consumer_work: Duration,
+) -> (Vec<f64>, ConsumerWait) {
     let order: Vec<usize> = (0..ds.len()).collect();
     let mut loader = Loader::new(ds.clone(), order.clone(), config);
     let mut rates = Vec::new();
@@ -112,5 +124,5 @@ pub fn epochs<D: Dataset + 'static>(
     }
     let share = |t: &[(f64, f64)]| t.iter().map(|w| w.0).sum::<f64>() / t.iter().map(|w| w.1).sum::<f64>();
     let wait = ConsumerWait { all_epochs: share(&times), after_first: share(&times[1.min(times.len() - 1)..]) };
-    (median(rates), wait)
+    (rates, wait)
 }
