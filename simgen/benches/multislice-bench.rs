@@ -305,7 +305,7 @@ fn record_rows(report: &Value, reps: usize) {
         let (ours, theirs) = (number("/ours/seconds_per_sample_median"), number("/abtem/seconds_per_sample_median"));
         let (speedup, lowest) = (number("/speedup/median"), number("/speedup/lowest"));
         let version = measured["abtem"]["version"].as_str().unwrap();
-        let grid = config(case).grid;
+        let grid = case.grid;
         let figure = format!(
             "{} [001], {grid}², {} slices, {} × {} positions: {ours:.2} s",
             case.crystal, measured["slices"], case.scan, case.scan
