@@ -34,6 +34,8 @@ use trainer::kernels::Precision;
 
 #[path = "support/etalumis_steps.rs"]
 mod etalumis_steps;
+#[path = "support/model_steps.rs"]
+mod model_steps;
 
 use etalumis_steps::{STEP_BATCHES, export, generate, model_and_batches};
 

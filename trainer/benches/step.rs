@@ -33,6 +33,8 @@ use trainer::params;
 
 #[path = "support/cosmoflow_steps.rs"]
 mod cosmoflow_steps;
+#[path = "support/model_steps.rs"]
+mod model_steps;
 
 /// Median seconds of the trainer's step guard on one rank: the finite check
 /// of every gradient of `mlperf-small` (the trainer runs it on each

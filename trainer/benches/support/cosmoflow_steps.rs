@@ -12,13 +12,12 @@ use trainer::models::cosmoflow::{CosmoflowConfig, DropoutMasks, mse};
 use trainer::optim::{Optimizer, Rule};
 use trainer::params;
 
+use super::model_steps;
+
 /// (median step seconds, median forward seconds, parameters) of our
 /// trainer's step in `precision`.
 pub fn ours(batch: usize, steps: usize, precision: Precision) -> (f64, f64, usize) {
-    // As `trainer train` runs its steps on one rank here ([`trainer::kernels::wait`]).
-    trainer::kernels::wait::busy(trainer::kernels::wait::WaitPolicy::auto_here(1), || {
-        trainer::kernels::precision::scoped(precision, || ours_in(batch, steps))
-    })
+    model_steps::as_one_rank(precision, || ours_in(batch, steps))
 }
 
 fn ours_in(batch: usize, steps: usize) -> (f64, f64, usize) {

@@ -18,6 +18,8 @@ use trainer::models::etalumis::{EtalumisModel, small};
 use trainer::optim::{Optimizer, Rule};
 use trainer::params;
 
+use super::model_steps;
+
 /// Batches the step comparison cycles through.
 pub const STEP_BATCHES: usize = 6;
 
@@ -72,10 +74,7 @@ pub fn export(model: &EtalumisModel, batches: &[Batch], dir: &Path) {
 /// (median step seconds, median forward seconds, parameters) of our step
 /// in `precision`.
 pub fn ours(model: &EtalumisModel, batches: &[Batch], steps: usize, precision: Precision) -> (f64, f64, usize) {
-    // As `trainer train` runs its steps on one rank here ([`trainer::kernels::wait`]).
-    trainer::kernels::wait::busy(trainer::kernels::wait::WaitPolicy::auto_here(1), || {
-        trainer::kernels::precision::scoped(precision, || ours_in(model, batches, steps))
-    })
+    model_steps::as_one_rank(precision, || ours_in(model, batches, steps))
 }
 
 fn ours_in(model: &EtalumisModel, batches: &[Batch], steps: usize) -> (f64, f64, usize) {

@@ -3,6 +3,10 @@
 //! plain vectors, parameters written back) and timing forward passes, the
 //! first two of each left out as warm-up.
 
+// Each bench includes this module and uses part of it (`step` and
+// `etalumis` only `as_one_rank`).
+#![allow(dead_code)]
+
 use std::time::Instant;
 
 use burn::module::Module;
