@@ -73,7 +73,11 @@ def main():
     reps = int(sys.argv[3])
     exact = "--exact-structure-factors" in sys.argv[4:]
     if exact:
-        integrals.ScatteringFactorProjectionIntegrals.integrate_on_grid = exact_projection
+        projections = getattr(integrals, "ScatteringFactorProjectionIntegrals", None)
+        if not all(hasattr(projections, name) for name in ("integrate_on_grid", "get_scattering_factor")):
+            sys.exit(f"--exact-structure-factors: abTEM {abtem.__version__} has no "
+                     "ScatteringFactorProjectionIntegrals.integrate_on_grid to replace (written for 1.0.11)")
+        projections.integrate_on_grid = exact_projection
     config = json.load(open(os.path.join(out, "config.json")))
     table = np.loadtxt(os.path.join(out, "atoms.txt"), ndmin=2)
     positions = np.loadtxt(os.path.join(out, "positions.txt"), ndmin=2)
