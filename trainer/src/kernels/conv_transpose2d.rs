@@ -106,16 +106,15 @@ pub fn forward(
     if n >= rayon::current_num_threads() {
         // A sample per task, as burn-flex shares them: enough of them to
         // keep every thread busy without waking the others per product.
-        y.par_chunks_mut(c_out * out_plane).enumerate().for_each_init(
-            || (vec![0.0f32; taps * plane], Vec::new()),
-            |(cols, phases), (sample, out)| {
-                strided_gemm::multiply((cols, View::rows(taps, plane)), weight_t, sample_x(sample), false);
-                let rows = Rows { cols, tap_stride: plane, first: 0, geometry, input: [h, w], out_w };
-                for (co, channel) in out.chunks_mut(out_plane).enumerate() {
-                    rows.channel(co, channel, phases);
-                }
-            },
-        );
+        // Each sample's columns a new, unzeroed product (see
+        // `lane_conv_transpose2d::forward`).
+        y.par_chunks_mut(c_out * out_plane).enumerate().for_each_init(Vec::new, |phases, (sample, out)| {
+            let cols = strided_gemm::product_of(weight_t, sample_x(sample), false);
+            let rows = Rows { cols: &cols, tap_stride: plane, first: 0, geometry, input: [h, w], out_w };
+            for (co, channel) in out.chunks_mut(out_plane).enumerate() {
+                rows.channel(co, channel, phases);
+            }
+        });
         return y;
     }
     let mut cols = vec![0.0f32; taps * plane];

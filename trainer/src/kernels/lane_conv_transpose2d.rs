@@ -88,12 +88,16 @@ pub(crate) fn forward(
             let sample_x = |sample: usize| (x, View::columns(plane, c_in).at(sample * c_in * plane));
             if n >= rayon::current_num_threads() {
                 // A sample per task, as the plane-major route shares them.
+                // Each sample's columns are a new product, not a buffer
+                // kept per task: `product_of` leaves its output unzeroed,
+                // where a kept buffer had to be zeroed when made (tens of
+                // MiB for CosmoGAN's generator, once per task and call).
                 planes.par_chunks_mut(c_out * out_plane).enumerate().for_each_init(
-                    || (vec![0.0f32; plane * row], Vec::new()),
-                    |(cols, staged), (sample, out)| {
-                        strided_gemm::multiply((cols, View::rows(plane, row)), sample_x(sample), weight_by_tap, false);
+                    Vec::new,
+                    |staged, (sample, out)| {
+                        let cols = strided_gemm::product_of(sample_x(sample), weight_by_tap, false);
                         for (block, planes) in out.chunks_mut(LANES * out_plane).enumerate() {
-                            gather.block(cols, block, planes, staged);
+                            gather.block(&cols, block, planes, staged);
                         }
                     },
                 );
