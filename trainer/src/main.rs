@@ -14,6 +14,14 @@ use trainer::models::{self, Trainable};
 use trainer::optim::{Rule, TrustRatio};
 use trainer::scaling::Baseline;
 
+/// mimalloc rather than glibc's malloc: a training step allocates and
+/// frees many tensors of many sizes, and glibc's slow paths (consolidating
+/// and unlinking free chunks) held a large share of the smaller models'
+/// steps; what it gains and what it costs in memory is in
+/// docs/benchmarks.md (Allocator).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Train scientific models data-parallel over MPI.
 ///
 /// Run under mpirun or srun: rank 0's initial parameters go to every rank,
