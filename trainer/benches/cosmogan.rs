@@ -92,7 +92,7 @@ fn rate(data: &Path, ranks: usize, batch: usize) -> f64 {
 /// The bench on a pool thread, as the trainer binary runs.
 fn main() {
     // Before the pool's threads start (they keep the arena they first get).
-    cluster::allocator::keep_freed_memory();
+    trainer::allocator::keep_freed_memory();
     trainer::kernels::on_pool(|| {
         // The kernels `trainer train` would run here, measured as it does.
         println!("# kernels: {}", trainer::kernels::calibrate::calibrate().line());

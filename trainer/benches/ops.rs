@@ -49,7 +49,7 @@ fn millis(mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    cluster::allocator::keep_freed_memory();
+    trainer::allocator::keep_freed_memory();
     let device = Device::flex().autodiff();
     let config = CosmoflowConfig::mlperf_small();
     let batch = std::env::var("STAGEHAND_BENCH_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or(8);

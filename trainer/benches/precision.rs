@@ -160,7 +160,7 @@ fn gemm_row(reps: usize) -> Row {
 /// The bench on a pool thread, as the trainer binary runs.
 fn main() {
     // Before the pool's threads start (they keep the arena they first get).
-    cluster::allocator::keep_freed_memory();
+    trainer::allocator::keep_freed_memory();
     trainer::kernels::on_pool(bench);
 }
 

@@ -36,6 +36,7 @@
 
 /// The checkpoint format, from `formats` (it is a file format).
 pub use formats::checkpoint;
+pub mod allocator;
 pub mod engine;
 pub mod exchange;
 pub mod exchange_model;

@@ -20,7 +20,7 @@ use trainer::scaling::Baseline;
 /// steps; what it gains and what it costs in memory is in
 /// docs/benchmarks.md (Allocator).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: trainer::allocator::Allocator = mimalloc::MiMalloc;
 
 /// Train scientific models data-parallel over MPI.
 ///
@@ -1000,7 +1000,7 @@ fn init_world() -> World {
 
 fn main() {
     // Before the pool's threads start (they keep the arena they first get).
-    cluster::allocator::keep_freed_memory();
+    trainer::allocator::keep_freed_memory();
     trainer::kernels::on_pool(run);
 }
 

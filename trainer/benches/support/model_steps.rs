@@ -12,7 +12,7 @@ use std::time::Instant;
 /// The `trainer` binary's allocator, so that the benches time the steps
 /// it takes (see `src/main.rs`).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: trainer::allocator::Allocator = mimalloc::MiMalloc;
 
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
