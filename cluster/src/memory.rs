@@ -21,6 +21,23 @@ pub fn current_rss_bytes() -> Option<u64> {
     kib_field(&std::fs::read_to_string("/proc/self/status").ok()?, "VmRSS")
 }
 
+/// Minor page faults this process has taken so far (`getrusage`), or
+/// `None` where the call fails: how the allocator policies' tests see a
+/// block served from fresh pages rather than reused ones.
+pub fn minor_page_faults() -> Option<u64> {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a whole rusage into the pointer it is given
+    // and returns 0, or returns -1 and writes nothing we read.
+    #[allow(unsafe_code)]
+    let usage = unsafe {
+        if libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) != 0 {
+            return None;
+        }
+        usage.assume_init()
+    };
+    u64::try_from(usage.ru_minflt).ok()
+}
+
 /// Memory the kernel says can be allocated without swapping (Linux
 /// `MemAvailable`), or `None` where it does not say.
 pub fn available_bytes() -> Option<u64> {

@@ -17,14 +17,7 @@ const PAGE: usize = 4096;
 const CHILD: &str = "STAGEHAND_ALLOCATOR_CHILD";
 
 fn minor_faults() -> u64 {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage writes a whole rusage into the pointer it is given.
-    #[allow(unsafe_code)]
-    let usage = unsafe {
-        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()), 0);
-        usage.assume_init()
-    };
-    u64::try_from(usage.ru_minflt).unwrap()
+    cluster::memory::minor_page_faults().expect("getrusage")
 }
 
 /// Faults of a second block of BLOCK bytes written page by page, after a
