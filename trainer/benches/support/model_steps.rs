@@ -3,10 +3,6 @@
 //! plain vectors, parameters written back) and timing forward passes, the
 //! first two of each left out as warm-up.
 
-// Each bench includes this module and uses part of it (`step` and
-// `etalumis` only `as_one_rank`).
-#![allow(dead_code)]
-
 use std::time::Instant;
 
 /// The `trainer` binary's allocator, so that the benches time the steps
@@ -20,6 +16,7 @@ use trainer::optim::{Optimizer, Rule};
 use trainer::params::{self, Init};
 
 /// Steps left out of the timings while caches and pools warm up.
+#[allow(dead_code, reason = "the `step` and `etalumis` benches use only `as_one_rank`")]
 const WARM_UP: usize = 2;
 
 /// `steps_of` run as `trainer train` runs a step on one rank: in
@@ -35,6 +32,7 @@ pub fn as_one_rank<T>(precision: trainer::kernels::Precision, steps_of: impl FnO
 /// `steps` timed training steps (after the warm-up) of `net` on `device`,
 /// its weights first drawn by `init`: `loss(net, k)` is step k's loss.
 /// Returns each step's seconds, the trained network and its parameters.
+#[allow(dead_code, reason = "the `step` and `etalumis` benches use only `as_one_rank`")]
 pub fn time_training_steps<N: Module>(
     net: N,
     (init, rule, lr): (Init, Rule, f32),
@@ -64,6 +62,7 @@ pub fn time_training_steps<N: Module>(
 }
 
 /// `steps` timed calls of `forward` (after the warm-up).
+#[allow(dead_code, reason = "the `step` and `etalumis` benches use only `as_one_rank`")]
 pub fn time_forward(steps: usize, mut forward: impl FnMut()) -> Vec<f64> {
     let mut times = Vec::new();
     for k in 0..steps + WARM_UP {
