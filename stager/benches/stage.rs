@@ -250,12 +250,20 @@ fn record_rows(rows: &[Contender], cp: f64, reps: usize, pfs: &str, needs: &[Vec
             format!("{gib:.2} GiB to {NODES} pretend nodes, wall: {:.2} s (median of {reps})", wall(0)),
         )
         .peer(format!("`cp`, one process per node: {cp:.2} s"))
-        .ratio(format!(
-            "{:.2}× ({:.2}× of the stager's own time, without `mpirun`'s start-up and `MPI_Init`/`MPI_Finalize`)",
-            wall(0) / cp,
-            median(rows[0].2.clone()) / cp
-        ))
+        .ratio(format!("{:.2}×", wall(0) / cp))
         .target("≤ 1.2×", Some(wall(0) / cp <= 1.2)),
+        // What the wall adds to it is Open MPI's: start-up, `MPI_Init` and
+        // `MPI_Finalize`, which `cp` does not pay.
+        Row::new(
+            "own-time-vs-cp",
+            format!(
+                "the same, the stager's own time (its report's total, without `mpirun`'s start-up and \
+                 `MPI_Init`/`MPI_Finalize`): {:.2} s",
+                median(rows[0].2.clone())
+            ),
+        )
+        .peer(format!("`cp`: {cp:.2} s"))
+        .ratio(format!("{:.2}×", median(rows[0].2.clone()) / cp)),
         Row::new("emulated-pfs", format!("the same from an emulated {pfs} shared file system: {:.2} s", wall(2)))
             .peer(format!("the naive copy (every node reads what it needs): {:.2} s", wall(3)))
             .ratio(format!("{:.2}", wall(2) / wall(3)))
