@@ -8,12 +8,12 @@
 //!    on its traces);
 //! 2. the gradient values the bitvector exchange reduced against a dense
 //!    allreduce of every tensor at every step, in bytes per step;
-//! 3. one training step of the `small` network on one rank (loss, backward,
-//!    gradients read out, Adam, parameters written back) over 6 bucketed
-//!    batches of those traces, against the same network and algorithm in
-//!    PyTorch on the same batches and threads
-//!    (`bench/peers/torch_etalumis.py`, in the venv of
-//!    `bench/setup-peers.sh`), alternating in the same run.
+//! 3. one training step of the `small` network, then of the `paper` one
+//!    (fewer steps: seconds each), on one rank (loss, backward, gradients
+//!    read out, Adam, parameters written back) over 6 bucketed batches of
+//!    those traces, against the same network and algorithm in PyTorch on
+//!    the same batches and threads (`bench/peers/torch_etalumis.py`, in the
+//!    venv of `bench/setup-peers.sh`), alternating in the same run.
 //!
 //! ```sh
 //! bash bench/setup-peers.sh
@@ -102,31 +102,12 @@ fn bench() {
 
     let steps = bench_rows::count("STAGEHAND_BENCH_STEPS", 10);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (model, batches) = model_and_batches(&data, batch);
-    let exported = dir.path().join("batches");
-    std::fs::create_dir_all(&exported).unwrap();
-    export(&model, &batches, &exported);
-    println!("# etalumis small step, one rank, {STEP_BATCHES} bucketed batches of {batch}, {threads} threads");
-    let comparison = e2e::alternate_with_peer(
-        "etalumis",
-        reps,
-        || etalumis_steps::ours(&model, &batches, steps, Precision::F32),
-        || etalumis_steps::peer(&exported, steps, threads, Precision::F32),
-    )
-    .unwrap_or_else(|| panic!("the PyTorch peer did not run (above): no rows recorded"));
-    let ratio = comparison.step_ratio();
+    let small = step_comparison(&data, dir.path(), ("small", batch, steps), reps, threads);
+    // A `paper` step is seconds on two cores: fewer of them.
+    let paper = step_comparison(&data, dir.path(), ("paper", batch, steps.min(3)), reps, threads);
     let rows = [
-        Row::new(
-            "etalumis-step",
-            format!("Etalumis `small` step, 1 rank, bucketed batches of {batch} traces: {:.3} s", comparison.ours_step),
-        )
-        .peer(format!(
-            "PyTorch {}, same network and algorithm: {:.3} s",
-            comparison.peer["torch"].as_str().unwrap(),
-            comparison.peer_step
-        ))
-        .ratio(format!("{ratio:.2}×"))
-        .target("≤ 0.9×", Some(ratio <= 0.9)),
+        step_row("etalumis-step", "small", batch, &small),
+        step_row("etalumis-paper-step", "paper", batch, &paper),
         Row::new("sorted-vs-random", format!("2 ranks, type-sorted bucketed minibatches: {sorted:.1} traces/s"))
             .peer(format!("random minibatches: {random:.1}"))
             .ratio(format!("{:.2}×", sorted / random))
@@ -144,4 +125,43 @@ fn bench() {
         &rows,
     )
     .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Our step of configuration `config` on one rank against PyTorch's, on the
+/// same `STEP_BATCHES` bucketed batches of `data`, alternating `reps` times.
+fn step_comparison(
+    data: &Path,
+    dir: &Path,
+    (config, batch, steps): (&str, usize, usize),
+    reps: usize,
+    threads: usize,
+) -> e2e::PeerComparison {
+    let (model, batches) = model_and_batches(data, config, batch);
+    let exported = dir.join(format!("batches-{config}"));
+    std::fs::create_dir_all(&exported).unwrap();
+    export(&model, config, &batches, &exported);
+    println!("# etalumis {config} step, one rank, {STEP_BATCHES} bucketed batches of {batch}, {threads} threads");
+    e2e::alternate_with_peer(
+        &format!("etalumis-{config}"),
+        reps,
+        || etalumis_steps::ours(&model, &batches, steps, Precision::F32),
+        || etalumis_steps::peer(&exported, steps, threads, Precision::F32),
+    )
+    .unwrap_or_else(|| panic!("the PyTorch peer did not run (above): no rows recorded"))
+}
+
+/// The row of one configuration's step comparison.
+fn step_row(id: &str, config: &str, batch: usize, comparison: &e2e::PeerComparison) -> Row {
+    let ratio = comparison.step_ratio();
+    Row::new(
+        id,
+        format!("Etalumis `{config}` step, 1 rank, bucketed batches of {batch} traces: {:.3} s", comparison.ours_step),
+    )
+    .peer(format!(
+        "PyTorch {}, same network and algorithm: {:.3} s",
+        comparison.peer["torch"].as_str().unwrap(),
+        comparison.peer_step
+    ))
+    .ratio(format!("{ratio:.2}×"))
+    .target("≤ 0.9×", Some(ratio <= 0.9))
 }

@@ -256,10 +256,10 @@ fn bench() {
         let dir = tempfile::tempdir().unwrap();
         let (traces, batch) = (dir.path().join("traces"), 16);
         etalumis_steps::generate(&traces, 2000);
-        let (model, batches) = etalumis_steps::model_and_batches(&traces, batch);
+        let (model, batches) = etalumis_steps::model_and_batches(&traces, "small", batch);
         let exported = dir.path().join("batches");
         std::fs::create_dir_all(&exported).unwrap();
-        etalumis_steps::export(&model, &batches, &exported);
+        etalumis_steps::export(&model, "small", &batches, &exported);
         let times = four_ways(
             label,
             reps,

@@ -14,7 +14,7 @@ use loader::traces::CHOICE_WIDTH;
 use serde_json::{Value, json};
 use trainer::engine::{ModelChoice, StepContext, TrainModel};
 use trainer::kernels::Precision;
-use trainer::models::etalumis::{EtalumisModel, small};
+use trainer::models::etalumis::{EtalumisModel, by_name};
 use trainer::optim::{Optimizer, Rule};
 use trainer::params;
 
@@ -23,11 +23,11 @@ use super::model_steps;
 /// Batches the step comparison cycles through.
 pub const STEP_BATCHES: usize = 6;
 
-/// The `small` model checked against `data`, and `STEP_BATCHES` bucketed
-/// batches of `batch` traces from it.
-pub fn model_and_batches(data: &Path, batch: usize) -> (EtalumisModel, Vec<Batch>) {
+/// The model of configuration `config` checked against `data`, and
+/// `STEP_BATCHES` bucketed batches of `batch` traces from it.
+pub fn model_and_batches(data: &Path, config: &str, batch: usize) -> (EtalumisModel, Vec<Batch>) {
     let options = trainer::models::etalumis::model::EtalumisOptions::default();
-    let model = EtalumisModel::new(&ModelChoice::config("small"), &options).unwrap();
+    let model = EtalumisModel::new(&ModelChoice::config(config), &options).unwrap();
     let manifest = Manifest::load(&data.join(MANIFEST_FILE)).unwrap();
     model.check_data(data, &manifest).unwrap();
     let dataset = model.open_dataset(data, &manifest, None).unwrap();
@@ -40,10 +40,10 @@ pub fn model_and_batches(data: &Path, batch: usize) -> (EtalumisModel, Vec<Batch
     (model, batches)
 }
 
-/// The batches as the peer reads them: `batches.json` (configuration,
-/// layout, each trace's positions and choices) and standardised
-/// observations in `obs-K.f32`.
-pub fn export(model: &EtalumisModel, batches: &[Batch], dir: &Path) {
+/// The batches as the peer reads them: `batches.json` (configuration
+/// `config`, the model's, layout, each trace's positions and choices) and
+/// standardised observations in `obs-K.f32`.
+pub fn export(model: &EtalumisModel, config: &str, batches: &[Batch], dir: &Path) {
     let data = model.layout();
     let (mean, std) =
         (data["observation_mean"].as_f64().unwrap() as f32, data["observation_std"].as_f64().unwrap() as f32);
@@ -63,7 +63,7 @@ pub fn export(model: &EtalumisModel, batches: &[Batch], dir: &Path) {
         listed.push(json!({ "traces": traces }));
     }
     let spec = json!({
-        "config": small(),
+        "config": by_name(config).unwrap(),
         "layout": data["layout"]["addresses"],
         "observation": data["observation"],
         "batches": listed,
