@@ -29,7 +29,7 @@ pub const PURGE_DELAY_VARIABLE: &str = "MIMALLOC_PURGE_DELAY";
 
 /// `mi_option_purge_delay` in `mi_option_e` of mimalloc's `mimalloc.h`
 /// (v2.1 and v3 alike: it took the place of v2.0's `mi_option_reset_delay`).
-/// The `mimalloc` crate's extended API lists the options only up to 14.
+/// The `libmimalloc-sys` crate's extended API has no constant for it.
 const PURGE_DELAY: c_int = 15;
 
 /// mimalloc v3's default purge delay in milliseconds (`src/options.c`; the
