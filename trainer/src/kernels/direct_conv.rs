@@ -35,14 +35,23 @@ pub fn channels_in_lanes(shape: &ConvShape) -> bool {
 }
 
 /// `x` [batch, channels, D, H, W] with `k / 2` zeros around every volume.
-/// Every element is written once (no zeroing first: this copy is a
-/// noticeable part of a CosmoFlow step).
 fn pad(shape: &ConvShape, channels: usize, x: &[f32]) -> Vec<f32> {
-    let [d, h, w] = shape.volume;
-    let [pd, ph, pw] = shape.padded();
-    let p = shape.kernel / 2;
-    assert_eq!(x.len(), shape.batch * channels * d * h * w, "input of {shape:?} with {channels} channels");
-    let len = shape.batch * channels * pd * ph * pw;
+    assert_eq!(x.len(), shape.batch * channels * shape.voxels(), "input of {shape:?} with {channels} channels");
+    pad_volumes(shape.volume, shape.kernel / 2, shape.padded(), x)
+}
+
+/// Every `volume` of `x` placed `offset` voxels into a volume of edges
+/// `padded`, zeros around it. Every element is written once (no zeroing
+/// first: this copy is a noticeable part of a CosmoFlow step).
+fn pad_volumes(volume: [usize; 3], offset: usize, padded: [usize; 3], x: &[f32]) -> Vec<f32> {
+    let [d, h, w] = volume;
+    let [pd, ph, pw] = padded;
+    assert!(
+        (0..3).all(|a| volume[a] + 2 * offset == padded[a]) && x.len().is_multiple_of(d * h * w),
+        "{} values in volumes of {volume:?} padded by {offset} to {padded:?}",
+        x.len()
+    );
+    let len = x.len() / (d * h * w) * pd * ph * pw;
     // SAFETY: the first `len` elements are initialised: `x` holds exactly
     // `len / (pd·ph·pw)` volumes (asserted above), so every padded volume
     // has its source, and each is written whole, plane by plane and row by
@@ -52,20 +61,20 @@ fn pad(shape: &ConvShape, channels: usize, x: &[f32]) -> Vec<f32> {
         uninit::written_whole(len, |out| {
             out.par_chunks_mut(pd * ph * pw).zip(x.par_chunks(d * h * w)).for_each(|(dst, src)| {
                 for (pz, plane) in dst.chunks_mut(ph * pw).enumerate() {
-                    let z = pz.wrapping_sub(p);
+                    let z = pz.wrapping_sub(offset);
                     if z >= d {
                         fill(plane, 0.0);
                         continue;
                     }
                     for (py, row) in plane.chunks_mut(pw).enumerate() {
-                        let y = py.wrapping_sub(p);
+                        let y = py.wrapping_sub(offset);
                         if y >= h {
                             fill(row, 0.0);
                             continue;
                         }
-                        fill(&mut row[..p], 0.0);
-                        row[p..p + w].write_copy_of_slice(&src[(z * h + y) * w..][..w]);
-                        fill(&mut row[p + w..], 0.0);
+                        fill(&mut row[..offset], 0.0);
+                        row[offset..offset + w].write_copy_of_slice(&src[(z * h + y) * w..][..w]);
+                        fill(&mut row[offset + w..], 0.0);
                     }
                 }
             });
@@ -85,6 +94,21 @@ impl PaddedInput {
     pub fn new(shape: &ConvShape, x: &[f32]) -> Self {
         PaddedInput { shape: *shape, values: pad(shape, shape.c_in, x) }
     }
+
+    /// `x` [batch, c_in, D + k - 1, H + k - 1, W + k - 1], the input of a
+    /// valid convolution whose output has `shape`'s volume: the kernels
+    /// read it as it is, as the padded input of the "same" convolution of
+    /// that volume.
+    pub fn valid(shape: &ConvShape, x: Vec<f32>) -> Self {
+        assert_eq!(x.len(), valid_input_len(shape), "input of the valid convolution {shape:?}");
+        PaddedInput { shape: *shape, values: x }
+    }
+}
+
+/// Elements of the input of a valid convolution with output volume
+/// `shape.volume`.
+fn valid_input_len(shape: &ConvShape) -> usize {
+    shape.batch * shape.c_in * shape.padded().iter().product::<usize>()
 }
 
 impl std::fmt::Debug for PaddedInput {
@@ -100,7 +124,20 @@ pub fn forward(shape: &ConvShape, x: &[f32], weight: &[f32], bias: Option<&[f32]
 
 /// [`forward`] of an input padded already.
 pub fn forward_from_padded(input: &PaddedInput, weight: &[f32], bias: Option<&[f32]>) -> Vec<f32> {
-    let (shape, padded) = (&input.shape, &input.values);
+    forward_on(&input.shape, &input.values, weight, bias)
+}
+
+/// The valid convolution (no padding) of `x` [batch, c_in, D + k - 1,
+/// H + k - 1, W + k - 1] into [batch, c_out, D, H, W], `shape.volume`
+/// being that output's: the same kernels, which read `x` as the "same"
+/// convolution's padded input. Half as many multiply-adds as the "same"
+/// convolution of `x` cropped, where the volume is small (Etalumis).
+pub fn forward_valid(shape: &ConvShape, x: &[f32], weight: &[f32], bias: Option<&[f32]>) -> Vec<f32> {
+    assert_eq!(x.len(), valid_input_len(shape), "input of the valid convolution {shape:?}");
+    forward_on(shape, x, weight, bias)
+}
+
+fn forward_on(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[f32]>) -> Vec<f32> {
     let mut y = vec![0.0; shape.output_len()];
     if channel_conv::applies(shape) {
         let weights = channel_conv::channels_last_weights(shape, weight);
@@ -115,13 +152,29 @@ pub fn forward_from_padded(input: &PaddedInput, weight: &[f32], bias: Option<&[f
 /// the kernel flipped in space and its channels swapped.
 pub fn input_grad(shape: &ConvShape, weight: &[f32], out_grad: &[f32]) -> Vec<f32> {
     let t = shape.transposed();
-    let padded = pad(&t, t.c_in, out_grad);
+    input_grad_of_padded(shape, weight, &pad(&t, t.c_in, out_grad))
+}
+
+/// Gradient of the input of [`forward_valid`]: the output gradient padded
+/// by `k - 1` on every side and convolved ("same", at the input's volume)
+/// with the flipped kernel.
+pub fn input_grad_valid(shape: &ConvShape, weight: &[f32], out_grad: &[f32]) -> Vec<f32> {
+    let input = ConvShape { volume: shape.padded(), ..*shape };
+    let reach = shape.kernel - 1;
+    let padded = pad_volumes(shape.volume, reach, input.padded(), out_grad);
+    input_grad_of_padded(&input, weight, &padded)
+}
+
+/// The input gradient of a "same" convolution of `shape` from its output
+/// gradient padded by `k / 2`.
+fn input_grad_of_padded(shape: &ConvShape, weight: &[f32], padded: &[f32]) -> Vec<f32> {
+    let t = shape.transposed();
     let mut x_grad = vec![0.0; shape.input_len()];
     if channel_conv::applies(&t) {
         let weights = channel_conv::channels_last_flipped_weights(shape, weight);
-        channel_conv::forward_padded(&t, &padded, &weights, None, &mut x_grad);
+        channel_conv::forward_padded(&t, padded, &weights, None, &mut x_grad);
     } else {
-        forward_padded(&t, &padded, &flipped(shape, weight), None, &mut x_grad);
+        forward_padded(&t, padded, &flipped(shape, weight), None, &mut x_grad);
     }
     x_grad
 }
@@ -202,18 +255,29 @@ fn forward_block_3<const L: usize>(
         }
         return;
     }
+    // Tiles of two vectors of L lanes, then of two of 8, and the row's
+    // last columns (fewer than a tile) as a two-vector tile of 8 lanes
+    // ending at the row's end, overlapping columns done already (which it
+    // writes again with the same bits: a voxel's sum does not depend on
+    // its tile). On Zen 4 one-vector tiles of 16 lanes, one-vector tiles
+    // of 8 for a tail and one-lane tiles (as costly as whole ones) took up
+    // to 3 times as long on 31- to 35-wide rows.
     let mut x = 0;
     while x < w {
         let left = w - x;
         if left >= 2 * L {
             forward_tile_3::<2, L>(shape, padded, weight, bias, n, co, x, out);
             x += 2 * L;
-        } else if left >= L {
-            forward_tile_3::<1, L>(shape, padded, weight, bias, n, co, x, out);
-            x += L;
-        } else if L > LANES && left >= LANES {
-            forward_tile_3::<1, LANES>(shape, padded, weight, bias, n, co, x, out);
-            x += LANES;
+        } else if left >= 2 * LANES {
+            forward_tile_3::<2, LANES>(shape, padded, weight, bias, n, co, x, out);
+            x += 2 * LANES;
+        } else if w >= 2 * LANES {
+            forward_tile_3::<2, LANES>(shape, padded, weight, bias, n, co, w - 2 * LANES, out);
+            x = w;
+        } else if w >= LANES {
+            let lanes = left.min(LANES);
+            forward_tile_3::<1, LANES>(shape, padded, weight, bias, n, co, x + lanes - LANES, out);
+            x += lanes;
         } else {
             forward_tile_3::<1, 1>(shape, padded, weight, bias, n, co, x, out);
             x += 1;
@@ -545,10 +609,25 @@ fn weight_grad_block_3(
 #[allow(unsafe_code)]
 mod weight_grad_avx2 {
     use std::arch::x86_64::{
-        __m256, _mm256_add_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps, _mm256_storeu_ps,
+        __m256, __m256i, _mm256_add_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_maskload_ps,
+        _mm256_setzero_ps, _mm256_storeu_ps,
     };
 
     use super::{CO_BLOCK, ConvShape, LANES};
+
+    /// All bits set in lanes `..LANES`, none in the next `LANES`.
+    const TAIL_MASKS: [i32; 2 * LANES] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
+
+    /// The mask of a row's last `lanes` (< LANES) columns for
+    /// `_mm256_maskload_ps`, which reads only the lanes it sets and gives
+    /// zeros in the others: there the multiply-adds add 0 · 0, and each
+    /// lane the portable kernel uses sees its operations.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn tail_mask(lanes: usize) -> __m256i {
+        let start = &TAIL_MASKS[LANES - lanes.min(LANES)..][..LANES];
+        // SAFETY: `start` holds LANES i32s, one 256-bit vector.
+        unsafe { _mm256_loadu_si256(start.as_ptr().cast()) }
+    }
 
     /// The weight gradient block; checks the lengths every pointer below
     /// relies on (and panics if they do not hold).
@@ -613,16 +692,20 @@ mod weight_grad_avx2 {
                             c += LANES;
                         }
                         if full < w {
+                            // SAFETY: the mask reads lanes full..w only:
+                            // full + s + (w - full) <= w + 2 = pw and
+                            // at + w <= voxels.
+                            let (r, g) = unsafe {
+                                let mask = tail_mask(w - full);
+                                let p = row.as_ptr().add(full);
+                                let r: [__m256; 3] = std::array::from_fn(|s| _mm256_maskload_ps(p.add(s), mask));
+                                let g: [__m256; CO_BLOCK] =
+                                    std::array::from_fn(|j| _mm256_maskload_ps(dy[j].as_ptr().add(at + full), mask));
+                                (r, g)
+                            };
                             for j in 0..CO_BLOCK {
                                 for s in 0..3 {
-                                    let mut lanes = [0.0f32; LANES];
-                                    // SAFETY: `lanes` holds LANES floats.
-                                    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc[j][s]) };
-                                    for i in full..w {
-                                        lanes[i - full] = dy[j][at + i].mul_add(row[i + s], lanes[i - full]);
-                                    }
-                                    // SAFETY: as above.
-                                    acc[j][s] = unsafe { _mm256_loadu_ps(lanes.as_ptr()) };
+                                    acc[j][s] = _mm256_fmadd_ps(g[j], r[s], acc[j][s]);
                                 }
                             }
                         }
@@ -654,10 +737,11 @@ mod weight_grad_avx2 {
 #[allow(unsafe_code)]
 mod weight_grad_avx512 {
     use std::arch::x86_64::{
-        __m512, _mm256_loadu_ps, _mm512_add_ps, _mm512_broadcast_f32x8, _mm512_castps256_ps512, _mm512_fmadd_ps,
-        _mm512_insertf32x8, _mm512_loadu_ps, _mm512_setzero_ps, _mm512_storeu_ps,
+        __m512, _mm256_loadu_ps, _mm256_maskload_ps, _mm512_add_ps, _mm512_broadcast_f32x8, _mm512_castps256_ps512,
+        _mm512_fmadd_ps, _mm512_insertf32x8, _mm512_loadu_ps, _mm512_setzero_ps, _mm512_storeu_ps,
     };
 
+    use super::weight_grad_avx2::tail_mask;
     use super::{CO_BLOCK, ConvShape, LANES};
 
     const PAIRS: usize = CO_BLOCK / 2;
@@ -728,19 +812,22 @@ mod weight_grad_avx512 {
                             c += LANES;
                         }
                         if full < w {
-                            for (q, a) in acc.iter_mut().enumerate() {
-                                for (s, v) in a.iter_mut().enumerate() {
-                                    let mut lanes = [[0.0f32; LANES]; 2];
-                                    // SAFETY: `lanes` holds 16 floats.
-                                    unsafe { _mm512_storeu_ps(lanes.as_mut_ptr().cast::<f32>(), *v) };
-                                    for (half, l) in lanes.iter_mut().enumerate() {
-                                        let g = dy[2 * q + half];
-                                        for i in full..w {
-                                            l[i - full] = g[at + i].mul_add(row[i + s], l[i - full]);
-                                        }
-                                    }
-                                    // SAFETY: as above.
-                                    *v = unsafe { _mm512_loadu_ps(lanes.as_ptr().cast::<f32>()) };
+                            // SAFETY: as in the AVX2 kernel's tail.
+                            let (r, g) = unsafe {
+                                let mask = tail_mask(w - full);
+                                let p = row.as_ptr().add(full);
+                                let r: [__m512; 3] =
+                                    std::array::from_fn(|s| _mm512_broadcast_f32x8(_mm256_maskload_ps(p.add(s), mask)));
+                                let g: [__m512; PAIRS] = std::array::from_fn(|q| {
+                                    let [low, high] = [2 * q, 2 * q + 1]
+                                        .map(|j| _mm256_maskload_ps(dy[j].as_ptr().add(at + full), mask));
+                                    _mm512_insertf32x8::<1>(_mm512_castps256_ps512(low), high)
+                                });
+                                (r, g)
+                            };
+                            for q in 0..PAIRS {
+                                for s in 0..3 {
+                                    acc[q][s] = _mm512_fmadd_ps(g[q], r[s], acc[q][s]);
                                 }
                             }
                         }
@@ -977,7 +1064,21 @@ mod tests {
     /// per-plane ones, so they agree to the bit.
     #[test]
     fn blocked_kernels_equal_the_plain_ones_bit_for_bit() {
-        let shape = ConvShape { batch: 2, c_in: 3, c_out: 8, volume: [3, 4, 21], kernel: 3 };
+        // Widths that end in a partial tile of every kind: one voxel, an
+        // overlapping 8-lane tile after 16 lanes, after 8, after 32, and a
+        // row narrower than 8.
+        for w in [21, 31, 9, 17, 33, 8, 5] {
+            blocked_kernels_equal_the_plain_ones_at(ConvShape {
+                batch: 2,
+                c_in: 3,
+                c_out: 8,
+                volume: [3, 4, w],
+                kernel: 3,
+            });
+        }
+    }
+
+    fn blocked_kernels_equal_the_plain_ones_at(shape: ConvShape) {
         let (x, weight, bias, g) = (
             values(shape.input_len(), 7),
             values(shape.weight_len(), 8),
@@ -990,12 +1091,42 @@ mod tests {
         for (plane, out) in plain.chunks_mut(voxels).enumerate() {
             forward_plane(&shape, &padded, &weight, Some(&bias), plane / shape.c_out, plane % shape.c_out, out);
         }
-        assert_eq!(forward(&shape, &x, &weight, Some(&bias)), plain);
+        assert_eq!(forward(&shape, &x, &weight, Some(&bias)), plain, "{shape:?}");
         let mut plain = vec![0.0; shape.weight_len()];
         for (pair, out) in plain.chunks_mut(27).enumerate() {
             weight_grad_pair(&shape, &padded, &g, pair, out);
         }
-        assert_eq!(weight_grad(&shape, &x, &g), plain);
+        assert_eq!(weight_grad(&shape, &x, &g), plain, "{shape:?}");
+    }
+
+    /// The valid convolution is the "same" one's interior, to the bit: each
+    /// output voxel adds the same input voxels in the same order. Its input
+    /// gradient is the "same" convolution's for an output gradient that is
+    /// zero on the border.
+    #[test]
+    fn the_valid_convolution_is_the_same_ones_interior_to_the_bit() {
+        for (c_in, c_out, volume) in [(3, 8, [5, 6, 23]), (16, 32, [4, 5, 7])] {
+            let input = ConvShape { batch: 2, c_in, c_out, volume, kernel: 3 };
+            let shape = ConvShape { volume: volume.map(|e| e - 2), ..input };
+            let (x, weight, bias, g) = (
+                values(input.input_len(), 17),
+                values(shape.weight_len(), 18),
+                values(shape.c_out, 19),
+                values(shape.output_len(), 20),
+            );
+            let same = forward(&input, &x, &weight, Some(&bias));
+            let interior: Vec<f32> = same.chunks(input.voxels()).flat_map(|plane| interior_of(plane, volume)).collect();
+            assert_eq!(forward_valid(&shape, &x, &weight, Some(&bias)), interior, "{input:?}");
+            let bordered = pad(&ConvShape { c_in: c_out, ..shape }, c_out, &g);
+            assert_eq!(input_grad_valid(&shape, &weight, &g), input_grad(&input, &weight, &bordered), "{input:?}");
+        }
+    }
+
+    /// A plane of `volume` without its one-voxel border.
+    fn interior_of(plane: &[f32], [d, h, w]: [usize; 3]) -> Vec<f32> {
+        (1..d - 1)
+            .flat_map(|z| (1..h - 1).flat_map(move |y| (1..w - 1).map(move |x| plane[(z * h + y) * w + x])))
+            .collect()
     }
 
     /// The kernels with output channels in the vector lanes add each output
@@ -1043,7 +1174,19 @@ mod tests {
             e2e::skip("the_avx512_weight_gradient_kernel_gives_the_portable_bits", "no AVX-512 on this CPU");
             return;
         }
-        let shape = ConvShape { batch: 2, c_in: 2, c_out: 8, volume: [3, 4, 21], kernel: 3 };
+        for w in [21, 31, 16, 5] {
+            avx512_weight_gradient_gives_the_portable_bits_at(ConvShape {
+                batch: 2,
+                c_in: 2,
+                c_out: 8,
+                volume: [3, 4, w],
+                kernel: 3,
+            });
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn avx512_weight_gradient_gives_the_portable_bits_at(shape: ConvShape) {
         let (x, g) = (values(shape.input_len(), 15), values(shape.output_len(), 16));
         let padded = pad(&shape, shape.c_in, &x);
         for co in (0..shape.c_out).step_by(CO_BLOCK) {
@@ -1056,7 +1199,7 @@ mod tests {
                     weight_grad_avx512::block_3(&shape, &padded, &g, co, ci, &mut got);
                 }
                 let bits = |t: &[[f32; 27]; CO_BLOCK]| t.as_flattened().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&got), bits(&want), "channels {co}.., input channel {ci}");
+                assert_eq!(bits(&got), bits(&want), "{shape:?}: channels {co}.., input channel {ci}");
             }
         }
     }

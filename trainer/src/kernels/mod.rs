@@ -1,5 +1,6 @@
 //! Operations our models need that burn's CPU backend does not run fast
-//! enough, or at all: a stride-1 "same" 3-D convolution ([`conv3d_same`]),
+//! enough, or at all: stride-1 "same" and "valid" 3-D convolutions
+//! ([`conv3d_same`], [`conv3d_valid`]),
 //! 3-D pooling over 2³ windows ([`pool3d`]; burn 0.22 has no 3-D
 //! pooling), 2-D convolutions with our weight gradients ([`conv2d`],
 //! [`conv_transpose2d`]), training-mode batch normalisation
@@ -108,6 +109,24 @@ pub fn conv3d_same(x: Tensor<5>, weight: Tensor<5>, bias: Option<Tensor<1>>) -> 
             let p = weight.dims()[2] / 2;
             conv3d(x, weight, None, ConvOptions::new([1; 3], [p; 3], [1; 3], 1))
         }
+    };
+    rounded(y, p)
+}
+
+/// `conv3d(x, weight, bias)` with stride 1, dilation 1, one group and no
+/// padding (a "valid" convolution): x [N, C_in, D, H, W], weight [C_out,
+/// C_in, k, k, k] with odd `k`, the output k - 1 smaller in D, H and W; in
+/// this thread's precision.
+pub fn conv3d_valid(x: Tensor<5>, weight: Tensor<5>, bias: Option<Tensor<1>>) -> Tensor<5> {
+    let p = precision::current();
+    let (x, weight, bias) = (rounded(x, p), rounded(weight, p), bias.map(|b| rounded(b, p)));
+    let y = match bias {
+        Some(bias) => Tensor::from_dispatch(<Dispatch as KernelOps>::conv3d_valid(
+            x.into_dispatch(),
+            weight.into_dispatch(),
+            bias.into_dispatch(),
+        )),
+        None => conv3d(x, weight, None, ConvOptions::new([1; 3], [0; 3], [1; 3], 1)),
     };
     rounded(y, p)
 }

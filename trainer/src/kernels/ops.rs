@@ -47,6 +47,14 @@ pub trait KernelOps: Backend {
         composed::conv3d_same::<Self>(x, weight, bias)
     }
 
+    /// `conv3d` with stride 1, dilation 1, one group and no padding (a
+    /// "valid" convolution, as pyprob's 3-D CNN): x [N, C_in, D, H, W],
+    /// weight [C_out, C_in, k, k, k] with odd k ≤ D, H, W, bias [C_out];
+    /// the output is [N, C_out, D - k + 1, H - k + 1, W - k + 1].
+    fn conv3d_valid(x: FloatTensor<Self>, weight: FloatTensor<Self>, bias: FloatTensor<Self>) -> FloatTensor<Self> {
+        composed::conv3d_valid::<Self>(x, weight, bias)
+    }
+
     /// Maximum over each 2³ window of x [N, C, D, H, W] (D, H, W even).
     fn max_pool3d_2(x: FloatTensor<Self>) -> FloatTensor<Self> {
         composed::pool3d_2::<Self>(x, false)
@@ -173,6 +181,39 @@ mod composed {
     ) -> FloatTensor<B> {
         let p = weight.shape()[2] / 2;
         B::conv3d(x, weight, Some(bias), ConvOptions::new([1; 3], [p; 3], [1; 3], 1))
+    }
+
+    pub(super) fn conv3d_valid<B: Backend>(
+        x: FloatTensor<B>,
+        weight: FloatTensor<B>,
+        bias: FloatTensor<B>,
+    ) -> FloatTensor<B> {
+        B::conv3d(x, weight, Some(bias), ConvOptions::new([1; 3], [0; 3], [1; 3], 1))
+    }
+
+    /// The valid convolution as the "same" one with its border of `k / 2`
+    /// cropped: for the CPU's shapes the direct kernels do not take,
+    /// whose "same" convolution (wider) they may, where burn's own
+    /// backward (a transposed convolution for the input gradient, a
+    /// per-voxel loop for the weights') would cost most of a training step.
+    pub(super) fn conv3d_same_cropped<B: KernelOps>(
+        x: FloatTensor<B>,
+        weight: FloatTensor<B>,
+        bias: FloatTensor<B>,
+    ) -> FloatTensor<B> {
+        let (p, k) = (weight.shape()[2] / 2, weight.shape()[2]);
+        if x.shape().as_slice()[2..].iter().any(|&e| e < k) {
+            return conv3d_valid::<B>(x, weight, bias);
+        }
+        let y = B::conv3d_same(x, weight, bias);
+        let shape = y.shape();
+        let ranges: Vec<burn::tensor::Slice> = shape
+            .as_slice()
+            .iter()
+            .enumerate()
+            .map(|(axis, &e)| if axis < 2 { (0..e).into() } else { (p..e - p).into() })
+            .collect();
+        B::float_slice(y, &ranges)
     }
 
     /// A round trip through burn's half-precision dtype (whose rounding of
@@ -327,6 +368,38 @@ mod composed {
 /// anything they do not cover (which then goes to burn's `conv3d`, which
 /// also reports shapes that do not fit together).
 fn direct_conv_shape(x: &FlexTensor, weight: &FlexTensor, bias: &FlexTensor) -> Option<ConvShape> {
+    direct_conv_shape_padded(x, weight, bias, Padding::Same)
+}
+
+/// How a 3-D convolution pads its input: `k / 2` zeros on every side
+/// (output volume = input volume) or none (the output `k - 1` smaller).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Padding {
+    Same,
+    Valid,
+}
+
+impl Padding {
+    /// The volume of the input of a convolution of `shape` (whose volume
+    /// is the output's).
+    fn input_volume(self, shape: &ConvShape) -> [usize; 3] {
+        match self {
+            Padding::Same => shape.volume,
+            Padding::Valid => shape.padded(),
+        }
+    }
+}
+
+/// [`direct_conv_shape`] of a convolution padded as `padding` says; the
+/// shape's volume is the output's. A valid convolution's input gradient
+/// is a "same" convolution at the input's volume, which must fit the
+/// kernels too.
+fn direct_conv_shape_padded(
+    x: &FlexTensor,
+    weight: &FlexTensor,
+    bias: &FlexTensor,
+    padding: Padding,
+) -> Option<ConvShape> {
     if [x.dtype(), weight.dtype(), bias.dtype()].iter().any(|t| *t != DType::F32) {
         return None;
     }
@@ -337,8 +410,15 @@ fn direct_conv_shape(x: &FlexTensor, weight: &FlexTensor, bias: &FlexTensor) -> 
         return None;
     };
     let fits = k % 2 == 1 && k_h == k && k_w == k && weight_c_in == c_in && bias_len == c_out;
-    let shape = ConvShape { batch, c_in, c_out, volume: [d, h, w], kernel: k };
-    (fits && (w >= MIN_DIRECT_WIDTH || direct_conv::channels_in_lanes(&shape))).then_some(shape)
+    let volume = match padding {
+        Padding::Same => [d, h, w],
+        // Zero (no direct kernel; burn reports the misfit) where k > e.
+        Padding::Valid => [d, h, w].map(|e| (e + 1).saturating_sub(k)),
+    };
+    let shape = ConvShape { batch, c_in, c_out, volume, kernel: k };
+    let runs = |s: &ConvShape| s.volume[2] >= MIN_DIRECT_WIDTH || direct_conv::channels_in_lanes(s);
+    let input = ConvShape { volume: padding.input_volume(&shape), ..shape };
+    (fits && volume.iter().all(|&e| e > 0) && runs(&shape) && runs(&input)).then_some(shape)
 }
 
 /// The volume of a pool the direct kernels take (f32, even edges).
@@ -468,6 +548,17 @@ impl KernelOps for Flex {
         match direct_conv_shape(&x, &weight, &bias) {
             Some(shape) => conv_forward(&shape, &x, &weight, &bias),
             None => composed::conv3d_same::<Self>(x, weight, bias),
+        }
+    }
+
+    fn conv3d_valid(x: FlexTensor, weight: FlexTensor, bias: FlexTensor) -> FlexTensor {
+        match direct_conv_shape_padded(&x, &weight, &bias, Padding::Valid) {
+            Some(shape) => {
+                let [d, h, w] = shape.volume;
+                let y = direct_conv::forward_valid(&shape, &values(&x), &values(&weight), Some(&values(&bias)));
+                flex(y, Shape::new([shape.batch, shape.c_out, d, h, w]))
+            }
+            None => composed::conv3d_same_cropped::<Self>(x, weight, bias),
         }
     }
 
@@ -755,17 +846,20 @@ struct ConvBackward;
 /// weight gradient reads it padded), not the input itself: one copy of
 /// every convolution input fewer per step.
 impl Backward<Flex, 3> for ConvBackward {
-    type State = (Arc<PaddedInput>, NodeId, ConvShape);
+    type State = (Arc<PaddedInput>, NodeId, ConvShape, Padding);
 
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
         let [node_x, node_weight, node_bias] = ops.parents;
         let out_grad = grads.consume::<Flex>(&ops.node);
         let out_grad = values(&out_grad);
-        let (padded, weight_state, shape) = ops.state;
+        let (padded, weight_state, shape, padding) = ops.state;
         let weight: FlexTensor = checkpointer.retrieve_node_output(weight_state);
         if let Some(node) = node_x {
-            let grad = direct_conv::input_grad(&shape, &values(&weight), &out_grad);
-            let [d, h, w] = shape.volume;
+            let grad = match padding {
+                Padding::Same => direct_conv::input_grad(&shape, &values(&weight), &out_grad),
+                Padding::Valid => direct_conv::input_grad_valid(&shape, &values(&weight), &out_grad),
+            };
+            let [d, h, w] = padding.input_volume(&shape);
             grads.register::<Flex>(node.id, flex(grad, Shape::new([shape.batch, shape.c_in, d, h, w])));
         }
         if let Some(node) = node_weight {
@@ -988,10 +1082,34 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
                     Some(&values(bias.primitive())),
                 );
                 let [d, h, w] = shape.volume;
-                prep.finish((padded, weight_state, shape), flex(y, Shape::new([shape.batch, shape.c_out, d, h, w])))
+                let y = flex(y, Shape::new([shape.batch, shape.c_out, d, h, w]));
+                prep.finish((padded, weight_state, shape, Padding::Same), y)
             }
             OpsKind::UnTracked(prep) => {
                 prep.finish(conv_forward(&shape, x.primitive(), weight.primitive(), bias.primitive()))
+            }
+        }
+    }
+
+    fn conv3d_valid(x: AutodiffFloat<C>, weight: AutodiffFloat<C>, bias: AutodiffFloat<C>) -> AutodiffFloat<C> {
+        let Some(shape) = direct_conv_shape_padded(x.primitive(), weight.primitive(), bias.primitive(), Padding::Valid)
+        else {
+            return composed::conv3d_same_cropped::<Self>(x, weight, bias);
+        };
+        let (weights, biases) = (values(weight.primitive()), values(bias.primitive()));
+        let [d, h, w] = shape.volume;
+        let out_shape = Shape::new([shape.batch, shape.c_out, d, h, w]);
+        match ConvBackward.prepare::<C>([x.node(), weight.node(), bias.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let weight_state = prep.checkpoint(&weight);
+                // The weight gradient reads the input as it is: kept whole.
+                let input = Arc::new(PaddedInput::valid(&shape, values(x.primitive()).into_owned()));
+                let y = direct_conv::forward_from_padded(&input, &weights, Some(&biases));
+                prep.finish((input, weight_state, shape, Padding::Valid), flex(y, out_shape))
+            }
+            OpsKind::UnTracked(prep) => {
+                let y = direct_conv::forward_valid(&shape, &values(x.primitive()), &weights, Some(&biases));
+                prep.finish(flex(y, out_shape))
             }
         }
     }
@@ -1242,6 +1360,63 @@ mod tests {
             }
             assert!(max_diff(bias.grad(&g_ours).unwrap(), bias.grad(&g_theirs).unwrap()) < 1e-3);
         }
+    }
+
+    /// The valid convolution's values and three gradients equal burn's
+    /// `conv3d` without padding, on every route: rows wide enough for the
+    /// row kernels, a narrow volume whose channels go to the lanes, one
+    /// whose forward pass goes to the lanes and input gradient (at the
+    /// input's, wider, volume) to the rows, and one too narrow for either,
+    /// which runs as the "same" convolution cropped.
+    #[test]
+    fn valid_convolution_matches_burn_conv3d_in_values_and_gradients() {
+        let device = Device::flex().autodiff();
+        let cases = [
+            ([2, 3, 4, 5, MIN_DIRECT_WIDTH + 2], 4, true),
+            ([2, 16, 3, 4, 5], 32, true),
+            ([1, 16, 3, 3, 16], 16, true),
+            ([1, 2, 3, 4, MIN_DIRECT_WIDTH - 2], 2, false),
+        ];
+        for (x_shape, c_out, direct) in cases {
+            let c_in = x_shape[1];
+            let x = filled(x_shape, 1, &device).require_grad();
+            let weight = filled([c_out, c_in, 3, 3, 3], 2, &device).require_grad();
+            let bias = filled([c_out], 3, &device).require_grad();
+            let plain = |t: Tensor<5>| filled(t.dims(), 0, &Device::flex()).try_into_primitive::<Flex>().unwrap();
+            let plain_bias = filled([c_out], 0, &Device::flex()).try_into_primitive::<Flex>().unwrap();
+            let routed =
+                direct_conv_shape_padded(&plain(x.clone()), &plain(weight.clone()), &plain_bias, Padding::Valid);
+            assert_eq!(routed.is_some(), direct, "{x_shape:?} -> {c_out}: direct kernels or not");
+            let [n, _, d, h, w] = x_shape;
+            let up = filled([n, c_out, d - 2, h - 2, w - 2], 4, &device);
+            let ours = super::super::conv3d_valid(x.clone(), weight.clone(), Some(bias.clone()));
+            let theirs =
+                conv3d(x.clone(), weight.clone(), Some(bias.clone()), ConvOptions::new([1; 3], [0; 3], [1; 3], 1));
+            assert_eq!(ours.dims(), theirs.dims());
+            assert!(max_diff(ours.clone(), theirs.clone()) < 1e-4, "{x_shape:?}: values");
+            let g_ours = (ours * up.clone()).sum().backward();
+            let g_theirs = (theirs * up).sum().backward();
+            for (what, a, b) in
+                [("x", x.grad(&g_ours), x.grad(&g_theirs)), ("weight", weight.grad(&g_ours), weight.grad(&g_theirs))]
+            {
+                let diff = max_diff(a.unwrap(), b.unwrap());
+                assert!(diff < 1e-3, "{x_shape:?}: {what} gradient differs by {diff}");
+            }
+            assert!(max_diff(bias.grad(&g_ours).unwrap(), bias.grad(&g_theirs).unwrap()) < 1e-3);
+        }
+    }
+
+    /// Untracked (inference, and tensors on the plain device), the valid
+    /// convolution gives the tracked forward pass's values.
+    #[test]
+    fn the_untracked_valid_convolution_gives_the_same_values() {
+        let (plain, autodiff) = (Device::flex(), Device::flex().autodiff());
+        let run = |device: &Device| {
+            let x = filled([2, 3, 4, 5, MIN_DIRECT_WIDTH + 3], 1, device);
+            let (weight, bias) = (filled([4, 3, 3, 3, 3], 2, device), filled([4], 3, device));
+            to_vec(super::super::conv3d_valid(x, weight, Some(bias)))
+        };
+        assert_eq!(run(&plain), run(&autodiff));
     }
 
     /// The direct kernel really ran: its result differs from burn's GEMM in

@@ -14,7 +14,7 @@ use burn::tensor::{Device, Tensor};
 use super::EtalumisConfig;
 use crate::engine::TrainError;
 use crate::engine::segments::Cuts;
-use crate::kernels::{self, Pooling, conv3d_same, pool3d};
+use crate::kernels::{self, Pooling, conv3d_valid, pool3d};
 
 /// Layers of the feed-forward embedding: pyprob's `EmbeddingFeedForward`
 /// default (`num_layers=3`, `nn/embedding_feedforward.py`).
@@ -74,15 +74,12 @@ pub(super) fn pooled(size: [usize; 3]) -> [usize; 3] {
     size.map(|s| s / 2)
 }
 
-/// A valid 3³ convolution as our "same" convolution with its one-voxel
-/// border cropped: burn's own `conv3d` backward on the CPU (a transposed
-/// convolution for the input gradient and a per-voxel loop for the
-/// weights') costs most of a training step; our direct kernel and its
-/// backward run the larger volume faster.
+/// A valid 3³ convolution (pyprob's `nn.Conv3d` has no padding) on our
+/// direct kernels ([`kernels::conv3d_valid`]): burn's own `conv3d`
+/// backward on the CPU (a transposed convolution for the input gradient
+/// and a per-voxel loop for the weights') costs most of a training step.
 fn valid_conv(conv: &Conv3d, x: Tensor<5>) -> Tensor<5> {
-    let y = conv3d_same(x, conv.weight.val(), conv.bias.as_ref().map(Param::val));
-    let [_, _, d, h, w] = y.dims();
-    y.narrow(2, 1, d - 2).narrow(3, 1, h - 2).narrow(4, 1, w - 2)
+    conv3d_valid(x, conv.weight.val(), conv.bias.as_ref().map(Param::val))
 }
 
 /// Max pooling by 2 with PyTorch's floor: crop odd sizes, then pool.
