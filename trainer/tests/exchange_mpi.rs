@@ -2,8 +2,9 @@
 //! averages (no fusion, small buffers, one buffer), the one-step-lagged
 //! exchange and the exchange during back-propagation (dense and sparse)
 //! equal the mean computed locally, summed flat and
-//! hierarchically, on 2 and 3 ranks of one node and 4 ranks as 2 pretend
-//! nodes.
+//! hierarchically, on 1, 2 and 3 ranks of one node and 4 ranks as 2
+//! pretend nodes; the blocking sparse average leaves zeros for tensors no
+//! rank had.
 //!
 //! The test runs this test binary itself under mpirun, with an environment
 //! variable that makes each rank run the probe instead: a multi-rank check
@@ -28,7 +29,7 @@ fn gradient_exchange_averages_fused_and_lagged_flat_and_hierarchical() {
         return;
     }
     let this = std::env::current_exe().unwrap();
-    for (ranks, per_node) in [(2, "2"), (3, "3"), (4, "2")] {
+    for (ranks, per_node) in [(1, "1"), (2, "2"), (3, "3"), (4, "2")] {
         let env = [(PROBE, "1"), ("STAGEHAND_RANKS_PER_NODE", per_node)];
         let out = e2e::mpirun(ranks, &env, &this, &["--exact", TEST, "--nocapture", "--test-threads=1"]);
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -37,7 +38,7 @@ fn gradient_exchange_averages_fused_and_lagged_flat_and_hierarchical() {
         let line = stdout.lines().find_map(|l| l.find('{').map(|at| &l[at..]));
         let report: Value = serde_json::from_str(line.unwrap_or_else(|| panic!("no report: {stdout}"))).unwrap();
         assert_eq!(report["ranks"], ranks);
-        assert_eq!(report["checks"], 2 * (3 * 2 * 5 + 5 + 3 * 5 + 2 * 5 + 5));
+        assert_eq!(report["checks"], 2 * (3 * 2 * 5 + 5 + 3 * 5 + 2 * 5 + 5 + 2 * 5));
     }
 }
 
@@ -129,7 +130,44 @@ fn probe_exchange(world: &World, kind: Exchange, lengths: &[usize]) -> usize {
         }
     }
     drop(lagged);
-    checks + probe_during_backward(world, kind, lengths)
+    checks + probe_during_backward(world, kind, lengths) + probe_present(world, kind, lengths)
+}
+
+/// The blocking sparse average over two steps: step 0 has tensor 0 on
+/// rank 0 only, 1 on the others and 3 everywhere; step 1 has 2 and 4
+/// everywhere. A tensor some rank had is the mean with zeros from the
+/// ranks that had none; one that no rank had is zeros, also where the step
+/// before had averaged it.
+fn probe_present(world: &World, kind: Exchange, lengths: &[usize]) -> usize {
+    let (rank, ranks) = (world.rank(), world.size());
+    let has = |r: usize, step: usize, t: usize| match step {
+        0 => t == 3 || (t == 0 && r == 0) || (t == 1 && r != 0),
+        _ => t == 2 || t == 4,
+    };
+    let mut exchange = GradientExchange::new(world, lengths, 4 * 400, kind).unwrap_or_else(|e| world.fail(e));
+    let mut checks = 0;
+    for step in 0..2 {
+        let present: Vec<bool> = (0..lengths.len()).map(|t| has(rank, step, t)).collect();
+        for (t, &n) in lengths.iter().enumerate() {
+            let g = if present[t] { tensor(rank, step, t, n) } else { vec![0.0; n] };
+            exchange.put(t, &g);
+        }
+        let agreed = exchange.average_present(&present);
+        for (t, &n) in lengths.iter().enumerate() {
+            let anyone = (0..ranks).any(|r| has(r, step, t));
+            let mut want = vec![0f32; n];
+            for r in (0..ranks).filter(|&r| has(r, step, t)) {
+                for (a, b) in want.iter_mut().zip(tensor(r, step, t, n)) {
+                    *a += b / ranks as f32;
+                }
+            }
+            if agreed[t] != anyone || !close(exchange.averaged(t), &want) {
+                world.fail(format!("rank {rank}: {kind} sparse step {step} tensor {t}: agreed {} wrong", agreed[t]));
+            }
+            checks += 1;
+        }
+    }
+    checks
 }
 
 /// The exchange during back-propagation: tensors put last first, as
@@ -172,7 +210,8 @@ fn probe_during_backward(world: &World, kind: Exchange, lengths: &[usize]) -> us
         present[t] = true;
     }
     let agreed = exchange.finish_present(&present).unwrap_or_else(|e| world.fail(e));
-    let expected_agreed: Vec<bool> = (0..lengths.len()).map(|t| t != 0).collect();
+    // (On one rank, rank 0 is every rank: no one has tensor 2.)
+    let expected_agreed: Vec<bool> = (0..lengths.len()).map(|t| t != 0 && !(t == 2 && ranks == 1)).collect();
     if agreed != expected_agreed {
         world.fail(format!("rank {rank}: {kind} sparse agreement {agreed:?}"));
     }
