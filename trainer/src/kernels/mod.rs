@@ -97,20 +97,7 @@ pub enum Pooling {
 /// k, k] with odd `k`; in this thread's precision ([`precision`]), as are
 /// [`conv2d`], [`conv_transpose2d`] and [`linear`].
 pub fn conv3d_same(x: Tensor<5>, weight: Tensor<5>, bias: Option<Tensor<1>>) -> Tensor<5> {
-    let p = precision::current();
-    let (x, weight, bias) = (rounded(x, p), rounded(weight, p), bias.map(|b| rounded(b, p)));
-    let y = match bias {
-        Some(bias) => Tensor::from_dispatch(<Dispatch as KernelOps>::conv3d_same(
-            x.into_dispatch(),
-            weight.into_dispatch(),
-            bias.into_dispatch(),
-        )),
-        None => {
-            let p = weight.dims()[2] / 2;
-            conv3d(x, weight, None, ConvOptions::new([1; 3], [p; 3], [1; 3], 1))
-        }
-    };
-    rounded(y, p)
+    conv3d_stride_1(x, weight, bias, false)
 }
 
 /// `conv3d(x, weight, bias)` with stride 1, dilation 1, one group and no
@@ -118,15 +105,26 @@ pub fn conv3d_same(x: Tensor<5>, weight: Tensor<5>, bias: Option<Tensor<1>>) -> 
 /// C_in, k, k, k] with odd `k`, the output k - 1 smaller in D, H and W; in
 /// this thread's precision.
 pub fn conv3d_valid(x: Tensor<5>, weight: Tensor<5>, bias: Option<Tensor<1>>) -> Tensor<5> {
+    conv3d_stride_1(x, weight, bias, true)
+}
+
+/// [`conv3d_valid`] or [`conv3d_same`]: ours with a bias, burn's without.
+fn conv3d_stride_1(x: Tensor<5>, weight: Tensor<5>, bias: Option<Tensor<1>>, valid: bool) -> Tensor<5> {
     let p = precision::current();
     let (x, weight, bias) = (rounded(x, p), rounded(weight, p), bias.map(|b| rounded(b, p)));
     let y = match bias {
-        Some(bias) => Tensor::from_dispatch(<Dispatch as KernelOps>::conv3d_valid(
-            x.into_dispatch(),
-            weight.into_dispatch(),
-            bias.into_dispatch(),
-        )),
-        None => conv3d(x, weight, None, ConvOptions::new([1; 3], [0; 3], [1; 3], 1)),
+        Some(bias) => {
+            let (x, weight, bias) = (x.into_dispatch(), weight.into_dispatch(), bias.into_dispatch());
+            Tensor::from_dispatch(if valid {
+                <Dispatch as KernelOps>::conv3d_valid(x, weight, bias)
+            } else {
+                <Dispatch as KernelOps>::conv3d_same(x, weight, bias)
+            })
+        }
+        None => {
+            let padding = if valid { 0 } else { weight.dims()[2] / 2 };
+            conv3d(x, weight, None, ConvOptions::new([1; 3], [padding; 3], [1; 3], 1))
+        }
     };
     rounded(y, p)
 }

@@ -1350,16 +1350,27 @@ mod tests {
             let ours = conv3d_same(x.clone(), weight.clone(), Some(bias.clone()));
             let theirs = burn_conv(x.clone(), weight.clone(), bias.clone());
             assert!(max_diff(ours.clone(), theirs.clone()) < 1e-4);
-            let g_ours = (ours * up.clone()).sum().backward();
-            let g_theirs = (theirs * up).sum().backward();
-            for (what, a, b) in
-                [("x", x.grad(&g_ours), x.grad(&g_theirs)), ("weight", weight.grad(&g_ours), weight.grad(&g_theirs))]
-            {
-                let diff = max_diff(a.unwrap(), b.unwrap());
-                assert!(diff < 1e-3, "{x_shape:?}: {what} gradient differs by {diff}");
-            }
-            assert!(max_diff(bias.grad(&g_ours).unwrap(), bias.grad(&g_theirs).unwrap()) < 1e-3);
+            assert_gradients_match(&format!("{x_shape:?}"), (ours, theirs), up, (&x, &weight, &bias));
         }
+    }
+
+    /// `ours` and `theirs`, the same function of x, weight and bias, back-
+    /// propagate `up` to the same gradients within 1e-3.
+    fn assert_gradients_match(
+        case: &str,
+        (ours, theirs): (Tensor<5>, Tensor<5>),
+        up: Tensor<5>,
+        (x, weight, bias): (&Tensor<5>, &Tensor<5>, &Tensor<1>),
+    ) {
+        let g_ours = (ours * up.clone()).sum().backward();
+        let g_theirs = (theirs * up).sum().backward();
+        for (what, a, b) in
+            [("x", x.grad(&g_ours), x.grad(&g_theirs)), ("weight", weight.grad(&g_ours), weight.grad(&g_theirs))]
+        {
+            let diff = max_diff(a.unwrap(), b.unwrap());
+            assert!(diff < 1e-3, "{case}: {what} gradient differs by {diff}");
+        }
+        assert!(max_diff(bias.grad(&g_ours).unwrap(), bias.grad(&g_theirs).unwrap()) < 1e-3, "{case}: bias gradient");
     }
 
     /// The valid convolution's values and three gradients equal burn's
@@ -1394,15 +1405,7 @@ mod tests {
                 conv3d(x.clone(), weight.clone(), Some(bias.clone()), ConvOptions::new([1; 3], [0; 3], [1; 3], 1));
             assert_eq!(ours.dims(), theirs.dims());
             assert!(max_diff(ours.clone(), theirs.clone()) < 1e-4, "{x_shape:?}: values");
-            let g_ours = (ours * up.clone()).sum().backward();
-            let g_theirs = (theirs * up).sum().backward();
-            for (what, a, b) in
-                [("x", x.grad(&g_ours), x.grad(&g_theirs)), ("weight", weight.grad(&g_ours), weight.grad(&g_theirs))]
-            {
-                let diff = max_diff(a.unwrap(), b.unwrap());
-                assert!(diff < 1e-3, "{x_shape:?}: {what} gradient differs by {diff}");
-            }
-            assert!(max_diff(bias.grad(&g_ours).unwrap(), bias.grad(&g_theirs).unwrap()) < 1e-3);
+            assert_gradients_match(&format!("{x_shape:?} valid"), (ours, theirs), up, (&x, &weight, &bias));
         }
     }
 
