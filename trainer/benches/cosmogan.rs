@@ -50,8 +50,7 @@ fn step_row(config: &str, batch: usize, steps: usize, reps: usize, threads: usiz
     let ratio = comparison.step_ratio();
     Row::new(format!("{label}-step"), format!("CosmoGAN `{config}` step, batch {batch}: {:.3} s", comparison.ours_step))
         .peer(format!("PyTorch {}: {:.3} s", comparison.peer["torch"].as_str().unwrap(), comparison.peer_step))
-        .ratio(format!("{ratio:.2}×"))
-        .target("≤ 1.0×", Some(ratio <= 1.0))
+        .time_ratio_at_most(ratio, 1.0)
 }
 
 /// Training samples per second of `ranks` ranks with `batch` maps each,

@@ -162,6 +162,5 @@ fn step_row(id: &str, config: &str, batch: usize, comparison: &e2e::PeerComparis
         comparison.peer["torch"].as_str().unwrap(),
         comparison.peer_step
     ))
-    .ratio(format!("{ratio:.2}×"))
-    .target("≤ 0.9×", Some(ratio <= 0.9))
+    .time_ratio_at_most(ratio, 0.9)
 }

@@ -58,8 +58,7 @@ fn step_row(config: &HepCnnConfig, batch: usize, steps: usize, reps: usize, thre
         format!("HEP-CNN `{}` step, batch {batch}: {:.3} s", config.name, comparison.ours_step),
     )
     .peer(format!("PyTorch {}: {:.3} s", comparison.peer["torch"].as_str().unwrap(), comparison.peer_step))
-    .ratio(format!("{ratio:.2}×"))
-    .target("≤ 1.0×", Some(ratio <= 1.0))
+    .time_ratio_at_most(ratio, 1.0)
 }
 
 /// Seconds until the first epoch whose mean training loss is at most the

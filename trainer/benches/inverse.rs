@@ -147,8 +147,7 @@ fn bench() {
     let rows = [
         Row::new("inverse-step", format!("inverse `small` step, batch {batch}: {:.3} s", comparison.ours_step))
             .peer(format!("PyTorch {}: {:.3} s", comparison.peer["torch"].as_str().unwrap(), comparison.peer_step))
-            .ratio(format!("{ratio:.2}×"))
-            .target("≤ 0.9×", Some(ratio <= 0.9)),
+            .time_ratio_at_most(ratio, 0.9),
         Row::new(
             "generate-then-train",
             format!(

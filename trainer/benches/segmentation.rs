@@ -52,8 +52,7 @@ fn step_row(id: &str, what: &str, comparison: &e2e::PeerComparison) -> Row {
     let ratio = comparison.step_ratio();
     Row::new(id, format!("{what}: {:.3} s", comparison.ours_step))
         .peer(format!("PyTorch {}: {:.3} s", comparison.peer["torch"].as_str().unwrap(), comparison.peer_step))
-        .ratio(format!("{ratio:.2}×"))
-        .target("≤ 0.9×", Some(ratio <= 0.9))
+        .time_ratio_at_most(ratio, 0.9)
 }
 
 fn trainer_run(model: &str, data: &Path, batch: usize) -> Value {

@@ -151,8 +151,7 @@ fn bench() {
             comparison.peer["tensorflow"].as_str().unwrap(),
             comparison.peer_step
         ))
-        .ratio(format!("{ratio:.2}×"))
-        .target("≤ 0.9×", Some(ratio <= 0.9)),
+        .time_ratio_at_most(ratio, 0.9),
         Row::new(
             "data-wait",
             format!(

@@ -67,6 +67,12 @@ impl Row {
         self.target = Some(Target { text: text.into(), met });
         self
     }
+
+    /// Our time over the peer's, `ratio` (shown as `0.84×`), held to at
+    /// most `limit` (`≤ 0.9×`): how every model's step row compares.
+    pub fn time_ratio_at_most(self, ratio: f64, limit: f64) -> Self {
+        self.ratio(format!("{ratio:.2}×")).target(format!("≤ {limit:.1}×"), Some(ratio <= limit))
+    }
 }
 
 /// What one bench has recorded: the command that reproduces it and its
@@ -120,6 +126,16 @@ mod tests {
 
     fn row(id: &str, figure: &str) -> Row {
         Row::new(id, figure)
+    }
+
+    #[test]
+    fn a_time_ratio_is_met_at_or_under_its_limit_and_shown_as_the_page_writes_it() {
+        let under = row("a", "x").time_ratio_at_most(0.844, 0.9);
+        assert_eq!(under.ratio.as_deref(), Some("0.84×"));
+        let target = under.target.unwrap();
+        assert_eq!((target.text.as_str(), target.met), ("≤ 0.9×", Some(true)));
+        let over = row("b", "y").time_ratio_at_most(1.01, 1.0).target.unwrap();
+        assert_eq!((over.text.as_str(), over.met), ("≤ 1.0×", Some(false)));
     }
 
     #[test]
