@@ -47,6 +47,9 @@ use rayon::prelude::*;
 use super::precision::round_bf16;
 use super::uninit;
 
+#[cfg(target_arch = "x86_64")]
+mod amx;
+
 /// Output columns per panel: two 16-lane vectors.
 const NR: usize = 32;
 /// Output rows per micro-kernel call: 8 rows × 2 vectors = 16 accumulators.
@@ -704,7 +707,7 @@ const MC: usize = 64;
 /// straight into C; within a tile, blocks of KC pairs in order and rows
 /// MR at a time, each adding to the sums of the blocks before (so every
 /// output is summed over k in order, from zero). AMX: blocks of 32 rows
-/// (A padded with zero rows) on four tiles, [`amx_panels`], then copied.
+/// (A padded with zero rows) on four tiles, [`amx::product`].
 fn gemm_with((a, a_runs): (&[f32], Runs), b_packed: &[u32], n: usize, path: Path, c: Destination) {
     let (m, lanes, rows) = (a_runs.rows, path.lanes(a_runs.pairs()), path.rows(a_runs.rows));
     if m == 0 || n == 0 {
@@ -722,13 +725,6 @@ fn gemm_packed((a_packed, m): (&[u32], usize), b_packed: &[u32], n: usize, path:
     if m == 0 || n == 0 {
         return;
     }
-    #[cfg(target_arch = "x86_64")]
-    if path == Path::Amx {
-        // Each panel's outputs as rows × NR, copied into C at the end.
-        let mut blocks = vec![0.0f32; n.div_ceil(NR) * rows * NR];
-        amx_panels(&mut blocks, a_packed, b_packed, [rows, lanes, n.div_ceil(NR)]);
-        return copy_panels(&blocks, [m, rows, n], c);
-    }
     if lanes == 0 {
         // K = 0: no block writes the sums, which are zero.
         for i in 0..m {
@@ -739,6 +735,15 @@ fn gemm_packed((a_packed, m): (&[u32], usize), b_packed: &[u32], n: usize, path:
             };
         }
         return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if path == Path::Amx {
+        // SAFETY: `Path::best` chose AMX only where the CPU has it and the
+        // kernel granted this process its tile state; the path's lanes are
+        // a multiple of 16, A holds `rows` rows of them (zero past m), B's
+        // panels as many; C's m rows of n are this product's.
+        #[allow(unsafe_code)]
+        return unsafe { amx::product(a_packed, b_packed, [m, lanes, n], c) };
     }
     let kernel = kernel_for(path == Path::Avx512);
     let (panels, row_blocks) = (n.div_ceil(NR), m.div_ceil(MC));
@@ -827,24 +832,6 @@ impl<T> Shared<T> {
     }
 }
 
-/// C's rows out of the AMX panels' sums (`rows` × NR each, panel after panel).
-#[cfg(target_arch = "x86_64")]
-fn copy_panels(blocks: &[f32], [m, rows, n]: [usize; 3], c: Destination) {
-    for panel in 0..n.div_ceil(NR) {
-        let first = panel * NR;
-        let width = NR.min(n - first);
-        for i in 0..m {
-            let from = &blocks[panel * rows * NR + i * NR..panel * rows * NR + i * NR + width];
-            // SAFETY: C's row i, columns first.. first + width, lies within
-            // the destination; nothing else writes it meanwhile.
-            #[allow(unsafe_code)]
-            unsafe {
-                std::ptr::copy_nonoverlapping(from.as_ptr(), c.row(i).add(first), width)
-            };
-        }
-    }
-}
-
 /// Where a product writes C: row i over `at + i · row_stride..` of the
 /// buffer `values` points into, which holds every row (the callers check
 /// that, or allocate it so). The product writes each of C's values once,
@@ -880,163 +867,6 @@ fn written_whole([m, n]: [usize; 2], product: impl FnOnce(Destination)) -> Vec<f
         uninit::written_whole(m * n, |values| {
             product(Destination { values: Shared(values.as_mut_ptr().cast()), at: 0, row_stride: n })
         })
-    }
-}
-
-/// Lanes of K the AMX path multiplies a block of at a time: 32 rows of A
-/// (32 KiB) and a panel's 32 columns of B (32 KiB) stay in L1/L2 while
-/// every panel of a task passes over them.
-const AMX_KC: usize = 256;
-
-/// The AMX path of [`gemm_with`]: the panels in a few contiguous tasks
-/// (two per thread), each task taking K a block at a time across all its
-/// panels, the sums carried from block to block in C. A is then read
-/// from memory once per task rather than once per panel, which is what
-/// bounds a product with few rows and a long K (a weight gradient's).
-#[cfg(target_arch = "x86_64")]
-fn amx_panels(blocks: &mut [f32], a_packed: &[u32], b_packed: &[u32], [rows, lanes, panels]: [usize; 3]) {
-    let per_task = panels.div_ceil(2 * rayon::current_num_threads()).max(1);
-    blocks.par_chunks_mut((rows * NR * per_task).max(1)).enumerate().for_each(|(task, c)| {
-        let first_panel = task * per_task;
-        for first_lane in (0..lanes).step_by(AMX_KC) {
-            let block = AMX_KC.min(lanes - first_lane);
-            for (i, c) in c.chunks_mut(rows * NR).enumerate() {
-                let panel = first_panel + i;
-                let b_block = &b_packed[(panel * lanes + first_lane) * NR..(panel + 1) * lanes * NR];
-                for first_row in (0..rows).step_by(32) {
-                    let a_rows = &a_packed[first_row * lanes + first_lane..];
-                    // SAFETY: `Path::best` chose AMX only where the CPU has
-                    // it and the kernel granted this process its tile
-                    // state; `lanes` and AMX_KC are multiples of 16, so is
-                    // `block`; A holds 32 rows of `lanes` from `first_row`,
-                    // of which `block` from `first_lane`; the panel holds
-                    // `block` × NR lanes from `first_lane`; C 32 rows of NR.
-                    #[allow(unsafe_code)]
-                    unsafe {
-                        amx::block(
-                            &mut c[first_row * NR..(first_row + 32) * NR],
-                            (a_rows, lanes),
-                            b_block,
-                            block,
-                            first_lane > 0,
-                        );
-                    }
-                }
-            }
-        }
-    });
-}
-
-// AMX from stable Rust: the tile instructions by inline assembly (their
-// intrinsics are unstable), the tile state requested from Linux once
-// (`arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`).
-#[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
-mod amx {
-    use std::arch::asm;
-    use std::sync::OnceLock;
-
-    use super::NR;
-
-    /// Whether this CPU has AMX-TILE and AMX-BF16 (CPUID leaf 7, EDX bits
-    /// 24 and 22) and Linux granted this process the tile state.
-    pub(super) fn available() -> bool {
-        static GRANTED: OnceLock<bool> = OnceLock::new();
-        *GRANTED.get_or_init(|| {
-            // SAFETY: CPUID leaf 7 exists on every x86-64 CPU with AVX-512.
-            let leaf = std::arch::x86_64::__cpuid_count(7, 0);
-            let has = leaf.edx & (1 << 24) != 0 && leaf.edx & (1 << 22) != 0;
-            const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
-            const XFEATURE_XTILEDATA: libc::c_long = 18;
-            // SAFETY: a system call with two integer arguments; it fails
-            // (non-zero) where the kernel or the CPU lacks the feature.
-            has && unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 }
-        })
-    }
-
-    /// The tile configuration (Intel SDM, LDTILECFG): palette 1, eight
-    /// tiles of 16 rows of 64 bytes.
-    #[repr(C, align(64))]
-    struct TileConfig {
-        palette: u8,
-        start_row: u8,
-        reserved: [u8; 14],
-        bytes_per_row: [u16; 16],
-        rows: [u8; 16],
-    }
-
-    /// C (32 rows of NR = 32 sums) = A · B, or C + A · B if
-    /// `accumulate`, on tiles 0-3 (C's quarters), 4-5 (A's row halves) and
-    /// 6-7 (B's column halves), 16 pairs of k a step.
-    ///
-    /// # Safety
-    /// AMX must be [`available`]; `a` holds 32 rows `lda` lanes apart of
-    /// `lanes` (a multiple of 16) lanes each, `b` `lanes` × NR lanes, `c`
-    /// 32 × NR sums.
-    pub(super) unsafe fn block(c: &mut [f32], (a, lda): (&[u32], usize), b: &[u32], lanes: usize, accumulate: bool) {
-        assert!(lanes.is_multiple_of(16) && lda >= lanes && a.len() >= 31 * lda + lanes);
-        assert!(b.len() >= lanes * NR && c.len() >= 32 * NR);
-        let mut config =
-            TileConfig { palette: 1, start_row: 0, reserved: [0; 14], bytes_per_row: [0; 16], rows: [0; 16] };
-        config.bytes_per_row[..8].fill(64);
-        config.rows[..8].fill(16);
-        let (lda_bytes, row) = (lda * 4, NR * 4);
-        let (a, b, c) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
-        // SAFETY: the loads read 16 rows of 64 bytes at the given strides,
-        // within the slices as asserted; the stores write C's 32 × 32.
-        unsafe {
-            // C's four 16 × 16 quarters, tiles 0-3.
-            let [c0, c1, c2, c3] = [c, c.add(16), c.add(16 * NR), c.add(16 * NR + 16)];
-            asm!("ldtilecfg [{}]", in(reg) &config as *const TileConfig, options(nostack));
-            if accumulate {
-                asm!(
-                    "tileloadd tmm0, [{c0} + {row}*1]",
-                    "tileloadd tmm1, [{c1} + {row}*1]",
-                    "tileloadd tmm2, [{c2} + {row}*1]",
-                    "tileloadd tmm3, [{c3} + {row}*1]",
-                    c0 = in(reg) c0,
-                    c1 = in(reg) c1,
-                    c2 = in(reg) c2,
-                    c3 = in(reg) c3,
-                    row = in(reg) row,
-                    options(nostack),
-                );
-            } else {
-                asm!("tilezero tmm0", "tilezero tmm1", "tilezero tmm2", "tilezero tmm3", options(nostack));
-            }
-            for first in (0..lanes).step_by(16) {
-                asm!(
-                    "tileloadd tmm4, [{a0} + {lda}*1]",
-                    "tileloadd tmm5, [{a1} + {lda}*1]",
-                    "tileloadd tmm6, [{b0} + {row}*1]",
-                    "tileloadd tmm7, [{b1} + {row}*1]",
-                    "tdpbf16ps tmm0, tmm4, tmm6",
-                    "tdpbf16ps tmm1, tmm4, tmm7",
-                    "tdpbf16ps tmm2, tmm5, tmm6",
-                    "tdpbf16ps tmm3, tmm5, tmm7",
-                    a0 = in(reg) a.add(first),
-                    a1 = in(reg) a.add(16 * lda + first),
-                    b0 = in(reg) b.add(first * NR),
-                    b1 = in(reg) b.add(first * NR + 16),
-                    lda = in(reg) lda_bytes,
-                    row = in(reg) row,
-                    options(nostack),
-                );
-            }
-            asm!(
-                "tilestored [{c0} + {row}*1], tmm0",
-                "tilestored [{c1} + {row}*1], tmm1",
-                "tilestored [{c2} + {row}*1], tmm2",
-                "tilestored [{c3} + {row}*1], tmm3",
-                "tilerelease",
-                c0 = in(reg) c0,
-                c1 = in(reg) c1,
-                c2 = in(reg) c2,
-                c3 = in(reg) c3,
-                row = in(reg) row,
-                options(nostack),
-            );
-        }
     }
 }
 
@@ -1215,8 +1045,20 @@ mod tests {
         (0..n).flat_map(|j| (0..k).map(move |p| b[p * n + j])).collect()
     }
 
-    const SHAPES: [[usize; 3]; 7] =
-        [[1, 1, 1], [3, 5, 7], [8, 2, 32], [9, 33, 40], [16, 600, 70], [20, 513, 33], [64, 144, 300]];
+    /// Odd and whole sizes; past one block of K; a tall C whose rows the
+    /// AMX path shares out with its panels ([200, 600, 40]), a wide one
+    /// whose tiles are all whole ([96, 40, 320]).
+    const SHAPES: [[usize; 3]; 9] = [
+        [1, 1, 1],
+        [3, 5, 7],
+        [8, 2, 32],
+        [9, 33, 40],
+        [16, 600, 70],
+        [20, 513, 33],
+        [64, 144, 300],
+        [200, 600, 40],
+        [96, 40, 320],
+    ];
 
     #[test]
     fn every_path_sums_the_rounded_operands_to_f32_accuracy() {
