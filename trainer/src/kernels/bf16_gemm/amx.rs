@@ -24,14 +24,9 @@ use super::{Destination, NR};
 const ROWS: usize = 32;
 
 /// Lanes of K the path multiplies a block of at a time: 32 rows of A
-/// (32 KiB) and a panel's 32 columns of B (32 KiB) stay in L1/L2 while
-/// every panel of a task passes over them.
+/// (32 KiB) stay in L1 while every panel of a task passes over them, the
+/// task's panels' block (32 KiB each) in L2.
 const KC: usize = 256;
-
-/// Blocks of 32 rows taken against one panel before the next: their K
-/// block of A (8 × 32 KiB) stays in L2 while the task's panels pass, the
-/// panel's K block in L1 while they do.
-const ROW_BLOCKS_AT_ONCE: usize = 8;
 
 /// Whether this CPU has AMX-TILE and AMX-BF16 (CPUID leaf 7, EDX bits
 /// 24 and 22) and Linux granted this process the tile state.
@@ -122,29 +117,31 @@ impl Grid {
         let lanes = self.lanes;
         edges.clear();
         edges.resize((tiles.panels.len() + tiles.blocks.len()) * ROWS * NR, 0.0);
+        // SAFETY: the caller's promise that AMX is available.
+        let _tiles = unsafe { ConfiguredTiles::new() };
         for first_lane in (0..lanes).step_by(KC) {
             let block_lanes = KC.min(lanes - first_lane);
-            for first_block in tiles.blocks.clone().step_by(ROW_BLOCKS_AT_ONCE) {
-                let blocks = first_block..(first_block + ROW_BLOCKS_AT_ONCE).min(tiles.blocks.end);
+            // Row block by row block, so that C is written a band of rows
+            // at a time (tall products with a short K were bound by C's
+            // stores, a page per row, when a panel's column ran down them).
+            for block in tiles.blocks.clone() {
+                let a_rows = &a[block * ROWS * lanes + first_lane..];
                 for panel in tiles.panels.clone() {
                     let b_block = &b[(panel * lanes + first_lane) * NR..(panel + 1) * lanes * NR];
-                    for block in blocks.clone() {
-                        let a_rows = &a[block * ROWS * lanes + first_lane..];
-                        let sums = match self.edge_slot(tiles, panel, block) {
-                            Some(slot) => (edges[slot * ROWS * NR..].as_mut_ptr(), NR),
-                            // SAFETY: a whole tile: rows block·32.. +32 lie
-                            // within C's m, columns panel·NR.. +NR within n.
-                            None => (unsafe { c.row(block * ROWS).add(panel * NR) }, c.row_stride),
-                        };
-                        // SAFETY: `block_lanes` is a multiple of 16 (so are
-                        // `lanes` and KC); A holds 32 rows of `lanes` from
-                        // the block's first, of which `block_lanes` from
-                        // `first_lane`; the panel `block_lanes` × NR lanes
-                        // from `first_lane`; `sums` 32 rows of NR, this
-                        // task's alone; the first K block writes them
-                        // before any later one reads them.
-                        unsafe { tile_block(sums, (a_rows, lanes), b_block, block_lanes, first_lane > 0) };
-                    }
+                    let sums = match self.edge_slot(tiles, panel, block) {
+                        Some(slot) => (edges[slot * ROWS * NR..].as_mut_ptr(), NR),
+                        // SAFETY: a whole tile: rows block·32.. +32 lie
+                        // within C's m, columns panel·NR.. +NR within n.
+                        None => (unsafe { c.row(block * ROWS).add(panel * NR) }, c.row_stride),
+                    };
+                    // SAFETY: the tiles are configured; `block_lanes` is a
+                    // multiple of 16 (so are `lanes` and KC); A holds 32
+                    // rows of `lanes` from the block's first, of which
+                    // `block_lanes` from `first_lane`; the panel
+                    // `block_lanes` × NR lanes from `first_lane`; `sums` 32
+                    // rows of NR, this task's alone; the first K block
+                    // writes them before any later one reads them.
+                    unsafe { tile_block(sums, (a_rows, lanes), b_block, block_lanes, first_lane > 0) };
                 }
             }
         }
@@ -165,6 +162,35 @@ impl Grid {
     }
 }
 
+/// The tiles configured on this thread for [`tile_block`] while it lives,
+/// released when it drops: once per task rather than per block, since
+/// `LDTILECFG` and `TILERELEASE` around every block of 32 × 32 sums took
+/// a third of a product's time. Nothing else on the thread uses the
+/// tiles meanwhile (a task does not yield to rayon inside).
+struct ConfiguredTiles;
+
+impl ConfiguredTiles {
+    /// # Safety
+    /// AMX is [`available`].
+    unsafe fn new() -> ConfiguredTiles {
+        let mut config =
+            TileConfig { palette: 1, start_row: 0, reserved: [0; 14], bytes_per_row: [0; 16], rows: [0; 16] };
+        config.bytes_per_row[..8].fill(64);
+        config.rows[..8].fill(16);
+        // SAFETY: AMX is available; the configuration is 64 bytes,
+        // aligned, of palette 1 with valid shapes.
+        unsafe { asm!("ldtilecfg [{}]", in(reg) &config as *const TileConfig, options(nostack)) };
+        ConfiguredTiles
+    }
+}
+
+impl Drop for ConfiguredTiles {
+    fn drop(&mut self) {
+        // SAFETY: the tiles were configured by `new`, so AMX is available.
+        unsafe { asm!("tilerelease", options(nostack)) };
+    }
+}
+
 /// The tile configuration (Intel SDM, LDTILECFG): palette 1, eight
 /// tiles of 16 rows of 64 bytes.
 #[repr(C, align(64))]
@@ -181,7 +207,7 @@ struct TileConfig {
 /// 6-7 (B's column halves), 16 pairs of k a step.
 ///
 /// # Safety
-/// AMX must be [`available`]; `a` holds 32 rows `lda` lanes apart of
+/// The tiles are configured ([`ConfiguredTiles`]); `a` holds 32 rows `lda` lanes apart of
 /// `lanes` (a multiple of 16) lanes each, `b` `lanes` × NR lanes; `c`
 /// names 32 rows of NR floats `ldc` apart that nothing else touches
 /// meanwhile.
@@ -194,9 +220,6 @@ unsafe fn tile_block(
 ) {
     assert!(lanes.is_multiple_of(16) && lda >= lanes && a.len() >= 31 * lda + lanes);
     assert!(b.len() >= lanes * NR && ldc >= NR);
-    let mut config = TileConfig { palette: 1, start_row: 0, reserved: [0; 14], bytes_per_row: [0; 16], rows: [0; 16] };
-    config.bytes_per_row[..8].fill(64);
-    config.rows[..8].fill(16);
     let (lda_bytes, b_row, c_row) = (lda * 4, NR * 4, ldc * 4);
     let (a, b) = (a.as_ptr(), b.as_ptr());
     // SAFETY: the loads read 16 rows of 64 bytes at the given strides,
@@ -204,7 +227,6 @@ unsafe fn tile_block(
     unsafe {
         // C's four 16 × 16 quarters, tiles 0-3.
         let [c0, c1, c2, c3] = [c, c.add(16), c.add(16 * ldc), c.add(16 * ldc + 16)];
-        asm!("ldtilecfg [{}]", in(reg) &config as *const TileConfig, options(nostack));
         if accumulate {
             asm!(
                 "tileloadd tmm0, [{c0} + {row}*1]",
@@ -245,7 +267,6 @@ unsafe fn tile_block(
             "tilestored [{c1} + {row}*1], tmm1",
             "tilestored [{c2} + {row}*1], tmm2",
             "tilestored [{c3} + {row}*1], tmm3",
-            "tilerelease",
             c0 = in(reg) c0,
             c1 = in(reg) c1,
             c2 = in(reg) c2,
