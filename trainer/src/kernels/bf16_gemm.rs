@@ -350,6 +350,13 @@ pub fn native_here() -> bool {
     super::precision::current() == super::Precision::Bf16 && super::Precision::Bf16.native()
 }
 
+/// Whether this thread's convolution products run here on AMX tiles,
+/// which outrun the direct 2-D kernels where a product fills their 32
+/// rows: a tile instruction does sixteen `VDPBF16PS`' work.
+pub(crate) fn tiles_here() -> bool {
+    native_here() && Path::best() == Path::Amx
+}
+
 /// How the products run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Path {
