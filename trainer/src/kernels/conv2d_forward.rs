@@ -57,10 +57,13 @@ pub(crate) fn forward_keeping_input(
     let taps = c_in * kh * kw;
     let x = values(input);
     // On AMX tiles, a layer of 32 output channels or more (a whole block
-    // of tile rows) is faster as columns times the weight than as direct
-    // sums (HEP-CNN `small`'s 32 filters: 0.91x the step); fewer channels
-    // would leave the tiles' rows half empty.
-    let tiles_win = bf16_gemm::tiles_here() && c_out >= 32;
+    // of tile rows) with a kernel wider than 1 × 1 is faster as columns
+    // times the weight than as direct sums (HEP-CNN `small`'s 3 × 3
+    // convolutions of 32 filters; `docs/benchmarks.md`, mixed precision);
+    // fewer channels would leave the tiles' rows half empty, and a 1 × 1
+    // layer's columns (a copy of its input, K only C_in) cost more than
+    // they save (the Tiramisu's transitions).
+    let tiles_win = bf16_gemm::tiles_here() && c_out >= 32 && kh * kw > 1;
     if direct_conv2d::applies(c_out, out_w) && !tiles_win {
         let (dims, out) = ([n, c_in, h, w], [out_h, out_w]);
         // Padded as far as the weight gradient reads when it takes the
