@@ -98,7 +98,7 @@ impl Precision {
         }
         // One parallel pass, each value read once and written rounded: a
         // copy then a rounding pass went over memory twice, the copy on one
-        // thread (3 % of a CosmoGAN `paper` bf16 step).
+        // thread.
         let round_chunk = |(to, from): (&mut [MaybeUninit<f32>], &[f32])| match self {
             #[cfg(target_arch = "x86_64")]
             Precision::Bf16 if has_avx512_bf16() => {

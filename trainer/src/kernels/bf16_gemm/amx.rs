@@ -3,8 +3,8 @@
 //! sums stored straight into C with its own row stride. Only the tiles C
 //! cannot take whole (the last panel when n is not a multiple of NR, the
 //! last rows when m is not one of 32) are summed in a task's buffer and
-//! copied at the end: a buffer for every tile, copied into C by one
-//! thread afterwards, took 15 % of a CosmoGAN `paper` bf16 step.
+//! copied at the end, rather than every tile going through a buffer that
+//! one thread then copies into C (`docs/benchmarks.md`, mixed precision).
 //!
 //! AMX from stable Rust: the tile instructions by inline assembly (their
 //! intrinsics are unstable), the tile state requested from Linux once
@@ -66,7 +66,9 @@ pub(super) unsafe fn product(a_packed: &[u32], b_packed: &[u32], [m, lanes, n]: 
     let tasks = 2 * rayon::current_num_threads();
     let panels_per_task = panels.div_ceil(tasks).max(1);
     let panel_runs = panels.div_ceil(panels_per_task);
-    let blocks_per_task = row_blocks.div_ceil(tasks.div_ceil(panel_runs).clamp(1, row_blocks.max(1))).max(1);
+    // The row runs that make up the tasks the panel runs leave short.
+    let row_runs_wanted = tasks.div_ceil(panel_runs).clamp(1, row_blocks.max(1));
+    let blocks_per_task = row_blocks.div_ceil(row_runs_wanted).max(1);
     let block_runs = row_blocks.div_ceil(blocks_per_task);
     let grid = Grid { m, n, lanes, panels, row_blocks };
     (0..panel_runs * block_runs).into_par_iter().for_each_init(Vec::new, |edges, task| {
@@ -164,8 +166,8 @@ impl Grid {
 
 /// The tiles configured on this thread for [`tile_block`] while it lives,
 /// released when it drops: once per task rather than per block, since
-/// `LDTILECFG` and `TILERELEASE` around every block of 32 × 32 sums took
-/// a third of a product's time. Nothing else on the thread uses the
+/// `LDTILECFG` and `TILERELEASE` are slow next to a block of 32 × 32
+/// sums with a short K. Nothing else on the thread uses the
 /// tiles meanwhile (a task does not yield to rayon inside).
 struct ConfiguredTiles;
 
