@@ -122,7 +122,8 @@ pub enum ClimateError {
         /// Why.
         reason: String,
     },
-    /// Filesystem error (rename of the finished file).
+    /// Filesystem error (the rename of the finished file, or the flags of
+    /// the descriptor it is written through).
     #[error("{}: {source}", path.display())]
     Io {
         /// File.
@@ -193,7 +194,14 @@ pub(crate) fn write_atomically(
 ) -> Result<(), ClimateError> {
     let temp = crate::atomic::temp_path_for(path);
     let result = (|| {
-        let file = hdf5::File::create(&temp).map_err(h5err(path, "creating file"))?;
+        // The POSIX driver by name: its handle is the descriptor that
+        // `close_on_exec` marks.
+        let file = hdf5::File::with_options()
+            .with_fapl(|access| access.sec2())
+            .create(&temp)
+            .map_err(h5err(path, "creating file"))?;
+        crate::hdf5_descriptor::close_on_exec(&file)
+            .map_err(|source| ClimateError::Io { path: temp.clone(), source })?;
         fill(&file, path)?;
         file.close().map_err(h5err(path, "closing file"))
     })();
