@@ -11,6 +11,8 @@ use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
+use rayon::prelude::*;
+
 use crate::fusion::FusionPlan;
 use crate::summing_thread::SummingThread;
 
@@ -81,11 +83,24 @@ impl GradientExchange {
     /// sum (its samples over the step's samples on all ranks), for steps
     /// whose ranks hold batches of different sizes: the sum is then the
     /// gradient of the mean loss over every sample of the step.
-    pub fn put_weighted(&mut self, t: usize, gradient: &[f32], weight: f32) {
+    ///
+    /// Returns whether every value of `gradient` is finite, checked in the
+    /// same pass over memory, which for a large tensor is shared by the
+    /// pool's threads: this runs between the backward pass and the
+    /// optimiser, when no other work is left to the step.
+    pub fn put_weighted(&mut self, t: usize, gradient: &[f32], weight: f32) -> bool {
         let (b, offset, len) = self.plan.place(t);
         debug_assert_eq!(gradient.len(), len, "tensor {t}");
         let slot = &mut self.send[b][offset..offset + len];
-        slot.iter_mut().zip(gradient).for_each(|(s, g)| *s = g * weight);
+        let put = |(slot, gradient): (&mut [f32], &[f32])| {
+            slot.iter_mut().zip(gradient).for_each(|(s, g)| *s = g * weight);
+            loader::finite::all_finite(gradient)
+        };
+        if len < PARALLEL_FROM {
+            put((slot, gradient))
+        } else {
+            slot.par_chunks_mut(CHUNK).zip(gradient.par_chunks(CHUNK)).map(put).reduce(|| true, |a, b| a && b)
+        }
     }
 
     /// Put zeros for tensor `t`: a rank with no sample in this step.
@@ -103,8 +118,15 @@ impl GradientExchange {
     /// Average what was [`put`](Self::put) in the slots over the ranks: sum
     /// the pre-divided gradients. Collective.
     pub fn average_slots(&mut self) {
-        for (s, r) in self.send.iter().zip(self.recv.iter_mut()) {
-            self.sum.sum_into(s, r);
+        if self.sum.ranks() == 1 {
+            // The sum over one rank is its own slots: the buffers change
+            // places rather than going through a reduction that copies
+            // every value (every slot is put again before the next one).
+            std::mem::swap(&mut self.send, &mut self.recv);
+        } else {
+            for (s, r) in self.send.iter().zip(self.recv.iter_mut()) {
+                self.sum.sum_into(s, r);
+            }
         }
         let total = self.plan.total() as u64;
         self.reduced = (self.reduced.0 + total, self.reduced.1 + total);
@@ -181,6 +203,11 @@ impl GradientExchange {
         self.plan.unpack(&self.recv, tensors, scale);
     }
 }
+
+/// Values of a slot one task of [`GradientExchange::put_weighted`] takes.
+const CHUNK: usize = 1 << 16;
+/// Slots shorter than this are put by the calling thread alone.
+const PARALLEL_FROM: usize = 4 * CHUNK;
 
 /// `flags` as bits, 64 to a word, flag `i` in bit `i % 64` of word `i / 64`.
 pub fn bitvector(flags: &[bool]) -> Vec<u64> {

@@ -18,6 +18,7 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::{Device, Gradients, Tensor, TensorData};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 
 /// What a tensor of a model is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -337,13 +338,32 @@ fn write_kind<M: Module>(model: M, values: &[Vec<f32>], trainable: bool, device:
             self.index += 1;
             let (device, trainable) = (self.device, self.trainable);
             param.map(|old| {
-                let tensor = Tensor::<D>::from_data(TensorData::new(values.clone(), old.dims()), device);
+                let tensor = Tensor::<D>::from_data(TensorData::new(copied(values), old.dims()), device);
                 // Tracked for gradients where there is autodiff to track them.
                 if trainable && device.is_autodiff() { tensor.require_grad() } else { tensor }
             })
         }
     }
     model.map(&mut Write { place: Place::default(), values, trainable, device, index: 0 })
+}
+
+/// A copy of `values`, made by the pool's threads for a large tensor:
+/// this runs after the optimiser, when nothing else is left to the step.
+fn copied(values: &[f32]) -> Vec<f32> {
+    const CHUNK: usize = 1 << 16;
+    if values.len() < 4 * CHUNK {
+        return values.to_vec();
+    }
+    // SAFETY: the chunks of the new vector and of `values` pair up one to
+    // one with equal lengths, and each is written whole from its source.
+    #[allow(unsafe_code)]
+    unsafe {
+        crate::kernels::uninit::written_whole(values.len(), |out| {
+            out.par_chunks_mut(CHUNK).zip(values.par_chunks(CHUNK)).for_each(|(out, values)| {
+                out.write_copy_of_slice(values);
+            });
+        })
+    }
 }
 
 /// `model` with its trainable parameters replaced by `values` (traversal

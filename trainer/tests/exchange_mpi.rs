@@ -1,7 +1,9 @@
 //! The trainer's gradient exchange under a real mpirun: blocking fused
 //! averages (no fusion, small buffers, one buffer), the one-step-lagged
 //! exchange and the exchange during back-propagation (dense and sparse)
-//! equal the mean computed locally, summed flat and
+//! equal the mean computed locally (slots put step after step, a large
+//! one by several threads, a value that is not finite seen as it is put),
+//! summed flat and
 //! hierarchically, on 1, 2 and 3 ranks of one node and 4 ranks as 2
 //! pretend nodes; the blocking sparse average leaves zeros for tensors no
 //! rank had.
@@ -38,7 +40,7 @@ fn gradient_exchange_averages_fused_and_lagged_flat_and_hierarchical() {
         let line = stdout.lines().find_map(|l| l.find('{').map(|at| &l[at..]));
         let report: Value = serde_json::from_str(line.unwrap_or_else(|| panic!("no report: {stdout}"))).unwrap();
         assert_eq!(report["ranks"], ranks);
-        assert_eq!(report["checks"], 2 * (3 * 2 * 5 + 5 + 3 * 5 + 2 * 5 + 5 + 2 * 5));
+        assert_eq!(report["checks"], 2 * (3 * 2 * 5 + (3 * 4 + 1) + 3 * 5 + 2 * 5 + 5 + 2 * 5));
     }
 }
 
@@ -95,18 +97,32 @@ fn probe_exchange(world: &World, kind: Exchange, lengths: &[usize]) -> usize {
             }
         }
     }
-    // Gradients written straight into the fusion slots.
-    let mut exchange = GradientExchange::new(world, lengths, 4 * 400, kind).unwrap_or_else(|e| world.fail(e));
-    for (t, &n) in lengths.iter().enumerate() {
-        exchange.put(t, &tensor(rank, 5, t, n));
-    }
-    exchange.average_slots();
-    for (t, &n) in lengths.iter().enumerate() {
-        if !close(exchange.averaged(t), &mean(ranks, 5, t, n)) {
-            world.fail(format!("rank {rank}: {kind} slot average of tensor {t} is wrong"));
+    // Gradients written straight into the fusion slots, step after step
+    // (on one rank the two sets of buffers change places each step), one
+    // slot long enough to be put by several threads, and a value that is
+    // not finite seen as it is put.
+    let slot_lengths = [5usize, 300_000, 1, 12];
+    let mut exchange = GradientExchange::new(world, &slot_lengths, 4 * 400, kind).unwrap_or_else(|e| world.fail(e));
+    for step in 5..8 {
+        for (t, &n) in slot_lengths.iter().enumerate() {
+            if !exchange.put_weighted(t, &tensor(rank, step, t, n), 1.0 / ranks as f32) {
+                world.fail(format!("rank {rank}: finite tensor {t} put as not finite"));
+            }
         }
-        checks += 1;
+        exchange.average_slots();
+        for (t, &n) in slot_lengths.iter().enumerate() {
+            if !close(exchange.averaged(t), &mean(ranks, step, t, n)) {
+                world.fail(format!("rank {rank}: {kind} slot average of tensor {t} at step {step} is wrong"));
+            }
+            checks += 1;
+        }
     }
+    let mut overflowed = tensor(rank, 8, 1, slot_lengths[1]);
+    overflowed[slot_lengths[1] - 1] = f32::INFINITY;
+    if exchange.put_weighted(1, &overflowed, 1.0) {
+        world.fail(format!("rank {rank}: an infinite gradient value was put as finite"));
+    }
+    checks += 1;
     let Some(lagged) = LaggedExchange::new(world, lengths, 4 * 400, kind) else {
         world.fail("MPI without MPI_THREAD_MULTIPLE: no lagged exchange")
     };

@@ -724,8 +724,7 @@ impl<M: TrainModel> Run<'_, M> {
                 let present = match &computed {
                     Some((_, grads)) => params::gradients(&net, grads, |i, g| {
                         let g = overflowed(g, poison && i == 0);
-                        finite &= loader::finite::all_finite(&g);
-                        ex.put_weighted(i, &g, weight * unscale);
+                        finite &= ex.put_weighted(i, &g, weight * unscale);
                     }),
                     None => {
                         (0..self.lengths.len()).for_each(|i| ex.put_zeros(i));

@@ -47,7 +47,7 @@ pub mod precision;
 mod shifted_weight_grad2d;
 pub mod strided_gemm;
 pub mod twin;
-mod uninit;
+pub(crate) mod uninit;
 pub mod wait;
 
 use burn::backend::Dispatch;
