@@ -23,6 +23,7 @@
 //! assert_eq!(pool3d(x, Pooling::Avg).dims(), [1, 2, 2, 2, 2]);
 //! ```
 
+mod activation;
 pub mod batch_norm;
 pub mod bf16_gemm;
 pub mod calibrate;
@@ -246,6 +247,13 @@ pub fn lstm_cell_state(gates: Tensor<2>, c: Tensor<2>) -> Tensor<2> {
 /// and the next cell state [B, U] ([`lstm_cell_state`]): one node.
 pub fn lstm_cell_output(gates: Tensor<2>, c_next: Tensor<2>) -> Tensor<2> {
     Tensor::from_dispatch(<Dispatch as KernelOps>::lstm_cell_output(gates.into_dispatch(), c_next.into_dispatch()))
+}
+
+/// ReLU (x where x > 0 or NaN, 0 elsewhere): burn's `activation::relu`,
+/// forward and backward by the pool's threads on the CPU
+/// ([`KernelOps::fused_relu`]).
+pub fn relu<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    Tensor::from_dispatch(<Dispatch as KernelOps>::fused_relu(x.into_dispatch()))
 }
 
 /// LeakyReLU (x where x ≥ 0, `negative_slope`·x elsewhere; the slope

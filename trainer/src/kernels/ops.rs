@@ -19,6 +19,7 @@ use burn::backend::{Autodiff, AutodiffBackend, Backend, Flex, TensorMetadata, ba
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{DType, FloatDType, Shape};
 
+use super::activation;
 use super::batch_norm;
 use super::columns::{KeptInput, Window};
 use super::conv_transpose2d;
@@ -92,6 +93,12 @@ pub trait KernelOps: Backend {
     /// masked select (and twice as many passes backward).
     fn fused_leaky_relu(x: FloatTensor<Self>, negative_slope: f32) -> FloatTensor<Self> {
         <Self as ActivationOps<Self>>::leaky_relu(x, negative_slope.into())
+    }
+
+    /// ReLU (x where x > 0 or NaN, 0 elsewhere): burn's
+    /// `activation::relu`, on the CPU by the pool's threads.
+    fn fused_relu(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        <Self as ActivationOps<Self>>::relu(x)
     }
 
     /// The mean and biased variance of each group of samples and channel
@@ -544,6 +551,18 @@ fn pooled_shape(x: &FlexTensor) -> Shape {
 }
 
 impl KernelOps for Flex {
+    fn fused_relu(x: FlexTensor) -> FlexTensor {
+        if x.dtype() == DType::F32 { activation::relu(x) } else { Flex::relu(x) }
+    }
+
+    fn fused_leaky_relu(x: FlexTensor, negative_slope: f32) -> FlexTensor {
+        if x.dtype() == DType::F32 {
+            activation::leaky_relu(x, negative_slope)
+        } else {
+            Flex::leaky_relu(x, negative_slope.into())
+        }
+    }
+
     fn conv3d_same(x: FlexTensor, weight: FlexTensor, bias: FlexTensor) -> FlexTensor {
         match direct_conv_shape(&x, &weight, &bias) {
             Some(shape) => conv_forward(&shape, &x, &weight, &bias),
@@ -990,28 +1009,25 @@ impl Backward<Flex, 1> for LeakyReluBackward {
         let grad = grads.consume::<Flex>(&ops.node);
         let (y, slope) = ops.state;
         if let Some(node) = node {
-            grads.register::<Flex>(node.id, leaky_relu_grad(grad, &values(&y), slope));
+            grads.register::<Flex>(node.id, activation::leaky_relu_grad(grad, &values(&y), slope));
         }
     }
 }
 
-/// `grad` scaled by LeakyReLU's derivative at outputs `y` (1 where y ≥ 0,
-/// `slope` elsewhere), in place when `grad` holds its buffer alone.
-fn leaky_relu_grad(mut grad: FlexTensor, y: &[f32], slope: f32) -> FlexTensor {
-    // A select rather than a branch: the loop vectorises.
-    let scale = |g: &mut f32, y: f32| *g *= if y < 0.0 { slope } else { 1.0 };
-    if grad.dtype() == DType::F32
-        && grad.is_contiguous()
-        && grad.layout().start_offset() == 0
-        && let Some(g) = grad.try_storage_mut::<f32>()
-    {
-        g.iter_mut().zip(y).for_each(|(g, &y)| scale(g, y));
-        return grad;
+#[derive(Debug)]
+struct ReluBackward;
+
+impl Backward<Flex, 1> for ReluBackward {
+    /// The forward pass's output.
+    type State = FlexTensor;
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [node] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node);
+        if let Some(node) = node {
+            grads.register::<Flex>(node.id, activation::relu_grad(grad, &values(&ops.state)));
+        }
     }
-    let shape = grad.shape();
-    let mut g = values(&grad).into_owned();
-    g.iter_mut().zip(y).for_each(|(g, &y)| scale(g, y));
-    flex(g, shape)
 }
 
 #[derive(Debug)]
@@ -1219,10 +1235,21 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
         // keeps anyway) rather than the input saves a tensor per layer.
         match LeakyReluBackward.prepare::<C>([x.node()]).compute_bound().stateful() {
             OpsKind::Tracked(prep) => {
-                let y = Flex::leaky_relu(x.into_primitive(), negative_slope.into());
+                let y = Flex::fused_leaky_relu(x.into_primitive(), negative_slope);
                 prep.finish((y.clone(), negative_slope), y)
             }
-            OpsKind::UnTracked(prep) => prep.finish(Flex::leaky_relu(x.into_primitive(), negative_slope.into())),
+            OpsKind::UnTracked(prep) => prep.finish(Flex::fused_leaky_relu(x.into_primitive(), negative_slope)),
+        }
+    }
+
+    fn fused_relu(x: AutodiffFloat<C>) -> AutodiffFloat<C> {
+        // As burn's: the backward pass reads the output.
+        match ReluBackward.prepare::<C>([x.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let y = Flex::fused_relu(x.into_primitive());
+                prep.finish(y.clone(), y)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(Flex::fused_relu(x.into_primitive())),
         }
     }
 
@@ -1544,28 +1571,42 @@ mod tests {
     }
 
     #[test]
-    fn fused_leaky_relu_equals_burns_in_values_and_gradients_bit_for_bit() {
-        use burn::tensor::activation::leaky_relu;
-        for device in [Device::flex(), Device::flex().autodiff()] {
-            // `filled` has exact zeros, where the slope switches; the
-            // permuted view is not contiguous.
-            for permuted in [false, true] {
-                // One leaf for each side: burn's backward consumes the graph.
-                let leaf = || {
-                    let x = filled([2, 3, 4, 5], 1, &device);
-                    if device.is_autodiff() { x.require_grad() } else { x }
-                };
-                let (x_ours, x_theirs) = (leaf(), leaf());
-                let view = |x: &Tensor<4>| if permuted { x.clone().permute([0, 2, 1, 3]) } else { x.clone() };
-                let ours = super::super::leaky_relu(view(&x_ours), 0.2);
-                let theirs = leaky_relu(view(&x_theirs), 0.2);
-                assert_eq!(to_vec(ours.clone()), to_vec(theirs.clone()));
-                if !device.is_autodiff() {
-                    continue;
+    fn fused_activations_equal_burns_in_values_and_gradients_bit_for_bit() {
+        use burn::tensor::activation::{leaky_relu, relu};
+        type Activation = fn(Tensor<4>) -> Tensor<4>;
+        let cases: [(&str, Activation, Activation); 2] = [
+            ("relu", super::super::relu, relu),
+            ("leaky", |x| super::super::leaky_relu(x, 0.2), |x| leaky_relu(x, 0.2)),
+        ];
+        let bits = |t: Tensor<4>| to_vec(t).iter().map(|v| v.to_bits()).collect::<Vec<u32>>();
+        for (name, ours_of, theirs_of) in cases {
+            for device in [Device::flex(), Device::flex().autodiff()] {
+                // `filled` has exact zeros, where the slope switches, here
+                // with NaNs and negative zeros among them; the permuted
+                // view is not contiguous; the larger shape spans several
+                // of the tasks the pool's threads share.
+                for (shape, permuted) in [([2, 3, 4, 5], false), ([2, 3, 4, 5], true), ([2, 8, 64, 96], false)] {
+                    // One leaf for each side: burn's backward consumes the graph.
+                    let leaf = || {
+                        let mut values = to_vec(filled(shape, 1, &device));
+                        values.iter_mut().step_by(7).for_each(|v| *v = f32::NAN);
+                        values.iter_mut().skip(3).step_by(11).for_each(|v| *v = -0.0);
+                        let x = Tensor::<4>::from_data(TensorData::new(values, shape), &device);
+                        if device.is_autodiff() { x.require_grad() } else { x }
+                    };
+                    let (x_ours, x_theirs) = (leaf(), leaf());
+                    let view = |x: &Tensor<4>| if permuted { x.clone().permute([0, 2, 1, 3]) } else { x.clone() };
+                    let ours = ours_of(view(&x_ours));
+                    let theirs = theirs_of(view(&x_theirs));
+                    assert_eq!(bits(ours.clone()), bits(theirs.clone()), "{name} {shape:?} values");
+                    if !device.is_autodiff() {
+                        continue;
+                    }
+                    let up = filled(theirs.dims(), 2, &device);
+                    let (g_ours, g_theirs) = ((ours * up.clone()).sum().backward(), (theirs * up).sum().backward());
+                    let (g_ours, g_theirs) = (x_ours.grad(&g_ours).unwrap(), x_theirs.grad(&g_theirs).unwrap());
+                    assert_eq!(bits(g_ours), bits(g_theirs), "{name} {shape:?} gradients");
                 }
-                let up = filled(theirs.dims(), 2, &device);
-                let (g_ours, g_theirs) = ((ours * up.clone()).sum().backward(), (theirs * up).sum().backward());
-                assert_eq!(to_vec(x_ours.grad(&g_ours).unwrap()), to_vec(x_theirs.grad(&g_theirs).unwrap()));
             }
         }
     }

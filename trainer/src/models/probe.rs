@@ -13,10 +13,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::kernels::relu;
 use burn::module::Module;
 use burn::nn::conv::{Conv3d, Conv3dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, PaddingConfig3d};
-use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor, TensorData};
 use cluster::World;
 use formats::manifest::Manifest;

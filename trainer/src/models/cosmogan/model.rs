@@ -23,7 +23,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use burn::tensor::activation::relu;
+use crate::kernels::relu;
 use burn::tensor::{Device, Tensor, TensorData};
 use cluster::World;
 use formats::manifest::{Manifest, SampleKind};

@@ -3,9 +3,9 @@
 //! each address. Which modules a batch runs, and in what
 //! order, is [`model`](super::model)'s business.
 
+use crate::kernels::relu;
 use burn::module::{Module, Param};
 use burn::nn::{Linear, LinearConfig};
-use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor, TensorData};
 
 use super::EtalumisConfig;

@@ -5,10 +5,10 @@
 //! `InferenceNetwork` takes `ObserveEmbedding.CNN3D5C` or `FEEDFORWARD`
 //! per observation (pyprob 1.5.0, `nn/inference_network.py`).
 
+use crate::kernels::relu;
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv3d, Conv3dConfig};
 use burn::nn::{Linear, LinearConfig};
-use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
 use super::EtalumisConfig;

@@ -15,10 +15,10 @@
 //! That is 594,178 parameters, 2.38 MB (2.27 MiB) in float32: the paper's
 //! 2.3 MB.
 
+use crate::kernels::relu;
 use burn::module::Module;
 use burn::nn::conv::Conv2d;
 use burn::nn::{Linear, LinearConfig};
-use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
 use crate::kernels;

@@ -30,6 +30,7 @@
 //!   That gives 10.3 TF per training sample against the paper's 14.41
 //!   ([`flops`](super::flops)); their decoder did more still.
 
+use crate::kernels::relu;
 use burn::module::Module;
 use burn::nn::BatchNorm;
 use burn::nn::PaddingConfig2d;
@@ -37,7 +38,6 @@ use burn::nn::conv::{Conv2d, ConvTranspose2d};
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::tensor::Device;
 use burn::tensor::Tensor;
-use burn::tensor::activation::relu;
 use serde::Serialize;
 
 use super::CLASSES;

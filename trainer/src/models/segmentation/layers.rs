@@ -3,9 +3,9 @@
 //! per-step context a training forward pass carries (dropout masks, the
 //! normalisation group).
 
+use crate::kernels::relu;
 use burn::nn::conv::{Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, PaddingConfig2d};
-use burn::tensor::activation::relu;
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{Device, Tensor};
 

@@ -27,10 +27,10 @@
 //! [`TiramisuConfig::block_dropout`]), is the inverse-imaging FC-DenseNet
 //! of Laanait et al. 2019 ([`crate::models::inverse`]).
 
+use crate::kernels::relu;
 use burn::module::Module;
 use burn::nn::BatchNorm;
 use burn::nn::conv::{Conv2d, ConvTranspose2d};
-use burn::tensor::activation::relu;
 use burn::tensor::module::avg_pool2d;
 use burn::tensor::ops::AvgPoolOptions;
 use burn::tensor::{Device, Tensor};
