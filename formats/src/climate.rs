@@ -194,14 +194,7 @@ pub(crate) fn write_atomically(
 ) -> Result<(), ClimateError> {
     let temp = crate::atomic::temp_path_for(path);
     let result = (|| {
-        // The POSIX driver by name: its handle is the descriptor that
-        // `close_on_exec` marks.
-        let file = hdf5::File::with_options()
-            .with_fapl(|access| access.sec2())
-            .create(&temp)
-            .map_err(h5err(path, "creating file"))?;
-        crate::hdf5_descriptor::close_on_exec(&file)
-            .map_err(|source| ClimateError::Io { path: temp.clone(), source })?;
+        let file = crate::hdf5_file::create(&temp).map_err(h5err(path, "creating file"))?;
         fill(&file, path)?;
         file.close().map_err(h5err(path, "closing file"))
     })();
@@ -266,7 +259,7 @@ pub fn write_described_sample(
 
 /// The channel names and units a sample file carries (empty if it has none).
 pub fn read_channel_descriptions(path: &Path) -> Result<Vec<(String, String)>, ClimateError> {
-    let file = hdf5::File::open(path).map_err(h5err(path, "opening file"))?;
+    let file = crate::hdf5_file::open(path).map_err(h5err(path, "opening file"))?;
     let ds = file.dataset(DATA).map_err(h5err(path, format!("opening {DATA}")))?;
     if !ds.attr_names().map_err(h5err(path, "listing attributes"))?.iter().any(|n| n == CHANNEL_NAMES) {
         return Ok(Vec::new());
@@ -316,7 +309,7 @@ pub(crate) fn check_dtype<T: H5Type>(
 /// The (height, width, channels) of a sample file's `climate/data`: the
 /// shape of a dataset given as files without a manifest.
 pub fn read_shape(path: &Path) -> Result<ClimateShape, ClimateError> {
-    let file = hdf5::File::open(path).map_err(h5err(path, "opening file"))?;
+    let file = crate::hdf5_file::open(path).map_err(h5err(path, "opening file"))?;
     let ds = file.dataset(DATA).map_err(h5err(path, format!("opening {DATA}")))?;
     match ds.shape().as_slice() {
         &[height, width, channels] => Ok(ClimateShape { height, width, channels }),
@@ -326,7 +319,7 @@ pub fn read_shape(path: &Path) -> Result<ClimateShape, ClimateError> {
 
 /// Read a sample through libhdf5, checking shapes and element types.
 pub fn read_sample(path: &Path, shape: ClimateShape) -> Result<ClimateSample, ClimateError> {
-    let file = hdf5::File::open(path).map_err(h5err(path, "opening file"))?;
+    let file = crate::hdf5_file::open(path).map_err(h5err(path, "opening file"))?;
     let data = open_checked(&file, path, DATA, &[shape.height, shape.width, shape.channels])?;
     check_dtype::<f32>(&data, path, DATA, "float32")?;
     let labels = open_checked(&file, path, LABELS, &[shape.height, shape.width])?;
@@ -340,7 +333,7 @@ pub fn read_sample(path: &Path, shape: ClimateShape) -> Result<ClimateSample, Cl
 /// The byte range of a contiguous dataset, checked against its shape and
 /// element size, so a reader can map it without taking the HDF5 lock again.
 pub fn contiguous_extent(path: &Path, dataset: &str, expected_shape: &[usize]) -> Result<Extent, ClimateError> {
-    let file = hdf5::File::open(path).map_err(h5err(path, "opening file"))?;
+    let file = crate::hdf5_file::open(path).map_err(h5err(path, "opening file"))?;
     let ds = open_checked(&file, path, dataset, expected_shape)?;
     let not_contiguous = || ClimateError::NotContiguous { path: path.to_owned(), dataset: dataset.to_owned() };
     if ds.layout() != hdf5::dataset::Layout::Contiguous {
@@ -378,7 +371,7 @@ pub fn write_stats(path: &Path, stats: &ChannelStats) -> Result<(), ClimateError
 
 /// Read `stats.h5`.
 pub fn read_stats(path: &Path) -> Result<ChannelStats, ClimateError> {
-    let file = hdf5::File::open(path).map_err(h5err(path, "opening file"))?;
+    let file = crate::hdf5_file::open(path).map_err(h5err(path, "opening file"))?;
     let read = |name: &str| -> Result<Vec<f32>, ClimateError> {
         file.dataset(name).and_then(|d| d.read_raw::<f32>()).map_err(h5err(path, format!("reading {name}")))
     };

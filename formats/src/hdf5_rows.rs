@@ -47,7 +47,7 @@ fn h5err(path: &Path, what: String) -> impl FnOnce(hdf5::Error) -> ClimateError 
 
 /// The layout of dataset `name` in the file at `path`.
 pub fn layout(path: &Path, name: &str) -> Result<RowLayout, ClimateError> {
-    let file = hdf5::File::open(path).map_err(h5err(path, "opening file".into()))?;
+    let file = crate::hdf5_file::open(path).map_err(h5err(path, "opening file".into()))?;
     let ds = file.dataset(name).map_err(h5err(path, format!("opening dataset {name}")))?;
     let shape = ds.shape();
     if shape.is_empty() {
@@ -78,7 +78,7 @@ pub fn read_row(
             expected: "one-byte unsigned integers (the only type read through libhdf5; other types are read from contiguous datasets)",
         });
     }
-    let file = hdf5::File::open(path).map_err(h5err(path, "opening file".into()))?;
+    let file = crate::hdf5_file::open(path).map_err(h5err(path, "opening file".into()))?;
     let ds = file.dataset(name).map_err(h5err(path, format!("opening dataset {name}")))?;
     let slab: Vec<SliceOrIndex> = std::iter::once(SliceOrIndex::Index(row))
         .chain(layout.shape.iter().skip(1).map(|&count| SliceOrIndex::SliceCount {

@@ -114,7 +114,7 @@ pub fn write_events(path: &Path, shape: EventShape, events: Events<'_>) -> Resul
 /// Open an event file: the image shape and extent, labels, weights and
 /// selection decisions, every dataset's shape and type checked.
 pub fn read_event_file(path: &Path) -> Result<EventFile, ClimateError> {
-    let file = hdf5::File::open(path).map_err(h5err(path, "opening file"))?;
+    let file = crate::hdf5_file::open(path).map_err(h5err(path, "opening file"))?;
     let data = file.dataset(DATA).map_err(h5err(path, format!("opening dataset {DATA}")))?;
     let (events, shape) = match data.shape().as_slice() {
         &[n, channels, height, width] => (n, EventShape { channels, height, width }),
@@ -151,7 +151,7 @@ pub fn read_event_file(path: &Path) -> Result<EventFile, ClimateError> {
 
 /// The number of events in the file at `path` (the length of `label`).
 pub fn count_events(path: &Path) -> Result<u64, ClimateError> {
-    let file = hdf5::File::open(path).map_err(h5err(path, "opening file"))?;
+    let file = crate::hdf5_file::open(path).map_err(h5err(path, "opening file"))?;
     let labels = file.dataset(LABEL).map_err(h5err(path, format!("opening dataset {LABEL}")))?;
     match labels.shape().as_slice() {
         &[n] => Ok(n as u64),
@@ -190,7 +190,7 @@ mod tests {
         let start = file.data.offset as usize + SHAPE.values() * 4;
         let second = f32::from_le_bytes(bytes[start..start + 4].try_into().unwrap());
         assert_eq!(second, SHAPE.values() as f32 * 0.5, "event 1's first value");
-        let h5 = hdf5::File::open(&path).unwrap();
+        let h5 = crate::hdf5_file::open(&path).unwrap();
         let norm: Vec<f32> = h5.dataset(NORMWEIGHT).unwrap().read_raw().unwrap();
         assert_eq!(norm, [0.5, 1.0, 1.5]);
     }
@@ -199,7 +199,7 @@ mod tests {
     fn a_file_missing_a_dataset_or_of_the_wrong_shape_is_an_error_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bad.h5");
-        let file = hdf5::File::create(&path).unwrap();
+        let file = crate::hdf5_file::create(&path).unwrap();
         write_dataset(&file, &path, DATA, &[2, 3, 4], &[0f32; 24]).unwrap();
         drop(file);
         let error = read_event_file(&path).unwrap_err().to_string();
@@ -208,7 +208,7 @@ mod tests {
             "{error}"
         );
 
-        let file = hdf5::File::create(&path).unwrap();
+        let file = crate::hdf5_file::create(&path).unwrap();
         write_dataset(&file, &path, DATA, &[2, 3, 4, 5], &[0f32; 120]).unwrap();
         write_dataset(&file, &path, LABEL, &[3], &[0i32; 3]).unwrap();
         drop(file);

@@ -57,7 +57,7 @@ pub mod climate;
 pub mod cosmoflow;
 pub mod example;
 pub mod global_order;
-mod hdf5_descriptor;
+pub mod hdf5_file;
 pub mod hdf5_rows;
 pub mod jets;
 pub mod lmdb;

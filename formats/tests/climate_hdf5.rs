@@ -54,7 +54,7 @@ fn offset_and_mmap_read_equals_the_library_read() {
 fn missing_dataset_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("partial.h5");
-    let file = hdf5::File::create(&path).unwrap();
+    let file = formats::hdf5_file::create(&path).unwrap();
     file.new_dataset::<f32>().shape([SHAPE.height, SHAPE.width, SHAPE.channels]).create(DATA).unwrap();
     drop(file);
     let err = climate::read_sample(&path, SHAPE).unwrap_err();
@@ -77,7 +77,7 @@ fn wrong_shape_is_an_error_naming_the_dataset() {
 fn wrong_element_type_is_an_error_naming_the_dataset() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f64.h5");
-    let file = hdf5::File::create(&path).unwrap();
+    let file = formats::hdf5_file::create(&path).unwrap();
     let ds = file.new_dataset::<f64>().shape([SHAPE.height, SHAPE.width, SHAPE.channels]).create(DATA).unwrap();
     ds.write_raw(&vec![0f64; SHAPE.values()]).unwrap();
     let ds = file.new_dataset::<i32>().shape([SHAPE.height, SHAPE.width]).create(LABELS).unwrap();
@@ -92,7 +92,7 @@ fn chunked_dataset_has_no_extent_but_reads_through_the_library() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("chunked.h5");
     let (data, labels) = sample();
-    let file = hdf5::File::create(&path).unwrap();
+    let file = formats::hdf5_file::create(&path).unwrap();
     let ds = file
         .new_dataset::<f32>()
         .shape([SHAPE.height, SHAPE.width, SHAPE.channels])

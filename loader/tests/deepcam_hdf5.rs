@@ -70,7 +70,7 @@ fn chunked_files_go_through_the_library_with_the_same_result() {
     let dir = tempfile::tempdir().unwrap();
     let (mut paths, stats) = write(dir.path());
     let chunked = dir.path().join("chunked.h5");
-    let file = hdf5::File::create(&chunked).unwrap();
+    let file = formats::hdf5_file::create(&chunked).unwrap();
     let ds = file
         .new_dataset::<f32>()
         .shape([SHAPE.height, SHAPE.width, SHAPE.channels])
@@ -93,7 +93,7 @@ fn a_missing_dataset_is_an_error_at_open_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let (mut paths, stats) = write(dir.path());
     let bad = dir.path().join("bad.h5");
-    let file = hdf5::File::create(&bad).unwrap();
+    let file = formats::hdf5_file::create(&bad).unwrap();
     let ds = file.new_dataset::<f32>().shape([SHAPE.height, SHAPE.width, SHAPE.channels]).create(DATA).unwrap();
     ds.write_raw(&data(0)).unwrap();
     drop(file);

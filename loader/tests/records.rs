@@ -154,7 +154,7 @@ fn an_npz_without_the_array_or_with_a_short_array_is_refused_at_open_naming_the_
 
 fn write_h5(path: &Path, rows: usize, chunked: bool) -> Vec<u8> {
     let data: Vec<u8> = (0..rows * 12).map(|v| (v * 7) as u8).collect();
-    let file = hdf5::File::create(path).unwrap();
+    let file = formats::hdf5_file::create(path).unwrap();
     let builder = file.new_dataset::<u8>().shape([rows, 3, 4]);
     let ds = if chunked { builder.chunk([1, 3, 4]).create("records") } else { builder.create("records") }.unwrap();
     ds.write_raw(&data).unwrap();
