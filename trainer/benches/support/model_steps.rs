@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 /// The `trainer` binary's allocator, so that the benches time the steps
-/// it takes (see `src/main.rs`).
+/// it takes (see `src/bin/trainer/main.rs`).
 #[global_allocator]
 static ALLOCATOR: trainer::allocator::Allocator = mimalloc::MiMalloc;
 
