@@ -199,10 +199,15 @@ fn flipped(shape: &ConvShape, weight: &[f32]) -> Vec<f32> {
 /// Output channels computed together by the 3³ forward kernel: each input
 /// row loaded feeds all of them.
 const CO_BLOCK: usize = 4;
+/// Output channels of one forward tile: each input row loaded feeds 8
+/// channels, and 8 × 2 vectors of accumulators give the FMA units
+/// independent sums to interleave (4 channels left them waiting on
+/// loads and on each accumulator's chain: `docs/benchmarks.md`, Etalumis).
+const FORWARD_CO_BLOCK: usize = 8;
 
 fn forward_padded(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[f32]>, y: &mut [f32]) {
     let voxels = shape.voxels();
-    let block = if shape.kernel == 3 { CO_BLOCK } else { 1 };
+    let block = if shape.kernel == 3 { FORWARD_CO_BLOCK } else { 1 };
     y.par_chunks_mut(shape.c_out * voxels).enumerate().for_each(|(n, sample)| {
         sample.par_chunks_mut(block * voxels).enumerate().for_each(|(b, out)| {
             let co = b * block;
@@ -234,8 +239,9 @@ fn forward_block<const L: usize>(
 }
 
 /// Output planes `co..` of sample `n` for a 3³ kernel, in register-sized
-/// tiles of up to [`CO_BLOCK`] channels × 2·`L` voxels of a row. Same
-/// summation order as [`forward_plane`].
+/// tiles of [`FORWARD_CO_BLOCK`] channels (then [`CO_BLOCK`], then single
+/// planes for what is left) × 2·`L` voxels of a row. Same summation order
+/// as [`forward_plane`].
 #[inline(always)]
 fn forward_block_3<const L: usize>(
     shape: &ConvShape,
@@ -248,13 +254,33 @@ fn forward_block_3<const L: usize>(
 ) {
     let [d, h, w] = shape.volume;
     let voxels = d * h * w;
+    // `forward_padded` hands out at most FORWARD_CO_BLOCK channels.
     let channels = out.len() / voxels;
-    if channels != CO_BLOCK {
-        for j in 0..channels {
-            forward_plane(shape, padded, weight, bias, n, co + j, &mut out[j * voxels..][..voxels]);
-        }
-        return;
+    if channels == FORWARD_CO_BLOCK {
+        return forward_rows_3::<FORWARD_CO_BLOCK, L>(shape, padded, weight, bias, n, co, out);
     }
+    let (fours, singles) = out.split_at_mut(channels / CO_BLOCK * CO_BLOCK * voxels);
+    if !fours.is_empty() {
+        forward_rows_3::<CO_BLOCK, L>(shape, padded, weight, bias, n, co, fours);
+    }
+    let first_single = co + fours.len() / voxels;
+    for (j, plane) in singles.chunks_mut(voxels).enumerate() {
+        forward_plane(shape, padded, weight, bias, n, first_single + j, plane);
+    }
+}
+
+/// [`forward_block_3`] for `C` output planes `co..co + C` (`out`).
+#[inline(always)]
+fn forward_rows_3<const C: usize, const L: usize>(
+    shape: &ConvShape,
+    padded: &[f32],
+    weight: &[f32],
+    bias: Option<&[f32]>,
+    n: usize,
+    co: usize,
+    out: &mut [f32],
+) {
+    let w = shape.volume[2];
     // Tiles of two vectors of L lanes, then of two of 8, and the row's
     // last columns (fewer than a tile) as a two-vector tile of 8 lanes
     // ending at the row's end, overlapping columns done already (which it
@@ -266,31 +292,31 @@ fn forward_block_3<const L: usize>(
     while x < w {
         let left = w - x;
         if left >= 2 * L {
-            forward_tile_3::<2, L>(shape, padded, weight, bias, n, co, x, out);
+            forward_tile_3::<C, 2, L>(shape, padded, weight, bias, n, co, x, out);
             x += 2 * L;
         } else if left >= 2 * LANES {
-            forward_tile_3::<2, LANES>(shape, padded, weight, bias, n, co, x, out);
+            forward_tile_3::<C, 2, LANES>(shape, padded, weight, bias, n, co, x, out);
             x += 2 * LANES;
         } else if w >= 2 * LANES {
-            forward_tile_3::<2, LANES>(shape, padded, weight, bias, n, co, w - 2 * LANES, out);
+            forward_tile_3::<C, 2, LANES>(shape, padded, weight, bias, n, co, w - 2 * LANES, out);
             x = w;
         } else if w >= LANES {
             let lanes = left.min(LANES);
-            forward_tile_3::<1, LANES>(shape, padded, weight, bias, n, co, x + lanes - LANES, out);
+            forward_tile_3::<C, 1, LANES>(shape, padded, weight, bias, n, co, x + lanes - LANES, out);
             x += lanes;
         } else {
-            forward_tile_3::<1, 1>(shape, padded, weight, bias, n, co, x, out);
+            forward_tile_3::<C, 1, 1>(shape, padded, weight, bias, n, co, x, out);
             x += 1;
         }
     }
 }
 
-/// Columns `x..x + V·L` of every row of output planes `co..co + CO_BLOCK`:
-/// `CO_BLOCK × V` accumulators of `L` lanes, each input row loaded once (at
-/// shifts 0, 1, 2) for all of them.
+/// Columns `x..x + V·L` of every row of output planes `co..co + C`: `C ×
+/// V` accumulators of `L` lanes, each input row loaded once (at shifts 0,
+/// 1, 2) for all of them.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn forward_tile_3<const V: usize, const L: usize>(
+fn forward_tile_3<const C: usize, const V: usize, const L: usize>(
     shape: &ConvShape,
     padded: &[f32],
     weight: &[f32],
@@ -309,7 +335,7 @@ fn forward_tile_3<const V: usize, const L: usize>(
     };
     for z in 0..d {
         for yy in 0..h {
-            let mut acc = [[[0.0f32; L]; V]; CO_BLOCK];
+            let mut acc = [[[0.0f32; L]; V]; C];
             for (j, a) in acc.iter_mut().enumerate() {
                 *a = [[bias.map_or(0.0, |b| b[co + j]); L]; V];
             }
@@ -1069,15 +1095,18 @@ mod tests {
     fn blocked_kernels_equal_the_plain_ones_bit_for_bit() {
         // Widths that end in a partial tile of every kind: one voxel, an
         // overlapping 8-lane tile after 16 lanes, after 8, after 32, and a
-        // row narrower than 8.
+        // row narrower than 8. Output channels in one tile of 8, one of 4,
+        // and 8 + 4 + 2 (the last two planes one at a time).
         for w in [21, 31, 9, 17, 33, 8, 5] {
-            blocked_kernels_equal_the_plain_ones_at(ConvShape {
-                batch: 2,
-                c_in: 3,
-                c_out: 8,
-                volume: [3, 4, w],
-                kernel: 3,
-            });
+            for c_out in [8, 4, 14] {
+                blocked_kernels_equal_the_plain_ones_at(ConvShape {
+                    batch: 2,
+                    c_in: 3,
+                    c_out,
+                    volume: [3, 4, w],
+                    kernel: 3,
+                });
+            }
         }
     }
 
