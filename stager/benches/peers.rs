@@ -3,9 +3,11 @@
 //! staged `--policy shard` into `/dev/shm`, each node reading 2 epochs of a
 //! global shuffle of it. Unpaced, the fetch rate (each node's bytes from
 //! peers over the time to fetch them, slowest node) is compared with the
-//! same bytes sent node to node in a ring over bare MPI point-to-point in
-//! 16 MiB messages (one sending and one receiving thread per rank, as the
-//! exchange has). Paced at `STAGEHAND_BENCH_CONSUME` bytes/s per node (a
+//! same bytes sent node to node in a ring over bare MPI point-to-point,
+//! a file a message, from maps of the sender's own staged files into a
+//! receive area the size of the cache (one sending and one receiving thread
+//! per rank, as the exchange has); the ratio is the median of each rep's
+//! own, as the two alternate within a rep. Paced at `STAGEHAND_BENCH_CONSUME` bytes/s per node (a
 //! loader's rate; default 200MB/s), the share of the readers' time spent
 //! waiting for a file. The cache holds a quarter of what a node reads in an
 //! epoch, so files are evicted and fetched again. Each rep's line also
@@ -43,7 +45,6 @@ const NODES: usize = 4;
 const FILES: usize = 128;
 const FILE: usize = 8 << 20;
 const EPOCHS: u64 = 2;
-const CHUNK: usize = 16 << 20;
 
 fn env_or(key: &str, default: &str) -> String {
     std::env::var(key).unwrap_or_else(|_| default.to_owned())
@@ -98,12 +99,17 @@ fn main() {
     }
     let figure = |key: &str| e2e::median(reports.iter().map(|r| r[key].as_f64().unwrap()).collect());
     let (peers, bare, wait) = (figure("peer_mb_s"), figure("bare_mb_s"), figure("paced_wait"));
+    // The bare transfer's rate moves by half between reps on a shared
+    // host; each rep's fetch and bare transfer run back to back.
+    let ratio = e2e::median(
+        reports.iter().map(|r| r["peer_mb_s"].as_f64().unwrap() / r["bare_mb_s"].as_f64().unwrap()).collect(),
+    );
     let _ = std::fs::remove_dir_all(&dest_root);
     let table = [
         Row::new("peer-fetch", format!("fetch from other nodes: {peers:.0} MB/s per node (slowest node)"))
             .peer(format!("the same bytes over bare MPI point-to-point: {bare:.0} MB/s"))
-            .ratio(format!("{:.2}", peers / bare))
-            .target("≥ 0.80", Some(peers / bare >= 0.80)),
+            .ratio(format!("{ratio:.2}"))
+            .target("≥ 0.80", Some(ratio >= 0.80)),
         Row::new(
             "peer-data-wait",
             format!("readers paced at {consume} per node wait {:.2} % of their time", 100.0 * wait),
@@ -145,6 +151,12 @@ fn probe(dirs: &Path) {
     let per_epoch = reads.len() / EPOCHS as usize;
     let config = PeerConfig { cache_dir: cache_dir.clone(), capacity: (per_epoch / 4 * FILE) as u64, window: 64 };
     let comm = world.thread_comm().expect("MPI_THREAD_MULTIPLE");
+    // The bare transfer's sides, ready before any clock starts: this node's
+    // files mapped with their pages in place, and a receive area the size
+    // of the cache with its pages touched.
+    let own: Vec<memmap2::Mmap> =
+        (0..FILES).filter(|&f| owner[f] == Some(node)).map(|f| map_file(&dest.join(&manifest.files[f].path))).collect();
+    let mut receive_area = vec![1u8; config.capacity as usize];
     for _ in 0..reps {
         let _ = std::fs::remove_dir_all(&cache_dir);
         world.barrier();
@@ -155,7 +167,10 @@ fn probe(dirs: &Path) {
         let slowest = max_over(&world, seconds);
         let peer_mb_s = min_over(&world, fetched as f64 / seconds / 1e6);
         // Bare MPI: node n receives its fetched bytes from n - 1 and sends
-        // n + 1 what n + 1 fetched, both at once.
+        // n + 1 what n + 1 fetched, both at once: the bytes of n's own
+        // files, whole, into a receive area the size of the cache used
+        // round. A re-sent buffer would stay in the CPU's caches and time
+        // a cache-to-cache copy that no transfer of a dataset gets.
         let mut bytes = [0u64; NODES];
         world.comm().all_gather_into(&fetched, &mut bytes[..]);
         world.barrier();
@@ -165,19 +180,21 @@ fn probe(dirs: &Path) {
         std::thread::scope(|scope| {
             let comm = &comm;
             let send_bytes = bytes[to];
+            let own = &own;
             let sending = scope.spawn(move || {
-                let buffer = vec![7u8; CHUNK];
                 let mut left = send_bytes;
-                while left > 0 {
-                    let n = left.min(CHUNK as u64) as usize;
-                    comm.comm().process_at_rank(to as i32).send_with_tag(&buffer[..n], 50);
-                    left -= n as u64;
+                for file in own.iter().cycle() {
+                    if left == 0 {
+                        break;
+                    }
+                    comm.comm().process_at_rank(to as i32).send_with_tag(&file[..], 50);
+                    left -= file.len() as u64;
                 }
             });
-            let mut left = bytes[world.rank()];
-            while left > 0 {
-                let (chunk, _) = comm.comm().process_at_rank(from as i32).receive_vec_with_tag::<u8>(50);
-                left -= chunk.len() as u64;
+            let slots = receive_area.len() / FILE;
+            for message in 0..bytes[world.rank()] as usize / FILE {
+                let slot = &mut receive_area[message % slots * FILE..][..FILE];
+                comm.comm().process_at_rank(from as i32).receive_into_with_tag(slot, 50);
             }
             sending.join().unwrap();
         });
@@ -233,6 +250,14 @@ fn fetch(
         (reader.join().unwrap(), stats)
     });
     (started.elapsed().as_secs_f64(), waited.as_secs_f64(), stats)
+}
+
+/// `path` mapped for reading with its pages in place.
+#[allow(unsafe_code)]
+fn map_file(path: &Path) -> memmap2::Mmap {
+    let file = std::fs::File::open(path).unwrap();
+    // SAFETY: the bench's own staged copy, which nothing writes while mapped.
+    unsafe { memmap2::MmapOptions::new().populate().map(&file) }.unwrap()
 }
 
 /// CPU seconds this process (all its threads) has used.

@@ -33,9 +33,10 @@ fn run_probe(root: &Path, test: &str) -> std::process::Output {
     e2e::mpirun(NODES, &env, &this, &["--exact", test, "--nocapture", "--test-threads=1"])
 }
 
-/// The staged dataset: 24 files of up to 64 KiB, sharded over 4 nodes.
-fn staged(root: &Path) -> Manifest {
-    let manifest = common::dataset(root, 24, 64);
+/// The staged dataset: 24 files of up to `max_kib` KiB, sharded over 4
+/// nodes.
+fn staged(root: &Path, max_kib: usize) -> Manifest {
+    let manifest = common::dataset(root, 24, max_kib);
     let staged = common::stage("1", root, &["--policy", "shard"]);
     assert!(staged.status.success(), "{}", String::from_utf8_lossy(&staged.stderr));
     manifest
@@ -55,7 +56,7 @@ fn a_global_shuffle_reads_every_file_from_its_holder_or_the_source_within_the_ca
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    staged(dir.path());
+    staged(dir.path(), 64);
     let out = run_probe(dir.path(), "a_global_shuffle_reads_every_file_from_its_holder_or_the_source_within_the_cache");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
@@ -80,7 +81,7 @@ fn a_damaged_copy_on_its_holder_fails_the_asker_naming_file_and_node() {
         return;
     }
     // Every file node 1 holds, damaged in place (same size).
-    fails_naming_node_1("a_damaged_copy_on_its_holder_fails_the_asker_naming_file_and_node", |bytes| {
+    fails_naming_node_1("a_damaged_copy_on_its_holder_fails_the_asker_naming_file_and_node", 64, |bytes| {
         if let Some(first) = bytes.first_mut() {
             *first ^= 0xff;
         }
@@ -95,16 +96,52 @@ fn a_shorter_copy_on_its_holder_fails_the_asker_naming_file_and_node() {
     }
     // Every file node 1 holds, a byte short: the asker takes the bytes
     // without giving them room and refuses them.
-    fails_naming_node_1("a_shorter_copy_on_its_holder_fails_the_asker_naming_file_and_node", |bytes| {
+    fails_naming_node_1("a_shorter_copy_on_its_holder_fails_the_asker_naming_file_and_node", 64, |bytes| {
         bytes.pop();
     });
 }
 
+/// Files of up to 3 MiB travel in several messages (of 1 MiB), each
+/// hashed as it lands.
+#[test]
+fn files_of_several_messages_arrive_whole() {
+    if let Some(root) = std::env::var_os(PROBE) {
+        probe(Path::new(&root));
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = staged(dir.path(), 3 << 10);
+    assert!(manifest.files.iter().filter(|f| f.bytes > 2 << 20).count() >= 4, "too few files of three messages");
+    let out = run_probe(dir.path(), "files_of_several_messages_arrive_whole");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(reports(&stdout).iter().map(|r| r["peer_files"].as_u64().unwrap()).sum::<u64>() > 0, "{stdout}");
+}
+
+#[test]
+fn a_copy_damaged_past_its_first_message_fails_the_asker_naming_file_and_node() {
+    if let Some(root) = std::env::var_os(PROBE) {
+        probe(Path::new(&root));
+        return;
+    }
+    // Every file node 1 holds, its last byte changed: for the larger ones,
+    // in the last of their messages.
+    fails_naming_node_1(
+        "a_copy_damaged_past_its_first_message_fails_the_asker_naming_file_and_node",
+        3 << 10,
+        |bytes| {
+            if let Some(last) = bytes.last_mut() {
+                *last ^= 0xff;
+            }
+        },
+    );
+}
+
 /// Stage, change every file node 1 holds with `damage`, run `test`'s probe:
 /// it fails with one line naming node 1 and one of its files.
-fn fails_naming_node_1(test: &str, damage: impl Fn(&mut Vec<u8>)) {
+fn fails_naming_node_1(test: &str, max_kib: usize, damage: impl Fn(&mut Vec<u8>)) {
     let dir = tempfile::tempdir().unwrap();
-    let manifest = staged(dir.path());
+    let manifest = staged(dir.path(), max_kib);
     let node1 = &manifest.files_per_node(NODES, Policy::Shard, 0).unwrap()[1];
     for &f in node1 {
         let path = dir.path().join("node1").join(&manifest.files[f].path);

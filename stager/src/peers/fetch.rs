@@ -319,8 +319,8 @@ impl Fetcher<'_> {
                 // file's pages, with no buffer and no write(2) between.
                 for chunk in map.chunks_mut(CHUNK) {
                     receive_politely(peer, chunk, TAG_CHUNK);
+                    hash.update(chunk);
                 }
-                hash.update(&map);
                 Some(map)
             }
             other => {
@@ -414,13 +414,26 @@ where
 }
 
 /// A cache file being fetched, mapped for writing with its pages in place
-/// (one page fault per 4 KiB page would cost more than the copy).
+/// (one page fault per 4 KiB page would cost more than the copy). The
+/// pages are made by `MADV_POPULATE_WRITE`: faster than `MAP_POPULATE` on
+/// tmpfs (`docs/benchmarks.md`), and unlike it, it says when the storage
+/// cannot be had (a full device), where a populated map would fault in the
+/// copy. A kernel older than 5.14 has no such advice (`EINVAL`) and gets
+/// the map populated the older way.
 #[allow(unsafe_code)]
 fn map_to_receive(file: &fs::File) -> std::io::Result<memmap2::MmapMut> {
-    // SAFETY: the file is this fetcher's own part file in its cache
-    // directory, sized before the map; nothing else opens it until it is
-    // renamed into place, and its map is only used by this fetcher.
-    unsafe { memmap2::MmapOptions::new().populate().map_mut(file) }
+    // SAFETY (both maps): the file is this fetcher's own part file in its
+    // cache directory, sized before the map; nothing else opens it until
+    // it is renamed into place, and its map is only used by this fetcher.
+    let map = unsafe { memmap2::MmapOptions::new().map_mut(file) }?;
+    match map.advise(memmap2::Advice::PopulateWrite) {
+        Ok(()) => Ok(map),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            drop(map);
+            unsafe { memmap2::MmapOptions::new().populate().map_mut(file) }
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Copy `from` (on the source) to `part`, hashing it.

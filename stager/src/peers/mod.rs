@@ -44,8 +44,11 @@ const TAG_CHUNK: i32 = 42;
 const DONE: u64 = u64::MAX;
 /// A length that says the holder could not read the file.
 const UNREADABLE: u64 = u64::MAX;
-/// The largest message: well under MPI's C-int count.
-const CHUNK: usize = 16 << 20;
+/// The message a file's bytes travel in: small enough that the asker
+/// hashes each while it is still in its core's cache (a whole file hashed
+/// after it landed is read back from memory), large enough that a
+/// message's own cost is small beside its copy.
+const CHUNK: usize = formats::checksum::HASH_BUFFER_BYTES;
 
 /// Whether this node's copy of a file it holds is in place, waiting for
 /// it while the stage still writes it (`Err`: it never will be, and why).

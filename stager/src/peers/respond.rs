@@ -108,12 +108,14 @@ fn answer(
         };
         let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
         asker.send_with_tag(&(bytes.len() as u64), TAG_LEN);
-        for chunk in bytes.chunks(CHUNK) {
-            mpi::request::scope(|scope| {
-                cluster::polite::wait(asker.immediate_send_with_tag(scope, chunk, TAG_CHUNK));
-            });
-            sent += chunk.len() as u64;
-        }
+        // Every chunk is sent at once: the asker hashes each as it lands
+        // and should find the next already on its way.
+        mpi::request::scope(|scope| {
+            let sends: Vec<_> =
+                bytes.chunks(CHUNK).map(|chunk| asker.immediate_send_with_tag(scope, chunk, TAG_CHUNK)).collect();
+            sends.into_iter().for_each(cluster::polite::wait);
+        });
+        sent += bytes.len() as u64;
     }
     failure.map_or(Ok(sent), Err)
 }
