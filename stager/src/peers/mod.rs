@@ -16,7 +16,7 @@
 //! ```text
 //! asker -> holder   TAG_ASK   u64 file index (DONE: this node will ask no more)
 //! holder -> asker   TAG_LEN   u64 byte count (UNREADABLE: it could not read it)
-//! holder -> asker   TAG_CHUNK the bytes, in chunks of at most 16 MiB
+//! holder -> asker   TAG_CHUNK the bytes, in messages of at most 1 MiB ([`CHUNK`])
 //! ```
 //!
 //! The responder sends and the fetcher receives on threads of their own,
