@@ -119,6 +119,67 @@ pub fn exit_after_usage(print: impl FnOnce(), code: i32) -> ! {
     std::process::exit(code)
 }
 
+/// Exit after a command-line parser's output, printed once for all ranks
+/// ([`exit_after_usage`]): an error (`rendered` starts with `error:`) as
+/// the one line of [`usage_line`], anything else (help, version) in full
+/// by `print_in_full`. `code` is the parser's (2 for an error, 0 for help).
+///
+/// ```no_run
+/// use clap::Parser;
+///
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[arg(long)]
+///     dest: String,
+/// }
+///
+/// let cli = Cli::try_parse().unwrap_or_else(|e| {
+///     cluster::logging::exit_on_usage(&e.render().to_string(), e.exit_code(), || drop(e.print()))
+/// });
+/// ```
+pub fn exit_on_usage(rendered: &str, code: i32, print_in_full: impl FnOnce()) -> ! {
+    if rendered.trim_start().starts_with("error:") {
+        let line = usage_line(rendered);
+        exit_after_usage(|| print_error_line(&line), code)
+    }
+    exit_after_usage(print_in_full, code)
+}
+
+/// A parser's error text (the error, a list it names, a tip, the usage)
+/// as one line: the error, what it lists, the tip in brackets, and the
+/// command whose `--help` explains. A job's log keeps one line a failure.
+pub fn usage_line(rendered: &str) -> String {
+    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut line = lines.next().unwrap_or("error: invalid command line").to_owned();
+    // What an error ending in ':' lists (the missing arguments), each on
+    // a line of its own.
+    let mut listed = Vec::new();
+    for rest in lines {
+        if !rest.starts_with("tip: ") && !rest.starts_with("Usage: ") {
+            listed.push(rest);
+            continue;
+        }
+        if !listed.is_empty() {
+            line.push_str(&format!(" {}", listed.join(", ")));
+            listed.clear();
+        }
+        if let Some(tip) = rest.strip_prefix("tip: ") {
+            line.push_str(&format!(" ({tip})"));
+        } else if let Some(usage) = rest.strip_prefix("Usage: ") {
+            // The command's words end at its first option or argument.
+            let command: Vec<&str> = usage.split_whitespace().take_while(|w| !w.starts_with(['[', '<', '-'])).collect();
+            line.push_str(&format!("; see `{} --help`", command.join(" ")));
+        }
+    }
+    line
+}
+
+/// `line` and a newline to stderr in one write.
+fn print_error_line(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_all(format!("{line}\n").as_bytes());
+}
+
 /// How long a rank that prints nothing waits before it exits with a usage
 /// error: ample for the speaking rank to parse the same arguments and print.
 const SILENT_RANK_EXIT_DELAY: std::time::Duration = std::time::Duration::from_millis(500);
@@ -160,5 +221,60 @@ mod chain_tests {
         let io = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
         let e = anyhow::Error::new(Wrapped { path: "/data/f2.bin".into(), source: io }).context("scanning /data");
         assert_eq!(super::chain(e.as_ref()), "scanning /data: /data/f2.bin: permission denied");
+    }
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use clap::Parser;
+
+    use super::usage_line;
+
+    /// A command of the shape the binaries have: a subcommand with a
+    /// required option and a required list.
+    #[derive(Parser, Debug)]
+    #[command(name = "stager")]
+    enum Cli {
+        Stage {
+            #[arg(long)]
+            dest: String,
+        },
+        Plot {
+            #[arg(required = true)]
+            reports: Vec<String>,
+        },
+    }
+
+    fn rendered(args: &[&str]) -> String {
+        Cli::try_parse_from(args).map(|cli| format!("{cli:?}")).unwrap_or_else(|e| e.render().to_string())
+    }
+
+    #[test]
+    fn an_unknown_flag_is_one_line_with_its_tip_and_the_command_to_ask() {
+        let line = usage_line(&rendered(&["stager", "stage", "--dest", "d", "--dset", "x"]));
+        assert_eq!(
+            line,
+            "error: unexpected argument '--dset' found (a similar argument exists: '--dest'); see `stager stage --help`"
+        );
+    }
+
+    #[test]
+    fn a_missing_argument_is_named_in_the_one_line() {
+        assert_eq!(
+            usage_line(&rendered(&["stager", "plot"])),
+            "error: the following required arguments were not provided: <REPORTS>...; see `stager plot --help`"
+        );
+        assert_eq!(
+            usage_line(&rendered(&["stager", "stage"])),
+            "error: the following required arguments were not provided: --dest <DEST>; see `stager stage --help`"
+        );
+    }
+
+    #[test]
+    fn every_error_of_the_parser_is_one_line_starting_error() {
+        for args in [&["stager", "stag"][..], &["stager", "stage", "--dest"], &["stager", "plot", "--x"]] {
+            let line = usage_line(&rendered(args));
+            assert!(line.starts_with("error: ") && !line.contains('\n'), "{args:?}: {line}");
+        }
     }
 }

@@ -185,8 +185,9 @@ struct PkArgs {
 }
 
 fn main() {
-    let cli =
-        Cli::try_parse().unwrap_or_else(|e| cluster::logging::exit_after_usage(|| drop(e.print()), e.exit_code()));
+    let cli = Cli::try_parse().unwrap_or_else(|e| {
+        cluster::logging::exit_on_usage(&e.render().to_string(), e.exit_code(), || drop(e.print()))
+    });
     let result = match cli.command {
         Command::Cosmo(args) => cosmo(&args),
         Command::Pk(args) => pk(&args),

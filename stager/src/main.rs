@@ -446,8 +446,9 @@ struct SimulateArgs {
 }
 
 fn main() {
-    let cli =
-        Cli::try_parse().unwrap_or_else(|e| cluster::logging::exit_after_usage(|| drop(e.print()), e.exit_code()));
+    let cli = Cli::try_parse().unwrap_or_else(|e| {
+        cluster::logging::exit_on_usage(&e.render().to_string(), e.exit_code(), || drop(e.print()))
+    });
     // Long loops of chunk buffers must not leave memory in the heap.
     cluster::allocator::map_large_blocks();
     let result = match cli.command {

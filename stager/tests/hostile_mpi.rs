@@ -161,7 +161,12 @@ fn a_usage_error_prints_once_for_all_ranks() {
     assert_eq!(stderr(&out).matches("whole number of bytes").count(), 1, "{}", stderr(&out));
     let out = stage("2", dir.path(), &["--no-such-option"]);
     assert!(!out.status.success());
-    assert_eq!(stderr(&out).matches("--no-such-option").count(), 1, "{}", stderr(&out));
+    let text = stderr(&out);
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("--no-such-option")).collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    // One line: the error and the command whose --help explains, no usage block.
+    assert!(lines[0].starts_with("error: ") && lines[0].ends_with("see `stager stage --help`"), "{text}");
+    assert!(!text.contains("Usage:"), "{text}");
 }
 
 /// 2,000 one-byte files take 2,000 blocks: on a 5 MiB tmpfs the check

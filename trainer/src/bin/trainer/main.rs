@@ -119,44 +119,7 @@ fn model_first(mut argv: Vec<OsString>) -> Vec<OsString> {
 /// Print a command-line error once for all ranks, as one line, and exit
 /// with its code (2); `--help` and `--version` print in full and exit 0.
 fn usage_error(e: clap::Error) -> ! {
-    use clap::error::ErrorKind;
-    let in_full = matches!(
-        e.kind(),
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-    );
-    let code = e.exit_code();
-    if in_full {
-        cluster::logging::exit_after_usage(|| drop(e.print()), code)
-    }
-    let line = one_line(&e.render().to_string());
-    cluster::logging::exit_after_usage(|| eprintln!("{line}"), code)
-}
-
-/// Clap's error text (the error, a tip, the usage) as one line: the
-/// error, the tip in brackets, and the command whose `--help` explains.
-fn one_line(rendered: &str) -> String {
-    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
-    let mut line = lines.next().unwrap_or("error: invalid command line").to_owned();
-    // What an error ending in ':' lists (the missing arguments), each on
-    // a line of its own.
-    let mut listed = Vec::new();
-    for rest in lines {
-        if !rest.starts_with("tip: ") && !rest.starts_with("Usage: ") {
-            listed.push(rest);
-            continue;
-        }
-        if !listed.is_empty() {
-            line.push_str(&format!(" {}", listed.join(", ")));
-            listed.clear();
-        }
-        if let Some(tip) = rest.strip_prefix("tip: ") {
-            line.push_str(&format!(" ({tip})"));
-        } else if let Some(usage) = rest.strip_prefix("Usage: ") {
-            let command: Vec<&str> = usage.split_whitespace().take_while(|w| !w.starts_with(['[', '<'])).collect();
-            line.push_str(&format!("; see `{} --help`", command.join(" ")));
-        }
-    }
-    line
+    cluster::logging::exit_on_usage(&e.render().to_string(), e.exit_code(), || drop(e.print()))
 }
 
 /// A command's options or inputs refused before MPI starts: one line
@@ -304,7 +267,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(error.kind(), clap::error::ErrorKind::UnknownArgument);
         assert_eq!(error.exit_code(), 2);
-        let line = one_line(&error.render().to_string());
+        let line = cluster::logging::usage_line(&error.render().to_string());
         assert_eq!(line, "error: unexpected argument '--lstm-depth' found; see `trainer train cosmoflow --help`");
         for (model, flag) in
             [("etalumis", "--dropout 0.1"), ("deeplabv3plus", "--dropout 0.1"), ("tiramisu", "--init he")]
@@ -318,7 +281,7 @@ mod tests {
     #[test]
     fn a_missing_argument_is_named_in_the_one_line() {
         let error = cli().try_get_matches_from(argv("trainer plot")).unwrap_err();
-        let line = one_line(&error.render().to_string());
+        let line = cluster::logging::usage_line(&error.render().to_string());
         assert_eq!(
             line,
             "error: the following required arguments were not provided: <REPORTS>...; see `trainer plot --help`"
