@@ -1,7 +1,31 @@
 //! [`KernelOps`] for `Autodiff<Flex>`: the direct kernels forward, each
 //! registered with its backward step ([`super::backward`]).
 
-use super::*;
+use std::sync::Arc;
+
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::ops::{Backward, OpsKind};
+use burn::backend::flex::FlexTensor;
+use burn::backend::ops::ModuleOps;
+use burn::backend::{Autodiff, AutodiffBackend, Flex, TensorMetadata};
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
+use burn::tensor::{DType, Shape};
+
+use crate::kernels::direct_conv::PaddedInput;
+use crate::kernels::flex::{flex, values};
+use crate::kernels::precision::Precision;
+use crate::kernels::{batch_norm, direct_conv, direct_pool, lstm_cell};
+
+use super::backward::{
+    AutodiffFloat, AvgPoolBackward, BatchNormBackward, Conv2dBackward, ConvBackward, ConvTranspose2dBackward,
+    LeakyReluBackward, MaxPool2dBackward, MaxPoolBackward, ReluBackward, RoundBackward, conv_transpose2d_flex,
+    lstm_cell_tracked, round_flex,
+};
+use super::flex_ops::{
+    Padding, conv_forward, conv2d_flex, conv2d_flex_keeping, direct_conv_shape, direct_conv_shape_padded,
+    direct_pool_plane, direct_pool_volume, first_copies_flex, norm_layout, pooled_shape, split_statistics, twice_flex,
+};
+use super::{KernelOps, composed};
 
 impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
     fn conv3d_same(x: AutodiffFloat<C>, weight: AutodiffFloat<C>, bias: AutodiffFloat<C>) -> AutodiffFloat<C> {

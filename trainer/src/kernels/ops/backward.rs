@@ -1,7 +1,27 @@
 //! The hand-written backward passes of our kernels on `Autodiff<Flex>`,
 //! one burn `Backward` step per operation.
 
-use super::*;
+use std::sync::Arc;
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::flex::FlexTensor;
+use burn::backend::ops::{FloatTensorOps, ModuleOps};
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{Autodiff, Flex, TensorMetadata};
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
+use burn::tensor::{DType, Shape};
+
+use crate::kernels::columns::KeptInput;
+use crate::kernels::direct_conv::{ConvShape, PaddedInput};
+use crate::kernels::flex::{flex, values};
+use crate::kernels::precision::Precision;
+use crate::kernels::{activation, batch_norm, conv_transpose2d, conv2d_forward, conv2d_grad, direct_conv, direct_pool};
+
+use super::composed;
+use super::flex_ops::{Padding, conv2d_flex, conv2d_window, first_copies_flex, lstm_units, split_statistics};
 
 pub(super) type AutodiffFloat<C> = FloatTensor<Autodiff<Flex, C>>;
 pub(super) type NodeId = burn::backend::autodiff::NodeId;

@@ -1,6 +1,13 @@
 //! The operations from burn's own primitives, for any backend.
 
-use super::*;
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{Backend, TensorMetadata};
+use burn::tensor::ops::ConvOptions;
+use burn::tensor::{FloatDType, Shape};
+
+use crate::kernels::precision::Precision;
+
+use super::KernelOps;
 
 pub(super) fn conv3d_same<B: Backend>(
     x: FloatTensor<B>,

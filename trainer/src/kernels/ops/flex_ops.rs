@@ -1,7 +1,20 @@
 //! The direct kernels as burn's Flex CPU backend runs them: the shapes
 //! they take, and [`KernelOps`] for `Flex`.
 
-use super::*;
+use burn::backend::flex::FlexTensor;
+use burn::backend::ops::{ActivationOps, ModuleOps};
+use burn::backend::{Flex, TensorMetadata};
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
+use burn::tensor::{DType, Shape};
+
+use crate::kernels::columns::{KeptInput, Window};
+use crate::kernels::direct_conv::ConvShape;
+use crate::kernels::flex::{flex, values};
+use crate::kernels::precision::Precision;
+use crate::kernels::{activation, batch_norm, conv2d_forward, direct_conv, direct_pool, lstm_cell, twin};
+
+use super::backward::{conv_transpose2d_flex, round_flex};
+use super::{KernelOps, MIN_DIRECT_WIDTH, composed};
 
 /// The shape of a convolution the direct kernels take, or `None` for
 /// anything they do not cover (which then goes to burn's `conv3d`, which

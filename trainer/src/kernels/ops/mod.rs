@@ -10,31 +10,12 @@
 //! the Flex overrides in `flex_ops`; the autodiff overrides in
 //! `autodiff`, with their backward steps in `backward`.
 
-use std::sync::Arc;
-
-use burn::backend::autodiff::checkpoint::base::Checkpointer;
-use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
-use burn::backend::autodiff::grads::Gradients;
-use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
-use burn::backend::flex::FlexTensor;
-use burn::backend::ops::{ActivationOps, FloatTensorOps, ModuleOps};
+use burn::backend::ops::ActivationOps;
 use burn::backend::tensor::FloatTensor;
-use burn::backend::{Autodiff, AutodiffBackend, Backend, Flex, TensorMetadata, backend_extension};
+use burn::backend::{Backend, backend_extension};
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
-use burn::tensor::{DType, FloatDType, Shape};
 
-use super::activation;
-use super::batch_norm;
-use super::columns::{KeptInput, Window};
-use super::conv_transpose2d;
-use super::conv2d_forward;
-use super::conv2d_grad;
-use super::direct_conv::{self, ConvShape, PaddedInput};
-use super::direct_pool;
-use super::flex::{flex, values};
-use super::lstm_cell;
 use super::precision::Precision;
-use super::twin;
 
 mod autodiff;
 mod backward;
@@ -42,10 +23,6 @@ mod composed;
 mod flex_ops;
 #[cfg(test)]
 mod tests;
-
-// Each part sees the others' items, as when they were one file.
-use self::backward::*;
-use self::flex_ops::*;
 
 /// Narrowest volume (in voxels along `w`) given to the direct convolution:
 /// below it burn's GEMM wins (`cargo bench -p stagehand-trainer --bench ops`).
@@ -197,4 +174,7 @@ pub trait KernelOps: Backend {
 impl KernelOps for burn::backend::Cube {}
 
 #[cfg(feature = "gpu")]
-impl<C: CheckpointStrategy> KernelOps for Autodiff<burn::backend::Cube, C> {}
+impl<C: burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy> KernelOps
+    for burn::backend::Autodiff<burn::backend::Cube, C>
+{
+}

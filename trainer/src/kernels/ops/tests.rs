@@ -1,9 +1,11 @@
 #![allow(clippy::unwrap_used)]
 
+use burn::backend::{Autodiff, Flex};
 use burn::tensor::module::conv3d;
 use burn::tensor::{Device, Tensor, TensorData};
 
 use super::super::{Pooling, conv3d_same, pool3d};
+use super::flex_ops::{Padding, direct_conv_shape, direct_conv_shape_padded};
 use super::*;
 
 fn filled<const D: usize>(shape: [usize; D], seed: usize, device: &Device) -> Tensor<D> {
