@@ -142,16 +142,28 @@ fn sent_map(
 /// This node's copy of a file, mapped with its pages in place (`None`:
 /// it is empty), so that its bytes go to the asker without first being
 /// copied into a buffer: with Open MPI's single-copy transport the asker's
-/// process reads them straight from the page cache.
+/// process reads them straight from the page cache. The pages are put in
+/// place by `MADV_POPULATE_READ`, as the fetcher's are by its write twin
+/// (faster than `MAP_POPULATE`, `docs/benchmarks.md`); a kernel older than
+/// 5.14 has no such advice (`EINVAL`) and gets `MAP_POPULATE`.
 #[allow(unsafe_code)]
 fn map_to_send(file: &fs::File) -> std::io::Result<Option<memmap2::Mmap>> {
     if file.metadata()?.len() == 0 {
         return Ok(None);
     }
-    // SAFETY: the map is only read (by MPI). The file is this node's staged
-    // copy, which nothing writes once it is in place (`Holdings::ready`);
-    // should someone truncate it meanwhile, the transfer fails (or, without
-    // a single-copy transport, the responder faults), never sending other
-    // bytes unnoticed, as the asker hashes what it receives.
-    unsafe { memmap2::MmapOptions::new().populate().map(file) }.map(Some)
+    // SAFETY (both maps): the map is only read (by MPI). The file is this
+    // node's staged copy, which nothing writes once it is in place
+    // (`Holdings::ready`); should someone truncate it meanwhile, the
+    // transfer fails (or, without a single-copy transport, the responder
+    // faults), never sending other bytes unnoticed, as the asker hashes
+    // what it receives.
+    let map = unsafe { memmap2::MmapOptions::new().map(file) }?;
+    match map.advise(memmap2::Advice::PopulateRead) {
+        Ok(()) => Ok(Some(map)),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            drop(map);
+            unsafe { memmap2::MmapOptions::new().populate().map(file) }.map(Some)
+        }
+        Err(e) => Err(e),
+    }
 }
