@@ -29,6 +29,10 @@ use super::{CHUNK, DONE, Holdings, PeerError, TAG_ASK, TAG_CHUNK, TAG_LEN, UNREA
 /// node-local storage holds no memory of its own beyond its page tables.
 const KEPT_MAPS: usize = 1024;
 
+/// Chunks a responder has on their way to one asker at most (of
+/// [`CHUNK`] bytes each).
+const SENDS_IN_FLIGHT: usize = 4;
+
 /// A served file's map (`None`: the file is empty).
 type SentMap = Arc<Option<memmap2::Mmap>>;
 
@@ -108,11 +112,20 @@ fn answer(
         };
         let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
         asker.send_with_tag(&(bytes.len() as u64), TAG_LEN);
-        // Every chunk is sent at once: the asker hashes each as it lands
-        // and should find the next already on its way.
+        // Up to SENDS_IN_FLIGHT chunks on their way at once: the asker
+        // hashes each as it lands and should find the next already sent;
+        // a bound, as a file of many GB would otherwise hold a request
+        // per MiB.
         mpi::request::scope(|scope| {
-            let sends: Vec<_> =
-                bytes.chunks(CHUNK).map(|chunk| asker.immediate_send_with_tag(scope, chunk, TAG_CHUNK)).collect();
+            let mut sends = std::collections::VecDeque::with_capacity(SENDS_IN_FLIGHT);
+            for chunk in bytes.chunks(CHUNK) {
+                if sends.len() == SENDS_IN_FLIGHT
+                    && let Some(oldest) = sends.pop_front()
+                {
+                    cluster::polite::wait(oldest);
+                }
+                sends.push_back(asker.immediate_send_with_tag(scope, chunk, TAG_CHUNK));
+            }
             sends.into_iter().for_each(cluster::polite::wait);
         });
         sent += bytes.len() as u64;
