@@ -140,7 +140,8 @@ pub fn exit_after_usage(print: impl FnOnce(), code: i32) -> ! {
 pub fn exit_on_usage(rendered: &str, code: i32, print_in_full: impl FnOnce()) -> ! {
     if rendered.trim_start().starts_with("error:") {
         let line = usage_line(rendered);
-        exit_after_usage(|| print_error_line(&line), code)
+        let message = line.strip_prefix("error:").map_or(line.as_str(), str::trim_start);
+        exit_after_usage(|| print_error(message), code)
     }
     exit_after_usage(print_in_full, code)
 }
@@ -172,12 +173,6 @@ pub fn usage_line(rendered: &str) -> String {
         }
     }
     line
-}
-
-/// `line` and a newline to stderr in one write.
-fn print_error_line(line: &str) {
-    use std::io::Write;
-    let _ = std::io::stderr().lock().write_all(format!("{line}\n").as_bytes());
 }
 
 /// How long a rank that prints nothing waits before it exits with a usage

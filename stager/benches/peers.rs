@@ -220,6 +220,9 @@ fn bare_ring(world: &World, comm: &cluster::ThreadComm, own: &[memmap2::Mmap], b
     let (to, from) = ((world.rank() + 1) % NODES, (world.rank() + NODES - 1) % NODES);
     std::thread::scope(|scope| {
         let send_bytes = bytes[to];
+        // With no file of its own a node would send nothing and its
+        // receiver would wait for ever.
+        assert!(own.iter().any(|f| !f.is_empty()) || send_bytes == 0, "node {} holds no bytes to send", world.rank());
         let sending = scope.spawn(move || {
             let mut left = send_bytes;
             for file in own.iter().cycle() {

@@ -414,26 +414,19 @@ where
 }
 
 /// A cache file being fetched, mapped for writing with its pages in place
-/// (one page fault per 4 KiB page would cost more than the copy). The
-/// pages are made by `MADV_POPULATE_WRITE`: faster than `MAP_POPULATE` on
-/// tmpfs (`docs/benchmarks.md`), and unlike it, it says when the storage
-/// cannot be had (a full device), where a populated map would fault in the
-/// copy. A kernel older than 5.14 has no such advice (`EINVAL`) and gets
-/// the map populated the older way.
+/// ([`super::populated`]): one page fault per 4 KiB page would cost more
+/// than the copy.
 #[allow(unsafe_code)]
 fn map_to_receive(file: &fs::File) -> std::io::Result<memmap2::MmapMut> {
     // SAFETY (both maps): the file is this fetcher's own part file in its
     // cache directory, sized before the map; nothing else opens it until
     // it is renamed into place, and its map is only used by this fetcher.
     let map = unsafe { memmap2::MmapOptions::new().map_mut(file) }?;
-    match map.advise(memmap2::Advice::PopulateWrite) {
-        Ok(()) => Ok(map),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            drop(map);
-            unsafe { memmap2::MmapOptions::new().populate().map_mut(file) }
-        }
-        Err(e) => Err(e),
-    }
+    super::populated(
+        map,
+        |map| map.advise(memmap2::Advice::PopulateWrite),
+        || unsafe { memmap2::MmapOptions::new().populate().map_mut(file) },
+    )
 }
 
 /// Copy `from` (on the source) to `part`, hashing it.

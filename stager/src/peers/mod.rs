@@ -168,6 +168,27 @@ fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> PeerErr
     move |source| PeerError::Io { what, path, source }
 }
 
+/// `map` with its pages put in place by `advise` (`MADV_POPULATE_READ` or
+/// `MADV_POPULATE_WRITE`): faster than `MAP_POPULATE` on tmpfs
+/// (`docs/benchmarks.md`), and unlike it, it says when the pages cannot be
+/// had (a full device) where a populated map would fault in the copy. A
+/// kernel older than 5.14 has no such advice (`EINVAL`): there the map is
+/// made again by `map_populated` (with `MAP_POPULATE`).
+fn populated<M>(
+    map: M,
+    advise: impl FnOnce(&M) -> std::io::Result<()>,
+    map_populated: impl FnOnce() -> std::io::Result<M>,
+) -> std::io::Result<M> {
+    match advise(&map) {
+        Ok(()) => Ok(map),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            drop(map);
+            map_populated()
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Where the consumer stands, and what the cache holds: shared by the
 /// fetcher and the node's readers.
 pub struct Progress {

@@ -152,13 +152,11 @@ fn sent_map(
     Ok(map)
 }
 
-/// This node's copy of a file, mapped with its pages in place (`None`:
-/// it is empty), so that its bytes go to the asker without first being
-/// copied into a buffer: with Open MPI's single-copy transport the asker's
-/// process reads them straight from the page cache. The pages are put in
-/// place by `MADV_POPULATE_READ`, as the fetcher's are by its write twin
-/// (faster than `MAP_POPULATE`, `docs/benchmarks.md`); a kernel older than
-/// 5.14 has no such advice (`EINVAL`) and gets `MAP_POPULATE`.
+/// This node's copy of a file, mapped with its pages in place
+/// ([`super::populated`]; `None`: it is empty), so that its bytes go to
+/// the asker without first being copied into a buffer: with Open MPI's
+/// single-copy transport the asker's process reads them straight from the
+/// page cache.
 #[allow(unsafe_code)]
 fn map_to_send(file: &fs::File) -> std::io::Result<Option<memmap2::Mmap>> {
     if file.metadata()?.len() == 0 {
@@ -171,12 +169,10 @@ fn map_to_send(file: &fs::File) -> std::io::Result<Option<memmap2::Mmap>> {
     // faults), never sending other bytes unnoticed, as the asker hashes
     // what it receives.
     let map = unsafe { memmap2::MmapOptions::new().map(file) }?;
-    match map.advise(memmap2::Advice::PopulateRead) {
-        Ok(()) => Ok(Some(map)),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            drop(map);
-            unsafe { memmap2::MmapOptions::new().populate().map(file) }.map(Some)
-        }
-        Err(e) => Err(e),
-    }
+    super::populated(
+        map,
+        |map| map.advise(memmap2::Advice::PopulateRead),
+        || unsafe { memmap2::MmapOptions::new().populate().map(file) },
+    )
+    .map(Some)
 }
