@@ -272,6 +272,30 @@ pub fn checkpoint_floats(checkpoint: &Path, file: &str) -> Vec<f32> {
     }
 }
 
+/// Check that a training run resumed from its checkpoint continues bit for
+/// bit: `run(checkpoint, epochs)` (a `trainer train` to `epochs` epochs in
+/// total with `--checkpoint checkpoint`, its report) two epochs straight,
+/// and one epoch then a rerun to two that resumes; the latest checkpoints'
+/// `files` (`params.f32`, `model_state.f32`) must hold the same bits.
+pub fn assert_resumes_bit_for_bit(dir: &Path, run: impl Fn(&Path, &str) -> serde_json::Value, files: &[&str]) {
+    let (straight, resumed) = (dir.join("straight"), dir.join("resumed"));
+    run(&straight, "2");
+    run(&resumed, "1");
+    assert_eq!(run(&resumed, "2")["resumed_from_epoch"], 1, "the rerun resumed from the first epoch's checkpoint");
+    for file in files {
+        assert_eq!(checkpoint_floats(&straight, file), checkpoint_floats(&resumed, file), "{file}");
+    }
+}
+
+/// `program` run with `args` as a user runs it, without `mpirun` (a refusal
+/// that comes before MPI starts): its exit code and stderr.
+pub fn refusal(program: &Path, args: &[&str]) -> (Option<i32>, String) {
+    match output(Command::new(program).args(args)) {
+        Ok(out) => (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned()),
+        Err(e) => panic!("running {}: {e}", program.display()),
+    }
+}
+
 /// The largest absolute difference between two equally long vectors.
 pub fn max_difference(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len(), "vectors of different lengths");

@@ -129,12 +129,7 @@ fn a_resumed_cosmogan_run_continues_bit_for_bit() {
         args.extend_from_slice(&["--checkpoint", checkpoint.to_str().unwrap()]);
         ok(&train(2, &data, &args))
     };
-    let (straight, resumed) = (dir.path().join("straight"), dir.path().join("resumed"));
-    run(&straight, "2");
-    run(&resumed, "1");
-    assert_eq!(run(&resumed, "2")["resumed_from_epoch"], 1);
-    assert_eq!(floats(&straight, "params.f32"), floats(&resumed, "params.f32"), "parameters");
-    assert_eq!(floats(&straight, "model_state.f32"), floats(&resumed, "model_state.f32"), "running statistics");
+    e2e::assert_resumes_bit_for_bit(dir.path(), run, &["params.f32", "model_state.f32"]);
 }
 
 /// Maps of another side than the configuration's, and a map file of
@@ -144,9 +139,10 @@ fn a_resumed_cosmogan_run_continues_bit_for_bit() {
 fn maps_of_the_wrong_size_or_type_fail_with_one_line_naming_the_data() {
     let dir = tempfile::tempdir().unwrap();
     let refused = |data: &Path| {
-        let args = ["train", "--model", "cosmogan", "--config", "small", "--data", data.to_str().unwrap()];
-        let output = Command::new(TRAINER).args(args).output().unwrap();
-        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+        e2e::refusal(
+            Path::new(TRAINER),
+            &["train", "--model", "cosmogan", "--config", "small", "--data", data.to_str().unwrap()],
+        )
     };
     let small = dir.path().join("small");
     let args = ["massmaps", "--out", small.to_str().unwrap(), "--maps", "24", "--size", "32", "--val-fraction", "0"];

@@ -139,11 +139,7 @@ fn a_resumed_hepcnn_run_continues_bit_for_bit() {
         ];
         ok(&train(2, &data, &args))
     };
-    let (straight, resumed) = (dir.path().join("straight"), dir.path().join("resumed"));
-    run(&straight, "2");
-    run(&resumed, "1");
-    assert_eq!(run(&resumed, "2")["resumed_from_epoch"], 1);
-    assert_eq!(floats(&straight, "params.f32"), floats(&resumed, "params.f32"), "parameters");
+    e2e::assert_resumes_bit_for_bit(dir.path(), run, &["params.f32"]);
 }
 
 /// Images of another size than the configuration's, and a file with a
@@ -153,9 +149,10 @@ fn a_resumed_hepcnn_run_continues_bit_for_bit() {
 fn events_of_the_wrong_shape_or_label_fail_with_one_line_naming_the_data() {
     let dir = tempfile::tempdir().unwrap();
     let refused = |data: &Path| {
-        let args = ["train", "--model", "hepcnn", "--config", "small", "--data", data.to_str().unwrap()];
-        let output = Command::new(TRAINER).args(args).output().unwrap();
-        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+        e2e::refusal(
+            Path::new(TRAINER),
+            &["train", "--model", "hepcnn", "--config", "small", "--data", data.to_str().unwrap()],
+        )
     };
     let large = dir.path().join("large");
     let args = ["jets", "--out", large.to_str().unwrap(), "--events", "4", "--size", "32"];

@@ -156,12 +156,7 @@ fn a_resumed_inverse_run_continues_bit_for_bit() {
         ];
         ok(&train(2, &data, &args))
     };
-    let (straight, resumed) = (dir.path().join("straight"), dir.path().join("resumed"));
-    run(&straight, "2");
-    run(&resumed, "1");
-    assert_eq!(run(&resumed, "2")["resumed_from_epoch"], 1);
-    assert_eq!(floats(&straight, "params.f32"), floats(&resumed, "params.f32"), "parameters");
-    assert_eq!(floats(&straight, "model_state.f32"), floats(&resumed, "model_state.f32"), "running statistics");
+    e2e::assert_resumes_bit_for_bit(dir.path(), run, &["params.f32", "model_state.f32"]);
 }
 
 /// Patterns of another count or size than the configuration's, and a
@@ -171,9 +166,10 @@ fn a_resumed_inverse_run_continues_bit_for_bit() {
 fn scattering_data_of_the_wrong_shape_fails_with_one_line_naming_the_store() {
     let dir = tempfile::tempdir().unwrap();
     let refused = |data: &Path| {
-        let args = ["train", "--model", "inverse", "--config", "small", "--data", data.to_str().unwrap()];
-        let output = Command::new(TRAINER).args(args).output().unwrap();
-        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+        e2e::refusal(
+            Path::new(TRAINER),
+            &["train", "--model", "inverse", "--config", "small", "--data", data.to_str().unwrap()],
+        )
     };
     let two_by_two = scattering(dir.path(), "2x2", 2, "2x2", 7);
     let (code, stderr) = refused(&two_by_two);

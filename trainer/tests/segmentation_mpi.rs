@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 const TRAINER: &str = env!("CARGO_BIN_EXE_trainer");
 
@@ -124,20 +124,7 @@ fn a_resumed_segmentation_run_continues_bit_for_bit() {
             ["--epochs", epochs, "--batch", "2", "--optimizer", "adam", "--checkpoint", checkpoint.to_str().unwrap()];
         ok(&train(2, "tiramisu", &data, &args))
     };
-    let (straight, resumed) = (dir.path().join("straight"), dir.path().join("resumed"));
-    run(&straight, "2");
-    run(&resumed, "1");
-    let continued = run(&resumed, "2");
-    assert_eq!(continued["resumed_from_epoch"], 1);
-    assert_eq!(floats(&straight, "params.f32"), floats(&resumed, "params.f32"), "parameters");
-    assert_eq!(floats(&straight, "model_state.f32"), floats(&resumed, "model_state.f32"), "running statistics");
-}
-
-/// Run the trainer as a user would before MPI starts; return its exit
-/// code and stderr.
-fn refused(args: &[&str]) -> (Option<i32>, String) {
-    let output = e2e::output(Command::new(TRAINER).args(args)).unwrap();
-    (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+    e2e::assert_resumes_bit_for_bit(dir.path(), run, &["params.f32", "model_state.f32"]);
 }
 
 /// Data of the wrong kind or shape fails before MPI starts, with exit
@@ -146,7 +133,10 @@ fn refused(args: &[&str]) -> (Option<i32>, String) {
 fn data_the_model_cannot_take_fails_with_one_line_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let train_on = |model: &str, data: &Path| {
-        refused(&["train", "--model", model, "--config", "small", "--data", data.to_str().unwrap()])
+        e2e::refusal(
+            Path::new(TRAINER),
+            &["train", "--model", model, "--config", "small", "--data", data.to_str().unwrap()],
+        )
     };
     let one_line = |stderr: &str| stderr.trim().lines().count() == 1;
 
@@ -176,19 +166,10 @@ fn data_the_model_cannot_take_fails_with_one_line_naming_it() {
     assert!(one_line(&stderr), "{stderr}");
 
     // Normalisation groups that do not divide the batch.
-    let (code, stderr) = refused(&[
-        "train",
-        "--model",
-        "tiramisu",
-        "--config",
-        "small",
-        "--bn-group",
-        "3",
-        "--batch",
-        "4",
-        "--data",
-        "x",
-    ]);
+    let (code, stderr) = e2e::refusal(
+        Path::new(TRAINER),
+        &["train", "--model", "tiramisu", "--config", "small", "--bn-group", "3", "--batch", "4", "--data", "x"],
+    );
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--bn-group 3 does not divide --batch 4"), "{stderr}");
 }
