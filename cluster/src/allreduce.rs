@@ -33,17 +33,47 @@ use crate::{ThreadComm, World};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Exchange {
-    /// One allreduce over every rank.
+    /// [`Hierarchical`](Exchange::Hierarchical) where every node holds the
+    /// same number of ranks, [`Flat`](Exchange::Flat) where they differ
+    /// ([`resolved`](Exchange::resolved)). Hierarchical is the faster where
+    /// both apply: on one machine its ring inside the node beats Open MPI's
+    /// allreduce (`docs/benchmarks.md`, the exchange), across many nodes it
+    /// crosses the network fewer times (`trainer exchange-model`), and on
+    /// nodes of one rank it is the flat allreduce.
     #[default]
+    Auto,
+    /// One allreduce over every rank.
     Flat,
-    /// Reduce-scatter inside the node, allreduce of each part between
-    /// nodes, all-gather inside the node (Kurth et al. 2018, V-A3).
+    /// Reduce-scatter inside the node (a ring), allreduce of each part
+    /// between nodes, all-gather inside the node (Kurth et al. 2018, V-A3).
     Hierarchical,
+}
+
+impl Exchange {
+    /// The exchange this one stands for on `world`: `Auto` settled (see
+    /// there), the others as they are.
+    pub fn resolved(self, world: &World) -> Exchange {
+        match self {
+            Exchange::Auto if even_nodes(world).is_ok() => Exchange::Hierarchical,
+            Exchange::Auto => Exchange::Flat,
+            chosen => chosen,
+        }
+    }
+}
+
+/// Whether every node of `world` holds as many ranks as node 0.
+fn even_nodes(world: &World) -> Result<(), AllreduceError> {
+    let counts: Vec<usize> = (0..world.topology().nodes).map(|n| world.ranks_of_node(n).len()).collect();
+    match counts.iter().enumerate().find(|&(_, &c)| c != counts[0]) {
+        Some((node, &ranks)) => Err(AllreduceError::UnevenNodes { node, ranks, first: counts[0] }),
+        None => Ok(()),
+    }
 }
 
 impl std::fmt::Display for Exchange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            Exchange::Auto => "auto",
             Exchange::Flat => "flat",
             Exchange::Hierarchical => "hierarchical",
         })
@@ -114,13 +144,16 @@ struct Hierarchy<C> {
     part: Vec<f32>,
     /// Its part summed over the nodes.
     part_sum: Vec<f32>,
+    /// The reduce-scatter's buffers: the partial sum a step receives, and
+    /// the one it forwards.
+    ring: [Vec<f32>; 2],
 }
 
 impl SumAllreduce<SimpleCommunicator> {
     /// A sum over `world`'s ranks, exchanged as `exchange` says.
     pub fn new(world: &World, exchange: Exchange) -> Result<Self, AllreduceError> {
-        let hierarchy = match exchange {
-            Exchange::Flat => None,
+        let hierarchy = match exchange.resolved(world) {
+            Exchange::Flat | Exchange::Auto => None,
             Exchange::Hierarchical => Some(split(world)?),
         };
         Ok(SumAllreduce { world: world.comm().duplicate(), hierarchy, polite: false })
@@ -135,8 +168,8 @@ impl SumAllreduce<ThreadComm> {
     /// spin on a core the training thread beside it computes on.
     pub fn for_threads(world: &World, exchange: Exchange) -> Option<Result<Self, AllreduceError>> {
         let world_comm = world.thread_comm()?;
-        let hierarchy = match exchange {
-            Exchange::Flat => None,
+        let hierarchy = match exchange.resolved(world) {
+            Exchange::Flat | Exchange::Auto => None,
             Exchange::Hierarchical => match split(world) {
                 Ok(h) => Some(Hierarchy {
                     node: ThreadComm(h.node),
@@ -144,6 +177,7 @@ impl SumAllreduce<ThreadComm> {
                     padded: h.padded,
                     part: h.part,
                     part_sum: h.part_sum,
+                    ring: h.ring,
                 }),
                 Err(e) => return Some(Err(e)),
             },
@@ -155,10 +189,7 @@ impl SumAllreduce<ThreadComm> {
 /// The node and across-nodes communicators of `world`. Collective.
 fn split(world: &World) -> Result<Hierarchy<SimpleCommunicator>, AllreduceError> {
     let t = world.topology();
-    let counts: Vec<usize> = (0..t.nodes).map(|n| world.ranks_of_node(n).len()).collect();
-    if let Some((node, &ranks)) = counts.iter().enumerate().find(|&(_, &c)| c != counts[0]) {
-        return Err(AllreduceError::UnevenNodes { node, ranks, first: counts[0] });
-    }
+    even_nodes(world)?;
     let color = |c: usize| Color::with_value(c as i32);
     let key = t.rank as i32;
     // Every rank passes a colour, so MPI gives every rank a communicator
@@ -167,7 +198,7 @@ fn split(world: &World) -> Result<Hierarchy<SimpleCommunicator>, AllreduceError>
         |c: usize| world.comm().split_by_color_with_key(color(c), key).ok_or(AllreduceError::Split { rank: t.rank });
     let node = split(t.node)?;
     let across = split(t.local_rank)?;
-    Ok(Hierarchy { node, across, padded: Vec::new(), part: Vec::new(), part_sum: Vec::new() })
+    Ok(Hierarchy { node, across, padded: Vec::new(), part: Vec::new(), part_sum: Vec::new(), ring: Default::default() })
 }
 
 impl<C: HoldsComm> SumAllreduce<C> {
@@ -191,23 +222,36 @@ impl<C: HoldsComm> SumAllreduce<C> {
             return;
         };
         let locals = h.node.comm().size() as usize;
+        if locals == 1 {
+            // Nothing to sum inside a node of one rank.
+            all_reduce(h.across.comm(), send, recv, polite);
+            return;
+        }
         let part = send.len().div_ceil(locals);
         h.part.resize(part, 0.0);
         h.part_sum.resize(part, 0.0);
-        if send.len() == part * locals {
-            // Whole parts: no copy into or out of a padded buffer.
-            reduce_scatter(h.node.comm(), send, &mut h.part[..], polite);
-            all_reduce(h.across.comm(), &h.part[..], &mut h.part_sum[..], polite);
-            all_gather(h.node.comm(), &h.part_sum[..], recv, polite);
-            return;
+        // Whole parts need no copy into or out of a padded buffer.
+        let whole = send.len() == part * locals;
+        if !whole {
+            h.padded.clear();
+            h.padded.extend_from_slice(send);
+            h.padded.resize(part * locals, 0.0);
         }
-        h.padded.clear();
-        h.padded.extend_from_slice(send);
-        h.padded.resize(part * locals, 0.0);
-        reduce_scatter(h.node.comm(), &h.padded[..], &mut h.part[..], polite);
-        all_reduce(h.across.comm(), &h.part[..], &mut h.part_sum[..], polite);
-        all_gather(h.node.comm(), &h.part_sum[..], &mut h.padded[..], polite);
-        recv.copy_from_slice(&h.padded[..send.len()]);
+        let parts = if whole { send } else { &h.padded[..] };
+        ring_reduce_scatter(h.node.comm(), parts, &mut h.part[..], &mut h.ring, polite);
+        // On one node the node's sum is the whole sum.
+        let summed = if h.across.comm().size() > 1 {
+            all_reduce(h.across.comm(), &h.part[..], &mut h.part_sum[..], polite);
+            &h.part_sum[..]
+        } else {
+            &h.part[..]
+        };
+        if whole {
+            all_gather(h.node.comm(), summed, recv, polite);
+        } else {
+            all_gather(h.node.comm(), summed, &mut h.padded[..], polite);
+            recv.copy_from_slice(&h.padded[..send.len()]);
+        }
     }
 }
 
@@ -221,15 +265,68 @@ fn all_reduce(comm: &SimpleCommunicator, send: &[f32], recv: &mut [f32], polite:
     }
 }
 
-/// `part` = the sum over the ranks of this rank's part of `send`.
-fn reduce_scatter(comm: &SimpleCommunicator, send: &[f32], part: &mut [f32], polite: bool) {
-    let sum = SystemOperation::sum();
+/// Tag of the reduce-scatter's messages (on the node's communicator, which
+/// carries no other point-to-point message).
+const RING_TAG: i32 = 7;
+
+/// `part` = the sum over `comm`'s ranks of this rank's part of `send`
+/// (parts of `part.len()` in rank order), by a ring: in L - 1 steps each
+/// rank adds its own share of one part to the partial sum it receives from
+/// the rank before it and passes it on, so that the last step leaves each
+/// rank its own part summed over all L. Every rank copies and sums
+/// (L - 1)/L of the buffer, all at once. Open MPI 4.1's
+/// `MPI_Reduce_scatter_block` sums the whole buffer on one rank and
+/// scatters it (its fixed choice on a node's ranks): on 2 ranks of a
+/// pretend node that took 48 of the hierarchical exchange's 76 ms, the
+/// ring 10-14 (`docs/benchmarks.md`, the exchange). Each part is summed on
+/// one rank in one order, so every rank gathers the same bits.
+fn ring_reduce_scatter(
+    comm: &SimpleCommunicator,
+    send: &[f32],
+    part: &mut [f32],
+    [incoming, partial]: &mut [Vec<f32>; 2],
+    polite: bool,
+) {
+    let (ranks, rank, len) = (comm.size() as usize, comm.rank() as usize, part.len());
+    assert_eq!(send.len(), ranks * len, "the buffer is not {ranks} parts of {len}");
+    let own = |block: usize| &send[block * len..][..len];
+    if ranks == 1 {
+        part.copy_from_slice(send);
+        return;
+    }
+    let next = comm.process_at_rank(((rank + 1) % ranks) as i32);
+    let previous = comm.process_at_rank(((rank + ranks - 1) % ranks) as i32);
+    incoming.resize(len, 0.0);
+    partial.resize(len, 0.0);
+    // Step s sends the partial sum of part (rank - 1 - s) and receives
+    // that of part (rank - 2 - s); step 0 sends this rank's own share.
+    for step in 0..ranks - 1 {
+        let outgoing: &[f32] = if step == 0 { own((rank + ranks - 1) % ranks) } else { &partial[..] };
+        exchange(&next, outgoing, &previous, &mut incoming[..], polite);
+        let block = (rank + 2 * ranks - 2 - step) % ranks;
+        let sum = if step == ranks - 2 { &mut part[..] } else { &mut partial[..] };
+        for ((s, a), b) in sum.iter_mut().zip(incoming.iter()).zip(own(block)) {
+            *s = a + b;
+        }
+    }
+}
+
+/// Send `outgoing` to `to` while receiving `incoming` from `from`.
+fn exchange(
+    to: &mpi::topology::Process<'_>,
+    outgoing: &[f32],
+    from: &mpi::topology::Process<'_>,
+    incoming: &mut [f32],
+    polite: bool,
+) {
     if polite {
         mpi::request::scope(|scope| {
-            crate::polite::wait(comm.immediate_reduce_scatter_block_into(scope, send, part, sum))
+            let sent = to.immediate_send_with_tag(scope, outgoing, RING_TAG);
+            crate::polite::wait(from.immediate_receive_into_with_tag(scope, incoming, RING_TAG));
+            crate::polite::wait(sent);
         });
     } else {
-        comm.reduce_scatter_block_into(send, part, sum);
+        mpi::point_to_point::send_receive_into_with_tags(outgoing, to, RING_TAG, incoming, from, RING_TAG);
     }
 }
 

@@ -89,7 +89,7 @@ fn malformed_override_fails_every_rank_with_a_clear_message() {
 /// reassociating R terms ((R - 1) ε/2 Σ|x| each, against the exact sum):
 /// 4 ranks as 2 pretend nodes (parts of buffers whose length 2 does not
 /// divide), as 4 nodes of one rank, and as 1 node of 4; on the calling
-/// thread and on a thread of its own.
+/// thread and on a thread of its own. Every rank gets the same bits.
 #[test]
 fn hierarchical_and_flat_sums_agree_within_the_reassociation_bound() {
     for per_node in ["2", "1", "4"] {
@@ -109,6 +109,12 @@ fn hierarchical_and_flat_sums_agree_within_the_reassociation_bound() {
                     let worst = line[exchange][key].as_f64().unwrap();
                     assert!(worst <= 1.0, "{per_node} per node, {exchange} {key}: {worst} of the bound\n{stdout}");
                 }
+                let digest = &line[exchange]["digest"];
+                assert!(digest.is_u64(), "{stdout}");
+                assert_eq!(
+                    digest, &lines[0][exchange]["digest"],
+                    "{per_node} per node, {exchange}: ranks differ\n{stdout}"
+                );
             }
         }
     }

@@ -277,7 +277,7 @@ fn more_ranks_match_one_rank_with_the_whole_batch_even_when_their_trace_types_di
     let mut results = Vec::new();
     let runs: [(usize, &str, &[&str]); 3] = [
         (1, "8", &[]),
-        (2, "4", &[]),
+        (2, "4", &["--exchange", "flat"]),
         (4, "2", &["--exchange", "hierarchical", "--reduce-during-backward", "--fusion-mb", "0.01"]),
     ];
     for (ranks, batch, extra) in runs {

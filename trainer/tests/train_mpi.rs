@@ -102,7 +102,7 @@ fn reducing_during_backward_and_hierarchically_trains_to_the_parameters_of_the_f
         assert!(diff < 1e-5, "{name}: differs from 1 rank by {diff}");
     }
     let probe = ["--model", "bn-probe", "--config", "small", "--batch", "1"];
-    let (flat, _) = run("probe-flat", 4, &probe);
+    let (flat, _) = run("probe-flat", 4, &[&probe[..], &["--exchange", "flat"]].concat());
     let (both, _) = run(
         "probe-both",
         4,

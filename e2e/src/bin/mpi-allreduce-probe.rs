@@ -2,8 +2,10 @@
 //! hierarchical exchange (`cluster::allreduce`), on the calling thread and
 //! on a thread of its own, and prints one JSON line per rank: the largest
 //! error of each against the exact sum, as a share of the reassociation
-//! bound (R - 1) ε Σ|x|. Every rank makes every rank's values from its
-//! seed, so each knows the exact sum. Run under mpirun by the tests.
+//! bound (R - 1) ε Σ|x|, and a digest of the bits it got (every rank must
+//! get the same, or the ranks' models drift apart). Every rank makes every
+//! rank's values from its seed, so each knows the exact sum. Run under
+//! mpirun by the tests.
 
 use cluster::World;
 use cluster::allreduce::{Exchange, SumAllreduce};
@@ -63,11 +65,13 @@ fn main() {
             None => None,
         };
         let (mut here, mut there) = (0.0f64, 0.0f64);
+        let mut digest = 0u64;
         for len in LENGTHS {
             let mine = values(rank, len);
             let mut total = vec![f32::NAN; len];
             sum.sum_into(&mine, &mut total);
             here = here.max(worst(&total, ranks, len));
+            digest = total.iter().fold(digest, |d, v| d.rotate_left(5) ^ u64::from(v.to_bits()));
             if let Some(threaded) = on_thread.take() {
                 let (threaded, total) = std::thread::scope(|s| {
                     s.spawn(move || {
@@ -80,10 +84,11 @@ fn main() {
                     .unwrap_or_else(|_| world.fail("the summing thread panicked"))
                 });
                 there = there.max(worst(&total, ranks, len));
+                digest = total.iter().fold(digest, |d, v| d.rotate_left(5) ^ u64::from(v.to_bits()));
                 on_thread = Some(threaded);
             }
         }
-        line[exchange.to_string()] = serde_json::json!({ "worst": here, "worst_on_thread": there });
+        line[exchange.to_string()] = serde_json::json!({ "worst": here, "worst_on_thread": there, "digest": digest });
     }
     println!("{line}");
 }

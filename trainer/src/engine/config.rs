@@ -252,7 +252,7 @@ mod tests {
             weight_decay: 0.0,
             grad_lag: false,
             reduce_during_backward: false,
-            exchange: cluster::allreduce::Exchange::Flat,
+            exchange: cluster::allreduce::Exchange::Auto,
             wait: crate::kernels::wait::WaitPolicy::Passive,
             fusion_bytes: 64 << 20,
             seed: 0,

@@ -656,7 +656,7 @@ impl<M: TrainModel> Run<'_, M> {
             precision: self.config.precision,
             kernels: crate::kernels::calibrate::choice(),
             loss_scale: self.scaler.active().then(|| self.scaler.state()),
-            exchange: self.config.exchange,
+            exchange: self.config.exchange.resolved(self.world),
             wait_policy: self.config.wait,
             augment: model_flag(&self.summary, "augment"),
             standardize: model_flag(&self.summary, "standardize"),

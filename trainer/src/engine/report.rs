@@ -160,7 +160,8 @@ pub struct TrainReport {
     /// Where the loss scale ended and the steps it skipped
     /// (`--loss-scale`); none without one.
     pub loss_scale: Option<crate::loss_scale::LossScaleState>,
-    /// How gradients were summed over the ranks ("flat", "hierarchical").
+    /// How gradients were summed over the ranks ("flat", "hierarchical";
+    /// `auto` as it was settled).
     pub exchange: cluster::allreduce::Exchange,
     /// How the pool's idle threads waited during steps (`--wait-policy`,
     /// [`crate::kernels::wait`]).

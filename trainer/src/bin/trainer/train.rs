@@ -139,10 +139,12 @@ pub(crate) struct TrainArgs {
     /// to overlap.
     #[arg(long, conflicts_with = "grad_lag")]
     pub(crate) reduce_during_backward: bool,
-    /// How gradients are summed over the ranks: flat (one allreduce over every rank) or hierarchical
+    /// How gradients are summed over the ranks: flat (one allreduce over every rank), hierarchical
     /// (reduce inside each node, each of its ranks allreduces its part between nodes, gather inside the
-    /// node; Kurth et al. 2018). Hierarchical needs the same number of ranks on every node.
-    #[arg(long, value_enum, default_value_t = ExchangeArg::Flat)]
+    /// node; Kurth et al. 2018; needs the same number of ranks on every node) or auto: hierarchical
+    /// where the nodes hold the same number of ranks, flat where they do not (the faster where both
+    /// apply: docs/trainer.md).
+    #[arg(long, value_enum, default_value_t = ExchangeArg::Auto)]
     pub(crate) exchange: ExchangeArg,
     /// How each rank's kernel threads wait between the parallel operations of a step: active (awake,
     /// looking for work and yielding the core between looks, as OpenMP's OMP_WAIT_POLICY=active),
@@ -293,6 +295,7 @@ fn config_from(
         grad_lag: args.grad_lag == 1,
         reduce_during_backward: args.reduce_during_backward,
         exchange: match args.exchange {
+            ExchangeArg::Auto => cluster::allreduce::Exchange::Auto,
             ExchangeArg::Flat => cluster::allreduce::Exchange::Flat,
             ExchangeArg::Hierarchical => cluster::allreduce::Exchange::Hierarchical,
         },
@@ -457,6 +460,7 @@ pub(crate) fn list_models() -> anyhow::Result<()> {
 /// `--exchange`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum ExchangeArg {
+    Auto,
     Flat,
     Hierarchical,
 }
