@@ -274,12 +274,12 @@ const RING_TAG: i32 = 7;
 /// rank adds its own share of one part to the partial sum it receives from
 /// the rank before it and passes it on, so that the last step leaves each
 /// rank its own part summed over all L. Every rank copies and sums
-/// (L - 1)/L of the buffer, all at once. Open MPI 4.1's
-/// `MPI_Reduce_scatter_block` sums the whole buffer on one rank and
-/// scatters it (its fixed choice on a node's ranks): on 2 ranks of a
-/// pretend node that took 48 of the hierarchical exchange's 76 ms, the
-/// ring 10-14 (`docs/benchmarks.md`, the exchange). Each part is summed on
-/// one rank in one order, so every rank gathers the same bits.
+/// (L - 1)/L of the buffer, all at once. Written here rather than taken
+/// from MPI because Open MPI 4.1's `MPI_Reduce_scatter_block` sums the
+/// whole buffer on one rank and scatters it (its fixed choice on a node's
+/// ranks), which made the hierarchical exchange slower than the flat one
+/// (`docs/benchmarks.md`, the exchange). Each part is summed on one rank
+/// in one order, so every rank gathers the same bits.
 fn ring_reduce_scatter(
     comm: &SimpleCommunicator,
     send: &[f32],
