@@ -146,7 +146,7 @@ fn synthetic_data_trains_without_a_data_directory_and_waits_for_no_file() {
 }
 
 #[test]
-fn the_report_names_the_kernels_measured_at_start_or_the_ones_forced() {
+fn the_report_names_the_kernels_the_ranks_measured_and_agreed_on_at_start_or_the_ones_forced() {
     use trainer::kernels::calibrate::{self, Candidate};
     let args = ["train", "--config", "mlperf-small", "--synthetic-data", "8", "--batch", "2", "--epochs", "1"];
     let out = e2e::mpirun(2, &[], Path::new(TRAINER), &args);
@@ -158,8 +158,12 @@ fn the_report_names_the_kernels_measured_at_start_or_the_ones_forced() {
     let timed: Vec<&str> =
         kernels["probe_ms"].as_array().unwrap().iter().map(|p| p["candidate"].as_str().unwrap()).collect();
     assert_eq!(timed, names, "{kernels}");
+    // Both ranks' probes decided, so both run the path that is fastest on
+    // the slower of them (the choice's own test checks the rule).
+    assert_eq!(kernels["ranks"], 2, "{kernels}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().filter(|l| l.starts_with("kernels: ")).count(), 1, "rank 0 says it once: {stderr}");
+    assert!(stderr.contains("a probe on the slowest of 2 ranks)"), "{stderr}");
     // Forced by the environment: no measurement, and the report names what
     // was forced (on AVX-512 CPUs both of that path's candidates, whatever
     // the table of CPU families would pick).

@@ -89,16 +89,22 @@ impl Candidate {
     }
 }
 
-/// Every candidate this CPU can run, narrowest first.
-pub fn candidates() -> Vec<Candidate> {
+/// Every candidate any CPU can have, narrowest first: the same list, in
+/// the same order, on every rank, whatever its CPU runs.
+pub fn all_candidates() -> Vec<Candidate> {
     let mut all = Vec::new();
-    for path in KernelPath::ALL.into_iter().filter(|p| p.supported()) {
+    for path in KernelPath::ALL {
         all.push(Candidate::of(path));
         if path == KernelPath::Avx512 {
             all.push(Candidate { path, weight_grad_3d_on_avx2: true });
         }
     }
     all
+}
+
+/// Every candidate this CPU can run, narrowest first.
+pub fn candidates() -> Vec<Candidate> {
+    all_candidates().into_iter().filter(|c| c.path.supported()).collect()
 }
 
 /// The probe's times of each candidate.
@@ -121,6 +127,34 @@ impl Measured {
         }
         best.map(|(c, _)| c)
     }
+}
+
+impl Measured {
+    /// The median probe of each of `slots` in milliseconds, infinite for
+    /// one not timed (a path this CPU lacks).
+    pub fn median_ms(&self, slots: &[Candidate]) -> Vec<f64> {
+        slots
+            .iter()
+            .map(|slot| {
+                let times = self.times.iter().find(|(c, _)| c == slot).map(|(_, t)| t.as_slice());
+                times.and_then(median).map_or(f64::INFINITY, |m| m.as_secs_f64() * 1e3)
+            })
+            .collect()
+    }
+}
+
+/// The slot whose time is shortest (the first of equals), given each
+/// slot's time on the slowest rank: a synchronous step waits for its
+/// slowest rank, so that is the time that counts. None if every time is
+/// infinite.
+pub fn fastest_on_the_slowest_rank(slots: &[Candidate], slowest_ms: &[f64]) -> Option<Candidate> {
+    let mut best: Option<(Candidate, f64)> = None;
+    for (&slot, &ms) in slots.iter().zip(slowest_ms) {
+        if ms.is_finite() && best.is_none_or(|(_, b)| ms < b) {
+            best = Some((slot, ms));
+        }
+    }
+    best.map(|(c, _)| c)
 }
 
 /// The median of `times` (the lower of the middle two for an even count);
@@ -157,9 +191,13 @@ pub struct KernelChoice {
     pub path: String,
     /// How it was chosen.
     pub chosen_by: ChosenBy,
-    /// The median probe of each candidate in milliseconds, when measured.
+    /// The median probe of each candidate in milliseconds, when measured:
+    /// on the slowest of the ranks that measured, for each candidate.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub probe_ms: Vec<ProbeTime>,
+    /// Ranks whose measurements decided, all of which run the same
+    /// candidate (1 for a process on its own).
+    pub ranks: usize,
 }
 
 /// One candidate's median probe.
@@ -182,7 +220,9 @@ impl KernelChoice {
             ChosenBy::Measured => {
                 let times: Vec<String> =
                     self.probe_ms.iter().map(|p| format!("{} {:.2} ms", p.candidate, p.ms)).collect();
-                format!("measured: {} a probe", times.join(", "))
+                let ranks =
+                    if self.ranks > 1 { format!(" on the slowest of {} ranks", self.ranks) } else { String::new() };
+                format!("measured: {} a probe{ranks}", times.join(", "))
             }
         };
         format!("{} ({how})", self.path)
@@ -201,6 +241,7 @@ pub fn choice() -> KernelChoice {
             path: current.name(),
             chosen_by: if how == ChosenBy::Measured { ChosenBy::Forced } else { how },
             probe_ms: Vec::new(),
+            ranks: 1,
         },
     }
 }
@@ -211,13 +252,27 @@ pub fn choice() -> KernelChoice {
 /// call it before training starts. A few milliseconds on a vector path;
 /// the portable build's one probe is most of it.
 pub fn calibrate() -> KernelChoice {
-    if cpu::chosen_by() == ChosenBy::Forced {
-        return choice();
-    }
-    MEASURED.get_or_init(measure_this_cpu).clone()
+    calibrate_agreed(1, |_| {})
 }
 
-fn measure_this_cpu() -> KernelChoice {
+/// As [`calibrate`], on each of `ranks` ranks that train together, which
+/// then all run one candidate: `slowest(ms)` must replace each of
+/// [`all_candidates`]' median probes (infinite where not timed, 0 on a
+/// rank whose path is forced) with the largest over the ranks, as an
+/// allreduce with `max` does; the candidate fastest on its slowest rank
+/// wins. Ranks that chose apart on a close measurement ran at different
+/// speeds, and every step then waited for the slower. Every rank calls
+/// it, once.
+pub fn calibrate_agreed(ranks: usize, slowest: impl FnOnce(&mut [f64])) -> KernelChoice {
+    if cpu::chosen_by() == ChosenBy::Forced {
+        // Still in the collective, adding nothing to the others' maxima.
+        slowest(&mut vec![0.0; all_candidates().len()]);
+        return choice();
+    }
+    MEASURED.get_or_init(|| measure_this_cpu(ranks, slowest)).clone()
+}
+
+fn measure_this_cpu(ranks: usize, slowest: impl FnOnce(&mut [f64])) -> KernelChoice {
     let all = candidates();
     let probe = Probe::new();
     // Once before timing, on the widest path: the first run pays for page
@@ -232,8 +287,13 @@ fn measure_this_cpu() -> KernelChoice {
         probe.run();
         started.elapsed()
     });
-    let winner = measured.fastest().unwrap_or(Candidate::of(KernelPath::Portable));
-    // `winner` is one of `candidates()`, which this CPU supports.
+    let slots = all_candidates();
+    let mut slowest_ms = measured.median_ms(&slots);
+    slowest(&mut slowest_ms);
+    // Every rank timed the portable build, so one time at least is finite.
+    let winner = fastest_on_the_slowest_rank(&slots, &slowest_ms).unwrap_or(Candidate::of(KernelPath::Portable));
+    // The winner has a finite time on every rank, so every rank timed it:
+    // it is one of `candidates()`, which this CPU supports.
     let _ = winner.apply(ChosenBy::Measured);
     KernelChoice {
         path: winner.name(),
@@ -242,9 +302,11 @@ fn measure_this_cpu() -> KernelChoice {
             .times
             .iter()
             .filter_map(|(c, t)| {
-                median(t).map(|m| ProbeTime { candidate: c.name(), ms: m.as_secs_f64() * 1e3, probes: t.len() })
+                let slot = slots.iter().position(|s| s == c)?;
+                Some(ProbeTime { candidate: c.name(), ms: slowest_ms[slot], probes: t.len() })
             })
             .collect(),
+        ranks,
     }
 }
 
@@ -366,6 +428,34 @@ mod tests {
         assert_eq!(median(&[ms(4), ms(1), ms(3), ms(2)]), Some(ms(2)));
     }
 
+    /// Ranks that would each choose their own fastest run the candidate
+    /// whose slowest rank is fastest; one a rank could not time never wins.
+    #[test]
+    fn the_ranks_agree_on_the_candidate_fastest_on_its_slowest_rank() {
+        let slots = all_candidates();
+        let (portable, avx2, avx512) = (0, 1, 2);
+        let slot = |i: usize| slots[i];
+        // Rank A alone would take AVX2 (1 ms), rank B AVX-512 (2 ms).
+        let a = [10.0, 1.0, 2.5, 2.6];
+        let b = [10.0, 3.0, 2.0, f64::INFINITY];
+        let slowest: Vec<f64> = a.iter().zip(&b).map(|(x, y): (&f64, &f64)| x.max(*y)).collect();
+        assert_eq!(fastest_on_the_slowest_rank(&slots, &slowest), Some(slot(avx512)));
+        // A rank without AVX-512 (infinite) leaves the others AVX2.
+        assert_eq!(fastest_on_the_slowest_rank(&slots, &[10.0, 3.0, f64::INFINITY, f64::INFINITY]), Some(slot(avx2)));
+        assert_eq!(fastest_on_the_slowest_rank(&slots, &[5.0, 5.0, 5.0, 5.0]), Some(slot(portable)));
+        assert_eq!(fastest_on_the_slowest_rank(&slots, &[f64::INFINITY; 4]), None);
+    }
+
+    #[test]
+    fn the_medians_fill_the_slots_of_every_candidate_and_infinity_where_none_was_timed() {
+        let slots = all_candidates();
+        let measured = Measured { times: vec![(slots[1], vec![ms(3), ms(1), ms(2)]), (slots[0], vec![ms(20)])] };
+        let got = measured.median_ms(&slots);
+        assert_eq!(got.len(), slots.len());
+        assert_eq!((got[0], got[1]), (20.0, 2.0));
+        assert!(got[2..].iter().all(|m| m.is_infinite()), "{got:?}");
+    }
+
     #[test]
     fn every_supported_path_is_a_candidate_and_avx512_twice() {
         let all = candidates();
@@ -394,10 +484,13 @@ mod tests {
                 ProbeTime { candidate: "portable".into(), ms: 11.25, probes: 1 },
                 ProbeTime { candidate: "avx2".into(), ms: 0.4201, probes: 5 },
             ],
+            ranks: 1,
         };
         assert_eq!(choice.line(), "avx2 (measured: portable 11.25 ms, avx2 0.42 ms a probe)");
         let json = serde_json::to_value(&choice).unwrap();
         assert_eq!(json["chosen_by"], "measured");
         assert_eq!(json["probe_ms"][1]["probes"], 5);
+        let agreed = KernelChoice { ranks: 4, ..choice };
+        assert_eq!(agreed.line(), "avx2 (measured: portable 11.25 ms, avx2 0.42 ms a probe on the slowest of 4 ranks)");
     }
 }

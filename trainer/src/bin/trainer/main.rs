@@ -4,6 +4,8 @@ use std::ffi::OsString;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use cluster::World;
+use mpi::collective::SystemOperation;
+use mpi::traits::*;
 use trainer::engine::DeviceChoice;
 use trainer::kernels::Precision;
 use trainer::kernels::wait::WaitPolicy;
@@ -217,8 +219,14 @@ fn run() {
     // Before anything computes: the measurement switches the process's
     // kernel path while it times each. bf16 computes on the AVX-512
     // path's kernels alone, so other precisions keep the widest path.
+    // Every rank runs the same path: ranks that each took the winner of
+    // their own close measurement ran at different speeds, and every step
+    // waited for the slower.
     if config.precision == Precision::F32 && config.device == DeviceChoice::Cpu {
-        trainer::kernels::calibrate::calibrate();
+        trainer::kernels::calibrate::calibrate_agreed(world.size(), |ms| {
+            let local = ms.to_vec();
+            world.comm().all_reduce_into(&local[..], ms, SystemOperation::max());
+        });
     }
     if let Err(e) = train(&world, model, &config, baseline, &args) {
         match e.downcast_ref::<trainer::engine::TrainError>() {
