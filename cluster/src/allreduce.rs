@@ -149,13 +149,20 @@ struct Hierarchy<C> {
     ring: [Vec<f32>; 2],
 }
 
+/// Whether `exchange` builds the hierarchy on `world`; an error for a
+/// hierarchical exchange asked of uneven nodes.
+fn builds_hierarchy(exchange: Exchange, world: &World) -> Result<bool, AllreduceError> {
+    match exchange {
+        Exchange::Flat => Ok(false),
+        Exchange::Hierarchical => even_nodes(world).map(|()| true),
+        Exchange::Auto => Ok(even_nodes(world).is_ok()),
+    }
+}
+
 impl SumAllreduce<SimpleCommunicator> {
     /// A sum over `world`'s ranks, exchanged as `exchange` says.
     pub fn new(world: &World, exchange: Exchange) -> Result<Self, AllreduceError> {
-        let hierarchy = match exchange.resolved(world) {
-            Exchange::Flat | Exchange::Auto => None,
-            Exchange::Hierarchical => Some(split(world)?),
-        };
+        let hierarchy = if builds_hierarchy(exchange, world)? { Some(split(world)?) } else { None };
         Ok(SumAllreduce { world: world.comm().duplicate(), hierarchy, polite: false })
     }
 }
@@ -168,28 +175,30 @@ impl SumAllreduce<ThreadComm> {
     /// spin on a core the training thread beside it computes on.
     pub fn for_threads(world: &World, exchange: Exchange) -> Option<Result<Self, AllreduceError>> {
         let world_comm = world.thread_comm()?;
-        let hierarchy = match exchange.resolved(world) {
-            Exchange::Flat | Exchange::Auto => None,
-            Exchange::Hierarchical => match split(world) {
-                Ok(h) => Some(Hierarchy {
-                    node: ThreadComm(h.node),
-                    across: ThreadComm(h.across),
-                    padded: h.padded,
-                    part: h.part,
-                    part_sum: h.part_sum,
-                    ring: h.ring,
-                }),
-                Err(e) => return Some(Err(e)),
-            },
+        let split = match builds_hierarchy(exchange, world) {
+            Ok(true) => split(world).map(Some),
+            Ok(false) => Ok(None),
+            Err(e) => Err(e),
+        };
+        let hierarchy = match split {
+            Ok(hierarchy) => hierarchy.map(|h| Hierarchy {
+                node: ThreadComm(h.node),
+                across: ThreadComm(h.across),
+                padded: h.padded,
+                part: h.part,
+                part_sum: h.part_sum,
+                ring: h.ring,
+            }),
+            Err(e) => return Some(Err(e)),
         };
         Some(Ok(SumAllreduce { world: world_comm, hierarchy, polite: true }))
     }
 }
 
-/// The node and across-nodes communicators of `world`. Collective.
+/// The node and across-nodes communicators of `world`, whose nodes are
+/// even ([`builds_hierarchy`]). Collective.
 fn split(world: &World) -> Result<Hierarchy<SimpleCommunicator>, AllreduceError> {
     let t = world.topology();
-    even_nodes(world)?;
     let color = |c: usize| Color::with_value(c as i32);
     let key = t.rank as i32;
     // Every rank passes a colour, so MPI gives every rank a communicator
@@ -302,7 +311,7 @@ fn ring_reduce_scatter(
     // that of part (rank - 2 - s); step 0 sends this rank's own share.
     for step in 0..ranks - 1 {
         let outgoing: &[f32] = if step == 0 { own((rank + ranks - 1) % ranks) } else { &partial[..] };
-        exchange(&next, outgoing, &previous, &mut incoming[..], polite);
+        send_receive(&next, outgoing, &previous, &mut incoming[..], polite);
         let block = (rank + 2 * ranks - 2 - step) % ranks;
         let sum = if step == ranks - 2 { &mut part[..] } else { &mut partial[..] };
         for ((s, a), b) in sum.iter_mut().zip(incoming.iter()).zip(own(block)) {
@@ -312,7 +321,7 @@ fn ring_reduce_scatter(
 }
 
 /// Send `outgoing` to `to` while receiving `incoming` from `from`.
-fn exchange(
+fn send_receive(
     to: &mpi::topology::Process<'_>,
     outgoing: &[f32],
     from: &mpi::topology::Process<'_>,
