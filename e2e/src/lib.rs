@@ -287,6 +287,31 @@ pub fn assert_resumes_bit_for_bit(dir: &Path, run: impl Fn(&Path, &str) -> serde
     }
 }
 
+/// How far apart the parameters are that 2 ranks with batch `b` and 1
+/// rank with batch `2b` train to in one epoch of `steps` steps:
+/// `run(ranks, batch, checkpoint)` is that `trainer train` with
+/// `--checkpoint checkpoint` (a directory under `dir`), returning its
+/// report. The largest difference between the two runs' `params.f32`.
+pub fn ranks_against_batch(
+    dir: &Path,
+    b: usize,
+    steps: u64,
+    run: impl Fn(usize, &str, &Path) -> serde_json::Value,
+) -> f32 {
+    let params: Vec<Vec<f32>> = [(2usize, b), (1, 2 * b)]
+        .into_iter()
+        .map(|(ranks, batch)| {
+            let checkpoint = dir.join(format!("ranks-{ranks}"));
+            let report = run(ranks, &batch.to_string(), &checkpoint);
+            assert_eq!(report["epochs"][0]["steps"], steps, "{ranks} ranks × batch {batch}: {report}");
+            checkpoint_floats(&checkpoint, "params.f32")
+        })
+        .collect();
+    let difference = max_difference(&params[0], &params[1]);
+    eprintln!("1 rank and 2 ranks differ by at most {difference}");
+    difference
+}
+
 /// `program` run with `args` as a user runs it, without `mpirun` (a refusal
 /// that comes before MPI starts): its exit code and stderr.
 pub fn refusal(program: &Path, args: &[&str]) -> (Option<i32>, String) {
