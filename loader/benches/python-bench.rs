@@ -96,10 +96,16 @@ fn main() {
 
     let mut rows: Vec<[f64; 8]> = Vec::new();
     for run in 0..runs {
-        let rust = rust_loader(cosmo_ds.clone(), reps);
+        // The Rust loader timed before and after the Python one, the mean
+        // the peer: the host's speed drifts by a tenth and more within a
+        // minute, and one measurement on either side of it would carry the
+        // drift into the ratio.
+        let rust_before = rust_loader(cosmo_ds.clone(), reps);
         let mut args = common("cosmo", 0.0);
         args.extend(strings(&cosmo));
         let py_cosmo = rate(&python("stagehand_python.py", &args));
+        let rust_after = rust_loader(cosmo_ds.clone(), reps);
+        let rust = 0.5 * (rust_before + rust_after);
         let mut args = vec![WORKERS.to_string(), reps.to_string()];
         args.extend(strings(&cosmo));
         let tf = rate(&python("tfdata_cosmoflow.py", &args));
@@ -120,7 +126,7 @@ fn main() {
         let slow = python("stagehand_python.py", &args);
         let wait = slow["consumer_wait_fraction"].as_f64().unwrap();
         println!(
-            "run {run}: CosmoFlow rust {rust:.1}, python {py_cosmo:.1}, tf.data {tf:.1}; DeepCAM rust {rust_deepcam:.1}, python {py_deepcam:.1}, torch+h5py {torch:.1} samples/s; slow consumer waited {:.2} %",
+            "run {run}: CosmoFlow rust {rust:.1} ({rust_before:.1} before, {rust_after:.1} after), python {py_cosmo:.1}, tf.data {tf:.1}; DeepCAM rust {rust_deepcam:.1}, python {py_deepcam:.1}, torch+h5py {torch:.1} samples/s; slow consumer waited {:.2} %",
             100.0 * wait
         );
         rows.push([rust, py_cosmo, tf, py_deepcam, torch, wait, step, rust_deepcam]);
