@@ -1,11 +1,11 @@
 //! The kernel path chosen by measurement: every version this CPU can run
 //! ([`Candidate`]s: the [`KernelPath`]s it supports, and on AVX-512 both
 //! kernels of the 3-D weight gradient) times one probe of our hottest
-//! kernels, and the fastest runs from then on.
+//! kernels, and the fastest runs from then on; the ranks of a job agree on
+//! the one fastest on their slowest rank ([`calibrate_agreed`]).
 //!
 //! Every candidate gives the same bits (`tests/kernel_paths.rs` checks
-//! it), so the choice changes only the speed: ranks that choose
-//! differently still train identically. What a CPU's name says about its
+//! it), so the choice changes only the speed. What a CPU's name says about its
 //! vector units is a guess (Zen 4 runs 512-bit operations as two halves,
 //! Zen 1 256-bit ones); a few milliseconds of measurement at start-up
 //! settle it on the machine the run has.
@@ -116,20 +116,13 @@ pub struct Measured {
 }
 
 impl Measured {
-    /// The candidate with the shortest median probe (the first of equals).
+    /// The candidate with the shortest median probe (the first of equals):
+    /// the choice of a process on its own.
     pub fn fastest(&self) -> Option<Candidate> {
-        let mut best: Option<(Candidate, Duration)> = None;
-        for (candidate, times) in &self.times {
-            let Some(m) = median(times) else { continue };
-            if best.is_none_or(|(_, b)| m < b) {
-                best = Some((*candidate, m));
-            }
-        }
-        best.map(|(c, _)| c)
+        let timed: Vec<Candidate> = self.times.iter().map(|(c, _)| *c).collect();
+        fastest_on_the_slowest_rank(&timed, &self.median_ms(&timed))
     }
-}
 
-impl Measured {
     /// The median probe of each of `slots` in milliseconds, infinite for
     /// one not timed (a path this CPU lacks).
     pub fn median_ms(&self, slots: &[Candidate]) -> Vec<f64> {
@@ -260,9 +253,9 @@ pub fn calibrate() -> KernelChoice {
 /// [`all_candidates`]' median probes (infinite where not timed, 0 on a
 /// rank whose path is forced) with the largest over the ranks, as an
 /// allreduce with `max` does; the candidate fastest on its slowest rank
-/// wins. Ranks that chose apart on a close measurement ran at different
-/// speeds, and every step then waited for the slower. Every rank calls
-/// it, once.
+/// wins. Ranks left to choose apart on a close measurement could run at
+/// different speeds, and a synchronous step waits for the slower. Every
+/// rank calls it, once.
 pub fn calibrate_agreed(ranks: usize, slowest: impl FnOnce(&mut [f64])) -> KernelChoice {
     if cpu::chosen_by() == ChosenBy::Forced {
         // Still in the collective, adding nothing to the others' maxima.

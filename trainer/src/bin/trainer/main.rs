@@ -219,9 +219,7 @@ fn run() {
     // Before anything computes: the measurement switches the process's
     // kernel path while it times each. bf16 computes on the AVX-512
     // path's kernels alone, so other precisions keep the widest path.
-    // Every rank runs the same path: ranks that each took the winner of
-    // their own close measurement ran at different speeds, and every step
-    // waited for the slower.
+    // Every rank runs the same path (`calibrate_agreed` says why).
     if config.precision == Precision::F32 && config.device == DeviceChoice::Cpu {
         trainer::kernels::calibrate::calibrate_agreed(world.size(), |ms| {
             let local = ms.to_vec();
