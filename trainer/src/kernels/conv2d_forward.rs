@@ -16,10 +16,10 @@
 
 use std::mem::MaybeUninit;
 
-use burn::backend::Flex;
+use rayon::prelude::*;
+
 use burn::backend::TensorMetadata;
 use burn::backend::flex::FlexTensor;
-use burn::backend::ops::FloatTensorOps;
 use burn::tensor::Shape;
 
 use super::columns::{
@@ -31,6 +31,11 @@ use super::flex::{flex, values};
 use super::strided_gemm::{self, View};
 use super::uninit;
 use super::{bf16_gemm, direct_conv2d, direct_weight_grad2d, shifted_weight_grad2d};
+
+/// Multiply-adds of one sample's product from which `gemm` shares it among
+/// the threads rather than the samples being shared (burn-flex's
+/// threshold for batched products, 192³).
+const SHARED_PRODUCT: usize = 192 * 192 * 192;
 
 /// conv2d(x, weight) without bias: x [N, C_in, H, W], weight [C_out, C_in,
 /// kh, kw] (f32, one group), output [N, C_out, out_h, out_w].
@@ -95,28 +100,55 @@ pub(crate) fn forward_keeping_input(
         let y = small_planes(&values(&cols), &values(weight), [n, c_out, out_h, out_w]);
         return (y, kept_columns(cols, order));
     }
-    let matrix = Flex::float_reshape(weight.clone(), Shape::new([1, c_out, taps]));
-    let columns = |rows: std::ops::Range<usize>| {
-        let width = rows.len() * out_w;
-        flex(batch_columns(&source, out_w, window, rows), Shape::new([n, taps, width]))
-    };
-    if tile_rows >= out_h {
-        let cols = columns(0..out_h);
-        let y = Flex::float_reshape(Flex::float_matmul(matrix, cols.clone()), Shape::new([n, c_out, out_h, out_w]));
-        return (y, kept_columns(cols, ColumnOrder::SampleMajor));
+    let shape = Shape::new([n, c_out, out_h, out_w]);
+    if taps == 0 {
+        // No input channels: sums of nothing, which `gemm` is not asked for.
+        return (flex(vec![0.0; n * c_out * plane], shape), None);
     }
-    let mut y = vec![0.0f32; n * c_out * plane];
-    for first in (0..out_h).step_by(tile_rows) {
-        let rows = first..(first + tile_rows).min(out_h);
+    let weights = values(weight);
+    // Each tile's product is written straight into its rows of every
+    // sample's output planes (a strided destination), never zeroed first
+    // and never copied: burn's `matmul` zeroes a fresh output on one
+    // thread and its tiles would then be copied into place.
+    let write_tile = |y: &mut [MaybeUninit<f32>], rows: std::ops::Range<usize>, cols: &[f32]| {
         let width = rows.len() * out_w;
-        let tile = Flex::float_matmul(matrix.clone(), columns(rows.clone()));
-        let tile = values(&tile);
-        for (k, part) in tile.chunks(width).enumerate() {
-            let at = k * plane + rows.start * out_w;
-            y[at..at + width].copy_from_slice(part);
+        let sample = |(s, y): (usize, &mut [MaybeUninit<f32>]), share: bool| {
+            strided_gemm::multiply_into_spare(
+                (y, View::rows(c_out, width).strides(plane, 1).at(rows.start * out_w)),
+                (&weights, View::rows(c_out, taps)),
+                (cols, View::rows(taps, width).at(s * taps * width)),
+                share,
+            );
+        };
+        // As burn-flex shares a batch of products: the samples among the
+        // threads when there are many or each is small, otherwise each
+        // product among them.
+        if n >= 4 || (n > 1 && c_out * width * taps < SHARED_PRODUCT) {
+            y.par_chunks_mut(c_out * plane).enumerate().for_each(|part| sample(part, false));
+        } else {
+            y.chunks_mut(c_out * plane).enumerate().for_each(|part| sample(part, true));
         }
-    }
-    (flex(y, Shape::new([n, c_out, out_h, out_w])), None)
+    };
+    let kept_whole = (tile_rows >= out_h).then(|| batch_columns(&source, out_w, window, 0..out_h));
+    // SAFETY: for each sample s, the tiles' rows cover the plane's out_h
+    // rows, and each tile's product writes its c_out rows of `width`
+    // values, `plane` apart, from `s · c_out · plane + first · out_w`
+    // (taps ≥ 1, checked above): every one of the n · c_out · plane values.
+    #[allow(unsafe_code)]
+    let y = unsafe {
+        uninit::written_whole(n * c_out * plane, |y| match &kept_whole {
+            Some(cols) => write_tile(y, 0..out_h, cols),
+            None => {
+                for first in (0..out_h).step_by(tile_rows.max(1)) {
+                    let rows = first..(first + tile_rows).min(out_h);
+                    write_tile(y, rows.clone(), &batch_columns(&source, out_w, window, rows));
+                }
+            }
+        })
+    };
+    let kept =
+        kept_whole.and_then(|cols| kept_columns(flex(cols, Shape::new([n, taps, plane])), ColumnOrder::SampleMajor));
+    (flex(y, shape), kept)
 }
 
 /// [`forward`] for small output planes (CosmoGAN's 4 × 4 end): the columns
@@ -201,6 +233,7 @@ fn bf16_forward(
 
 #[cfg(test)]
 mod tests {
+    use burn::backend::Flex;
     use burn::backend::ops::ModuleOps;
     use burn::tensor::ops::ConvOptions;
 

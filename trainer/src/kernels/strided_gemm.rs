@@ -118,6 +118,28 @@ pub fn product_of(a: (&[f32], View), b: (&[f32], View), share: bool) -> Vec<f32>
     }
 }
 
+/// `c = a · b` into values not yet written (spare capacity that
+/// [`uninit::written_whole`] hands out): [`multiply`] for a destination
+/// with nothing in it to read. Every value `cv` spans is written when the
+/// inner dimension (`a`'s columns) is at least one; none otherwise.
+///
+/// # Panics
+/// As [`accumulate`].
+pub(crate) fn multiply_into_spare(
+    c: (&mut [std::mem::MaybeUninit<f32>], View),
+    a: (&[f32], View),
+    b: (&[f32], View),
+    share: bool,
+) {
+    let (c, cv) = c;
+    // SAFETY: `c` is a `&mut` slice of `c.len()` slots, exclusively ours
+    // for the call, and with `read_c` false nothing in it is read.
+    #[allow(unsafe_code)]
+    unsafe {
+        product_through(c.as_mut_ptr().cast(), c.len(), cv, a, b, [share, false]);
+    }
+}
+
 fn product(c: (&mut [f32], View), a: (&[f32], View), b: (&[f32], View), [share, read_c]: [bool; 2]) {
     let (c, cv) = c;
     // SAFETY: `c` is a `&mut` slice of `c.len()` initialised values.
