@@ -31,6 +31,7 @@ use super::columns::{
 };
 use super::flex::{flex, values};
 use super::strided_gemm::{self, View};
+use super::uninit;
 use super::{direct_weight_grad2d, shifted_weight_grad2d};
 
 /// dW of shape [C_out, C_in, kh, kw] for input [N, C_in, H, W] and output
@@ -77,8 +78,7 @@ pub(crate) fn weight_grad_with(
         return match kept.order {
             ColumnOrder::TapMajor => small_planes(&cols, &g, dims, [c_in, kh, kw]),
             ColumnOrder::SampleMajor => {
-                let mut transposed = vec![0.0f32; taps * c_out];
-                accumulate_tile(&mut transposed, &cols, &g, dims, 0..out_h);
+                let transposed = tile_product(&cols, &g, dims, 0..out_h, taps);
                 untranspose(&transposed, c_out, [c_in, kh, kw])
             }
         };
@@ -87,13 +87,52 @@ pub(crate) fn weight_grad_with(
         let cols = batch_columns_in(&source, out_w, window, 0..out_h, ColumnOrder::TapMajor);
         return small_planes(&cols, &g, dims, [c_in, kh, kw]);
     }
-    let mut transposed = vec![0.0f32; taps * c_out];
+    let mut transposed: Option<Vec<f32>> = None;
     for first in (0..out_h).step_by(tile_rows) {
         let rows = first..(first + tile_rows).min(out_h);
         let cols = batch_columns(&source, out_w, window, rows.clone());
-        accumulate_tile(&mut transposed, &cols, &g, dims, rows);
+        match &mut transposed {
+            Some(sum) => accumulate_tile(sum, &cols, &g, dims, rows),
+            None => transposed = Some(tile_product(&cols, &g, dims, rows, taps)),
+        }
     }
+    let transposed = transposed.unwrap_or_else(|| vec![0.0; taps * c_out]);
     untranspose(&transposed, c_out, [c_in, kh, kw])
+}
+
+/// dWᵀ [taps × C_out] of the output rows `rows` alone: [`accumulate_tile`]
+/// into a new matrix whose first sample's product is written rather than
+/// added to zeros (a zeroing pass of megabytes on one thread in
+/// CosmoGAN's `paper` layers).
+fn tile_product(cols: &[f32], g: &[f32], dims: [usize; 4], rows: std::ops::Range<usize>, taps: usize) -> Vec<f32> {
+    let [n, c_out, out_h, out_w] = dims;
+    let (plane, width) = (out_h * out_w, rows.len() * out_w);
+    if n == 0 || width == 0 {
+        // Sums over no positions, which `gemm` is not asked for.
+        return vec![0.0; taps * c_out];
+    }
+    let first = (g, View::rows(width, c_out).strides(1, plane).at(rows.start * out_w));
+    // SAFETY: with K = width ≥ 1 (checked above) the first sample's product
+    // writes every value of the taps × C_out row-major matrix.
+    #[allow(unsafe_code)]
+    let mut transposed = unsafe {
+        uninit::written_whole(taps * c_out, |t| {
+            strided_gemm::multiply_into_spare(
+                (t, View::rows(taps, c_out)),
+                (cols, View::rows(taps, width)),
+                first,
+                true,
+            );
+        })
+    };
+    for s in 1..n {
+        strided_gemm::accumulate(
+            (&mut transposed, View::rows(taps, c_out)),
+            (cols, View::rows(taps, width).at(s * taps * width)),
+            (g, View::rows(width, c_out).strides(1, plane).at(s * c_out * plane + rows.start * out_w)),
+        );
+    }
+    transposed
 }
 
 /// Adds to dWᵀ [taps × C_out] (`transposed`) the product of the columns of
