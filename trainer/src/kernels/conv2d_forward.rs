@@ -101,8 +101,9 @@ pub(crate) fn forward_keeping_input(
         return (y, kept_columns(cols, order));
     }
     let shape = Shape::new([n, c_out, out_h, out_w]);
-    if taps == 0 {
-        // No input channels: sums of nothing, which `gemm` is not asked for.
+    if taps == 0 || n * c_out * plane == 0 {
+        // No input channels (sums of nothing, which `gemm` is not asked
+        // for) or no output at all.
         return (flex(vec![0.0; n * c_out * plane], shape), None);
     }
     let weights = values(weight);
@@ -133,7 +134,8 @@ pub(crate) fn forward_keeping_input(
     // SAFETY: for each sample s, the tiles' rows cover the plane's out_h
     // rows, and each tile's product writes its c_out rows of `width`
     // values, `plane` apart, from `s · c_out · plane + first · out_w`
-    // (taps ≥ 1, checked above): every one of the n · c_out · plane values.
+    // (taps ≥ 1 and a non-empty output, checked above): every one of the
+    // n · c_out · plane values.
     #[allow(unsafe_code)]
     let y = unsafe {
         uninit::written_whole(n * c_out * plane, |y| match &kept_whole {

@@ -92,7 +92,7 @@ pub(crate) fn weight_grad_with(
         let rows = first..(first + tile_rows).min(out_h);
         let cols = batch_columns(&source, out_w, window, rows.clone());
         match &mut transposed {
-            Some(sum) => accumulate_tile(sum, &cols, &g, dims, rows),
+            Some(sum) => accumulate_tile(sum, &cols, &g, dims, rows, 0..dims[0]),
             None => transposed = Some(tile_product(&cols, &g, dims, rows, taps)),
         }
     }
@@ -125,32 +125,27 @@ fn tile_product(cols: &[f32], g: &[f32], dims: [usize; 4], rows: std::ops::Range
             );
         })
     };
-    for s in 1..n {
-        strided_gemm::accumulate(
-            (&mut transposed, View::rows(taps, c_out)),
-            (cols, View::rows(taps, width).at(s * taps * width)),
-            (g, View::rows(width, c_out).strides(1, plane).at(s * c_out * plane + rows.start * out_w)),
-        );
-    }
+    accumulate_tile(&mut transposed, cols, g, dims, rows, 1..n);
     transposed
 }
 
 /// Adds to dWᵀ [taps × C_out] (`transposed`) the product of the columns of
 /// output rows `rows` ([N, taps, width], [`ColumnOrder::SampleMajor`]) and
 /// the output gradient's rows of them read in place as [width × C_out]
-/// (one channel's plane per column), sample by sample. dWᵀ row-major:
+/// (one channel's plane per column), for each sample of `samples`. dWᵀ row-major:
 /// `gemm` then runs its widest kernel (64 rows) down the taps, where C_out
 /// (16 in the small networks) as the rows would leave it a 16-row one.
 fn accumulate_tile(
     transposed: &mut [f32],
     cols: &[f32],
     g: &[f32],
-    [n, c_out, out_h, out_w]: [usize; 4],
+    [_, c_out, out_h, out_w]: [usize; 4],
     rows: std::ops::Range<usize>,
+    samples: std::ops::Range<usize>,
 ) {
     let taps = transposed.len() / c_out.max(1);
     let (plane, width) = (out_h * out_w, rows.len() * out_w);
-    for s in 0..n {
+    for s in samples {
         strided_gemm::accumulate(
             (transposed, View::rows(taps, c_out)),
             (cols, View::rows(taps, width).at(s * taps * width)),
