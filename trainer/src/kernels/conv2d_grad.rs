@@ -31,7 +31,6 @@ use super::columns::{
 };
 use super::flex::{flex, values};
 use super::strided_gemm::{self, View};
-use super::uninit;
 use super::{direct_weight_grad2d, shifted_weight_grad2d};
 
 /// dW of shape [C_out, C_in, kh, kw] for input [N, C_in, H, W] and output
@@ -106,25 +105,12 @@ pub(crate) fn weight_grad_with(
 /// CosmoGAN's `paper` layers).
 fn tile_product(cols: &[f32], g: &[f32], dims: [usize; 4], rows: std::ops::Range<usize>, taps: usize) -> Vec<f32> {
     let [n, c_out, out_h, out_w] = dims;
-    let (plane, width) = (out_h * out_w, rows.len() * out_w);
-    if n == 0 || width == 0 {
-        // Sums over no positions, which `gemm` is not asked for.
+    if n == 0 {
         return vec![0.0; taps * c_out];
     }
+    let (plane, width) = (out_h * out_w, rows.len() * out_w);
     let first = (g, View::rows(width, c_out).strides(1, plane).at(rows.start * out_w));
-    // SAFETY: with K = width ≥ 1 (checked above) the first sample's product
-    // writes every value of the taps × C_out row-major matrix.
-    #[allow(unsafe_code)]
-    let mut transposed = unsafe {
-        uninit::written_whole(taps * c_out, |t| {
-            strided_gemm::multiply_into_spare(
-                (t, View::rows(taps, c_out)),
-                (cols, View::rows(taps, width)),
-                first,
-                true,
-            );
-        })
-    };
+    let mut transposed = strided_gemm::product_of((cols, View::rows(taps, width)), first, true);
     accumulate_tile(&mut transposed, cols, g, dims, rows, 1..n);
     transposed
 }
