@@ -100,6 +100,48 @@ fn per_node_on_two_and_four_nodes() {
     check_policy("1", 4, "per-node=12", "read", "20KiB");
 }
 
+/// Readers gather whole small files into packs for the nodes that need
+/// them: with the budget one buffer (one pack for three readers, which wait
+/// for it in turn), receivers that change from file to file (`per-node` on
+/// 4 nodes), empty files, and files of exactly what fits in a pack beside
+/// larger ones sent in chunks.
+#[test]
+fn small_files_gathered_into_packs_arrive_whole_with_one_buffer_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    dataset(dir.path(), 90, 3);
+    let src = dir.path().join("src");
+    std::fs::write(src.join("empty.bin"), b"").unwrap();
+    // A pack's record is a 32-byte head and the file: this one fills a
+    // pack of the 8 KiB chunk alone; the next goes in two chunks.
+    std::fs::write(src.join("sub/fits.bin"), vec![7u8; 8192 - 32]).unwrap();
+    std::fs::write(src.join("sub/over.bin"), vec![9u8; 8192 - 31]).unwrap();
+    let m = formats::manifest::scan(&src, &formats::manifest::ScanOptions::new(formats::manifest::Schema::opaque()))
+        .unwrap();
+    m.save(&src.join(MANIFEST_FILE)).unwrap();
+    for (per_node, nodes, policy) in [("1", 4, "per-node=50"), ("2", 2, "replicate")] {
+        for node in 0..4 {
+            let _ = std::fs::remove_dir_all(dir.path().join(format!("node{node}")));
+        }
+        let args = [
+            "--policy",
+            policy,
+            "--chunk-size",
+            "8KiB",
+            "--max-inflight",
+            "8KiB",
+            "--threads",
+            "3",
+            "--read-method",
+            "read",
+        ];
+        let r = report(&stage(per_node, dir.path(), &args));
+        let parsed: Policy = policy.parse().unwrap();
+        assert_nodes_hold(dir.path(), &expected(dir.path(), &m, nodes, parsed, 0), policy);
+        assert_eq!(r["read_amplification"], 1.0, "{policy}: {r}");
+        assert!(r["bytes_moved_over_mpi"].as_u64().unwrap() > 0, "{policy}: {r}");
+    }
+}
+
 #[test]
 fn naive_copy_reads_each_file_once_per_node_and_writes_the_same() {
     let dir = tempfile::tempdir().unwrap();

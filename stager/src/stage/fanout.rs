@@ -9,13 +9,13 @@ use cluster::polite::Backoff;
 const SEND_BATCH: usize = 8;
 
 /// A chunk read and checked, on its way to the other nodes.
-struct Chunk {
+pub(super) struct Chunk {
     head: Head,
     body: Body,
 }
 
 /// Where a chunk's bytes are.
-enum Body {
+pub(super) enum Body {
     /// Read into a pool buffer; the first `len` bytes.
     Buffer(AlignedBuffer, usize),
     /// A map of the source file's window (`--read-method mmap`).
@@ -69,8 +69,16 @@ impl Context<'_> {
             ReadOrder::LargestFirst => (self.plan.reads(rank), Ramp::all()),
             ReadOrder::FirstNeeded(steps) => (self.plan.reads_by_need(rank, steps), Ramp::one_by_one()),
         };
-        let budget = Pool::new(self.config.max_inflight, self.config.chunk_size);
-        let (tx, rx) = crossbeam_channel::unbounded::<Chunk>();
+        // With the loaders' order (the service), each file leaves as soon as
+        // it is read, for a loader may be waiting for it; the sender packs
+        // small ones then, whenever no chunk waits.
+        let gathers = matches!(self.config.order, ReadOrder::LargestFirst);
+        let gather_limit = self.gather_limit();
+        let pack_bytes =
+            if gathers { gather::pack_budget(self.config.threads, self.config.max_inflight, gather_limit) } else { 0 };
+        let packs = Pool::new(pack_bytes, gather_limit);
+        let budget = Pool::new(self.config.max_inflight.saturating_sub(pack_bytes), self.config.chunk_size);
+        let (tx, rx) = crossbeam_channel::unbounded::<Outgoing>();
         let is_writer = self.plan.writer(self.plan.node_of(rank)) == Some(rank);
         let next = AtomicUsize::new(0);
         let totals = Mutex::new(ReadTotals::default());
@@ -107,7 +115,8 @@ impl Context<'_> {
             // The other ranks that write listen for failure notices alone.
             let listener = (writes && !is_writer)
                 .then(|| self.spawn(s, "stager-listen", move || self.listen_for_failure(sending_ref)));
-            let sender = self.spawn(s, "stager-send", move || self.send(comm, rx_ref, budget_ref));
+            let packs = &packs;
+            let sender = self.spawn(s, "stager-send", move || self.send(comm, rx_ref, budget_ref, packs));
             let (next, budget, totals, reads, direct) = (&next, &budget, &totals, &reads, direct.as_ref());
             let ramp = &ramp;
             let readers: Vec<_> = (0..self.config.threads.max(1))
@@ -119,11 +128,14 @@ impl Context<'_> {
                         if !ramp.enter(thread, || next.load(Ordering::Relaxed) >= reads.len()) {
                             return;
                         }
+                        let mut open = None;
                         while let Some(&f) = reads.get(next.fetch_add(1, Ordering::Relaxed)) {
                             let here = direct.filter(|_| self.plan.destinations(f).contains(self.node));
-                            bytes += self.read_file(f, &tx, budget, here, totals);
+                            let open = gathers.then_some(&mut open);
+                            bytes += self.read_file(f, &tx, (budget, packs), here, totals, open);
                             ramp.file_done();
                         }
+                        self.send_pack(open, &tx);
                         let mut t = totals.lock().unwrap_or_else(|p| p.into_inner());
                         t.read += bytes;
                         t.read_secs = t.read_secs.max(begin.elapsed().as_secs_f64());
@@ -164,69 +176,74 @@ impl Context<'_> {
     }
 
     /// Read file `f` chunk by chunk for the sender, writing it into this
-    /// node's destination on the way if `direct`; returns bytes read.
+    /// node's destination on the way if `direct`; returns bytes read. With
+    /// `open`, a whole file small enough for other nodes goes into the
+    /// reader's pack (a buffer of `packs`, kept open across larger files:
+    /// in the largest-first order they come before the small ones).
     fn read_file(
         &self,
         f: usize,
-        tx: &crossbeam_channel::Sender<Chunk>,
-        pool: &Pool,
+        tx: &crossbeam_channel::Sender<Outgoing>,
+        (pool, packs): (&Pool, &Pool),
         direct: Option<&Direct>,
         totals: &Mutex<ReadTotals>,
+        open: Option<&mut Option<OpenPack>>,
     ) -> u64 {
         let entry = &self.manifest.files[f];
         let path = self.config.source.join(&entry.path);
         let fail = |e: io::Error| -> ! { self.fail(format!("reading source file {}: {e}", path.display())) };
-        let differs = |what: String| -> ! {
-            self.fail(format!("source file {} differs from the manifest ({what})", path.display()))
-        };
         let mut file = formats::regular::open_regular(&path).unwrap_or_else(|e| fail(e));
         let mapped = self.config.read_method.maps(&file, entry.bytes);
         if mapped {
             // A map must not reach past the end of the file.
             let size = file.metadata().unwrap_or_else(|e| fail(e)).len();
             if size != entry.bytes {
-                differs(format!("{size} bytes, the manifest says {}", entry.bytes));
+                let what = format!("{size} bytes, the manifest says {}", entry.bytes);
+                self.fail(format!("source file {} differs from the manifest ({what})", path.display()));
             }
         }
         let mut out = direct.map(|d| self.create_temp(d.temp_dir, f));
         if out.is_some() {
             totals.lock().unwrap_or_else(|p| p.into_inner()).first_write.get_or_insert_with(Instant::now);
         }
+        let receivers: Vec<usize> = self.receivers(f).collect();
+        let sends = !receivers.is_empty();
+        let fits = HEAD_LEN as u64 + entry.bytes <= self.gather_limit() as u64;
+        if let Some(open) = open
+            && sends
+            && fits
+            && !mapped
+        {
+            let read = self.read_into_pack(f, &mut file, receivers, open, out.as_ref(), tx, packs);
+            if let (Some(part), Some(d)) = (out.take(), direct) {
+                self.finish_direct(part, f, d, totals);
+            }
+            return read;
+        }
         let mut hash = StreamingChecksum::new();
-        let sends = self.plan.destinations(f).iter().any(|node| node != self.node);
         loop {
             let offset = hash.bytes();
             let want = (entry.bytes.saturating_sub(offset) as usize).min(self.config.chunk_size);
             pool.reserve();
             // This node's copy: each piece right after it is hashed, in cache.
-            let (mut at, mut write_error) = (offset, None);
-            let mut write_here = |piece: &[u8]| {
-                if let Some(out) = &out
-                    && write_error.is_none()
-                {
-                    match out.write_at(piece, at) {
-                        Ok(()) => self.counters.add_bytes(piece.len() as u64),
-                        Err(e) => write_error = Some(e),
-                    }
-                }
-                at += piece.len() as u64;
-            };
+            let mut local = LocalCopy::new(out.as_ref(), self.counters, offset);
             let body = if want == 0 {
                 Body::Empty
             } else if mapped {
                 let map = map_window(&file, offset, want).unwrap_or_else(|e| fail(e));
                 for piece in map.chunks(CACHE_PIECE) {
                     hash.update(piece);
-                    write_here(piece);
+                    local.write(piece);
                 }
                 Body::Mapped(map)
             } else {
                 let mut buffer = pool.buffer();
-                let filled = read_hashing(&mut file, &mut buffer.as_mut_slice()[..want], &mut hash, &mut write_here)
-                    .unwrap_or_else(|e| fail(e));
+                let filled =
+                    read_hashing(&mut file, &mut buffer.as_mut_slice()[..want], &mut hash, |piece| local.write(piece))
+                        .unwrap_or_else(|e| fail(e));
                 Body::Buffer(buffer, filled)
             };
-            if let Some(e) = write_error {
+            if let Some(e) = local.finish() {
                 self.fail(format!("writing {} into {}: {e}", entry.path, self.dest.display()));
             }
             let filled = body.bytes().len();
@@ -237,18 +254,12 @@ impl Context<'_> {
             if last {
                 // Check the whole file before its last chunk leaves this rank
                 // (or its copy here is renamed into place).
-                let longer = matches!(file.read_at(&mut [0u8; 1], entry.bytes), Ok(n) if n > 0);
-                if longer {
-                    differs("longer".into());
-                }
-                if hash.bytes() != entry.bytes || hash.finish() != entry.xxh3 {
-                    differs(format!("{} bytes, xxh3 {} != {}", hash.bytes(), hash.finish(), entry.xxh3));
-                }
+                self.check_whole(f, &file, &hash);
             }
             let head = Head { file: f, offset, len: filled, last };
             if !sends {
                 pool.release(body.into_buffer());
-            } else if tx.send(Chunk { head, body }).is_err() {
+            } else if tx.send(Outgoing::Chunk(Chunk { head, body })).is_err() {
                 self.fail("the sender thread stopped".to_owned());
             }
             if last {
@@ -301,26 +312,40 @@ impl Context<'_> {
     /// Send each chunk to the writer rank of every other node that needs it
     /// (this rank's readers wrote its own node's copy). Returns bytes sent.
     /// Up to [`SEND_BATCH`] chunks that are ready go out together, so a
-    /// fan-out to several nodes proceeds at once. Whole files small enough
-    /// are copied into a [`Pack`] per receiver instead, sent when full or
-    /// when no chunk is waiting (so a slow source never holds one back).
-    fn send(&self, comm: &ThreadComm, rx: &crossbeam_channel::Receiver<Chunk>, pool: &Pool) -> u64 {
+    /// fan-out to several nodes proceeds at once. Packs the readers
+    /// gathered go out as they are. Whole files small enough that come as
+    /// chunks (in the service's order, or mapped) are copied into a
+    /// [`Pack`] per receiver instead, sent when full or when no chunk is
+    /// waiting (so a slow source never holds one back).
+    fn send(
+        &self,
+        comm: &ThreadComm,
+        rx: &crossbeam_channel::Receiver<Outgoing>,
+        pool: &Pool,
+        gather_pool: &Pool,
+    ) -> u64 {
         let mut moved = 0u64;
         let mut batch: Vec<Chunk> = Vec::with_capacity(SEND_BATCH);
+        // Packs the readers filled, sent as they are.
+        let mut gathered: Vec<OpenPack> = Vec::new();
         let pack_limit = pack_limit(self.plan.nodes());
         let mut packs: HashMap<usize, Pack> = HashMap::new();
         let mut spare: Vec<Pack> = Vec::new();
         let mut open = true;
         while open {
+            let take = |outgoing, batch: &mut Vec<Chunk>, gathered: &mut Vec<OpenPack>| match outgoing {
+                Outgoing::Chunk(chunk) => batch.push(chunk),
+                Outgoing::Pack(pack) => gathered.push(pack),
+            };
             match rx.recv() {
-                Ok(first) => batch.push(first),
+                Ok(first) => take(first, &mut batch, &mut gathered),
                 Err(_) => open = false,
             }
             while open
-                && batch.len() < SEND_BATCH
+                && batch.len() + gathered.len() < SEND_BATCH
                 && let Ok(more) = rx.try_recv()
             {
-                batch.push(more);
+                take(more, &mut batch, &mut gathered);
             }
             // (receiver, pack) to send in this round.
             let mut full: Vec<(usize, Pack)> = Vec::new();
@@ -364,12 +389,22 @@ impl Context<'_> {
                     let target = comm.comm().process_at_rank(*writer as i32);
                     requests.push(target.immediate_send_with_tag(scope, pack.as_bytes(), TAG_PACK));
                 }
+                for pack in &gathered {
+                    for &writer in &pack.receivers {
+                        let target = comm.comm().process_at_rank(writer as i32);
+                        requests.push(target.immediate_send_with_tag(scope, pack.bytes(), TAG_PACK));
+                        moved += pack.file_bytes;
+                    }
+                }
                 for request in requests {
                     cluster::polite::wait(request);
                 }
             });
             for chunk in batch.drain(..) {
                 pool.release(chunk.body.into_buffer());
+            }
+            for pack in gathered.drain(..) {
+                gather_pool.release(Some(pack.buffer));
             }
             for (_, mut pack) in full {
                 pack.clear();
@@ -482,7 +517,7 @@ impl Context<'_> {
 /// Largest pack a sender builds for one receiver: 1 MiB, less when there
 /// are many receivers, so a rank's open packs stay within 32 MiB (a rank
 /// keeps one per receiver).
-fn pack_limit(nodes: usize) -> usize {
+pub(super) fn pack_limit(nodes: usize) -> usize {
     const BUDGET: usize = 32 << 20;
     (BUDGET / nodes.saturating_sub(1).max(1)).clamp(64 << 10, 1 << 20)
 }

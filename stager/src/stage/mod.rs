@@ -47,6 +47,7 @@ use crate::files::{AlignedBuffer, CACHE_PIECE, RateLimiter, ReadMethod, read_chu
 use crate::plan::Plan;
 
 mod fanout;
+mod gather;
 mod naive;
 mod pool;
 mod ramp;
@@ -90,6 +91,8 @@ pub enum ReadOrder {
     FirstNeeded(Vec<u64>),
 }
 
+use fanout::{Chunk, pack_limit};
+use gather::{LocalCopy, OpenPack, Outgoing};
 use pool::Pool;
 use wire::{HEAD_LEN, Head, Pack};
 pub use write_error::WriteError;
