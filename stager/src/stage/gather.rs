@@ -137,9 +137,9 @@ impl Context<'_> {
 /// The part of a rank's `max_inflight` bytes given to packs of `limit`
 /// bytes for `threads` readers: one open pack per reader and two on their
 /// way, at most a quarter of the budget, at least one pack. The packs wait
-/// for the receiving node's writer, which takes one message at a time: with
-/// the whole budget in packs (128 of 1 MiB), the readers ran that far ahead
-/// of it and every rank held 100 MiB more memory, no faster.
+/// for the receiving node's writer, which takes one message at a time:
+/// more of them only let the readers run further ahead of it, in memory a
+/// pack fills whole (`docs/benchmarks.md`, many small files).
 pub(super) fn pack_budget(threads: usize, max_inflight: u64, limit: usize) -> u64 {
     let limit = limit.max(1) as u64;
     let packs = (threads as u64 + 2).min(max_inflight / 4 / limit).max(1);
