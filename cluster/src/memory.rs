@@ -44,6 +44,13 @@ pub fn available_bytes() -> Option<u64> {
     kib_field(&std::fs::read_to_string("/proc/meminfo").ok()?, "MemAvailable")
 }
 
+/// Memory no one uses now, not even the page cache (Linux `MemFree`), or
+/// `None` where the kernel does not say: what can be taken without evicting
+/// cached files, which `available_bytes` counts as available.
+pub fn free_bytes() -> Option<u64> {
+    kib_field(&std::fs::read_to_string("/proc/meminfo").ok()?, "MemFree")
+}
+
 /// Why `needed` bytes per rank for `what` (the options that ask for it)
 /// do not fit in what the machine has available: "`what` needs about X
 /// GiB per rank; this machine has Y GiB available". `None` when they fit,

@@ -216,13 +216,16 @@ impl Recycler {
     /// so that the first batches of the loaders recycling through this
     /// one are read into memory that is ready rather than faulted in and
     /// zeroed page by page as the bytes arrive (a UNet3D batch is about
-    /// 1 GB). Counts the buffers it holds already. For datasets of records
-    /// whose lengths are known; others get nothing. Returns the bytes made.
+    /// 1 GB). Counts the buffers it holds already, and makes no more than
+    /// the machine's free memory holds ([`buffers_to_stock`]). For datasets
+    /// of records whose lengths are known; others get nothing. Returns the
+    /// bytes made.
     pub fn stock(&self, dataset: &dyn Dataset, batch: usize, count: usize) -> usize {
         let Some(bytes) = largest_batch_of_records(dataset, batch.max(1)) else {
             return 0;
         };
-        let missing = count.saturating_sub(lock(&self.free).len());
+        let held = lock(&self.free).len();
+        let missing = buffers_to_stock(count, held, bytes, cluster::memory::free_bytes());
         let stocked: Vec<Batch> = (0..missing)
             .map(|_| {
                 let mut records = Vec::new();
@@ -233,6 +236,28 @@ impl Recycler {
             .collect();
         lock(&self.free).extend(stocked);
         missing * bytes
+    }
+}
+
+/// Memory [`Recycler::stock`] leaves free: the process itself still
+/// allocates as it runs.
+const STOCK_MARGIN: u64 = 1 << 30;
+
+/// How many buffers of `bytes` to make so that `count` are held, `held`
+/// being held already, within `free` bytes of free memory less
+/// [`STOCK_MARGIN`] (no limit where the kernel does not say). Memory taken
+/// beyond what is free comes out of the page cache, where the dataset's
+/// files most likely are, and the first epoch reads them from disk again
+/// (`docs/benchmarks.md`, DLIO). A buffer not made here is made as its
+/// first batch arrives.
+pub fn buffers_to_stock(count: usize, held: usize, bytes: usize, free: Option<u64>) -> usize {
+    let missing = count.saturating_sub(held);
+    match free {
+        Some(free) if bytes > 0 => {
+            let room = free.saturating_sub(STOCK_MARGIN) / bytes as u64;
+            missing.min(usize::try_from(room).unwrap_or(usize::MAX))
+        }
+        _ => missing,
     }
 }
 

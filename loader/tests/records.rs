@@ -224,6 +224,20 @@ fn record_batch_buffers_are_made_at_the_largest_batch_size_from_the_first_batch(
     assert_eq!(seen, lengths.len());
 }
 
+/// Stocking makes what is missing, within the free memory less a margin,
+/// and anything missing where the kernel does not say what is free.
+#[test]
+fn stocking_takes_no_more_than_the_free_memory_less_a_margin() {
+    use loader::pipeline::buffers_to_stock;
+    const GIB: u64 = 1 << 30;
+    assert_eq!(buffers_to_stock(9, 0, 1 << 20, None), 9);
+    assert_eq!(buffers_to_stock(9, 4, 1 << 20, Some(64 * GIB)), 5, "those held count");
+    assert_eq!(buffers_to_stock(9, 0, 1 << 30, Some(5 * GIB)), 4, "a GiB stays free");
+    assert_eq!(buffers_to_stock(9, 0, 1 << 30, Some(GIB / 2)), 0);
+    assert_eq!(buffers_to_stock(3, 5, 1 << 20, Some(64 * GIB)), 0);
+    assert_eq!(buffers_to_stock(2, 0, 0, Some(0)), 2, "empty buffers take nothing");
+}
+
 /// Buffers stocked before the first epoch (`Recycler::stock`, what
 /// `Loader.make_buffers` does while a job sets up) are the ones its first
 /// batches are read into, each made once at the largest batch's size; a

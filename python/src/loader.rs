@@ -247,8 +247,9 @@ impl EpochLoader {
     fn stock_buffers(&self, py: Python<'_>) -> usize {
         let dataset = self.dataset.get().opened.dataset.clone();
         let (buffers, batch) = (self.buffers.clone(), self.config.batch);
-        // The batches in flight, and the one the consumer holds.
-        let count = self.config.prefetch.max(1) + 1;
+        // The batches in flight, and the one the consumer holds; never more
+        // than an epoch has (its workers stop with the epoch).
+        let count = (self.config.prefetch.max(1) + 1).min(self.batches());
         py.detach(move || buffers.stock(&*dataset, batch, count))
     }
 

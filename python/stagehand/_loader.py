@@ -281,7 +281,10 @@ class Loader:
         the kernel then maps and zeroes the fresh memory page by page while
         the bytes are read into it: for batches of large records (DLIO's
         UNet3D, about 1 GB a batch) that is most of the first epoch's reading
-        time. For datasets of records whose lengths are known (NumPy ``.npz``
+        time. No more buffers than an epoch has batches, nor than the
+        machine's free memory holds less 1 GiB (memory beyond what is free
+        would come out of the page cache, where the dataset's files are).
+        For datasets of records whose lengths are known (NumPy ``.npz``
         members, HDF5 rows); others are left as they are. Returns the bytes made.
         """
         return self._inner.stock_buffers()

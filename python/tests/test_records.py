@@ -102,6 +102,9 @@ def test_buffers_made_before_the_first_epoch_carry_its_batches(tmp_path, tfrecor
             assert np.asarray(batch.x[k]).tobytes() == np.ascontiguousarray(expected[index]).tobytes()
             seen[index] = seen.get(index, 0) + 1
     assert seen == {index: 1 for index in range(12)}
+    # No more buffers than an epoch has batches: two of six samples here.
+    short = stagehand.Loader(stagehand.Dataset.npz(paths), batch_size=6, prefetch=4, rank=0, world_size=1)
+    assert short.make_buffers() == 2 * 6 * 20
     paths, _ = tfrecords
     unknown = stagehand.Loader(stagehand.Dataset.tfrecord(paths, feature="image"), batch_size=2, rank=0, world_size=1)
     assert unknown.make_buffers() == 0
