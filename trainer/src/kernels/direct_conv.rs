@@ -16,11 +16,11 @@
 
 use rayon::prelude::*;
 
-use super::channel_conv;
 use super::columns::fill;
 use super::cpu::{self, KernelPath, wide};
 use super::lanes::load;
 use super::uninit;
+use super::{channel_conv, channel_tile_conv};
 
 /// Lanes of the weight-gradient accumulators (fixed, for reproducibility).
 const LANES: usize = 8;
@@ -139,7 +139,10 @@ pub fn forward_valid(shape: &ConvShape, x: &[f32], weight: &[f32], bias: Option<
 
 fn forward_on(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[f32]>) -> Vec<f32> {
     let mut y = vec![0.0; shape.output_len()];
-    if channel_conv::applies(shape) {
+    if channel_tile_conv::applies(shape) {
+        let weights = channel_conv::channels_last_weights(shape, weight);
+        channel_tile_conv::forward_padded(shape, padded, &weights, bias, &mut y);
+    } else if channel_conv::applies(shape) {
         let weights = channel_conv::channels_last_weights(shape, weight);
         channel_conv::forward_padded(shape, padded, &weights, bias, &mut y);
     } else {
@@ -170,7 +173,10 @@ pub fn input_grad_valid(shape: &ConvShape, weight: &[f32], out_grad: &[f32]) -> 
 fn input_grad_of_padded(shape: &ConvShape, weight: &[f32], padded: &[f32]) -> Vec<f32> {
     let t = shape.transposed();
     let mut x_grad = vec![0.0; shape.input_len()];
-    if channel_conv::applies(&t) {
+    if channel_tile_conv::applies(&t) {
+        let weights = channel_conv::channels_last_flipped_weights(shape, weight);
+        channel_tile_conv::forward_padded(&t, padded, &weights, None, &mut x_grad);
+    } else if channel_conv::applies(&t) {
         let weights = channel_conv::channels_last_flipped_weights(shape, weight);
         channel_conv::forward_padded(&t, padded, &weights, None, &mut x_grad);
     } else {
@@ -1182,6 +1188,52 @@ mod tests {
         let mut rows = vec![0.0; shape.input_len()];
         forward_padded(&t, &pad(&t, t.c_in, &g), &flipped(&shape, &weight), None, &mut rows);
         assert_eq!(input_grad(&shape, &weight, &g), rows);
+    }
+
+    /// The AVX-512 tiles of 6 voxels × 64 channels add each output in the
+    /// plain kernel's order, so the forward pass and the input gradient
+    /// agree with the plain and row kernels to the bit: rows of whole tiles,
+    /// every tail of 1 to 5 voxels, one and two groups of 64 channels.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn channel_tile_kernels_give_the_plain_kernels_bits() {
+        if cpu::path() != KernelPath::Avx512 {
+            e2e::skip("channel_tile_kernels_give_the_plain_kernels_bits", "the kernels here do not run AVX-512");
+            return;
+        }
+        for (w, c_in, c_out) in
+            [(6, 3, 64), (7, 5, 64), (8, 2, 128), (9, 4, 64), (10, 3, 64), (11, 64, 64), (31, 3, 64)]
+        {
+            let shape = ConvShape { batch: 2, c_in, c_out, volume: [2, 3, w], kernel: 3 };
+            assert!(channel_tile_conv::applies(&shape));
+            let (x, weight, bias, g) = (
+                values(shape.input_len(), 21),
+                values(shape.weight_len(), 22),
+                values(shape.c_out, 23),
+                values(shape.output_len(), 24),
+            );
+            let padded = pad(&shape, shape.c_in, &x);
+            let voxels = shape.voxels();
+            let mut plain = vec![0.0; shape.output_len()];
+            for (plane, out) in plain.chunks_mut(voxels).enumerate() {
+                forward_plane(&shape, &padded, &weight, Some(&bias), plane / c_out, plane % c_out, out);
+            }
+            let mut tiles = vec![f32::NAN; shape.output_len()];
+            let weights = channel_conv::channels_last_weights(&shape, &weight);
+            channel_tile_conv::forward_padded(&shape, &padded, &weights, Some(&bias), &mut tiles);
+            assert_eq!(bits(&tiles), bits(&plain), "forward {shape:?}");
+            assert_eq!(bits(&forward(&shape, &x, &weight, Some(&bias))), bits(&plain), "forward {shape:?}");
+            // The input gradient: channels back to c_in, through the tiles
+            // where c_in is a multiple of 64, else the row kernels.
+            let t = shape.transposed();
+            let mut rows = vec![0.0; shape.input_len()];
+            forward_padded(&t, &pad(&t, t.c_in, &g), &flipped(&shape, &weight), None, &mut rows);
+            assert_eq!(bits(&input_grad(&shape, &weight, &g)), bits(&rows), "input gradient {shape:?}");
+        }
+    }
+
+    fn bits(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|x| x.to_bits()).collect()
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub mod batch_norm;
 pub mod bf16_gemm;
 pub mod calibrate;
 mod channel_conv;
+mod channel_tile_conv;
 pub mod columns;
 pub mod conv2d_forward;
 pub mod conv2d_grad;
