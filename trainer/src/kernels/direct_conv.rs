@@ -20,10 +20,10 @@ use super::columns::fill;
 use super::cpu::{self, KernelPath, wide};
 use super::lanes::load;
 use super::uninit;
-use super::{channel_conv, channel_tile_conv};
+use super::{channel_conv, channel_tile_conv, pair_weight_grad3d};
 
 /// Lanes of the weight-gradient accumulators (fixed, for reproducibility).
-const LANES: usize = 8;
+pub(super) const LANES: usize = 8;
 
 pub use super::conv_shape::ConvShape;
 
@@ -459,6 +459,38 @@ fn forward_block_wide(
     forward_block::<LANES>(shape, padded, weight, bias, n, co, out)
 }
 
+/// Whether the weight gradient of `shape` runs on
+/// [`pair_weight_grad3d`]'s blocks of 8 channels: a 3³ kernel, output
+/// channels in whole blocks, the AVX-512 path without the AVX2 weight
+/// gradient (same bits as the blocks of 4 below).
+#[cfg(target_arch = "x86_64")]
+fn pair_blocks_apply(shape: &ConvShape) -> bool {
+    shape.kernel == 3
+        && shape.c_out.is_multiple_of(pair_weight_grad3d::BLOCK)
+        && cpu::path() == KernelPath::Avx512
+        && !cpu::weight_grad_3d_on_avx2()
+}
+
+/// (blocks, input channels) of one task of [`pair_weight_grad3d`]'s
+/// weight gradient over `blocks` blocks and `c_in` input channels on
+/// `threads` threads: up to 4 × 16, so that a task reads its blocks' output
+/// gradient once per 16 input channels and its input channels once per 4
+/// blocks (Etalumis' 64 → 64 layer: 8 tasks), smaller until there are 4
+/// tasks a thread (a small layer on one task would leave the other
+/// threads idle). Each tile's sums do not depend on the split.
+fn pair_tasks(blocks: usize, c_in: usize, threads: usize) -> (usize, usize) {
+    let (mut per_block, mut per_input) = (4.min(blocks), 16.min(c_in));
+    let tasks = |b: usize, i: usize| blocks.div_ceil(b) * c_in.div_ceil(i);
+    while tasks(per_block, per_input) < 4 * threads && (per_block, per_input) != (1, 1) {
+        if per_input > 1 {
+            per_input = per_input.div_ceil(2);
+        } else {
+            per_block = per_block.div_ceil(2);
+        }
+    }
+    (per_block, per_input)
+}
+
 /// [`weight_grad_block_3`], with explicit AVX2 loads where the CPU has them.
 fn weight_grad_block_3_wide(
     shape: &ConvShape,
@@ -545,6 +577,44 @@ pub fn weight_grad_from_padded(input: &PaddedInput, out_grad: &[f32]) -> Vec<f32
         return channel_conv::weight_grad(shape, padded, out_grad);
     }
     let mut grad = vec![0.0; shape.weight_len()];
+    #[cfg(target_arch = "x86_64")]
+    if pair_blocks_apply(shape) {
+        use pair_weight_grad3d::BLOCK;
+        let pairs = pair_weight_grad3d::channel_pairs(shape, out_grad);
+        let (c_in, blocks) = (shape.c_in, shape.c_out / BLOCK);
+        let (blocks_per_task, inputs_per_task) = pair_tasks(blocks, c_in, rayon::current_num_threads());
+        let inputs_tasks = c_in.div_ceil(inputs_per_task);
+        let tasks: Vec<Vec<[[f32; 27]; BLOCK]>> = (0..blocks.div_ceil(blocks_per_task) * inputs_tasks)
+            .into_par_iter()
+            .map(|t| {
+                let b = t / inputs_tasks * blocks_per_task;
+                let ci = t % inputs_tasks * inputs_per_task;
+                // SAFETY: `pair_blocks_apply` holds only on the AVX-512
+                // path, whose CPUs have AVX-512 F and DQ, AVX2 and FMA.
+                #[allow(unsafe_code)]
+                unsafe {
+                    pair_weight_grad3d::tiles(
+                        shape,
+                        padded,
+                        &pairs,
+                        b..(b + blocks_per_task).min(blocks),
+                        ci..(ci + inputs_per_task).min(c_in),
+                    )
+                }
+            })
+            .collect();
+        for (t, tiles) in tasks.iter().enumerate() {
+            let (b0, ci0) = (t / inputs_tasks * blocks_per_task, t % inputs_tasks * inputs_per_task);
+            let inputs = (ci0 + inputs_per_task).min(c_in) - ci0;
+            for (k, tile) in tiles.iter().enumerate() {
+                let (co, ci) = ((b0 + k / inputs) * BLOCK, ci0 + k % inputs);
+                for (j, taps) in tile.iter().enumerate() {
+                    grad[((co + j) * c_in + ci) * 27..][..27].copy_from_slice(taps);
+                }
+            }
+        }
+        return grad;
+    }
     if shape.kernel == 3 && shape.c_out.is_multiple_of(CO_BLOCK) {
         let (c_in, blocks) = (shape.c_in, shape.c_out / CO_BLOCK);
         let tiles: Vec<[[f32; 27]; CO_BLOCK]> = (0..blocks * c_in)
@@ -1230,6 +1300,43 @@ mod tests {
             forward_padded(&t, &pad(&t, t.c_in, &g), &flipped(&shape, &weight), None, &mut rows);
             assert_eq!(bits(&input_grad(&shape, &weight, &g)), bits(&rows), "input gradient {shape:?}");
         }
+    }
+
+    /// The AVX-512 weight gradient in blocks of 8 channels from the
+    /// output gradient in channel pairs gives the plain kernel's bits: rows
+    /// with and without a tail, a task's 16 input channels and a remainder,
+    /// its 4 blocks and a remainder.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn pair_weight_gradient_blocks_give_the_plain_kernels_bits() {
+        if !pair_blocks_apply(&ConvShape { batch: 1, c_in: 1, c_out: 8, volume: [1, 1, 16], kernel: 3 }) {
+            e2e::skip(
+                "pair_weight_gradient_blocks_give_the_plain_kernels_bits",
+                "the kernels here do not run AVX-512 (or run the AVX2 weight gradient)",
+            );
+            return;
+        }
+        for (w, c_in, c_out) in [(16, 3, 8), (31, 18, 40), (21, 1, 64), (9, 17, 8), (33, 2, 24)] {
+            let shape = ConvShape { batch: 2, c_in, c_out, volume: [3, 2, w], kernel: 3 };
+            assert!(pair_blocks_apply(&shape) && !channel_conv::applies(&shape), "{shape:?}");
+            let (x, g) = (values(shape.input_len(), 25), values(shape.output_len(), 26));
+            let padded = pad(&shape, shape.c_in, &x);
+            let mut plain = vec![0.0; shape.weight_len()];
+            for (pair, out) in plain.chunks_mut(27).enumerate() {
+                weight_grad_pair(&shape, &padded, &g, pair, out);
+            }
+            assert_eq!(bits(&weight_grad(&shape, &x, &g)), bits(&plain), "{shape:?}");
+        }
+    }
+
+    #[test]
+    fn pair_weight_gradient_tasks_shrink_until_every_thread_has_four() {
+        assert_eq!(pair_tasks(8, 64, 2), (4, 16), "Etalumis' 64 → 64 layer: 8 tasks");
+        assert_eq!(pair_tasks(2, 4, 2), (1, 1), "the calibration probe: 8 tasks");
+        assert_eq!(pair_tasks(8, 1, 2), (1, 1), "one input channel: a task per block");
+        assert_eq!(pair_tasks(1, 1, 64), (1, 1));
+        assert_eq!(pair_tasks(16, 128, 4), (4, 16));
+        assert_eq!(pair_tasks(8, 64, 8), (4, 4));
     }
 
     fn bits(v: &[f32]) -> Vec<u32> {

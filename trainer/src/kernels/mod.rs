@@ -45,6 +45,7 @@ mod lane_conv_transpose2d;
 mod lanes;
 pub mod lstm_cell;
 pub mod ops;
+mod pair_weight_grad3d;
 pub mod precision;
 mod shifted_weight_grad2d;
 pub mod strided_gemm;
