@@ -712,7 +712,7 @@ fn weight_grad_block_3(
 /// same bits.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
-mod weight_grad_avx2 {
+pub(in crate::kernels) mod weight_grad_avx2 {
     use std::arch::x86_64::{
         __m256, __m256i, _mm256_add_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_maskload_ps,
         _mm256_setzero_ps, _mm256_storeu_ps,
@@ -728,7 +728,7 @@ mod weight_grad_avx2 {
     /// zeros in the others: there the multiply-adds add 0 · 0, and each
     /// lane the portable kernel uses sees its operations.
     #[target_feature(enable = "avx2")]
-    pub(super) fn tail_mask(lanes: usize) -> __m256i {
+    pub(in crate::kernels) fn tail_mask(lanes: usize) -> __m256i {
         let start = &TAIL_MASKS[LANES - lanes.min(LANES)..][..LANES];
         // SAFETY: `start` holds LANES i32s, one 256-bit vector.
         unsafe { _mm256_loadu_si256(start.as_ptr().cast()) }

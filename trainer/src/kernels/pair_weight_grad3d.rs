@@ -85,25 +85,12 @@ pub(super) unsafe fn tiles(
 #[allow(unsafe_code)]
 mod avx512 {
     use std::arch::x86_64::{
-        _mm256_maskload_ps, _mm512_add_ps, _mm512_broadcast_f32x8, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_setzero_ps,
-        _mm512_storeu_ps,
+        __m512, _mm256_maskload_ps, _mm512_add_ps, _mm512_broadcast_f32x8, _mm512_fmadd_ps, _mm512_loadu_ps,
+        _mm512_setzero_ps, _mm512_storeu_ps,
     };
 
-    use std::arch::x86_64::{__m256i, _mm256_loadu_si256};
-
+    use super::super::direct_conv::weight_grad_avx2::tail_mask;
     use super::{BLOCK, ConvShape, LANES};
-
-    /// All bits set in lanes `..LANES`, none in the next `LANES`.
-    const TAIL_MASKS: [i32; 2 * LANES] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
-
-    /// The mask of a row's last `lanes` (< LANES) columns for
-    /// `_mm256_maskload_ps`, which gives zeros in the lanes it leaves out.
-    #[target_feature(enable = "avx2")]
-    fn tail_mask(lanes: usize) -> __m256i {
-        let start = &TAIL_MASKS[LANES - lanes.min(LANES)..][..LANES];
-        // SAFETY: `start` holds LANES i32s, one 256-bit vector.
-        unsafe { _mm256_loadu_si256(start.as_ptr().cast()) }
-    }
 
     /// Registers of channel pairs in a block.
     const PAIRS: usize = BLOCK / 2;
@@ -189,11 +176,7 @@ mod avx512 {
                             *v = _mm512_loadu_ps(gq.as_ptr().add(2 * LANES * c));
                         }
                     }
-                    for q in 0..PAIRS {
-                        for s in 0..3 {
-                            acc[q][s] = _mm512_fmadd_ps(gv[q], r[s], acc[q][s]);
-                        }
-                    }
+                    add_products(&mut acc, &r, &gv);
                 }
                 if full < chunks {
                     // SAFETY: the masked loads read columns full·LANES + s
@@ -210,11 +193,7 @@ mod avx512 {
                             *v = _mm512_loadu_ps(gq.as_ptr().add(2 * LANES * full));
                         }
                     }
-                    for q in 0..PAIRS {
-                        for s in 0..3 {
-                            acc[q][s] = _mm512_fmadd_ps(gv[q], r[s], acc[q][s]);
-                        }
-                    }
+                    add_products(&mut acc, &r, &gv);
                 }
             }
             // The plane's partial sums join the running totals.
@@ -226,6 +205,17 @@ mod avx512 {
                         _mm512_storeu_ps(lanes.as_mut_ptr(), total);
                     }
                 }
+            }
+        }
+    }
+
+    /// `acc[q][s] += gv[q] · r[s]`, fused, for every pair and shift.
+    #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+    #[inline]
+    fn add_products(acc: &mut [[__m512; 3]; PAIRS], r: &[__m512; 3], gv: &[__m512; PAIRS]) {
+        for (a, g) in acc.iter_mut().zip(gv) {
+            for (lanes, shifted) in a.iter_mut().zip(r) {
+                *lanes = _mm512_fmadd_ps(*g, *shifted, *lanes);
             }
         }
     }
