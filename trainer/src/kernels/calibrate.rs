@@ -304,10 +304,14 @@ fn measure_this_cpu(ranks: usize, slowest: impl FnOnce(&mut [f64])) -> KernelCho
 }
 
 /// Inputs of one run of the kernels that take most of our models' steps:
-/// a 3-D convolution's three passes (CosmoFlow), a 2-D direct convolution
-/// and its weight gradient (the segmentation networks), batch
-/// normalisation's statistics and backward sums. Small, so that the
-/// portable build's single probe stays in the tens of milliseconds.
+/// a 3-D convolution's three passes (CosmoFlow, Etalumis: rows 31 wide,
+/// as Etalumis' largest layer, so a row ends in a partial chunk), a 2-D
+/// direct convolution and its weight gradient (the segmentation networks),
+/// batch normalisation's statistics and backward sums. Small, so that the
+/// portable build's single probe stays in the tens of milliseconds, but
+/// with enough channels and batch that the two 3-D weight gradients of the
+/// AVX-512 path differ beyond the noise: at batch 1, 4 → 16 channels,
+/// they timed the same, and the probe chose between them by chance.
 struct Probe {
     shape3: ConvShape,
     x3: Vec<f32>,
@@ -326,7 +330,7 @@ struct Probe {
 
 impl Probe {
     fn new() -> Self {
-        let shape3 = ConvShape { batch: 1, c_in: 4, c_out: 16, volume: [4, 8, 32], kernel: 3 };
+        let shape3 = ConvShape { batch: 2, c_in: 8, c_out: 16, volume: [4, 8, 31], kernel: 3 };
         let (dims2, c_out2) = ([1, 8, 16, 64], 8);
         let window2 = Window { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] };
         let norm = Layout { samples: 2, channels: 16, positions: 1024, groups: 1 };
