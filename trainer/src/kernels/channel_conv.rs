@@ -452,6 +452,7 @@ macro_rules! vector_kernels {
                 out: &mut [[f32; TAPS]; GROUP],
             ) {
                 let [pd, ph, pw] = shape.padded();
+                let [d, h, w] = shape.volume;
                 let (c_in, c_out) = (shape.c_in, shape.c_out);
                 let volume = pd * ph * pw;
                 let voxels = shape.voxels();
@@ -460,16 +461,28 @@ macro_rules! vector_kernels {
                 for n in 0..shape.batch {
                     let input = &padded[(n * c_in + ci) * volume..][..volume];
                     let mut acc = [[$zero(); V]; TAPS];
-                    for v in 0..voxels {
-                        let base = voxel_base(shape, v);
-                        let gv = load_group(&g[(n * voxels + v) * c_out + co..]);
-                        for (r9, row) in rows.iter().enumerate() {
-                            let x = &input[base + row..][..3];
-                            for (kw, xv) in x.iter().enumerate() {
-                                let xv = $splat(*xv);
-                                for (lanes, gk) in acc[r9 * 3 + kw].iter_mut().zip(&gv) {
-                                    *lanes = $fma(*gk, xv, *lanes);
+                    let sample_g = &g[n * voxels * c_out..][..voxels * c_out];
+                    // Voxels in order, row by row: each output row's nine
+                    // input rows found once (dividing a voxel's index into
+                    // its coordinates cost as much as its multiply-adds).
+                    let mut v = 0;
+                    for z in 0..d {
+                        for yy in 0..h {
+                            let mut kernel_rows: [&[f32]; 9] = [&[]; 9];
+                            for (kernel_row, row) in kernel_rows.iter_mut().zip(&rows) {
+                                *kernel_row = &input[(z * ph + yy) * pw + row..][..w + 2];
+                            }
+                            for x in 0..w {
+                                let gv = load_group(&sample_g[v * c_out + co..]);
+                                for (r9, kernel_row) in kernel_rows.iter().enumerate() {
+                                    for (kw, xv) in kernel_row[x..x + 3].iter().enumerate() {
+                                        let xv = $splat(*xv);
+                                        for (lanes, gk) in acc[r9 * 3 + kw].iter_mut().zip(&gv) {
+                                            *lanes = $fma(*gk, xv, *lanes);
+                                        }
+                                    }
                                 }
+                                v += 1;
                             }
                         }
                     }
@@ -515,3 +528,33 @@ vector_kernels!(
     _mm256_add_ps,
     _mm256_setzero_ps
 );
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::kernels::calibrate::values;
+
+    /// The vector weight gradient (the path this CPU runs) sums each entry
+    /// as the portable one does, voxel after voxel, sample after sample: the
+    /// same bits, across rows, planes and samples.
+    #[test]
+    fn the_vector_weight_gradient_gives_the_portable_bits() {
+        let shape = ConvShape { batch: 2, c_in: 3, c_out: 32, volume: [3, 4, 5], kernel: 3 };
+        assert!(applies(&shape));
+        let [pd, ph, pw] = shape.padded();
+        let padded = values(shape.batch * shape.c_in * pd * ph * pw, 31);
+        // Channels last, as `weight_grad` lays the output gradient out.
+        let g = values(shape.output_len(), 32);
+        for ci in 0..shape.c_in {
+            for co in (0..shape.c_out).step_by(GROUP) {
+                let (mut portable, mut vector) = ([[0.0f32; TAPS]; GROUP], [[0.0f32; TAPS]; GROUP]);
+                weight_grad_group::<4, 4>(&shape, &padded, &g, ci, co, &mut portable);
+                weight_grad_group_wide(&shape, &padded, &g, ci, co, &mut vector);
+                let bits = |t: &[[f32; TAPS]; GROUP]| t.as_flattened().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&vector), bits(&portable), "input channel {ci}, output channels {co}..");
+            }
+        }
+    }
+}
