@@ -26,6 +26,7 @@ use rayon::prelude::*;
 
 use super::conv_shape::ConvShape;
 use super::cpu::{self, KernelPath};
+use super::uninit::F32Slot;
 
 /// Output channels per task: four AVX-512 vectors.
 const GROUP: usize = 64;
@@ -42,8 +43,15 @@ pub(super) fn applies(shape: &ConvShape) -> bool {
 
 /// Forward pass into `y` [batch, c_out, D, H, W] from the padded input
 /// (`direct_conv`'s layout) and `channel_conv`'s channels-last weights
-/// [c_in, 27, c_out]. Parallel over samples and groups of output channels.
-pub(super) fn forward_padded(shape: &ConvShape, padded: &[f32], weights: &[f32], bias: Option<&[f32]>, y: &mut [f32]) {
+/// [c_in, 27, c_out], every element of `y` written once (it may start
+/// uninitialised). Parallel over samples and groups of output channels.
+pub(super) fn forward_padded<S: F32Slot>(
+    shape: &ConvShape,
+    padded: &[f32],
+    weights: &[f32],
+    bias: Option<&[f32]>,
+    y: &mut [S],
+) {
     assert!(applies(shape), "the AVX-512 channel-tile kernel for {shape:?}");
     let [pd, ph, pw] = shape.padded();
     let volume = pd * ph * pw;
@@ -77,7 +85,7 @@ mod avx512 {
         __m512, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_setzero_ps, _mm512_storeu_ps,
     };
 
-    use super::{ConvShape, GROUP, TAPS};
+    use super::{ConvShape, F32Slot, GROUP, TAPS};
 
     /// Vectors per group of output channels.
     const V: usize = GROUP / 16;
@@ -108,13 +116,13 @@ mod avx512 {
     /// input of `shape`, `weights` its channels-last weights, `out` the
     /// group's planes, `co + GROUP <= shape.c_out`.
     #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(super) unsafe fn forward_group(
+    pub(super) unsafe fn forward_group<S: F32Slot>(
         shape: &ConvShape,
         input: &[f32],
         weights: &[f32],
         bias: Option<&[f32]>,
         co: usize,
-        out: &mut [f32],
+        out: &mut [S],
     ) {
         let mut start = [_mm512_setzero_ps(); V];
         if let Some(b) = bias {
@@ -131,18 +139,18 @@ mod avx512 {
                 let mut x = 0;
                 while x + R <= w {
                     // SAFETY: as this function's, and x + R <= w.
-                    unsafe { forward_tile::<R>(&tile, z, yy, x, out) };
+                    unsafe { forward_tile::<R, S>(&tile, z, yy, x, out) };
                     x += R;
                 }
                 // SAFETY: as above, for the row's last w - x < R voxels.
                 unsafe {
                     match w - x {
                         0 => {}
-                        1 => forward_tile::<1>(&tile, z, yy, x, out),
-                        2 => forward_tile::<2>(&tile, z, yy, x, out),
-                        3 => forward_tile::<3>(&tile, z, yy, x, out),
-                        4 => forward_tile::<4>(&tile, z, yy, x, out),
-                        _ => forward_tile::<5>(&tile, z, yy, x, out),
+                        1 => forward_tile::<1, S>(&tile, z, yy, x, out),
+                        2 => forward_tile::<2, S>(&tile, z, yy, x, out),
+                        3 => forward_tile::<3, S>(&tile, z, yy, x, out),
+                        4 => forward_tile::<4, S>(&tile, z, yy, x, out),
+                        _ => forward_tile::<5, S>(&tile, z, yy, x, out),
                     }
                 }
             }
@@ -156,7 +164,7 @@ mod avx512 {
     /// As [`forward_group`], and `x + T <= W`.
     #[target_feature(enable = "avx512f,avx2,fma")]
     #[inline]
-    unsafe fn forward_tile<const T: usize>(tile: &Tile<'_>, z: usize, yy: usize, x: usize, out: &mut [f32]) {
+    unsafe fn forward_tile<const T: usize, S: F32Slot>(tile: &Tile<'_>, z: usize, yy: usize, x: usize, out: &mut [S]) {
         let shape = tile.shape;
         let [d, h, w] = shape.volume;
         let [pd, ph, pw] = shape.padded();
@@ -198,7 +206,7 @@ mod avx512 {
                 unsafe { _mm512_storeu_ps(lanes.as_mut_ptr().add(16 * k), *v) };
             }
             for (j, value) in lanes.iter().enumerate() {
-                out[j * voxels + first + t] = *value;
+                out[j * voxels + first + t] = S::holding(*value);
             }
         }
     }

@@ -138,11 +138,18 @@ pub fn forward_valid(shape: &ConvShape, x: &[f32], weight: &[f32], bias: Option<
 }
 
 fn forward_on(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[f32]>) -> Vec<f32> {
-    let mut y = vec![0.0; shape.output_len()];
     if channel_tile_conv::applies(shape) {
         let weights = channel_conv::channels_last_weights(shape, weight);
-        channel_tile_conv::forward_padded(shape, padded, &weights, bias, &mut y);
-    } else if channel_conv::applies(shape) {
+        // SAFETY: the tiles write every output element once.
+        #[allow(unsafe_code)]
+        return unsafe {
+            uninit::written_whole(shape.output_len(), |y| {
+                channel_tile_conv::forward_padded(shape, padded, &weights, bias, y)
+            })
+        };
+    }
+    let mut y = vec![0.0; shape.output_len()];
+    if channel_conv::applies(shape) {
         let weights = channel_conv::channels_last_weights(shape, weight);
         channel_conv::forward_padded(shape, padded, &weights, bias, &mut y);
     } else {
@@ -172,11 +179,18 @@ pub fn input_grad_valid(shape: &ConvShape, weight: &[f32], out_grad: &[f32]) -> 
 /// gradient padded by `k / 2`.
 fn input_grad_of_padded(shape: &ConvShape, weight: &[f32], padded: &[f32]) -> Vec<f32> {
     let t = shape.transposed();
-    let mut x_grad = vec![0.0; shape.input_len()];
     if channel_tile_conv::applies(&t) {
         let weights = channel_conv::channels_last_flipped_weights(shape, weight);
-        channel_tile_conv::forward_padded(&t, padded, &weights, None, &mut x_grad);
-    } else if channel_conv::applies(&t) {
+        // SAFETY: the tiles write every element of the gradient once.
+        #[allow(unsafe_code)]
+        return unsafe {
+            uninit::written_whole(shape.input_len(), |x_grad| {
+                channel_tile_conv::forward_padded(&t, padded, &weights, None, x_grad)
+            })
+        };
+    }
+    let mut x_grad = vec![0.0; shape.input_len()];
+    if channel_conv::applies(&t) {
         let weights = channel_conv::channels_last_flipped_weights(shape, weight);
         channel_conv::forward_padded(&t, padded, &weights, None, &mut x_grad);
     } else {

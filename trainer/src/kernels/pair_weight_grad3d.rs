@@ -18,9 +18,10 @@
 
 use rayon::prelude::*;
 
+use super::columns::fill;
 use super::conv_shape::ConvShape;
-
 use super::direct_conv::LANES;
+use super::uninit;
 
 /// Output channels of one block.
 pub(super) const BLOCK: usize = 8;
@@ -34,19 +35,28 @@ pub(super) fn channel_pairs(shape: &ConvShape, out_grad: &[f32]) -> Vec<f32> {
     assert!(shape.c_out.is_multiple_of(2) && out_grad.len() == shape.output_len(), "output gradient of {shape:?}");
     let (voxels, chunks) = (d * h * w, w.div_ceil(LANES));
     let rows = shape.batch * d * h;
-    let mut pairs = vec![0.0f32; shape.c_out / 2 * rows * chunks * 2 * LANES];
-    pairs.par_chunks_mut(rows * chunks * 2 * LANES).enumerate().for_each(|(q, dst)| {
-        for (r, dst_row) in dst.chunks_mut(chunks * 2 * LANES).enumerate() {
-            let (n, plane_row) = (r / (d * h), r % (d * h));
-            for half in 0..2 {
-                let src = &out_grad[(n * shape.c_out + 2 * q + half) * voxels + plane_row * w..][..w];
-                for (c, columns) in src.chunks(LANES).enumerate() {
-                    dst_row[(2 * c + half) * LANES..][..columns.len()].copy_from_slice(columns);
+    let len = shape.c_out / 2 * rows * chunks * 2 * LANES;
+    // SAFETY: every chunk of every row of every pair is written: its
+    // columns from the output gradient, zeros after them.
+    #[allow(unsafe_code)]
+    unsafe {
+        uninit::written_whole(len, |pairs| {
+            pairs.par_chunks_mut(rows * chunks * 2 * LANES).enumerate().for_each(|(q, dst)| {
+                for (r, dst_row) in dst.chunks_mut(chunks * 2 * LANES).enumerate() {
+                    let (n, plane_row) = (r / (d * h), r % (d * h));
+                    for half in 0..2 {
+                        let src = &out_grad[(n * shape.c_out + 2 * q + half) * voxels + plane_row * w..][..w];
+                        for c in 0..chunks {
+                            let columns = &src[c * LANES..w.min((c + 1) * LANES)];
+                            let chunk = &mut dst_row[(2 * c + half) * LANES..][..LANES];
+                            chunk[..columns.len()].write_copy_of_slice(columns);
+                            fill(&mut chunk[columns.len()..], 0.0);
+                        }
+                    }
                 }
-            }
-        }
-    });
-    pairs
+            });
+        })
+    }
 }
 
 /// The 27 taps' gradients of output channels `blocks.start * BLOCK..
