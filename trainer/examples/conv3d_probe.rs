@@ -1,10 +1,10 @@
-//! Times the direct 3-D convolution kernels at Etalumis' valid-convolution
-//! shapes (batch 16): forward, input gradient, weight gradient, in G
-//! multiply-adds a second.
+//! Times the direct 3-D convolution kernels at a model's shapes: forward,
+//! input gradient, weight gradient, in G multiply-adds a second.
+//! `conv3d_probe` takes Etalumis' valid convolutions (batch 16);
+//! `conv3d_probe cosmoflow` CosmoFlow `mlperf-small`'s "same" ones (batch 8).
 #![allow(missing_docs, clippy::unwrap_used)]
 use std::time::Instant;
-use trainer::kernels::direct_conv::ConvShape;
-use trainer::kernels::direct_conv::{self, PaddedInput};
+use trainer::kernels::direct_conv::{self, ConvShape, PaddedInput};
 
 fn median(mut f: impl FnMut()) -> f64 {
     f();
@@ -19,25 +19,47 @@ fn median(mut f: impl FnMut()) -> f64 {
     t[2]
 }
 
+fn values(n: usize, a: usize, b: usize) -> Vec<f32> {
+    (0..n).map(|i| ((i * a) % b) as f32 / (b as f32 / 2.0) - 1.0).collect()
+}
+
 fn main() {
     trainer::allocator::keep_freed_memory();
+    let cosmoflow = std::env::args().nth(1).as_deref() == Some("cosmoflow");
     trainer::kernels::on_pool(|| {
         println!("# kernels: {}", trainer::kernels::calibrate::calibrate().line());
-        for (ci, co, d, h, w) in
-            [(64, 64, 16, 31, 31), (64, 128, 6, 13, 13), (128, 128, 4, 11, 11), (128, 128, 2, 9, 9)]
-        {
-            let shape = ConvShape { batch: 16, c_in: ci, c_out: co, volume: [d, h, w], kernel: 3 };
-            let x: Vec<f32> =
-                (0..16 * ci * (d + 2) * (h + 2) * (w + 2)).map(|i| ((i * 37) % 23) as f32 / 11.0 - 1.0).collect();
-            let wt: Vec<f32> = (0..shape.weight_len()).map(|i| ((i * 13) % 17) as f32 / 50.0 - 0.15).collect();
-            let g: Vec<f32> = (0..shape.output_len()).map(|i| ((i * 7) % 19) as f32 / 9.0 - 1.0).collect();
-            let macs = (16 * ci * co * 27 * d * h * w) as f64 / 1e9;
-            let fwd = median(|| drop(direct_conv::forward_valid(&shape, &x, &wt, None)));
-            let igrad = median(|| drop(direct_conv::input_grad_valid(&shape, &wt, &g)));
-            let padded = PaddedInput::valid(&shape, x.clone());
-            let wgrad = median(|| drop(direct_conv::weight_grad_from_padded(&padded, &g)));
+        let shapes: Vec<(usize, usize, usize, usize)> = if cosmoflow {
+            vec![(4, 8, 32, 8), (8, 16, 16, 8), (16, 32, 8, 8), (32, 64, 4, 8), (64, 128, 2, 8)]
+        } else {
+            vec![(64, 64, 0, 16), (64, 128, 1, 16), (128, 128, 2, 16), (128, 128, 3, 16)]
+        };
+        let etalumis = [[16, 31, 31], [6, 13, 13], [4, 11, 11], [2, 9, 9]];
+        for (ci, co, edge, batch) in shapes {
+            let volume = if cosmoflow { [edge; 3] } else { etalumis[edge] };
+            let shape = ConvShape { batch, c_in: ci, c_out: co, volume, kernel: 3 };
+            let [d, h, w] = volume;
+            let wt = values(shape.weight_len(), 13, 17);
+            let g = values(shape.output_len(), 7, 19);
+            let macs = (batch * ci * co * 27 * d * h * w) as f64 / 1e9;
+            let (fwd, igrad, wgrad) = if cosmoflow {
+                let x = values(shape.input_len(), 37, 23);
+                let padded = PaddedInput::new(&shape, &x);
+                (
+                    median(|| drop(direct_conv::forward(&shape, &x, &wt, None))),
+                    median(|| drop(direct_conv::input_grad(&shape, &wt, &g))),
+                    median(|| drop(direct_conv::weight_grad_from_padded(&padded, &g))),
+                )
+            } else {
+                let x = values(batch * ci * (d + 2) * (h + 2) * (w + 2), 37, 23);
+                let padded = PaddedInput::valid(&shape, x.clone());
+                (
+                    median(|| drop(direct_conv::forward_valid(&shape, &x, &wt, None))),
+                    median(|| drop(direct_conv::input_grad_valid(&shape, &wt, &g))),
+                    median(|| drop(direct_conv::weight_grad_from_padded(&padded, &g))),
+                )
+            };
             println!(
-                "{ci}->{co} out {d}x{h}x{w}: fwd {:.1} ms ({:.0} G/s), igrad {:.1} ms ({:.0} G/s), wgrad {:.1} ms ({:.0} G/s)",
+                "{ci}->{co} out {d}x{h}x{w}: fwd {:.2} ms ({:.0} G/s), igrad {:.2} ms ({:.0} G/s), wgrad {:.2} ms ({:.0} G/s)",
                 fwd * 1e3,
                 macs / fwd,
                 igrad * 1e3,

@@ -1,8 +1,9 @@
 //! The 3³ forward convolution (and so the input gradient, a forward pass
-//! with the flipped kernel) on AVX-512 with a tile of 6 voxels × 64 output
-//! channels in registers: 24 accumulators, each weight vector loaded once
-//! for the tile's 6 voxels and each input value broadcast straight from
-//! memory into the multiply-add.
+//! with the flipped kernel) on AVX-512 with a tile of voxels × output
+//! channels in registers: 6 voxels × 64 channels, 12 × 32 or 16 × 16 (16
+//! to 24 accumulators), each weight vector loaded once for the tile's
+//! voxels and each input value broadcast straight from memory into the
+//! multiply-add.
 //!
 //! Why: the row kernels ([`direct_conv`](super::direct_conv)) put a row's
 //! voxels in the lanes, and a row 31 or 33 voxels wide (Etalumis' largest
@@ -11,7 +12,7 @@
 //! channel kernels ([`channel_conv`](super::channel_conv)) put 16 output
 //! channels in the lanes but hold 8 accumulators, too few to keep both FMA
 //! units busy past their latency. Here the rows' width does not matter
-//! (the tile runs along a row, its tail as a narrower tile), and every
+//! (the tile runs along a row, its tail as tiles of 8, 4, 2 and 1), and every
 //! multiply-add takes one weight vector already in a register and one
 //! input value from L1. This is the blocking of oneDNN's AVX-512 direct
 //! convolution (output channels in blocks of 16 in the lanes, a run of
@@ -28,17 +29,29 @@ use super::conv_shape::ConvShape;
 use super::cpu::{self, KernelPath};
 use super::uninit::F32Slot;
 
-/// Output channels per task: four AVX-512 vectors.
-const GROUP: usize = 64;
+/// Output channels in a vector.
+const LANES: usize = 16;
 
 /// Taps of a 3³ kernel.
 const TAPS: usize = 27;
 
 /// Whether a forward pass of `shape` runs here: a 3³ kernel, output
-/// channels in whole groups of [`GROUP`], on a CPU running the AVX-512
+/// channels in whole vectors of [`LANES`], on a CPU running the AVX-512
 /// kernels.
 pub(super) fn applies(shape: &ConvShape) -> bool {
-    shape.kernel == 3 && shape.c_out.is_multiple_of(GROUP) && cpu::path() == KernelPath::Avx512
+    shape.kernel == 3 && shape.c_out.is_multiple_of(LANES) && cpu::path() == KernelPath::Avx512
+}
+
+/// Output channels per task: 64 where they divide `c_out`, else 32, else
+/// 16 (the widest group of at most four vectors).
+fn group(c_out: usize) -> usize {
+    if c_out.is_multiple_of(64) {
+        64
+    } else if c_out.is_multiple_of(32) {
+        32
+    } else {
+        LANES
+    }
 }
 
 /// Forward pass into `y` [batch, c_out, D, H, W] from the padded input
@@ -62,16 +75,23 @@ pub(super) fn forward_padded<S: F32Slot>(
         assert_eq!(b.len(), shape.c_out, "bias of {shape:?}");
     }
     let voxels = shape.voxels();
-    let groups = shape.c_out / GROUP;
-    y.par_chunks_mut(GROUP * voxels).enumerate().for_each(|(task, out)| {
-        let (n, co) = (task / groups, task % groups * GROUP);
+    let group = group(shape.c_out);
+    let groups = shape.c_out / group;
+    y.par_chunks_mut(group * voxels).enumerate().for_each(|(task, out)| {
+        let (n, co) = (task / groups, task % groups * group);
         let input = &padded[n * shape.c_in * volume..][..shape.c_in * volume];
         // SAFETY: `applies` held, so the CPU has AVX-512; the slices'
-        // lengths were checked above against `shape`.
+        // lengths were checked above against `shape`, and `co + group`
+        // is at most `c_out`. Tiles of R voxels × V vectors: V·R
+        // accumulators and V weight vectors within the 32 registers.
         #[cfg(target_arch = "x86_64")]
         #[allow(unsafe_code)]
         unsafe {
-            avx512::forward_group(shape, input, weights, bias, co, out)
+            match group {
+                64 => avx512::forward_group::<4, 6, S>(shape, input, weights, bias, co, out),
+                32 => avx512::forward_group::<2, 12, S>(shape, input, weights, bias, co, out),
+                _ => avx512::forward_group::<1, 16, S>(shape, input, weights, bias, co, out),
+            }
         };
         #[cfg(not(target_arch = "x86_64"))]
         unreachable!("AVX-512 kernels chosen on {} for {input:p} {out:p} {co}", std::env::consts::ARCH);
@@ -85,17 +105,10 @@ mod avx512 {
         __m512, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_setzero_ps, _mm512_storeu_ps,
     };
 
-    use super::{ConvShape, F32Slot, GROUP, TAPS};
+    use super::{ConvShape, F32Slot, LANES, TAPS};
 
-    /// Vectors per group of output channels.
-    const V: usize = GROUP / 16;
-
-    /// Voxels of a row per tile: 6 × 4 accumulators and the 4 weight
-    /// vectors take 28 of the 32 registers.
-    const R: usize = 6;
-
-    /// Where a tile reads and writes.
-    struct Tile<'a> {
+    /// Where a tile reads and writes, for groups of `V` vectors.
+    struct Tile<'a, const V: usize> {
         shape: &'a ConvShape,
         /// The sample's padded input [c_in, PD, PH, PW].
         input: &'a [f32],
@@ -107,16 +120,17 @@ mod avx512 {
         start: [__m512; V],
     }
 
-    /// Output channels `co..co + GROUP` of one sample into `out` (those
-    /// channels' planes), row by row in tiles of [`R`] voxels.
+    /// Output channels `co..co + V·LANES` of one sample into `out` (those
+    /// channels' planes), row by row in tiles of `R` voxels, a row's last
+    /// voxels in tiles of 8, 4, 2 and 1.
     ///
     /// # Safety
     ///
     /// The CPU must have AVX-512 F; `input` must hold one sample's padded
     /// input of `shape`, `weights` its channels-last weights, `out` the
-    /// group's planes, `co + GROUP <= shape.c_out`.
+    /// group's planes, `co + V·LANES <= shape.c_out`.
     #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(super) unsafe fn forward_group<S: F32Slot>(
+    pub(super) unsafe fn forward_group<const V: usize, const R: usize, S: F32Slot>(
         shape: &ConvShape,
         input: &[f32],
         weights: &[f32],
@@ -126,31 +140,38 @@ mod avx512 {
     ) {
         let mut start = [_mm512_setzero_ps(); V];
         if let Some(b) = bias {
-            let b = &b[co..co + GROUP];
+            let b = &b[co..co + V * LANES];
             for (k, s) in start.iter_mut().enumerate() {
-                // SAFETY: floats 16k..16k + 16 of the group's GROUP.
-                *s = unsafe { _mm512_loadu_ps(b.as_ptr().add(16 * k)) };
+                // SAFETY: floats 16k..16k + 16 of the group's V·LANES.
+                *s = unsafe { _mm512_loadu_ps(b.as_ptr().add(LANES * k)) };
             }
         }
-        let tile = Tile { shape, input, weights, co, start };
+        let tile = Tile::<V> { shape, input, weights, co, start };
         let [d, h, w] = shape.volume;
         for z in 0..d {
             for yy in 0..h {
                 let mut x = 0;
                 while x + R <= w {
                     // SAFETY: as this function's, and x + R <= w.
-                    unsafe { forward_tile::<R, S>(&tile, z, yy, x, out) };
+                    unsafe { forward_tile::<V, R, S>(&tile, z, yy, x, out) };
                     x += R;
                 }
-                // SAFETY: as above, for the row's last w - x < R voxels.
+                // SAFETY: as above: each tile only when its voxels remain.
                 unsafe {
-                    match w - x {
-                        0 => {}
-                        1 => forward_tile::<1, S>(&tile, z, yy, x, out),
-                        2 => forward_tile::<2, S>(&tile, z, yy, x, out),
-                        3 => forward_tile::<3, S>(&tile, z, yy, x, out),
-                        4 => forward_tile::<4, S>(&tile, z, yy, x, out),
-                        _ => forward_tile::<5, S>(&tile, z, yy, x, out),
+                    if R > 8 && w - x >= 8 {
+                        forward_tile::<V, 8, S>(&tile, z, yy, x, out);
+                        x += 8;
+                    }
+                    if R > 4 && w - x >= 4 {
+                        forward_tile::<V, 4, S>(&tile, z, yy, x, out);
+                        x += 4;
+                    }
+                    if R > 2 && w - x >= 2 {
+                        forward_tile::<V, 2, S>(&tile, z, yy, x, out);
+                        x += 2;
+                    }
+                    if w - x >= 1 {
+                        forward_tile::<V, 1, S>(&tile, z, yy, x, out);
                     }
                 }
             }
@@ -164,7 +185,13 @@ mod avx512 {
     /// As [`forward_group`], and `x + T <= W`.
     #[target_feature(enable = "avx512f,avx2,fma")]
     #[inline]
-    unsafe fn forward_tile<const T: usize, S: F32Slot>(tile: &Tile<'_>, z: usize, yy: usize, x: usize, out: &mut [S]) {
+    unsafe fn forward_tile<const V: usize, const T: usize, S: F32Slot>(
+        tile: &Tile<'_, V>,
+        z: usize,
+        yy: usize,
+        x: usize,
+        out: &mut [S],
+    ) {
         let shape = tile.shape;
         let [d, h, w] = shape.volume;
         let [pd, ph, pw] = shape.padded();
@@ -185,7 +212,7 @@ mod avx512 {
                         let at = unsafe { taps.add(((kd * 3 + kh) * 3 + kw) * c_out) };
                         let mut wv = [_mm512_setzero_ps(); V];
                         for (k, v) in wv.iter_mut().enumerate() {
-                            *v = unsafe { _mm512_loadu_ps(at.add(16 * k)) };
+                            *v = unsafe { _mm512_loadu_ps(at.add(LANES * k)) };
                         }
                         for (t, a) in acc.iter_mut().enumerate() {
                             let xv = _mm512_set1_ps(unsafe { *row.add(t + kw) });
@@ -199,13 +226,13 @@ mod avx512 {
         }
         let voxels = d * h * w;
         let first = (z * h + yy) * w + x;
-        let mut lanes = [0.0f32; GROUP];
+        let mut lanes = [0.0f32; 4 * LANES];
         for (t, a) in acc.iter().enumerate() {
             for (k, v) in a.iter().enumerate() {
-                // SAFETY: floats 16k..16k + 16 of `lanes`.
-                unsafe { _mm512_storeu_ps(lanes.as_mut_ptr().add(16 * k), *v) };
+                // SAFETY: floats 16k..16k + 16 of `lanes`, k < V <= 4.
+                unsafe { _mm512_storeu_ps(lanes.as_mut_ptr().add(LANES * k), *v) };
             }
-            for (j, value) in lanes.iter().enumerate() {
+            for (j, value) in lanes[..V * LANES].iter().enumerate() {
                 out[j * voxels + first + t] = S::holding(*value);
             }
         }

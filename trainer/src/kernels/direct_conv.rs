@@ -1274,10 +1274,10 @@ mod tests {
         assert_eq!(input_grad(&shape, &weight, &g), rows);
     }
 
-    /// The AVX-512 tiles of 6 voxels × 64 channels add each output in the
-    /// plain kernel's order, so the forward pass and the input gradient
-    /// agree with the plain and row kernels to the bit: rows of whole tiles,
-    /// every tail of 1 to 5 voxels, one and two groups of 64 channels.
+    /// The AVX-512 tiles (6 voxels × 64 channels, 12 × 32, 16 × 16) add each
+    /// output in the plain kernel's order, so the forward pass and the input
+    /// gradient agree with the plain and row kernels to the bit: rows of
+    /// whole tiles, every tail, one and several groups of each width.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn channel_tile_kernels_give_the_plain_kernels_bits() {
@@ -1285,9 +1285,11 @@ mod tests {
             e2e::skip("channel_tile_kernels_give_the_plain_kernels_bits", "the kernels here do not run AVX-512");
             return;
         }
-        for (w, c_in, c_out) in
-            [(6, 3, 64), (7, 5, 64), (8, 2, 128), (9, 4, 64), (10, 3, 64), (11, 64, 64), (31, 3, 64)]
-        {
+        let shapes = [(6, 3, 64), (7, 5, 64), (8, 2, 128), (9, 4, 64), (10, 3, 64), (11, 64, 64), (31, 3, 64)];
+        // Groups of 32 (tiles of 12) and 16 (tiles of 16), and every tail
+        // of 8, 4, 2 and 1 after them.
+        let narrower = [(12, 3, 32), (23, 2, 32), (31, 16, 96), (16, 3, 16), (15, 4, 16), (33, 2, 48), (3, 32, 16)];
+        for (w, c_in, c_out) in shapes.into_iter().chain(narrower) {
             let shape = ConvShape { batch: 2, c_in, c_out, volume: [2, 3, w], kernel: 3 };
             assert!(channel_tile_conv::applies(&shape));
             let (x, weight, bias, g) = (
