@@ -146,6 +146,7 @@ mod avx512 {
                 *s = unsafe { _mm512_loadu_ps(b.as_ptr().add(LANES * k)) };
             }
         }
+        assert_eq!(out.len(), V * LANES * shape.voxels(), "the planes of a group of {} channels", V * LANES);
         let tile = Tile::<V> { shape, input, weights, co, start };
         let [d, h, w] = shape.volume;
         for z in 0..d {
@@ -227,13 +228,18 @@ mod avx512 {
         let voxels = d * h * w;
         let first = (z * h + yy) * w + x;
         let mut lanes = [0.0f32; 4 * LANES];
+        let out = out.as_mut_ptr();
         for (t, a) in acc.iter().enumerate() {
             for (k, v) in a.iter().enumerate() {
                 // SAFETY: floats 16k..16k + 16 of `lanes`, k < V <= 4.
                 unsafe { _mm512_storeu_ps(lanes.as_mut_ptr().add(LANES * k), *v) };
             }
             for (j, value) in lanes[..V * LANES].iter().enumerate() {
-                out[j * voxels + first + t] = S::holding(*value);
+                // SAFETY: `out` holds the group's V·LANES planes of
+                // `voxels` (`forward_group` checked), j < V·LANES and
+                // first + t < voxels. Unchecked: with a check per value
+                // the stores took a fifth of a 16-channel layer's time.
+                unsafe { out.add(j * voxels + first + t).write(S::holding(*value)) };
             }
         }
     }
