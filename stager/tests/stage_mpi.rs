@@ -311,12 +311,17 @@ fn kill_rank_mid_stage_then_resume(victim: usize) {
     let dir = tempfile::tempdir().unwrap();
     let m = dataset(dir.path(), 24, 256);
     let src = dir.path().join("src");
-    // Emulate a slow file system so the run is still going when a rank dies.
+    // Emulate a slow file system so the run is still going when a rank dies:
+    // about 3 MB at 300 KB/s take 10 s, while the first journal commit
+    // (a second after the first file) comes 1-3 s in. At 1 MB/s (3 s) a run
+    // in CI, beside other MPI jobs on 2 cores, once finished every file
+    // before the kill took effect. The job ends at the kill, so the slower
+    // source costs no time.
     let mut child = spawn_stage(
         dir.path(),
         4,
         "2",
-        &["--policy", "replicate", "--chunk-size", "16KiB", "--source-bandwidth", "1MB/s"],
+        &["--policy", "replicate", "--chunk-size", "16KiB", "--source-bandwidth", "300KB/s"],
     );
     // Wait until some files are journaled, then kill -9 the victim.
     let deadline = Instant::now() + Duration::from_secs(30);
