@@ -18,9 +18,19 @@
 //! convolution (output channels in blocks of 16 in the lanes, a run of
 //! output voxels in registers), kept on our NCDHW layout.
 //!
+//! A tile takes the taps of a few input channels at a time, not all of
+//! them: with every input channel, each tile streamed the group's whole
+//! weights (442 KB for 64 → 64 channels) and a 9-row window of every input
+//! plane, which together overflow L2. Instead an output plane's sums wait
+//! in a buffer (voxel by voxel, the group's channels contiguous) while the
+//! tiles sweep the plane once per block of input channels, whose weights
+//! stay in L1 and whose input planes in L2; the plane is written out when
+//! its last block is added.
+//!
 //! Summation order: each output is the bias, then the taps in the order
 //! input channel, depth, height, width, each a fused multiply-add: the
-//! order of the row and channel kernels, so every path gives the same bits
+//! order of the row and channel kernels (a sum left in the buffer between
+//! blocks is an f32, as in a register), so every path gives the same bits
 //! and which one runs may depend on the CPU.
 
 use rayon::prelude::*;
@@ -34,6 +44,11 @@ const LANES: usize = 16;
 
 /// Taps of a 3³ kernel.
 const TAPS: usize = 27;
+
+/// Input channels whose taps a tile adds before it moves on: their weights
+/// (27 KB for 64 output channels) stay in L1 and their input planes in L2
+/// while the tiles sweep a whole output plane.
+const IN_BLOCK: usize = 4;
 
 /// Whether a forward pass of `shape` runs here: a 3³ kernel, output
 /// channels in whole vectors of [`LANES`], on a CPU running the AVX-512
@@ -101,11 +116,9 @@ pub(super) fn forward_padded<S: F32Slot>(
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod avx512 {
-    use std::arch::x86_64::{
-        __m512, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_setzero_ps, _mm512_storeu_ps,
-    };
+    use std::arch::x86_64::{_mm512_fmadd_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_setzero_ps, _mm512_storeu_ps};
 
-    use super::{ConvShape, F32Slot, LANES, TAPS};
+    use super::{ConvShape, F32Slot, IN_BLOCK, LANES, TAPS};
 
     /// Where a tile reads and writes, for groups of `V` vectors.
     struct Tile<'a, const V: usize> {
@@ -116,13 +129,14 @@ mod avx512 {
         weights: &'a [f32],
         /// The group's first output channel.
         co: usize,
-        /// The bias of the group's channels, or zeros.
-        start: [__m512; V],
     }
 
     /// Output channels `co..co + V·LANES` of one sample into `out` (those
-    /// channels' planes), row by row in tiles of `R` voxels, a row's last
-    /// voxels in tiles of 8, 4, 2 and 1.
+    /// channels' planes), an output plane at a time: the plane's sums, in
+    /// `scratch` voxel by voxel with the group's channels contiguous, start
+    /// at the bias and take [`IN_BLOCK`] input channels at a time over
+    /// every row of the plane, in tiles of `R` voxels (a row's last voxels
+    /// in tiles of 8, 4, 2 and 1); then the plane goes to `out`.
     ///
     /// # Safety
     ///
@@ -138,68 +152,97 @@ mod avx512 {
         co: usize,
         out: &mut [S],
     ) {
-        let mut start = [_mm512_setzero_ps(); V];
-        if let Some(b) = bias {
-            let b = &b[co..co + V * LANES];
-            for (k, s) in start.iter_mut().enumerate() {
-                // SAFETY: floats 16k..16k + 16 of the group's V·LANES.
-                *s = unsafe { _mm512_loadu_ps(b.as_ptr().add(LANES * k)) };
-            }
-        }
-        assert_eq!(out.len(), V * LANES * shape.voxels(), "the planes of a group of {} channels", V * LANES);
-        let tile = Tile::<V> { shape, input, weights, co, start };
+        let width = V * LANES;
+        let bias = match bias {
+            Some(b) => b[co..co + width].to_vec(),
+            None => vec![0.0; width],
+        };
+        assert_eq!(out.len(), width * shape.voxels(), "the planes of a group of {width} channels");
+        let tile = Tile::<V> { shape, input, weights, co };
         let [d, h, w] = shape.volume;
+        let plane = h * w;
+        let mut sums = vec![0.0f32; plane * width];
         for z in 0..d {
-            for yy in 0..h {
-                let mut x = 0;
-                while x + R <= w {
-                    // SAFETY: as this function's, and x + R <= w.
-                    unsafe { forward_tile::<V, R, S>(&tile, z, yy, x, out) };
-                    x += R;
+            for voxel in sums.chunks_exact_mut(width) {
+                voxel.copy_from_slice(&bias);
+            }
+            for first in (0..shape.c_in).step_by(IN_BLOCK) {
+                let channels = first..(first + IN_BLOCK).min(shape.c_in);
+                for yy in 0..h {
+                    let row = &mut sums[yy * w * width..][..w * width];
+                    let mut x = 0;
+                    // SAFETY: as this function's; each tile only when its
+                    // voxels remain in the row (x + T <= w).
+                    unsafe {
+                        while x + R <= w {
+                            add_taps::<V, R>(&tile, z, yy, x, channels.clone(), row);
+                            x += R;
+                        }
+                        if R > 8 && w - x >= 8 {
+                            add_taps::<V, 8>(&tile, z, yy, x, channels.clone(), row);
+                            x += 8;
+                        }
+                        if R > 4 && w - x >= 4 {
+                            add_taps::<V, 4>(&tile, z, yy, x, channels.clone(), row);
+                            x += 4;
+                        }
+                        if R > 2 && w - x >= 2 {
+                            add_taps::<V, 2>(&tile, z, yy, x, channels.clone(), row);
+                            x += 2;
+                        }
+                        if w - x >= 1 {
+                            add_taps::<V, 1>(&tile, z, yy, x, channels.clone(), row);
+                        }
+                    }
                 }
-                // SAFETY: as above: each tile only when its voxels remain.
-                unsafe {
-                    if R > 8 && w - x >= 8 {
-                        forward_tile::<V, 8, S>(&tile, z, yy, x, out);
-                        x += 8;
-                    }
-                    if R > 4 && w - x >= 4 {
-                        forward_tile::<V, 4, S>(&tile, z, yy, x, out);
-                        x += 4;
-                    }
-                    if R > 2 && w - x >= 2 {
-                        forward_tile::<V, 2, S>(&tile, z, yy, x, out);
-                        x += 2;
-                    }
-                    if w - x >= 1 {
-                        forward_tile::<V, 1, S>(&tile, z, yy, x, out);
-                    }
+            }
+            let voxels = d * plane;
+            let out = out.as_mut_ptr();
+            for (v, voxel) in sums.chunks_exact(width).enumerate() {
+                for (j, value) in voxel.iter().enumerate() {
+                    // SAFETY: `out` holds the group's `width` planes of
+                    // `voxels` (checked above), j < width and
+                    // z·plane + v < voxels. Unchecked: with a check per
+                    // value the stores took a fifth of a 16-channel
+                    // layer's time.
+                    unsafe { out.add(j * voxels + z * plane + v).write(S::holding(*value)) };
                 }
             }
         }
     }
 
-    /// Voxels `x..x + T` of row (`z`, `yy`) for the group's channels.
+    /// Add to the sums of voxels `x..x + T` of row (`z`, `yy`), `row` the
+    /// output row's sums (voxel by voxel, the group's channels contiguous),
+    /// the taps of input `channels`.
     ///
     /// # Safety
     ///
-    /// As [`forward_group`], and `x + T <= W`.
+    /// As [`forward_group`], `channels` within `c_in`, and `x + T <= W`.
     #[target_feature(enable = "avx512f,avx2,fma")]
     #[inline]
-    unsafe fn forward_tile<const V: usize, const T: usize, S: F32Slot>(
+    unsafe fn add_taps<const V: usize, const T: usize>(
         tile: &Tile<'_, V>,
         z: usize,
         yy: usize,
         x: usize,
-        out: &mut [S],
+        channels: std::ops::Range<usize>,
+        row: &mut [f32],
     ) {
         let shape = tile.shape;
-        let [d, h, w] = shape.volume;
         let [pd, ph, pw] = shape.padded();
-        let (c_in, c_out, volume) = (shape.c_in, shape.c_out, pd * ph * pw);
-        let mut acc = [tile.start; T];
+        let (c_out, volume) = (shape.c_out, pd * ph * pw);
+        assert!(row.len() >= (x + T) * V * LANES, "a row of sums for voxels up to {}", x + T);
+        let sums = row[x * V * LANES..].as_mut_ptr();
+        let mut acc = [[_mm512_setzero_ps(); V]; T];
+        for (t, a) in acc.iter_mut().enumerate() {
+            for (k, lanes) in a.iter_mut().enumerate() {
+                // SAFETY: voxel x + t's V vectors of sums, inside `row`
+                // (asserted above).
+                *lanes = unsafe { _mm512_loadu_ps(sums.add((t * V + k) * LANES)) };
+            }
+        }
         let corner = (z * ph + yy) * pw + x;
-        for ci in 0..c_in {
+        for ci in channels {
             // SAFETY: channel `ci` of the sample's input and its weights
             // (`forward_group`'s contract); the reads below stay inside:
             // rows `z + kd`, `yy + kh` and columns up to `x + T + 1` of a
@@ -225,21 +268,10 @@ mod avx512 {
                 }
             }
         }
-        let voxels = d * h * w;
-        let first = (z * h + yy) * w + x;
-        let mut lanes = [0.0f32; 4 * LANES];
-        let out = out.as_mut_ptr();
         for (t, a) in acc.iter().enumerate() {
-            for (k, v) in a.iter().enumerate() {
-                // SAFETY: floats 16k..16k + 16 of `lanes`, k < V <= 4.
-                unsafe { _mm512_storeu_ps(lanes.as_mut_ptr().add(LANES * k), *v) };
-            }
-            for (j, value) in lanes[..V * LANES].iter().enumerate() {
-                // SAFETY: `out` holds the group's V·LANES planes of
-                // `voxels` (`forward_group` checked), j < V·LANES and
-                // first + t < voxels. Unchecked: with a check per value
-                // the stores took a fifth of a 16-channel layer's time.
-                unsafe { out.add(j * voxels + first + t).write(S::holding(*value)) };
+            for (k, lanes) in a.iter().enumerate() {
+                // SAFETY: as the loads above.
+                unsafe { _mm512_storeu_ps(sums.add((t * V + k) * LANES), *lanes) };
             }
         }
     }

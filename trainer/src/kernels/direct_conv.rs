@@ -1277,7 +1277,8 @@ mod tests {
     /// The AVX-512 tiles (6 voxels × 64 channels, 12 × 32, 16 × 16) add each
     /// output in the plain kernel's order, so the forward pass and the input
     /// gradient agree with the plain and row kernels to the bit: rows of
-    /// whole tiles, every tail, one and several groups of each width.
+    /// whole tiles, every tail, one and several groups of each width, input
+    /// channels in one block, several, and a last block cut short.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn channel_tile_kernels_give_the_plain_kernels_bits() {
