@@ -57,6 +57,24 @@ pub(super) fn applies(shape: &ConvShape) -> bool {
     shape.kernel == 3 && shape.c_out.is_multiple_of(LANES) && cpu::path() == KernelPath::Avx512
 }
 
+/// The least share of the kernel's rows inside a zero border for which the
+/// tiles test each row: the version that tests them runs the rows it keeps
+/// about 7 % slower (`docs/benchmarks.md`, Etalumis), so a border that
+/// skips less is computed as if it held values.
+const SKIP_AT_LEAST: f64 = 0.25;
+
+/// The share of the kernel rows (plane and row of the input) of a forward
+/// pass of `shape` that fall inside the input's zero `border`.
+fn skipped_share(shape: &ConvShape, border: usize) -> f64 {
+    let inside = |edge: usize, padded: usize| {
+        let rows = (0..edge).flat_map(|at| (0..3).map(move |k| at + k));
+        rows.filter(|&row| row >= border && row < padded - border).count() as f64 / (3 * edge) as f64
+    };
+    let [d, h, _] = shape.volume;
+    let [pd, ph, _] = shape.padded();
+    1.0 - inside(d, pd) * inside(h, ph)
+}
+
 /// Output channels per task: 64 where they divide `c_out`, else 32, else
 /// 16 (the widest group of at most four vectors).
 fn group(c_out: usize) -> usize {
@@ -73,14 +91,24 @@ fn group(c_out: usize) -> usize {
 /// (`direct_conv`'s layout) and `channel_conv`'s channels-last weights
 /// [c_in, 27, c_out], every element of `y` written once (it may start
 /// uninitialised). Parallel over samples and groups of output channels.
+///
+/// The input's planes and rows within `border` of its edges (in depth and
+/// height) must hold zeros: their taps are skipped. An input gradient's
+/// padded output gradient is mostly such borders on small volumes (two
+/// voxels each side for a valid convolution's). Skipping changes no sum:
+/// a zero product added to a sum leaves it as it is, except a sum of -0,
+/// which only a bias of -0 could start; so a border comes without a bias.
 pub(super) fn forward_padded<S: F32Slot>(
     shape: &ConvShape,
     padded: &[f32],
     weights: &[f32],
     bias: Option<&[f32]>,
+    border: usize,
     y: &mut [S],
 ) {
     assert!(applies(shape), "the AVX-512 channel-tile kernel for {shape:?}");
+    assert!(border == 0 || bias.is_none(), "a zero border skipped under a bias");
+    assert!(border < 3, "a border of {border} around the padded input of a 3³ kernel");
     let [pd, ph, pw] = shape.padded();
     let volume = pd * ph * pw;
     assert_eq!(padded.len(), shape.batch * shape.c_in * volume, "padded input of {shape:?}");
@@ -92,6 +120,7 @@ pub(super) fn forward_padded<S: F32Slot>(
     let voxels = shape.voxels();
     let group = group(shape.c_out);
     let groups = shape.c_out / group;
+    let skip = skipped_share(shape, border) >= SKIP_AT_LEAST;
     y.par_chunks_mut(group * voxels).enumerate().for_each(|(task, out)| {
         let (n, co) = (task / groups, task % groups * group);
         let input = &padded[n * shape.c_in * volume..][..shape.c_in * volume];
@@ -102,10 +131,13 @@ pub(super) fn forward_padded<S: F32Slot>(
         #[cfg(target_arch = "x86_64")]
         #[allow(unsafe_code)]
         unsafe {
-            match group {
-                64 => avx512::forward_group::<4, 6, S>(shape, input, weights, bias, co, out),
-                32 => avx512::forward_group::<2, 12, S>(shape, input, weights, bias, co, out),
-                _ => avx512::forward_group::<1, 16, S>(shape, input, weights, bias, co, out),
+            match (group, skip) {
+                (64, false) => avx512::forward_group::<4, 6, false, S>(shape, input, weights, bias, border, co, out),
+                (64, true) => avx512::forward_group::<4, 6, true, S>(shape, input, weights, bias, border, co, out),
+                (32, false) => avx512::forward_group::<2, 12, false, S>(shape, input, weights, bias, border, co, out),
+                (32, true) => avx512::forward_group::<2, 12, true, S>(shape, input, weights, bias, border, co, out),
+                (_, false) => avx512::forward_group::<1, 16, false, S>(shape, input, weights, bias, border, co, out),
+                (_, true) => avx512::forward_group::<1, 16, true, S>(shape, input, weights, bias, border, co, out),
             }
         };
         #[cfg(not(target_arch = "x86_64"))]
@@ -129,6 +161,9 @@ mod avx512 {
         weights: &'a [f32],
         /// The group's first output channel.
         co: usize,
+        /// Planes and rows of zeros at the input's edges, whose taps are
+        /// skipped.
+        border: usize,
     }
 
     /// Output channels `co..co + V·LANES` of one sample into `out` (those
@@ -144,11 +179,12 @@ mod avx512 {
     /// input of `shape`, `weights` its channels-last weights, `out` the
     /// group's planes, `co + V·LANES <= shape.c_out`.
     #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(super) unsafe fn forward_group<const V: usize, const R: usize, S: F32Slot>(
+    pub(super) unsafe fn forward_group<const V: usize, const R: usize, const SKIP: bool, S: F32Slot>(
         shape: &ConvShape,
         input: &[f32],
         weights: &[f32],
         bias: Option<&[f32]>,
+        border: usize,
         co: usize,
         out: &mut [S],
     ) {
@@ -158,7 +194,7 @@ mod avx512 {
             None => vec![0.0; width],
         };
         assert_eq!(out.len(), width * shape.voxels(), "the planes of a group of {width} channels");
-        let tile = Tile::<V> { shape, input, weights, co };
+        let tile = Tile::<V> { shape, input, weights, co, border };
         let [d, h, w] = shape.volume;
         let plane = h * w;
         let mut sums = vec![0.0f32; plane * width];
@@ -175,23 +211,23 @@ mod avx512 {
                     // voxels remain in the row (x + T <= w).
                     unsafe {
                         while x + R <= w {
-                            add_taps::<V, R>(&tile, z, yy, x, channels.clone(), row);
+                            add_taps::<V, R, SKIP>(&tile, z, yy, x, channels.clone(), row);
                             x += R;
                         }
                         if R > 8 && w - x >= 8 {
-                            add_taps::<V, 8>(&tile, z, yy, x, channels.clone(), row);
+                            add_taps::<V, 8, SKIP>(&tile, z, yy, x, channels.clone(), row);
                             x += 8;
                         }
                         if R > 4 && w - x >= 4 {
-                            add_taps::<V, 4>(&tile, z, yy, x, channels.clone(), row);
+                            add_taps::<V, 4, SKIP>(&tile, z, yy, x, channels.clone(), row);
                             x += 4;
                         }
                         if R > 2 && w - x >= 2 {
-                            add_taps::<V, 2>(&tile, z, yy, x, channels.clone(), row);
+                            add_taps::<V, 2, SKIP>(&tile, z, yy, x, channels.clone(), row);
                             x += 2;
                         }
                         if w - x >= 1 {
-                            add_taps::<V, 1>(&tile, z, yy, x, channels.clone(), row);
+                            add_taps::<V, 1, SKIP>(&tile, z, yy, x, channels.clone(), row);
                         }
                     }
                 }
@@ -220,7 +256,7 @@ mod avx512 {
     /// As [`forward_group`], `channels` within `c_in`, and `x + T <= W`.
     #[target_feature(enable = "avx512f,avx2,fma")]
     #[inline]
-    unsafe fn add_taps<const V: usize, const T: usize>(
+    unsafe fn add_taps<const V: usize, const T: usize, const SKIP: bool>(
         tile: &Tile<'_, V>,
         z: usize,
         yy: usize,
@@ -242,6 +278,20 @@ mod avx512 {
             }
         }
         let corner = (z * ph + yy) * pw + x;
+        // The kernel rows that reach inside the border: padded planes
+        // z + kd and rows yy + kh in border..pd - border (..ph - border),
+        // bit 3·kd + kh. A test per kernel row in the unrolled loops, not
+        // loops over these ranges: those took registers the accumulators
+        // needed (a forward pass 1.5× slower).
+        let inside = |at: usize, edge: usize, k: usize| at + k >= tile.border && at + k < edge - tile.border;
+        let mut reach = if SKIP { 0u32 } else { 0x1ff };
+        for kd in (0..3).filter(|_| SKIP) {
+            for kh in 0..3 {
+                if inside(z, pd, kd) && inside(yy, ph, kh) {
+                    reach |= 1 << (kd * 3 + kh);
+                }
+            }
+        }
         for ci in channels {
             // SAFETY: channel `ci` of the sample's input and its weights
             // (`forward_group`'s contract); the reads below stay inside:
@@ -251,6 +301,9 @@ mod avx512 {
             let taps = unsafe { tile.weights.as_ptr().add(ci * TAPS * c_out + tile.co) };
             for kd in 0..3 {
                 for kh in 0..3 {
+                    if SKIP && reach & (1 << (kd * 3 + kh)) == 0 {
+                        continue;
+                    }
                     let row = unsafe { channel.add(kd * ph * pw + kh * pw) };
                     for kw in 0..3 {
                         let at = unsafe { taps.add(((kd * 3 + kh) * 3 + kw) * c_out) };
@@ -274,5 +327,27 @@ mod avx512 {
                 unsafe { _mm512_storeu_ps(sums.add((t * V + k) * LANES), *lanes) };
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The share of kernel rows in the border, counted by hand for
+    /// Etalumis' input gradients (a valid convolution's: a border of two).
+    #[test]
+    fn the_skipped_share_counts_the_kernel_rows_in_the_border() {
+        let at = |volume| ConvShape { batch: 1, c_in: 64, c_out: 64, volume, kernel: 3 };
+        assert_eq!(skipped_share(&at([18, 33, 33]), 0), 0.0);
+        // Planes: 48 of 54 kernel rows reach the 16 planes of values, rows
+        // 93 of 99.
+        let big = 1.0 - (48.0 / 54.0) * (93.0 / 99.0);
+        assert!((skipped_share(&at([18, 33, 33]), 2) - big).abs() < 1e-12);
+        assert!(skipped_share(&at([18, 33, 33]), 2) < SKIP_AT_LEAST);
+        // 8 × 15 × 15: 18 of 24 and 39 of 45.
+        let small = 1.0 - (18.0 / 24.0) * (39.0 / 45.0);
+        assert!((skipped_share(&at([8, 15, 15]), 2) - small).abs() < 1e-12);
+        assert!(skipped_share(&at([8, 15, 15]), 2) >= SKIP_AT_LEAST);
     }
 }

@@ -144,7 +144,7 @@ fn forward_on(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[
         #[allow(unsafe_code)]
         return unsafe {
             uninit::written_whole(shape.output_len(), |y| {
-                channel_tile_conv::forward_padded(shape, padded, &weights, bias, y)
+                channel_tile_conv::forward_padded(shape, padded, &weights, bias, 0, y)
             })
         };
     }
@@ -162,7 +162,7 @@ fn forward_on(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[
 /// the kernel flipped in space and its channels swapped.
 pub fn input_grad(shape: &ConvShape, weight: &[f32], out_grad: &[f32]) -> Vec<f32> {
     let t = shape.transposed();
-    input_grad_of_padded(shape, weight, &pad(&t, t.c_in, out_grad))
+    input_grad_of_padded(shape, weight, &pad(&t, t.c_in, out_grad), shape.kernel / 2)
 }
 
 /// Gradient of the input of [`forward_valid`]: the output gradient padded
@@ -172,12 +172,13 @@ pub fn input_grad_valid(shape: &ConvShape, weight: &[f32], out_grad: &[f32]) -> 
     let input = ConvShape { volume: shape.padded(), ..*shape };
     let reach = shape.kernel - 1;
     let padded = pad_volumes(shape.volume, reach, input.padded(), out_grad);
-    input_grad_of_padded(&input, weight, &padded)
+    input_grad_of_padded(&input, weight, &padded, reach)
 }
 
 /// The input gradient of a "same" convolution of `shape` from its output
-/// gradient padded by `k / 2`.
-fn input_grad_of_padded(shape: &ConvShape, weight: &[f32], padded: &[f32]) -> Vec<f32> {
+/// gradient padded by `k / 2`, of which `border` voxels on each side are
+/// zeros (`k / 2`, or more where the gradient is a valid convolution's).
+fn input_grad_of_padded(shape: &ConvShape, weight: &[f32], padded: &[f32], border: usize) -> Vec<f32> {
     let t = shape.transposed();
     if channel_tile_conv::applies(&t) {
         let weights = channel_conv::channels_last_flipped_weights(shape, weight);
@@ -185,7 +186,7 @@ fn input_grad_of_padded(shape: &ConvShape, weight: &[f32], padded: &[f32]) -> Ve
         #[allow(unsafe_code)]
         return unsafe {
             uninit::written_whole(shape.input_len(), |x_grad| {
-                channel_tile_conv::forward_padded(&t, padded, &weights, None, x_grad)
+                channel_tile_conv::forward_padded(&t, padded, &weights, None, border, x_grad)
             })
         };
     }
@@ -1278,7 +1279,9 @@ mod tests {
     /// output in the plain kernel's order, so the forward pass and the input
     /// gradient agree with the plain and row kernels to the bit: rows of
     /// whole tiles, every tail, one and several groups of each width, input
-    /// channels in one block, several, and a last block cut short.
+    /// channels in one block, several, and a last block cut short; the
+    /// input gradients with the zero borders they skip (one voxel, and two
+    /// for a valid convolution's).
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn channel_tile_kernels_give_the_plain_kernels_bits() {
@@ -1307,7 +1310,7 @@ mod tests {
             }
             let mut tiles = vec![f32::NAN; shape.output_len()];
             let weights = channel_conv::channels_last_weights(&shape, &weight);
-            channel_tile_conv::forward_padded(&shape, &padded, &weights, Some(&bias), &mut tiles);
+            channel_tile_conv::forward_padded(&shape, &padded, &weights, Some(&bias), 0, &mut tiles);
             assert_eq!(bits(&tiles), bits(&plain), "forward {shape:?}");
             assert_eq!(bits(&forward(&shape, &x, &weight, Some(&bias))), bits(&plain), "forward {shape:?}");
             // The input gradient: channels back to c_in, through the tiles
@@ -1316,6 +1319,17 @@ mod tests {
             let mut rows = vec![0.0; shape.input_len()];
             forward_padded(&t, &pad(&t, t.c_in, &g), &flipped(&shape, &weight), None, &mut rows);
             assert_eq!(bits(&input_grad(&shape, &weight, &g)), bits(&rows), "input gradient {shape:?}");
+            // The valid convolution's input gradient, whose padded output
+            // gradient has a border of two zeros the tiles skip, where its
+            // input channels make whole groups.
+            let input = ConvShape { volume: shape.padded(), ..shape };
+            let t = input.transposed();
+            if channel_tile_conv::applies(&t) {
+                let padded = pad_volumes(shape.volume, 2, input.padded(), &g);
+                let mut rows = vec![0.0; input.input_len()];
+                forward_padded(&t, &padded, &flipped(&input, &weight), None, &mut rows);
+                assert_eq!(bits(&input_grad_valid(&shape, &weight, &g)), bits(&rows), "valid input gradient {shape:?}");
+            }
         }
     }
 
