@@ -163,7 +163,17 @@ fn median(times: &[Duration]) -> Option<Duration> {
 /// candidates in turn, so that a change of the machine's speed during the
 /// measurement falls on all of them; after the first round only those
 /// within [`HOPELESS`] times the fastest go on.
+///
+/// Each candidate runs once untimed before the first round: a kernel's
+/// first run pays for its own buffers' first page faults and anything it
+/// sets up once. Timed, that one run could make a candidate hopeless, a
+/// median of one: the AVX-512 3-D weight gradient's first probe once took
+/// 4.6 ms against its 0.24, and the calibration chose the slower kernel
+/// for the whole run.
 pub fn measure(candidates: &[Candidate], rounds: usize, mut time: impl FnMut(Candidate) -> Duration) -> Measured {
+    for &candidate in candidates {
+        time(candidate);
+    }
     let mut times: Vec<(Candidate, Vec<Duration>)> = candidates.iter().map(|&c| (c, vec![time(c)])).collect();
     let first_best = times.iter().map(|(_, t)| t[0]).min().unwrap_or_default();
     let racing: Vec<usize> =
@@ -243,7 +253,7 @@ pub fn choice() -> KernelChoice {
 /// on, once per process; a path forced already (`STAGEHAND_KERNELS`,
 /// [`cpu::force`]) stays. Switches the process's path while it measures:
 /// call it before training starts. A few milliseconds on a vector path;
-/// the portable build's one probe is most of it.
+/// the portable build's two probes (one untimed) are most of it.
 pub fn calibrate() -> KernelChoice {
     calibrate_agreed(1, |_| {})
 }
@@ -268,9 +278,6 @@ pub fn calibrate_agreed(ranks: usize, slowest: impl FnOnce(&mut [f64])) -> Kerne
 fn measure_this_cpu(ranks: usize, slowest: impl FnOnce(&mut [f64])) -> KernelChoice {
     let all = candidates();
     let probe = Probe::new();
-    // Once before timing, on the widest path: the first run pays for page
-    // faults on its outputs and rayon's threads starting.
-    probe.run();
     let measured = measure(&all, ROUNDS, |candidate| {
         // Every candidate is one this CPU supports (`candidates`).
         if candidate.apply(ChosenBy::Measured).is_err() {
@@ -409,12 +416,29 @@ mod tests {
             timed.push(c);
             if c == slow { ms(31) } else { ms(10) }
         });
-        assert_eq!(timed.iter().filter(|&&c| c == slow).count(), 1);
-        assert_eq!(timed.iter().filter(|&&c| c == fast).count(), 5);
+        // One untimed run each, then the rounds.
+        assert_eq!(timed.iter().filter(|&&c| c == slow).count(), 1 + 1);
+        assert_eq!(timed.iter().filter(|&&c| c == fast).count(), 1 + 5);
         assert_eq!(measured.fastest(), Some(fast));
         // Within the margin it stays in the race.
         let close = measure(&[slow, fast], 5, |c| if c == slow { ms(29) } else { ms(10) });
         assert_eq!(close.times[0].1.len(), 5);
+    }
+
+    #[test]
+    fn a_slow_first_run_does_not_make_a_candidate_hopeless() {
+        let (a, b) = (Candidate::of(KernelPath::Avx2), Candidate::of(KernelPath::Avx512));
+        // b's first run pays a one-time cost 20 times its probe.
+        let mut b_runs = 0;
+        let measured = measure(&[a, b], 5, |c| {
+            if c == a {
+                return ms(3);
+            }
+            b_runs += 1;
+            if b_runs == 1 { ms(40) } else { ms(2) }
+        });
+        assert_eq!(measured.fastest(), Some(b));
+        assert_eq!(measured.times[1].1, vec![ms(2); 5]);
     }
 
     #[test]

@@ -24,6 +24,7 @@ use rayon::prelude::*;
 use super::conv_shape::ConvShape;
 use super::cpu::{self, KernelPath};
 use super::lanes::load;
+use super::uninit::{self, LineAligned};
 
 /// Output channels per task: one AVX-512 register, two AVX2 ones.
 const GROUP: usize = 16;
@@ -44,31 +45,46 @@ pub(super) fn applies(shape: &ConvShape) -> bool {
 
 /// `weight` [c_out, c_in, 27] as [c_in, 27, c_out]: a tap's weights for
 /// consecutive output channels side by side. Written in order; the reads
-/// for one input channel stay within a few kilobytes.
-pub(super) fn channels_last_weights(shape: &ConvShape, weight: &[f32]) -> Vec<f32> {
+/// for one input channel stay within a few kilobytes. In whole cache
+/// lines: the kernels load a tap's channels 16 at a time.
+pub(super) fn channels_last_weights(shape: &ConvShape, weight: &[f32]) -> LineAligned {
     let (c_in, c_out) = (shape.c_in, shape.c_out);
-    let mut out = Vec::with_capacity(weight.len());
-    for ci in 0..c_in {
-        for t in 0..TAPS {
-            out.extend((0..c_out).map(|co| weight[(co * c_in + ci) * TAPS + t]));
-        }
+    assert_eq!(weight.len(), shape.weight_len(), "weights of {shape:?}");
+    // SAFETY: the iterator walks (ci, t, co) in the output's order, one
+    // value per slot, c_in · 27 · c_out = `weight.len()` of them.
+    #[allow(unsafe_code)]
+    unsafe {
+        uninit::written_whole_aligned(weight.len(), |out| {
+            let values = (0..c_in).flat_map(|ci| {
+                (0..TAPS).flat_map(move |t| (0..c_out).map(move |co| weight[(co * c_in + ci) * TAPS + t]))
+            });
+            for (slot, value) in out.iter_mut().zip(values) {
+                slot.write(value);
+            }
+        })
     }
-    out
 }
 
 /// The weights of the input gradient of a convolution of `shape` (the
 /// kernel flipped in space, input and output channels swapped) laid out as
 /// [`channels_last_weights`] lays out those of its forward pass:
 /// [c_out, 27, c_in], tap `t` holding the forward kernel's tap `26 - t`.
-pub(super) fn channels_last_flipped_weights(shape: &ConvShape, weight: &[f32]) -> Vec<f32> {
+pub(super) fn channels_last_flipped_weights(shape: &ConvShape, weight: &[f32]) -> LineAligned {
     let (c_in, c_out) = (shape.c_in, shape.c_out);
-    let mut out = Vec::with_capacity(weight.len());
-    for co in 0..c_out {
-        for t in 0..TAPS {
-            out.extend((0..c_in).map(|ci| weight[(co * c_in + ci) * TAPS + TAPS - 1 - t]));
-        }
+    assert_eq!(weight.len(), shape.weight_len(), "weights of {shape:?}");
+    // SAFETY: the iterator walks (co, t, ci) in the output's order, one
+    // value per slot, c_out · 27 · c_in = `weight.len()` of them.
+    #[allow(unsafe_code)]
+    unsafe {
+        uninit::written_whole_aligned(weight.len(), |out| {
+            let values = (0..c_out).flat_map(|co| {
+                (0..TAPS).flat_map(move |t| (0..c_in).map(move |ci| weight[(co * c_in + ci) * TAPS + TAPS - 1 - t]))
+            });
+            for (slot, value) in out.iter_mut().zip(values) {
+                slot.write(value);
+            }
+        })
     }
-    out
 }
 
 /// Forward pass into `y` [batch, c_out, D, H, W] from the padded input

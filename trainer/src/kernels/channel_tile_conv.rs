@@ -197,7 +197,9 @@ mod avx512 {
         let tile = Tile::<V> { shape, input, weights, co, border };
         let [d, h, w] = shape.volume;
         let plane = h * w;
-        let mut sums = vec![0.0f32; plane * width];
+        // Whole cache lines: a tile loads and stores its sums 16 lanes at
+        // a time.
+        let mut sums = super::super::uninit::LineAligned::zeros(plane * width);
         for z in 0..d {
             for voxel in sums.chunks_exact_mut(width) {
                 voxel.copy_from_slice(&bias);

@@ -26,26 +26,36 @@ use super::uninit;
 /// Output channels of one block.
 pub(super) const BLOCK: usize = 8;
 
-/// The output gradient [batch, c_out, D, H, W] as [c_out / 2, batch, D, H,
+/// The output gradient [batch, c_out, D, H, W] as [batch, D, c_out / 2, H,
 /// chunks, 2, LANES]: each row in chunks of [`LANES`] columns, channel `2q`'s
 /// chunk then channel `2q + 1`'s, the row's last chunk padded with zeros.
 /// `c_out` must be even.
-pub(super) fn channel_pairs(shape: &ConvShape, out_grad: &[f32]) -> Vec<f32> {
+///
+/// Plane-major, so that the rows a task reads for one plane (its blocks'
+/// pairs) are one contiguous run. Pair-major, they were runs a whole
+/// pair's batch apart (2 MB on Etalumis' largest layer): every run on the
+/// same L2 sets up to the physical page's bits, sixteen of them for a task
+/// of 4 blocks in a 16-way L2, and the layer's weight gradient took 140,
+/// 190 or 275 ms from one process to the next with the input's alignment
+/// and where its pages fell.
+pub(super) fn channel_pairs(shape: &ConvShape, out_grad: &[f32]) -> uninit::LineAligned {
     let [d, h, w] = shape.volume;
     assert!(shape.c_out.is_multiple_of(2) && out_grad.len() == shape.output_len(), "output gradient of {shape:?}");
     let (voxels, chunks) = (d * h * w, w.div_ceil(LANES));
-    let rows = shape.batch * d * h;
-    let len = shape.c_out / 2 * rows * chunks * 2 * LANES;
-    // SAFETY: every chunk of every row of every pair is written: its
-    // columns from the output gradient, zeros after them.
+    let row_len = chunks * 2 * LANES;
+    let plane_len = shape.c_out / 2 * h * row_len;
+    let len = shape.batch * d * plane_len;
+    // SAFETY: every chunk of every row of every pair of every plane is
+    // written: its columns from the output gradient, zeros after them.
     #[allow(unsafe_code)]
     unsafe {
-        uninit::written_whole(len, |pairs| {
-            pairs.par_chunks_mut(rows * chunks * 2 * LANES).enumerate().for_each(|(q, dst)| {
-                for (r, dst_row) in dst.chunks_mut(chunks * 2 * LANES).enumerate() {
-                    let (n, plane_row) = (r / (d * h), r % (d * h));
+        uninit::written_whole_aligned(len, |planes| {
+            planes.par_chunks_mut(plane_len).enumerate().for_each(|(p, dst)| {
+                let (n, z) = (p / d, p % d);
+                for (r, dst_row) in dst.chunks_mut(row_len).enumerate() {
+                    let (q, y) = (r / h, r % h);
                     for half in 0..2 {
-                        let src = &out_grad[(n * shape.c_out + 2 * q + half) * voxels + plane_row * w..][..w];
+                        let src = &out_grad[(n * shape.c_out + 2 * q + half) * voxels + (z * h + y) * w..][..w];
                         for c in 0..chunks {
                             let columns = &src[c * LANES..w.min((c + 1) * LANES)];
                             let chunk = &mut dst_row[(2 * c + half) * LANES..][..LANES];
@@ -158,19 +168,19 @@ mod avx512 {
         let [_, ph, pw] = shape.padded();
         let (full, chunks) = (w / LANES, w.div_ceil(LANES));
         let row_len = chunks * 2 * LANES;
-        let pair_len = shape.batch * d * h * row_len;
+        let plane = ((n * d + z) * shape.c_out / 2 + co / 2) * h * row_len;
         for (kernel_row, kept_row) in kept.iter_mut().enumerate() {
             let (kd, kh) = (kernel_row / 3, kernel_row % 3);
             let mut acc = [[_mm512_setzero_ps(); 3]; PAIRS];
             for yy in 0..h {
                 let row = &input[((z + kd) * ph + yy + kh) * pw..][..pw];
-                let first = ((n * d + z) * h + yy) * row_len;
+                let first = plane + yy * row_len;
                 // Plain loops, not `array::from_fn`, in these functions: its
                 // closures do not carry the target features and were not
                 // inlined, a call per load.
                 let mut g: [&[f32]; PAIRS] = [&[]; PAIRS];
                 for (q, gq) in g.iter_mut().enumerate() {
-                    *gq = &pairs[(co / 2 + q) * pair_len + first..][..row_len];
+                    *gq = &pairs[first + q * h * row_len..][..row_len];
                 }
                 for c in 0..full {
                     // SAFETY: LANES·c + s + LANES <= w + 2 = pw for

@@ -55,6 +55,75 @@ pub(crate) unsafe fn written_whole<T>(len: usize, write: impl FnOnce(&mut [Maybe
     values
 }
 
+/// Floats in whole cache lines: a buffer whose first float starts a
+/// 64-byte line, for kernels that load it a 512-bit vector at a time (a
+/// vector load across two lines costs two).
+///
+/// An ordinary allocation of 15 floats more than asked, used from its
+/// first line boundary.
+pub(crate) struct LineAligned {
+    /// The allocation; its length stays 0, the floats live in its
+    /// capacity from `start` on.
+    storage: Vec<f32>,
+    start: usize,
+    len: usize,
+}
+
+/// Floats in a 64-byte cache line.
+const LINE_FLOATS: usize = 16;
+
+impl std::ops::Deref for LineAligned {
+    type Target = [f32];
+    fn deref(&self) -> &[f32] {
+        // SAFETY: `written_whole_aligned` reserved `start + len` floats of
+        // capacity and initialised `start..start + len`.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::slice::from_raw_parts(self.storage.as_ptr().add(self.start), self.len)
+        }
+    }
+}
+
+impl std::ops::DerefMut for LineAligned {
+    fn deref_mut(&mut self) -> &mut [f32] {
+        // SAFETY: as `deref`'s, borrowed mutably.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::slice::from_raw_parts_mut(self.storage.as_mut_ptr().add(self.start), self.len)
+        }
+    }
+}
+
+impl LineAligned {
+    /// `len` zeros.
+    pub(crate) fn zeros(len: usize) -> LineAligned {
+        // SAFETY: every slot is written.
+        #[allow(unsafe_code)]
+        unsafe {
+            written_whole_aligned(len, |slots| {
+                for slot in slots {
+                    slot.write(0.0);
+                }
+            })
+        }
+    }
+}
+
+/// [`written_whole`] into a [`LineAligned`] buffer of `len` floats.
+///
+/// # Safety
+/// `write` initialises every one of the `len` elements of its slice.
+#[allow(unsafe_code)]
+pub(crate) unsafe fn written_whole_aligned(len: usize, write: impl FnOnce(&mut [MaybeUninit<f32>])) -> LineAligned {
+    let mut storage: Vec<f32> = Vec::with_capacity(len + LINE_FLOATS - 1);
+    // A float's address is a multiple of 4, so some start below 16 is on a
+    // 64-byte boundary.
+    let start = storage.as_ptr().align_offset(64);
+    assert!(start < LINE_FLOATS, "a float buffer at {:p}", storage.as_ptr());
+    write(&mut storage.spare_capacity_mut()[start..start + len]);
+    LineAligned { storage, start, len }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +153,22 @@ mod tests {
             }
         });
         assert!(result.is_err());
+    }
+    #[test]
+    fn an_aligned_buffer_starts_a_cache_line_and_holds_what_was_written() {
+        for len in [1, 15, 16, 17, 1000] {
+            // SAFETY: the closure writes all `len` elements.
+            #[allow(unsafe_code)]
+            let values = unsafe {
+                written_whole_aligned(len, |spare| {
+                    for (i, value) in spare.iter_mut().enumerate() {
+                        value.write(i as f32 + 0.5);
+                    }
+                })
+            };
+            assert_eq!(values.as_ptr() as usize % 64, 0);
+            assert_eq!(values.len(), len);
+            assert!(values.iter().enumerate().all(|(i, &v)| v == i as f32 + 0.5));
+        }
     }
 }
