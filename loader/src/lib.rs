@@ -46,6 +46,7 @@
 //! assert_eq!(epoch0.len(), 3); // ceil(10 / 4), the same on every rank
 //! ```
 
+mod background;
 mod buffer;
 pub mod catalog;
 pub mod cosmo_selection;

@@ -323,6 +323,17 @@ impl Loader {
         self.next_epoch_at(order, 0)
     }
 
+    /// The next epoch's loader in `order`, started now while this one
+    /// still delivers its last batches, with the same dataset and
+    /// configuration and this loader's batch buffers: its workers decode
+    /// the new epoch's first batches while the consumer takes this one's
+    /// last, so the boundary need not wait. Start it when at most
+    /// `prefetch` batches of this epoch remain (this one's workers have
+    /// nothing more to claim), and drop this one when it is done.
+    pub fn start_next_epoch(&self, order: Vec<usize>) -> Loader {
+        Self::start(self.dataset.clone(), order, self.config, 0, self.shared.free.clone())
+    }
+
     /// [`next_epoch`](Self::next_epoch) starting at batch `position` of
     /// the new epoch, as [`resume`](Self::resume) does.
     pub fn next_epoch_at(mut self, order: Vec<usize>, position: usize) -> Loader {
@@ -404,6 +415,7 @@ impl Loader {
                 let checks = Checks { skip_corrupt: config.skip_corrupt, check_finite: config.check_finite };
                 let batch = config.batch.max(1);
                 std::thread::spawn(move || {
+                    crate::background::mark_this_thread();
                     work(&shared, &*dataset, (&order, &cuts), (batch, prefetch), checks, record_room)
                 })
             })

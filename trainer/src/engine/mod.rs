@@ -531,6 +531,13 @@ impl<M: TrainModel> Run<'_, M> {
         on_epoch: &mut dyn FnMut(&EpochReport),
     ) -> Result<TrainReport, TrainError> {
         let mut loader: Option<Loader> = None;
+        // The next epoch's loader, started while this epoch's last batches
+        // are consumed, so that its workers open files and decode the next
+        // epoch's first batches meanwhile: the pipeline stays `prefetch`
+        // batches deep across the boundary. Started where they stopped,
+        // each epoch's first step waited for all of that (most of the data
+        // wait of CosmoFlow's short epochs on 2 ranks).
+        let mut early: Option<Loader> = None;
         let mut epochs = Vec::new();
         let mut run_times = StepTimes::default();
         let mut run_steps = 0u64;
@@ -553,15 +560,25 @@ impl<M: TrainModel> Run<'_, M> {
                     (batches, steps, d.skip as u64, Some(d.start))
                 }
                 (None, previous) => {
-                    let order = self.loader_config.order(&*data.sampler, epoch);
                     let skip = if epoch == start_epoch { resume_skip } else { 0 };
-                    let batches = match previous {
-                        None => Loader::resume(data.train.clone(), order, self.loader_config, skip as usize),
-                        Some(previous) => previous.next_epoch_at(order, skip as usize),
+                    let batches = match (early.take(), previous) {
+                        // Only ever started for a later epoch, from its start.
+                        (Some(started), _) => started,
+                        (None, None) => Loader::resume(
+                            data.train.clone(),
+                            self.loader_config.order(&*data.sampler, epoch),
+                            self.loader_config,
+                            skip as usize,
+                        ),
+                        (None, Some(previous)) => {
+                            previous.next_epoch_at(self.loader_config.order(&*data.sampler, epoch), skip as usize)
+                        }
                     };
                     (batches, self.steps_per_epoch, skip, None)
                 }
             };
+            let remaining = epoch_steps.saturating_sub(skip);
+            let mut taken = 0u64;
             let mut times = StepTimes::default();
             let mut epoch_losses = Vec::with_capacity(epoch_steps as usize);
             let mut epoch_samples = 0u64;
@@ -577,6 +594,14 @@ impl<M: TrainModel> Run<'_, M> {
                 let Some(batch) = batches.next() else { break };
                 let batch = batch.map_err(TrainError::from)?;
                 times.data_wait += t.elapsed().as_secs_f64();
+                taken += 1;
+                if early.is_none()
+                    && epoch + 1 < self.config.epochs
+                    && taken + self.loader_config.prefetch as u64 >= remaining
+                {
+                    let order = self.loader_config.order(&*data.sampler, epoch + 1);
+                    early = Some(batches.start_next_epoch(order));
+                }
                 first_batch_secs.get_or_insert_with(|| self.entered.elapsed().as_secs_f64());
                 // A dealt step's batches differ in size between ranks.
                 let share = begun.map(|_| elastic::share_of_step(self.world, batch.len()));
