@@ -323,13 +323,15 @@ impl Loader {
         self.next_epoch_at(order, 0)
     }
 
-    /// The next epoch's loader in `order`, started now while this one
-    /// still delivers its last batches, with the same dataset and
+    /// The next epoch's loader in `order`, started now, before the
+    /// consumer is done with this epoch, with the same dataset and
     /// configuration and this loader's batch buffers: its workers decode
-    /// the new epoch's first batches while the consumer takes this one's
-    /// last, so the boundary need not wait. Start it when at most
-    /// `prefetch` batches of this epoch remain (this one's workers have
-    /// nothing more to claim), and drop this one when it is done.
+    /// the new epoch's first batches while the consumer still works on
+    /// this one's last, so the boundary need not wait. Start it once this
+    /// loader has delivered its last batch: this one then holds no batch
+    /// and decodes none, so the two together stay within `prefetch`
+    /// batches ahead of the consumer, and the new one takes the buffers
+    /// the consumer recycles. Started earlier, both would fill a window.
     pub fn start_next_epoch(&self, order: Vec<usize>) -> Loader {
         Self::start(self.dataset.clone(), order, self.config, 0, self.shared.free.clone())
     }

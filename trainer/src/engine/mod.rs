@@ -531,12 +531,12 @@ impl<M: TrainModel> Run<'_, M> {
         on_epoch: &mut dyn FnMut(&EpochReport),
     ) -> Result<TrainReport, TrainError> {
         let mut loader: Option<Loader> = None;
-        // The next epoch's loader, started while this epoch's last batches
-        // are consumed, so that its workers open files and decode the next
-        // epoch's first batches meanwhile: the pipeline stays `prefetch`
-        // batches deep across the boundary. Started where they stopped,
-        // each epoch's first step waited for all of that (most of the data
-        // wait of CosmoFlow's short epochs on 2 ranks).
+        // The next epoch's loader, started when this epoch's last batch is
+        // taken, so that its workers open files and decode the next epoch's
+        // first batches during the last step and the epoch's end. Started
+        // at the next epoch's first step instead, that step waited for all
+        // of it (most of the data wait of CosmoFlow's short epochs on 2
+        // ranks).
         let mut early: Option<Loader> = None;
         let mut epochs = Vec::new();
         let mut run_times = StepTimes::default();
@@ -595,10 +595,7 @@ impl<M: TrainModel> Run<'_, M> {
                 let batch = batch.map_err(TrainError::from)?;
                 times.data_wait += t.elapsed().as_secs_f64();
                 taken += 1;
-                if early.is_none()
-                    && epoch + 1 < self.config.epochs
-                    && taken + self.loader_config.prefetch as u64 >= remaining
-                {
+                if early.is_none() && epoch + 1 < self.config.epochs && taken >= remaining {
                     let order = self.loader_config.order(&*data.sampler, epoch + 1);
                     early = Some(batches.start_next_epoch(order));
                 }
