@@ -4,12 +4,12 @@
 //! thread that slept has little CPU time counted against it, so Linux's
 //! scheduler lets the woken worker preempt the thread that woke it, and
 //! on a node whose cores all train (2 ranks on 2 cores) the consumer sat
-//! in `next()` while the worker decoded its next batch there: 0.2 ms of
-//! "data wait" in every step of CosmoFlow `mlperf-small` on 2 ranks while
-//! the window still had batches to start, though the batch it asked for
-//! was ready. `SCHED_BATCH` (sched(7): "this thread is mildly disfavored
-//! in scheduling decisions" at wake-up) takes that preemption away; the
-//! worker still gets its share of the cores, and any idle core at once.
+//! in `next()` while the worker decoded its next batch there: "data wait"
+//! in most steps though the batch it asked for was ready. `SCHED_BATCH`
+//! (sched(7): "this thread is mildly disfavored in scheduling decisions"
+//! at wake-up) takes that preemption away; the worker still gets its share
+//! of the cores, and any idle core at once. What it did to the wait and
+//! the throughput on the hosts measured: `docs/benchmarks.md`, CosmoFlow.
 
 /// Mark the calling thread as batch work (`SCHED_BATCH`, nice unchanged).
 /// Needs no privilege. A kernel that refuses leaves the thread as it was:

@@ -535,8 +535,8 @@ impl<M: TrainModel> Run<'_, M> {
         // taken, so that its workers open files and decode the next epoch's
         // first batches during the last step and the epoch's end. Started
         // at the next epoch's first step instead, that step waited for all
-        // of it (most of the data wait of CosmoFlow's short epochs on 2
-        // ranks).
+        // of it, a visible share of short epochs (`docs/benchmarks.md`,
+        // CosmoFlow).
         let mut early: Option<Loader> = None;
         let mut epochs = Vec::new();
         let mut run_times = StepTimes::default();

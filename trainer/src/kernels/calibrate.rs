@@ -167,9 +167,9 @@ fn median(times: &[Duration]) -> Option<Duration> {
 /// Each candidate runs once untimed before the first round: a kernel's
 /// first run pays for its own buffers' first page faults and anything it
 /// sets up once. Timed, that one run could make a candidate hopeless, a
-/// median of one: the AVX-512 3-D weight gradient's first probe once took
-/// 4.6 ms against its 0.24, and the calibration chose the slower kernel
-/// for the whole run.
+/// median of one: the AVX-512 3-D weight gradient's first probe, many
+/// times its usual, once made the calibration choose the slower kernel
+/// for a whole run (`docs/benchmarks.md`, Etalumis).
 pub fn measure(candidates: &[Candidate], rounds: usize, mut time: impl FnMut(Candidate) -> Duration) -> Measured {
     for &candidate in candidates {
         time(candidate);

@@ -33,11 +33,11 @@ pub(super) const BLOCK: usize = 8;
 ///
 /// Plane-major, so that the rows a task reads for one plane (its blocks'
 /// pairs) are one contiguous run. Pair-major, they were runs a whole
-/// pair's batch apart (2 MB on Etalumis' largest layer): every run on the
-/// same L2 sets up to the physical page's bits, sixteen of them for a task
-/// of 4 blocks in a 16-way L2, and the layer's weight gradient took 140,
-/// 190 or 275 ms from one process to the next with the input's alignment
-/// and where its pages fell.
+/// pair's batch apart: on Etalumis' largest layer every run fell on the
+/// same L2 sets but for the physical page's bits, sixteen of them for a
+/// task of 4 blocks in a 16-way L2, and the layer's time changed from one
+/// process to the next with where its pages fell (`docs/benchmarks.md`,
+/// Etalumis).
 pub(super) fn channel_pairs(shape: &ConvShape, out_grad: &[f32]) -> uninit::LineAligned {
     let [d, h, w] = shape.volume;
     assert!(shape.c_out.is_multiple_of(2) && out_grad.len() == shape.output_len(), "output gradient of {shape:?}");
