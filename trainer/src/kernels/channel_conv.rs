@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use super::conv_shape::ConvShape;
 use super::cpu::{self, KernelPath};
 use super::lanes::load;
-use super::uninit::{self, LineAligned};
+use super::uninit::LineAligned;
 
 /// Output channels per task: one AVX-512 register, two AVX2 ones.
 const GROUP: usize = 16;
@@ -50,19 +50,9 @@ pub(super) fn applies(shape: &ConvShape) -> bool {
 pub(super) fn channels_last_weights(shape: &ConvShape, weight: &[f32]) -> LineAligned {
     let (c_in, c_out) = (shape.c_in, shape.c_out);
     assert_eq!(weight.len(), shape.weight_len(), "weights of {shape:?}");
-    // SAFETY: the iterator walks (ci, t, co) in the output's order, one
-    // value per slot, c_in · 27 · c_out = `weight.len()` of them.
-    #[allow(unsafe_code)]
-    unsafe {
-        uninit::written_whole_aligned(weight.len(), |out| {
-            let values = (0..c_in).flat_map(|ci| {
-                (0..TAPS).flat_map(move |t| (0..c_out).map(move |co| weight[(co * c_in + ci) * TAPS + t]))
-            });
-            for (slot, value) in out.iter_mut().zip(values) {
-                slot.write(value);
-            }
-        })
-    }
+    let values =
+        (0..c_in).flat_map(|ci| (0..TAPS).flat_map(move |t| (0..c_out).map(move |co| (co * c_in + ci) * TAPS + t)));
+    LineAligned::of_exactly(weight.len(), values.map(|at| weight[at]))
 }
 
 /// The weights of the input gradient of a convolution of `shape` (the
@@ -72,19 +62,9 @@ pub(super) fn channels_last_weights(shape: &ConvShape, weight: &[f32]) -> LineAl
 pub(super) fn channels_last_flipped_weights(shape: &ConvShape, weight: &[f32]) -> LineAligned {
     let (c_in, c_out) = (shape.c_in, shape.c_out);
     assert_eq!(weight.len(), shape.weight_len(), "weights of {shape:?}");
-    // SAFETY: the iterator walks (co, t, ci) in the output's order, one
-    // value per slot, c_out · 27 · c_in = `weight.len()` of them.
-    #[allow(unsafe_code)]
-    unsafe {
-        uninit::written_whole_aligned(weight.len(), |out| {
-            let values = (0..c_out).flat_map(|co| {
-                (0..TAPS).flat_map(move |t| (0..c_in).map(move |ci| weight[(co * c_in + ci) * TAPS + TAPS - 1 - t]))
-            });
-            for (slot, value) in out.iter_mut().zip(values) {
-                slot.write(value);
-            }
-        })
-    }
+    let values = (0..c_out)
+        .flat_map(|co| (0..TAPS).flat_map(move |t| (0..c_in).map(move |ci| (co * c_in + ci) * TAPS + TAPS - 1 - t)));
+    LineAligned::of_exactly(weight.len(), values.map(|at| weight[at]))
 }
 
 /// Forward pass into `y` [batch, c_out, D, H, W] from the padded input

@@ -97,13 +97,23 @@ impl std::ops::DerefMut for LineAligned {
 impl LineAligned {
     /// `len` zeros.
     pub(crate) fn zeros(len: usize) -> LineAligned {
-        // SAFETY: every slot is written.
+        LineAligned::of_exactly(len, std::iter::repeat_n(0.0, len))
+    }
+
+    /// The `len` floats `values` yields, in order; panics if it yields
+    /// another number of them.
+    pub(crate) fn of_exactly(len: usize, values: impl IntoIterator<Item = f32>) -> LineAligned {
+        // SAFETY: the closure returns only after writing every one of the
+        // `len` slots (it panics first otherwise, and a panic leaves
+        // nothing treated as initialised).
         #[allow(unsafe_code)]
         unsafe {
             written_whole_aligned(len, |slots| {
-                for slot in slots {
-                    slot.write(0.0);
+                let mut values = values.into_iter();
+                for slot in slots.iter_mut() {
+                    slot.write(values.next().unwrap_or_else(|| panic!("fewer than {len} values")));
                 }
+                assert!(values.next().is_none(), "more than {len} values");
             })
         }
     }
@@ -170,5 +180,12 @@ mod tests {
             assert_eq!(values.len(), len);
             assert!(values.iter().enumerate().all(|(i, &v)| v == i as f32 + 0.5));
         }
+    }
+    #[test]
+    fn an_aligned_buffer_of_exactly_len_values_takes_them_and_refuses_other_counts() {
+        let values = LineAligned::of_exactly(3, [1.0, 2.0, 3.0]);
+        assert_eq!(&values[..], &[1.0, 2.0, 3.0]);
+        assert!(std::panic::catch_unwind(|| LineAligned::of_exactly(3, [1.0, 2.0])).is_err());
+        assert!(std::panic::catch_unwind(|| LineAligned::of_exactly(1, [1.0, 2.0])).is_err());
     }
 }
