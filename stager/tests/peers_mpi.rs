@@ -186,7 +186,18 @@ fn probe(root: &Path) {
     let holdings = Holdings { manifest: &manifest, owner: &owner, dest: &dest, source: &source, ready: &|_| Ok(()) };
     let progress = Progress::new(Cache::new(config.capacity, &reads, |f| owner[f] != Some(node)));
     let mut on_disk = 0u64;
+    let done = std::sync::atomic::AtomicBool::new(false);
     let stats = std::thread::scope(|scope| {
+        // The disk is watched all along, not only when the consumer reads:
+        // the fetcher's renames and resizes happen between its reads.
+        let watcher = scope.spawn(|| {
+            let mut most = 0u64;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                most = most.max(dir_bytes(&cache_dir));
+                std::thread::yield_now();
+            }
+            most
+        });
         let consumer = scope.spawn(|| -> Result<u64, String> {
             let mut most = 0u64;
             for (at, &f) in reads.iter().enumerate() {
@@ -204,8 +215,10 @@ fn probe(root: &Path) {
         });
         let stats = exchange(&world, &holdings, &reads, &config, &progress);
         let consumed = consumer.join().unwrap();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let watched = watcher.join().unwrap();
         if let Ok(most) = &consumed {
-            on_disk = *most;
+            on_disk = (*most).max(watched);
         }
         stats
     });
@@ -221,13 +234,25 @@ fn probe(root: &Path) {
 
 /// Bytes of the files under `dir` (placed files and parts), skipping any
 /// that go away while it looks (the fetcher renames and evicts meanwhile).
+/// A file renamed while the directory is read may be listed under both
+/// names: each inode counts once.
 fn dir_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
-            _ => e.metadata().map_or(0, |m| m.len()),
-        })
-        .sum()
+    let mut seen = std::collections::HashMap::new();
+    inode_bytes(dir, &mut seen);
+    seen.values().sum()
+}
+
+fn inode_bytes(dir: &Path, seen: &mut std::collections::HashMap<u64, u64>) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.filter_map(Result::ok) {
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => inode_bytes(&entry.path(), seen),
+            _ => {
+                if let Ok(m) = entry.metadata() {
+                    seen.insert(m.ino(), m.len());
+                }
+            }
+        }
+    }
 }

@@ -115,7 +115,7 @@ impl Fetcher<'_> {
                 self.ready(at + 1);
                 continue;
             };
-            let spares = self.evict(evicted, self.groups[file].len())?;
+            let spares = self.evict(evicted, file)?;
             match owner {
                 Some(holder) => {
                     self.ask(holder, (at, file, bytes), spares);
@@ -194,8 +194,9 @@ impl Fetcher<'_> {
     }
 
     /// Rename the `evicted` files out of the way, keeping storage (and
-    /// maps) for the `members` files about to be fetched.
-    fn evict(&mut self, evicted: Vec<usize>, members: usize) -> Result<Vec<Spare>, PeerError> {
+    /// maps) for the members of `file`'s group, about to be fetched.
+    fn evict(&mut self, evicted: Vec<usize>, file: usize) -> Result<Vec<Spare>, PeerError> {
+        let members = self.groups[file].len();
         // An evicted file's storage, and its map, take the next fetched
         // bytes: on tmpfs its pages are overwritten rather than freed and
         // allocated (zeroed) again, and mapped once rather than per file.
@@ -215,6 +216,22 @@ impl Fetcher<'_> {
         for spare in spares.drain(members.min(spares.len())..) {
             drop(spare.map);
             fs::remove_file(&spare.path).map_err(io("evicting", &spare.path))?;
+        }
+        // A spare larger than the member it will hold shrinks now: the cache
+        // counts the member's bytes from here, and the spare may wait at its
+        // old size while an earlier group is received.
+        let kept = spares.len();
+        for (i, spare) in spares.iter_mut().enumerate() {
+            // Members take spares from the back (`Vec::pop`), in order.
+            let member = self.groups[file][kept - 1 - i];
+            let want = self.holdings.manifest.files[member].bytes;
+            let had = fs::metadata(&spare.path).map_err(io("evicting", &spare.path))?.len();
+            if had > want {
+                // Shrinking a mapped file would leave its map past the end.
+                spare.map = None;
+                let out = fs::OpenOptions::new().write(true).open(&spare.path);
+                out.and_then(|out| out.set_len(want)).map_err(io("evicting", &spare.path))?;
+            }
         }
         Ok(spares)
     }
