@@ -35,6 +35,7 @@ pub mod conv2d_grad;
 mod conv_shape;
 pub mod conv_transpose2d;
 pub mod cpu;
+pub mod dense_input_grad;
 pub mod direct_conv;
 mod direct_conv2d;
 mod direct_conv2d_bf16;
@@ -144,11 +145,23 @@ pub fn conv3d_in_precision(
     rounded(y, p)
 }
 
-/// `layer.forward(x)` (a dense layer) in this thread's precision.
+/// `layer.forward(x)` (a dense layer) in this thread's precision; under
+/// f32 its product is [`KernelOps::dense_product`], on x's rows folded
+/// into one matrix.
 pub fn linear<const D: usize>(layer: &Linear, x: Tensor<D>) -> Tensor<D> {
     let p = precision::current();
     if p == Precision::F32 {
-        return layer.forward(x);
+        let weight = layer.weight.val();
+        let [inputs, outputs] = weight.dims();
+        let mut dims = x.dims();
+        let rows = dims[..D - 1].iter().product::<usize>();
+        let x = x.reshape([rows, inputs]).into_dispatch();
+        let mut y = Tensor::<2>::from_dispatch(<Dispatch as KernelOps>::dense_product(x, weight.into_dispatch()));
+        if let Some(bias) = &layer.bias {
+            y = y + bias.val().unsqueeze::<2>();
+        }
+        dims[D - 1] = outputs;
+        return y.reshape(dims);
     }
     let bias = layer.bias.as_ref().map(|b| rounded(b.val(), p));
     rounded(burn_linear(rounded(x, p), rounded(layer.weight.val(), p), bias), p)

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::ops::{Backward, OpsKind};
 use burn::backend::flex::FlexTensor;
-use burn::backend::ops::ModuleOps;
+use burn::backend::ops::{FloatTensorOps, ModuleOps};
 use burn::backend::{Autodiff, AutodiffBackend, Flex, TensorMetadata};
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{DType, Shape};
@@ -19,7 +19,7 @@ use crate::kernels::{batch_norm, direct_conv, direct_pool, lstm_cell};
 use super::backward::{
     AutodiffFloat, AvgPoolBackward, BatchNormBackward, Conv2dBackward, ConvBackward, ConvTranspose2dBackward,
     LeakyReluBackward, MaxPool2dBackward, MaxPoolBackward, ReluBackward, RoundBackward, conv_transpose2d_flex,
-    lstm_cell_tracked, round_flex,
+    dense_product_tracked, lstm_cell_tracked, round_flex,
 };
 use super::flex_ops::{
     Padding, conv_forward, conv2d_flex, conv2d_flex_keeping, direct_conv_shape, direct_conv_shape_padded,
@@ -142,6 +142,10 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
     fn lstm_cell_output(gates: AutodiffFloat<C>, c_next: AutodiffFloat<C>) -> AutodiffFloat<C> {
         lstm_cell_tracked::<C>(&gates, &c_next, (lstm_cell::output, lstm_cell::output_grad))
             .unwrap_or_else(|| composed::lstm_cell_output::<Self>(gates, c_next))
+    }
+
+    fn dense_product(x: AutodiffFloat<C>, w: AutodiffFloat<C>) -> AutodiffFloat<C> {
+        dense_product_tracked::<C>(&x, &w).unwrap_or_else(|| Self::float_matmul(x, w))
     }
 
     fn batch_statistics(x: AutodiffFloat<C>, groups: usize) -> AutodiffFloat<C> {

@@ -18,7 +18,9 @@ use crate::kernels::columns::KeptInput;
 use crate::kernels::direct_conv::{ConvShape, PaddedInput};
 use crate::kernels::flex::{flex, values};
 use crate::kernels::precision::Precision;
-use crate::kernels::{activation, batch_norm, conv_transpose2d, conv2d_forward, conv2d_grad, direct_conv, direct_pool};
+use crate::kernels::{
+    activation, batch_norm, conv_transpose2d, conv2d_forward, conv2d_grad, dense_input_grad, direct_conv, direct_pool,
+};
 
 use super::composed;
 use super::flex_ops::{Padding, conv2d_flex, conv2d_window, first_copies_flex, lstm_units, split_statistics};
@@ -345,6 +347,54 @@ pub(super) fn lstm_cell_tracked<C: CheckpointStrategy>(
         OpsKind::Tracked(prep) => prep.finish((gates.primitive().clone(), c.primitive().clone(), units), y),
         OpsKind::UnTracked(prep) => prep.finish(y),
     })
+}
+
+#[derive(Debug)]
+pub(super) struct DenseProductBackward;
+
+impl Backward<Flex, 2> for DenseProductBackward {
+    /// The operands x [M, K] and w [K, N].
+    type State = (FlexTensor, FlexTensor);
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [node_x, node_w] = ops.parents;
+        let up = grads.consume::<Flex>(&ops.node);
+        let (x, w) = ops.state;
+        let [m, k] = x.shape().dims();
+        let n = up.shape()[1];
+        if let Some(node) = node_x {
+            let dx = if dense_input_grad::pays([m, k, n]) {
+                flex(dense_input_grad::input_grad(&values(&up), &values(&w), [m, k, n]), Shape::new([m, k]))
+            } else {
+                Flex::float_matmul(up.clone(), Flex::float_transpose(w))
+            };
+            grads.register::<Flex>(node.id, dx);
+        }
+        if let Some(node) = node_w {
+            grads.register::<Flex>(node.id, Flex::float_matmul(Flex::float_transpose(x), up));
+        }
+    }
+}
+
+/// A dense layer's product on the autodiff CPU backend, `None` where
+/// [`dense_operands`] refuses the operands (the caller then takes burn's).
+pub(super) fn dense_product_tracked<C: CheckpointStrategy>(
+    x: &AutodiffFloat<C>,
+    w: &AutodiffFloat<C>,
+) -> Option<AutodiffFloat<C>> {
+    dense_operands(x.primitive(), w.primitive())?;
+    let y = Flex::float_matmul(x.primitive().clone(), w.primitive().clone());
+    Some(match DenseProductBackward.prepare::<C>([x.node(), w.node()]).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => prep.finish((x.primitive().clone(), w.primitive().clone()), y),
+        OpsKind::UnTracked(prep) => prep.finish(y),
+    })
+}
+
+/// [M, K, N] for f32 operands x [M, K] and w [K, N]; `None` otherwise.
+fn dense_operands(x: &FlexTensor, w: &FlexTensor) -> Option<[usize; 3]> {
+    let (xs, ws) = (x.shape(), w.shape());
+    let f32s = x.dtype() == DType::F32 && w.dtype() == DType::F32;
+    (f32s && xs.num_dims() == 2 && ws.num_dims() == 2 && xs[1] == ws[0]).then(|| [xs[0], xs[1], ws[1]])
 }
 
 #[derive(Debug)]

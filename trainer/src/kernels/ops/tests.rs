@@ -521,3 +521,43 @@ fn the_direct_2d_max_pool_equals_burns_in_values_and_gradients() {
     let odd = filled([1, 2, 5, 4], 3, &Device::flex());
     assert_eq!(super::super::max_pool2d_2(odd).dims(), [1, 2, 2, 2]);
 }
+
+/// A dense layer through `kernels::linear` equals burn's `Linear::forward`
+/// in values and in the gradients of its input, weight and bias: for
+/// shapes whose input gradient is `dense_input_grad`'s and shapes whose is
+/// burn's, a 3-D input folded into rows, and an input that is a
+/// transposed view.
+#[test]
+fn dense_products_equal_burns_linear_in_values_and_gradients() {
+    use burn::nn::LinearConfig;
+    let device = Device::flex().autodiff();
+    for (rows, inputs, outputs) in [(1, 3, 5), (2, 64, 1030), (37, 24, 16), (16, 512, 300), (16, 40, 2048)] {
+        let layer = LinearConfig::new(inputs, outputs).init(&device);
+        let x = filled([rows, inputs], 1, &device).require_grad();
+        let up = filled([rows, outputs], 2, &device);
+        let run = |ours: bool| {
+            let y = if ours { super::super::linear(&layer, x.clone()) } else { layer.forward(x.clone()) };
+            let grads = (y.clone() * up.clone()).sum().backward();
+            let weight = layer.weight.val().grad(&grads).unwrap();
+            let bias = layer.bias.as_ref().unwrap().val().grad(&grads).unwrap();
+            [to_vec(y), to_vec(x.grad(&grads).unwrap()), to_vec(weight), to_vec(bias)]
+        };
+        let (ours, theirs) = (run(true), run(false));
+        for (name, (a, b)) in
+            ["value", "input gradient", "weight gradient", "bias gradient"].iter().zip(ours.iter().zip(&theirs))
+        {
+            assert_eq!(a.len(), b.len(), "{rows}×{inputs}×{outputs} {name}");
+            for (a, b) in a.iter().zip(b) {
+                assert!((a - b).abs() < 1e-4 * (1.0 + b.abs()), "{rows}×{inputs}×{outputs} {name}: {a} against {b}");
+            }
+        }
+    }
+    // [2, 3, 8] folded into 6 rows, read from a transposed [8, 3, 2].
+    let layer = LinearConfig::new(8, 4).init(&device);
+    let x = filled([8, 3, 2], 3, &device).require_grad();
+    let y = super::super::linear(&layer, x.clone().permute([2, 1, 0]));
+    let theirs = layer.forward(x.clone().permute([2, 1, 0]));
+    assert!(max_diff(y.clone(), theirs.clone()) < 1e-5);
+    let (ours, theirs) = (y.sum().backward(), theirs.sum().backward());
+    assert!(max_diff(x.grad(&ours).unwrap(), x.grad(&theirs).unwrap()) < 1e-5);
+}
