@@ -8,8 +8,7 @@
 //! the product's time (`docs/benchmarks.md`, Etalumis). Here w is read
 //! once, where it lies, and g's few rows stay in cache: each task takes a
 //! block of w's rows and holds the dot products of a few of them with a
-//! few rows of g in registers, 16 (AVX-512) or 8 (AVX2) lanes each, summing
-//! the lanes at the end.
+//! few rows of g in registers, 16 lanes each, summing the lanes at the end.
 //!
 //! ```
 //! use trainer::kernels::dense_input_grad::input_grad;
@@ -33,6 +32,9 @@ use super::lanes::load;
 pub fn pays([m, _, n]: [usize; 3]) -> bool {
     m <= 32 && n >= 1024
 }
+
+/// Lanes each dot product is summed in, on every path.
+const LANES: usize = 16;
 
 /// Rows of w each task takes: enough that a task's work outweighs handing
 /// it out, few enough that a product of 512 rows splits over the threads.
@@ -67,18 +69,20 @@ fn input_grad_on(path: KernelPath, g: &[f32], w: &[f32], [m, k, n]: [usize; 3]) 
 }
 
 /// [`block_rows`] built for the chosen [`KernelPath`]: 4 rows of w × 4 of
-/// g in 16 of AVX-512's 32 registers; 2 × 4 of 8 lanes in 8 of AVX2's 16;
-/// 2 × 4 of 4 lanes on SSE2.
+/// g in 16 of AVX-512's 32 registers; 2 × 2 of two registers each in 8 of
+/// AVX2's 16. Every path sums 16 lanes in the same order, fused
+/// multiply-adds throughout (in software on the portable path), so all
+/// give the same bits and calibration may choose any.
 fn task_on_path(path: KernelPath, g: &[f32], w: &[f32], out: &mut [f32], shape: [usize; 2]) {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
         fn avx512(g: &[f32], w: &[f32], out: &mut [f32], shape: [usize; 2]) {
-            block_rows::<4, 4, 16>(g, w, out, shape);
+            block_rows::<4, 4, LANES>(g, w, out, shape);
         }
         #[target_feature(enable = "avx2,fma")]
         fn avx2(g: &[f32], w: &[f32], out: &mut [f32], shape: [usize; 2]) {
-            block_rows::<2, 4, 8>(g, w, out, shape);
+            block_rows::<2, 2, LANES>(g, w, out, shape);
         }
         match path {
             // SAFETY: `cpu::path` only chooses a path the CPU supports, and
@@ -91,7 +95,7 @@ fn task_on_path(path: KernelPath, g: &[f32], w: &[f32], out: &mut [f32], shape: 
             KernelPath::Portable => {}
         }
     }
-    block_rows::<2, 4, 4>(g, w, out, shape);
+    block_rows::<2, 2, LANES>(g, w, out, shape);
 }
 
 /// out [R, M] = w [R, N] · gᵀ, in blocks of `WR` rows of w by `GR` rows of
@@ -143,13 +147,17 @@ mod tests {
 
     /// Every path this CPU runs, at shapes with partial blocks of rows,
     /// a tail of columns shorter than a register and several tasks, equals
-    /// the definition (summed in f64) within float rounding.
+    /// the definition (summed in f64) within float rounding, and gives the
+    /// portable path's bits.
     #[test]
-    fn input_gradients_equal_the_definition_on_every_path() {
+    fn input_gradients_equal_the_definition_and_the_portable_bits_on_every_path() {
         for path in KernelPath::ALL.into_iter().filter(|p| p.supported()) {
             for [m, k, n] in [[1, 1, 1], [3, 5, 7], [2, 512, 2048], [16, 70, 33], [32, 9, 100], [5, 3, 0]] {
                 let (g, w) = (values(m * n, 1), values(k * n, 2));
                 let dx = input_grad_on(path, &g, &w, [m, k, n]);
+                let portable = input_grad_on(KernelPath::Portable, &g, &w, [m, k, n]);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&dx), bits(&portable), "{path:?} [{m}, {k}, {n}]");
                 assert_eq!(dx.len(), m * k);
                 for i in 0..m {
                     for r in 0..k {

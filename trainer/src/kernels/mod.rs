@@ -45,6 +45,7 @@ mod flex;
 mod lane_conv_transpose2d;
 mod lanes;
 pub mod lstm_cell;
+pub mod lstm_sequence;
 pub mod ops;
 mod pair_weight_grad3d;
 pub mod precision;
@@ -249,6 +250,18 @@ pub fn batch_norm_training_twin<const D: usize>(
     let per_channel = firsts.mean_dim(1).reshape([2, channels]);
     let (mean, variance) = (per_channel.clone().narrow(0, 0, 1), per_channel.narrow(0, 1, 1));
     (y, mean.reshape([channels]), variance.reshape([channels]))
+}
+
+/// An LSTM layer over a whole sequence as one node of the graph
+/// ([`lstm_sequence`]): from every step's input products `gates_in` [B, T,
+/// 4U], the hidden weight `w` [U, 4U] and `bias` [4U], the outputs h_t
+/// [B, T, U].
+pub fn lstm_sequence(gates_in: Tensor<3>, w: Tensor<2>, bias: Tensor<1>) -> Tensor<3> {
+    Tensor::from_dispatch(<Dispatch as KernelOps>::lstm_sequence(
+        gates_in.into_dispatch(),
+        w.into_dispatch(),
+        bias.into_dispatch(),
+    ))
 }
 
 /// An LSTM step's next cell state c' = σ(f)·c + σ(i)·tanh(g) from the

@@ -19,7 +19,7 @@ use crate::kernels::{batch_norm, direct_conv, direct_pool, lstm_cell};
 use super::backward::{
     AutodiffFloat, AvgPoolBackward, BatchNormBackward, Conv2dBackward, ConvBackward, ConvTranspose2dBackward,
     LeakyReluBackward, MaxPool2dBackward, MaxPoolBackward, ReluBackward, RoundBackward, conv_transpose2d_flex,
-    dense_product_tracked, lstm_cell_tracked, round_flex,
+    dense_product_tracked, lstm_cell_tracked, lstm_sequence_tracked, round_flex,
 };
 use super::flex_ops::{
     Padding, conv_forward, conv2d_flex, conv2d_flex_keeping, direct_conv_shape, direct_conv_shape_padded,
@@ -142,6 +142,11 @@ impl<C: CheckpointStrategy> KernelOps for Autodiff<Flex, C> {
     fn lstm_cell_output(gates: AutodiffFloat<C>, c_next: AutodiffFloat<C>) -> AutodiffFloat<C> {
         lstm_cell_tracked::<C>(&gates, &c_next, (lstm_cell::output, lstm_cell::output_grad))
             .unwrap_or_else(|| composed::lstm_cell_output::<Self>(gates, c_next))
+    }
+
+    fn lstm_sequence(gates_in: AutodiffFloat<C>, w: AutodiffFloat<C>, bias: AutodiffFloat<C>) -> AutodiffFloat<C> {
+        lstm_sequence_tracked::<C>(&gates_in, &w, &bias)
+            .unwrap_or_else(|| composed::lstm_sequence::<Self>(gates_in, w, bias))
     }
 
     fn dense_product(x: AutodiffFloat<C>, w: AutodiffFloat<C>) -> AutodiffFloat<C> {

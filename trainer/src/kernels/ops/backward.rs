@@ -20,10 +20,13 @@ use crate::kernels::flex::{flex, values};
 use crate::kernels::precision::Precision;
 use crate::kernels::{
     activation, batch_norm, conv_transpose2d, conv2d_forward, conv2d_grad, dense_input_grad, direct_conv, direct_pool,
+    lstm_sequence,
 };
 
 use super::composed;
-use super::flex_ops::{Padding, conv2d_flex, conv2d_window, first_copies_flex, lstm_units, split_statistics};
+use super::flex_ops::{
+    Padding, conv2d_flex, conv2d_window, first_copies_flex, lstm_sequence_shape, lstm_units, split_statistics,
+};
 
 pub(super) type AutodiffFloat<C> = FloatTensor<Autodiff<Flex, C>>;
 pub(super) type NodeId = burn::backend::autodiff::NodeId;
@@ -345,6 +348,49 @@ pub(super) fn lstm_cell_tracked<C: CheckpointStrategy>(
     let y = flex(forward(&values(gates.primitive()), &values(c.primitive()), units), c.primitive().shape());
     Some(match LstmCellBackward(gradient).prepare::<C>([gates.node(), c.node()]).compute_bound().stateful() {
         OpsKind::Tracked(prep) => prep.finish((gates.primitive().clone(), c.primitive().clone(), units), y),
+        OpsKind::UnTracked(prep) => prep.finish(y),
+    })
+}
+
+#[derive(Debug)]
+pub(super) struct LstmSequenceBackward;
+
+impl Backward<Flex, 3> for LstmSequenceBackward {
+    /// What the forward pass kept, the hidden weight and the shape.
+    type State = (Arc<lstm_sequence::Kept>, FlexTensor, lstm_sequence::Sequence);
+
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [node_in, node_w, node_bias] = ops.parents;
+        let up = grads.consume::<Flex>(&ops.node);
+        let (kept, w, seq) = ops.state;
+        let (d_in, d_w, d_bias) = lstm_sequence::backward(seq, &kept, &values(&w), &values(&up));
+        let g = 4 * seq.units;
+        if let Some(node) = node_in {
+            grads.register::<Flex>(node.id, flex(d_in, Shape::new([seq.batch, seq.steps, g])));
+        }
+        if let Some(node) = node_w {
+            grads.register::<Flex>(node.id, flex(d_w, Shape::new([seq.units, g])));
+        }
+        if let Some(node) = node_bias {
+            grads.register::<Flex>(node.id, flex(d_bias, Shape::new([g])));
+        }
+    }
+}
+
+/// An LSTM sequence on the autodiff CPU backend, `None` where
+/// [`lstm_sequence_shape`] refuses the operands (the caller then unrolls it).
+pub(super) fn lstm_sequence_tracked<C: CheckpointStrategy>(
+    gates_in: &AutodiffFloat<C>,
+    w: &AutodiffFloat<C>,
+    bias: &AutodiffFloat<C>,
+) -> Option<AutodiffFloat<C>> {
+    let seq = lstm_sequence_shape(gates_in.primitive(), w.primitive(), bias.primitive())?;
+    let (out, kept) =
+        lstm_sequence::forward(seq, &values(gates_in.primitive()), &values(w.primitive()), &values(bias.primitive()));
+    let y = flex(out, Shape::new([seq.batch, seq.steps, seq.units]));
+    let parents = [gates_in.node(), w.node(), bias.node()];
+    Some(match LstmSequenceBackward.prepare::<C>(parents).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => prep.finish((Arc::new(kept), w.primitive().clone(), seq), y),
         OpsKind::UnTracked(prep) => prep.finish(y),
     })
 }

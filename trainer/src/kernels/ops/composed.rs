@@ -197,3 +197,32 @@ pub(super) fn pool3d_2<B: Backend>(x: FloatTensor<B>, average: bool) -> FloatTen
     let reduced = if average { B::float_mean_dim(pairs, 2) } else { B::float_max_dim(pairs, 2) };
     B::float_reshape(reduced, Shape::new([n, c, d / 2, h / 2, w / 2]))
 }
+
+/// The LSTM layer's steps unrolled into burn's operations: each step's
+/// gate inputs gates_in[:, t] + (h·w + bias), then the cell.
+pub(super) fn lstm_sequence<B: KernelOps>(
+    gates_in: FloatTensor<B>,
+    w: FloatTensor<B>,
+    bias: FloatTensor<B>,
+) -> FloatTensor<B> {
+    let shape = gates_in.shape();
+    let (b, steps, g) = (shape[0], shape[1], shape[2]);
+    let u = g / 4;
+    let (device, dtype) = (gates_in.device(), gates_in.dtype().into());
+    if steps == 0 {
+        return B::float_zeros(Shape::new([b, 0, u]), &device, dtype);
+    }
+    let bias = B::float_expand(B::float_reshape(bias, Shape::new([1, g])), Shape::new([b, g]));
+    let mut h = B::float_zeros(Shape::new([b, u]), &device, dtype);
+    let mut c = B::float_zeros(Shape::new([b, u]), &device, dtype);
+    let mut out = Vec::with_capacity(steps);
+    for t in 0..steps {
+        let step = B::float_slice(gates_in.clone(), &[(0..b).into(), (t..t + 1).into(), (0..g).into()]);
+        let hidden = B::float_add(B::float_matmul(h, w.clone()), bias.clone());
+        let gates = B::float_add(B::float_reshape(step, Shape::new([b, g])), hidden);
+        c = B::lstm_cell_state(gates.clone(), c);
+        h = B::lstm_cell_output(gates, c.clone());
+        out.push(B::float_reshape(h.clone(), Shape::new([b, 1, u])));
+    }
+    B::float_cat(out, 1)
+}

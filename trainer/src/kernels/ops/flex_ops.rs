@@ -11,7 +11,9 @@ use crate::kernels::columns::{KeptInput, Window};
 use crate::kernels::direct_conv::ConvShape;
 use crate::kernels::flex::{flex, values};
 use crate::kernels::precision::Precision;
-use crate::kernels::{activation, batch_norm, conv2d_forward, direct_conv, direct_pool, lstm_cell, twin};
+use crate::kernels::{
+    activation, batch_norm, conv2d_forward, direct_conv, direct_pool, lstm_cell, lstm_sequence, twin,
+};
 
 use super::backward::{conv_transpose2d_flex, round_flex};
 use super::{KernelOps, MIN_DIRECT_WIDTH, composed};
@@ -142,6 +144,23 @@ pub(super) fn lstm_units(gates: &FlexTensor, c: &FlexTensor) -> Option<usize> {
     (f32s && fits && c_shape[1] > 0).then(|| c_shape[1])
 }
 
+/// The shape of an LSTM sequence for f32 `gates_in` [B, T, 4U], `w` [U,
+/// 4U] and `bias` [4U] with U ≥ 1; `None` otherwise.
+pub(super) fn lstm_sequence_shape(
+    gates_in: &FlexTensor,
+    w: &FlexTensor,
+    bias: &FlexTensor,
+) -> Option<lstm_sequence::Sequence> {
+    let f32s = [gates_in, w, bias].iter().all(|t| t.dtype() == DType::F32);
+    let (x, ws, bs) = (gates_in.shape(), w.shape(), bias.shape());
+    if !f32s || x.num_dims() != 3 || ws.num_dims() != 2 || bs.num_dims() != 1 {
+        return None;
+    }
+    let g = x[2];
+    let fits = g % 4 == 0 && g > 0 && ws[0] == g / 4 && ws[1] == g && bs[0] == g;
+    fits.then_some(lstm_sequence::Sequence { batch: x[0], steps: x[1], units: g / 4 })
+}
+
 /// The first copies of a twin batch [2N, ...] ([`twin::first_copies`]).
 pub(super) fn first_copies_flex(x: &FlexTensor) -> FlexTensor {
     let mut shape = x.shape();
@@ -250,6 +269,16 @@ impl KernelOps for Flex {
 
     fn conv2d_twin_unbiased(x: FlexTensor, weight: FlexTensor, options: ConvOptions<2>) -> FlexTensor {
         twice_flex(&conv2d_flex(first_copies_flex(&x), weight, options))
+    }
+
+    fn lstm_sequence(gates_in: FlexTensor, w: FlexTensor, bias: FlexTensor) -> FlexTensor {
+        match lstm_sequence_shape(&gates_in, &w, &bias) {
+            Some(seq) => {
+                let (out, _) = lstm_sequence::forward(seq, &values(&gates_in), &values(&w), &values(&bias));
+                flex(out, Shape::new([seq.batch, seq.steps, seq.units]))
+            }
+            None => composed::lstm_sequence::<Self>(gates_in, w, bias),
+        }
     }
 
     fn lstm_cell_state(gates: FlexTensor, c: FlexTensor) -> FlexTensor {

@@ -162,6 +162,13 @@ pub trait KernelOps: Backend {
         composed::lstm_cell_output::<Self>(gates, c_next)
     }
 
+    /// An LSTM layer over a whole sequence ([`lstm_sequence`](super::lstm_sequence)):
+    /// from every step's input products `gates_in` [B, T, 4U], the hidden
+    /// weight `w` [U, 4U] and `bias` [4U], the outputs h_t [B, T, U].
+    fn lstm_sequence(gates_in: FloatTensor<Self>, w: FloatTensor<Self>, bias: FloatTensor<Self>) -> FloatTensor<Self> {
+        composed::lstm_sequence::<Self>(gates_in, w, bias)
+    }
+
     /// A dense layer's product x [M, K] · w [K, N]: burn's `matmul`. On
     /// the autodiff CPU backend the input gradient g·wᵀ of a product with
     /// few rows and long ones is [`dense_input_grad`](super::dense_input_grad)'s

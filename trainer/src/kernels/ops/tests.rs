@@ -561,3 +561,45 @@ fn dense_products_equal_burns_linear_in_values_and_gradients() {
     let (ours, theirs) = (y.sum().backward(), theirs.sum().backward());
     assert!(max_diff(x.grad(&ours).unwrap(), x.grad(&theirs).unwrap()) < 1e-5);
 }
+
+/// The CPU's LSTM sequence operation equals the same steps unrolled into
+/// burn's operations (what other backends run) in its outputs and in the
+/// gradients of the input products, the hidden weight and the bias: one
+/// sample and several, one step and several, and units enough (256) for
+/// the hidden product's input gradient to be `dense_input_grad`'s.
+#[test]
+fn the_lstm_sequence_equals_its_unrolled_steps() {
+    type Ad = Autodiff<Flex>;
+    let device = Device::flex().autodiff();
+    let prim3 = |t: &Tensor<3>| t.clone().try_into_primitive::<Ad>().unwrap();
+    let prim2 = |t: &Tensor<2>| t.clone().try_into_primitive::<Ad>().unwrap();
+    let prim1 = |t: &Tensor<1>| t.clone().try_into_primitive::<Ad>().unwrap();
+    for [b, steps, u] in [[1, 5, 3], [3, 1, 2], [2, 4, 256], [4, 6, 8]] {
+        let run = |ours: bool| {
+            let gates_in = filled([b, steps, 4 * u], 1, &device).mul_scalar(0.3).require_grad();
+            let w = filled([u, 4 * u], 2, &device).mul_scalar(0.1).require_grad();
+            let bias = filled([4 * u], 3, &device).mul_scalar(0.2).require_grad();
+            let out = if ours {
+                super::super::lstm_sequence(gates_in.clone(), w.clone(), bias.clone())
+            } else {
+                let out = composed::lstm_sequence::<Ad>(prim3(&gates_in), prim2(&w), prim1(&bias));
+                Tensor::<3>::from_primitive::<Ad>(out)
+            };
+            let up = filled([b, steps, u], 4, &device);
+            let grads = (out.clone() * up).sum().backward();
+            [
+                to_vec(out),
+                to_vec(gates_in.grad(&grads).unwrap()),
+                to_vec(w.grad(&grads).unwrap()),
+                to_vec(bias.grad(&grads).unwrap()),
+            ]
+        };
+        let (ours, theirs) = (run(true), run(false));
+        for (name, (a, b_)) in ["output", "d gates_in", "d w", "d bias"].iter().zip(ours.iter().zip(&theirs)) {
+            assert_eq!(a.len(), b_.len(), "[{b}, {steps}, {u}] {name}");
+            for (x, y) in a.iter().zip(b_) {
+                assert!((x - y).abs() < 1e-4 * (1.0 + y.abs()), "[{b}, {steps}, {u}] {name}: {x} against {y}");
+            }
+        }
+    }
+}

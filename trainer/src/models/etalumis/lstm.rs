@@ -42,6 +42,13 @@ impl LstmLayer {
         let units = self.units();
         let gates_in = kernels::linear(&self.input, x);
         let device = gates_in.device();
+        if kernels::precision::current() == kernels::precision::Precision::F32 {
+            // One node for the whole sequence (its backward pass linear in
+            // the sequence's length); other precisions round every step's
+            // products, so they stay unrolled.
+            let bias = self.hidden.bias.as_ref().map_or_else(|| Tensor::zeros([4 * units], &device), |b| b.val());
+            return kernels::lstm_sequence(gates_in, self.hidden.weight.val(), bias);
+        }
         let mut h = Tensor::<2>::zeros([batch, units], &device);
         let mut c = Tensor::<2>::zeros([batch, units], &device);
         let mut out = Vec::with_capacity(steps);
