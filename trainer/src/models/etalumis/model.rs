@@ -255,12 +255,30 @@ impl EtalumisModel {
                 previous.push(values.unsqueeze_dim(1));
             }
             let input = Tensor::cat(vec![embedded, Tensor::cat(previous, 1), addresses], 2);
-            let out = net.lstm.forward(input);
+            // One selection of the outputs per address rather than one slice
+            // per step: the backward pass of either is a zeroed tensor of
+            // all the outputs, and a trace visits fewer addresses than steps
+            // when it loops.
+            let out = net.lstm.forward(input).reshape([b * steps, c.lstm_hidden]);
+            let mut visits: Vec<(usize, Vec<usize>)> = Vec::new();
             for (t, &a) in positions.iter().enumerate() {
+                match visits.iter_mut().find(|(at, _)| *at == a) {
+                    Some((_, steps_at)) => steps_at.push(t),
+                    None => visits.push((a, vec![t])),
+                }
+            }
+            for (a, steps_at) in visits {
+                // Rows in the order the steps come, each step's samples in turn.
+                let rows: Vec<i64> =
+                    steps_at.iter().flat_map(|&t| (0..b).map(move |r| (r * steps + t) as i64)).collect();
+                let count = rows.len();
+                let index = Tensor::<1, Int>::from_data(TensorData::new(rows, [count]), device);
                 let entry = per_address.entry(a).or_default();
-                entry.0.push(out.clone().narrow(1, t, 1).reshape([b, c.lstm_hidden]));
-                for ((v, p1), p2) in choice(t, 0).into_iter().zip(choice(t, 1)).zip(choice(t, 2)) {
-                    entry.1.push(v, p1, p2);
+                entry.0.push(out.clone().select(0, index));
+                for &t in &steps_at {
+                    for ((v, p1), p2) in choice(t, 0).into_iter().zip(choice(t, 1)).zip(choice(t, 2)) {
+                        entry.1.push(v, p1, p2);
+                    }
                 }
             }
         }
