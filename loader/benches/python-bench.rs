@@ -11,47 +11,159 @@
 //! from this checkout, torch, tensorflow-cpu, h5py). `STAGEHAND_BENCH_DIR`
 //! (default /tmp/stagehand-loader-bench, shared with loader-bench),
 //! `STAGEHAND_BENCH_REPS` (epochs per measurement, 5; rates are medians
-//! over the epochs after the first, in both loaders), `STAGEHAND_BENCH_RUNS`
-//! (rounds of every measurement, 3; figures are medians over rounds).
+//! over the epochs after the first, in every loader; the Python and the
+//! Rust loader take turns, each twice that many blocks of 3 epochs in a
+//! row, the first of each block not counted),
+//! `STAGEHAND_BENCH_RUNS` (rounds of every measurement, 3; figures are
+//! medians over rounds).
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
+use std::io::{BufRead, BufReader, Lines, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::Instant;
 
 use bench_rows::Row;
-use common::{cosmo_files, deepcam_files, epoch_rates, median};
+use common::{cosmo_files, deepcam_files, median};
 use formats::climate::ClimateShape;
 use formats::cosmoflow::CosmoShape;
 use loader::dataset::{CosmoTransform, CosmoflowDataset, Dataset};
 use loader::deepcam::DeepcamDataset;
-use loader::pipeline::LoaderConfig;
+use loader::pipeline::{Loader, LoaderConfig};
 
 const WORKERS: usize = 2;
 /// Samples per batch, the same for every reader.
 const BATCH: usize = 4;
 
-/// The Rust loader's samples/s, the median over the epochs after the first
-/// of `reps`, batches of BATCH. The Python script measures the same
-/// epochs: its first epoch, in a new process, faults in fresh memory
-/// (the batch buffers, the decoders' scratch) that this warm process
-/// reuses, and with it in the median the Python figure was the slower of
-/// the two others, any hiccup of either one making a slow run.
-fn rust_loader<D: Dataset + 'static>(ds: Arc<D>, reps: usize) -> f64 {
-    let config = LoaderConfig {
-        batch: BATCH,
-        workers: WORKERS,
-        prefetch: 4,
-        skip_corrupt: false,
-        check_finite: false,
-        drop_last: false,
-    };
-    let rates = epoch_rates(ds, config, reps, Duration::ZERO).0;
-    median(rates[1.min(rates.len() - 1)..].to_vec())
+/// Epochs in a row in each block of [`interleaved`]; the first of a block
+/// is not counted.
+const BLOCK: usize = 3;
+
+/// The Rust loader, some epochs in a row on request, as the Python script's
+/// `serve` mode runs the Python loader: each epoch's loader started a
+/// prefetch window before the end of the one before
+/// ([`Loader::start_next_epoch`]), as the Python package and the trainer
+/// start theirs.
+struct RustEpochs<D: Dataset + 'static> {
+    dataset: Arc<D>,
+    loader: Option<Loader>,
+    ahead: Option<Loader>,
+}
+
+impl<D: Dataset + 'static> RustEpochs<D> {
+    fn new(dataset: Arc<D>) -> Self {
+        RustEpochs { dataset, loader: None, ahead: None }
+    }
+
+    /// `count` epochs' samples/s, batches of BATCH.
+    fn epochs(&mut self, count: usize) -> Vec<f64> {
+        let config = LoaderConfig {
+            batch: BATCH,
+            workers: WORKERS,
+            prefetch: 4,
+            skip_corrupt: false,
+            check_finite: false,
+            drop_last: false,
+        };
+        let order: Vec<usize> = (0..self.dataset.len()).collect();
+        (0..count)
+            .map(|_| {
+                let started = Instant::now();
+                let mut loader = match (self.ahead.take(), self.loader.take()) {
+                    (Some(ahead), _) => ahead,
+                    (None, None) => Loader::new(self.dataset.clone(), order.clone(), config),
+                    (None, Some(done)) => done.next_epoch(order.clone()),
+                };
+                let (mut samples, mut taken) = (0, 0);
+                while let Some(batch) = loader.next() {
+                    let batch = batch.unwrap();
+                    samples += batch.indices.len();
+                    taken += 1;
+                    if self.ahead.is_none() && taken + config.prefetch >= loader.batches() {
+                        self.ahead = Some(loader.start_next_epoch(order.clone()));
+                    }
+                    std::hint::black_box(&batch.x);
+                    loader.recycle(batch);
+                }
+                self.loader = Some(loader);
+                samples as f64 / started.elapsed().as_secs_f64()
+            })
+            .collect()
+    }
+}
+
+/// The Python loader in a process of its own (`stagehand_python.py serve`),
+/// some epochs in a row per request.
+struct PythonEpochs {
+    child: Child,
+    requests: ChildStdin,
+    answers: Lines<BufReader<ChildStdout>>,
+}
+
+impl PythonEpochs {
+    fn start(args: &[String]) -> Self {
+        let root = repo();
+        let mut child = Command::new(root.join("python/.venv/bin/python"))
+            .arg(root.join("bench/peers/stagehand_python.py"))
+            .arg("serve")
+            .args(args)
+            .env("TF_CPP_MIN_LOG_LEVEL", "2")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let requests = child.stdin.take().unwrap();
+        let answers = BufReader::new(child.stdout.take().unwrap()).lines();
+        PythonEpochs { child, requests, answers }
+    }
+
+    /// `count` epochs' samples/s.
+    fn epochs(&mut self, count: usize) -> Vec<f64> {
+        writeln!(self.requests, "epochs {count}").unwrap();
+        self.requests.flush().unwrap();
+        let answer = self.answers.next().expect("stagehand_python.py serve ended early").unwrap();
+        let rates = serde_json::from_str::<serde_json::Value>(&answer).unwrap()["samples_per_s"].clone();
+        rates.as_array().unwrap().iter().map(|r| r.as_f64().unwrap()).collect()
+    }
+
+    fn finish(mut self) {
+        drop(self.requests);
+        assert!(self.child.wait().unwrap().success(), "stagehand_python.py serve failed");
+    }
+}
+
+/// The Python loader's and the Rust loader's samples/s over the same files,
+/// in blocks of [`BLOCK`] epochs in a row that alternate between the two
+/// (after a first epoch of each, which makes the buffers): `blocks` blocks
+/// of each, which loader goes first alternating, each loader's figure the
+/// median of the epochs after the first of its blocks (the first of a
+/// block starts with batches its loader decoded ahead while the other was
+/// timed). An epoch lasts a tenth of a second here, and the host's speed
+/// drifts by a tenth and more within a minute: the two are timed in the
+/// same seconds rather than one after the other.
+fn interleaved<D: Dataset + 'static>(dataset: Arc<D>, python_args: &[String], blocks: usize) -> (f64, f64) {
+    let mut python = PythonEpochs::start(python_args);
+    let mut rust = RustEpochs::new(dataset);
+    python.epochs(1);
+    rust.epochs(1);
+    let (mut py_rates, mut rust_rates) = (Vec::new(), Vec::new());
+    for pair in 0..blocks {
+        let (py_block, rust_block) = if pair % 2 == 0 {
+            let r = rust.epochs(BLOCK);
+            (python.epochs(BLOCK), r)
+        } else {
+            let p = python.epochs(BLOCK);
+            (p, rust.epochs(BLOCK))
+        };
+        py_rates.extend_from_slice(&py_block[1..]);
+        rust_rates.extend_from_slice(&rust_block[1..]);
+    }
+    python.finish();
+    (median(py_rates), median(rust_rates))
 }
 
 fn repo() -> PathBuf {
@@ -96,25 +208,16 @@ fn main() {
 
     let mut rows: Vec<[f64; 8]> = Vec::new();
     for run in 0..runs {
-        // The Rust loader timed before and after the Python one, the mean
-        // the peer: the host's speed drifts by a tenth and more within a
-        // minute, and one measurement on either side of it would carry the
-        // drift into the ratio.
-        let rust_before = rust_loader(cosmo_ds.clone(), reps);
-        let mut args = common("cosmo", 0.0);
+        let mut args = vec!["cosmo".to_owned(), WORKERS.to_string(), BATCH.to_string()];
         args.extend(strings(&cosmo));
-        let py_cosmo = rate(&python("stagehand_python.py", &args));
-        let rust_after = rust_loader(cosmo_ds.clone(), reps);
-        let rust = 0.5 * (rust_before + rust_after);
+        let (py_cosmo, rust) = interleaved(cosmo_ds.clone(), &args, 2 * reps);
         let mut args = vec![WORKERS.to_string(), reps.to_string()];
         args.extend(strings(&cosmo));
         let tf = rate(&python("tfdata_cosmoflow.py", &args));
 
-        let mut args = common("deepcam", 0.0);
-        args.push(stats.display().to_string());
+        let mut args = vec!["deepcam".to_owned(), WORKERS.to_string(), BATCH.to_string(), stats.display().to_string()];
         args.extend(strings(&deepcam));
-        let py_deepcam = rate(&python("stagehand_python.py", &args));
-        let rust_deepcam = rust_loader(deepcam_ds.clone(), reps);
+        let (py_deepcam, rust_deepcam) = interleaved(deepcam_ds.clone(), &args, 2 * reps);
         let mut args = vec![WORKERS.to_string(), reps.to_string(), BATCH.to_string(), stats.display().to_string()];
         args.extend(strings(&deepcam));
         let torch = rate(&python("torch_h5py_deepcam.py", &args));
@@ -126,7 +229,7 @@ fn main() {
         let slow = python("stagehand_python.py", &args);
         let wait = slow["consumer_wait_fraction"].as_f64().unwrap();
         println!(
-            "run {run}: CosmoFlow rust {rust:.1} ({rust_before:.1} before, {rust_after:.1} after), python {py_cosmo:.1}, tf.data {tf:.1}; DeepCAM rust {rust_deepcam:.1}, python {py_deepcam:.1}, torch+h5py {torch:.1} samples/s; slow consumer waited {:.2} %",
+            "run {run}: CosmoFlow rust {rust:.1}, python {py_cosmo:.1}, tf.data {tf:.1}; DeepCAM rust {rust_deepcam:.1}, python {py_deepcam:.1}, torch+h5py {torch:.1} samples/s; slow consumer waited {:.2} %",
             100.0 * wait
         );
         rows.push([rust, py_cosmo, tf, py_deepcam, torch, wait, step, rust_deepcam]);

@@ -190,6 +190,10 @@ struct State {
     next_to_deliver: usize,
     ready: BTreeMap<usize, Result<Batch, DatasetError>>,
     max_ready: usize,
+    /// Batches the loader this one follows ([`Loader::start_next_epoch`])
+    /// has still to deliver: they hold as many places of the prefetch
+    /// window, which the two loaders share.
+    leader_owes: usize,
 }
 
 /// Where a consumed batch's buffers go back for reuse: cloned out of a
@@ -272,6 +276,23 @@ struct Shared {
     bytes: AtomicU64,
     busy_nanos: AtomicU64,
     skipped: AtomicU64,
+    /// The next epoch's loader started from this one, told of each batch
+    /// this one delivers (each opens a place of its window).
+    follower: Mutex<Option<Arc<Shared>>>,
+}
+
+impl Shared {
+    /// The loader this one follows delivered a batch (or stopped: `all`).
+    fn leader_delivered(&self, all: bool) {
+        let mut state = lock(&self.state);
+        state.leader_owes = if all { 0 } else { state.leader_owes.saturating_sub(1) };
+        drop(state);
+        if all {
+            self.window_opened.notify_all();
+        } else {
+            self.window_opened.notify_one();
+        }
+    }
 }
 
 /// Batches of a dataset in a given order, decoded ahead by worker threads.
@@ -284,6 +305,9 @@ pub struct Loader {
     started: Instant,
     /// Set when the last batch has been delivered (the epoch's end).
     finished: Option<Duration>,
+    /// Started ahead of its epoch ([`Loader::start_next_epoch`]): its clock
+    /// starts when the consumer first asks it for a batch.
+    clock_waits: bool,
     dataset: Arc<dyn Dataset>,
     config: LoaderConfig,
 }
@@ -325,15 +349,23 @@ impl Loader {
 
     /// The next epoch's loader in `order`, started now, before the
     /// consumer is done with this epoch, with the same dataset and
-    /// configuration and this loader's batch buffers: its workers decode
-    /// the new epoch's first batches while the consumer still works on
-    /// this one's last, so the boundary need not wait. Start it once this
-    /// loader has delivered its last batch: this one then holds no batch
-    /// and decodes none, so the two together stay within `prefetch`
-    /// batches ahead of the consumer, and the new one takes the buffers
-    /// the consumer recycles. Started earlier, both would fill a window.
+    /// configuration and this loader's batch buffers. The two share one
+    /// prefetch window: the new one's workers start a batch only where
+    /// this one's undelivered batches leave a place, so they take up the
+    /// new epoch's first batches as soon as this one's workers have
+    /// nothing left to start, and the consumer never finds the window
+    /// drained at the boundary. Started once `prefetch` or fewer of this
+    /// epoch's batches are left to deliver, the new one's workers do not
+    /// wait long; started earlier they wait idle. Take this loader's
+    /// batches to its end (or drop it: that gives the new one the whole
+    /// window), then the new one's.
     pub fn start_next_epoch(&self, order: Vec<usize>) -> Loader {
-        Self::start(self.dataset.clone(), order, self.config, 0, self.shared.free.clone())
+        let owes = self.batches.saturating_sub(self.position());
+        let mut next =
+            Self::start_behind(self.dataset.clone(), order, self.config, (0, owes), self.shared.free.clone());
+        next.clock_waits = true;
+        *lock(&self.shared.follower) = Some(next.shared.clone());
+        next
     }
 
     /// [`next_epoch`](Self::next_epoch) starting at batch `position` of
@@ -366,7 +398,7 @@ impl Loader {
                 Some(*at)
             }))
             .collect();
-        Self::start_cut(dataset, batches.concat(), cuts, config, position, buffers)
+        Self::start_cut(dataset, batches.concat(), cuts, config, (position, 0), buffers)
     }
 
     fn start(
@@ -376,19 +408,32 @@ impl Loader {
         position: usize,
         free: Recycler,
     ) -> Loader {
+        Self::start_behind(dataset, order, config, (position, 0), free)
+    }
+
+    /// [`start`](Self::start) behind a loader that has `leader_owes`
+    /// batches left to deliver.
+    fn start_behind(
+        dataset: Arc<dyn Dataset>,
+        order: Vec<usize>,
+        config: LoaderConfig,
+        (position, leader_owes): (usize, usize),
+        free: Recycler,
+    ) -> Loader {
         let batch = config.batch.max(1);
         let order = config.delivered(order);
         let cuts = (0..order.len().div_ceil(batch)).map(|k| k * batch).chain([order.len()]).collect();
-        Self::start_cut(dataset, order, cuts, config, position, free)
+        Self::start_cut(dataset, order, cuts, config, (position, leader_owes), free)
     }
 
-    /// Batch `k` is `order[cuts[k]..cuts[k + 1]]`.
+    /// Batch `k` is `order[cuts[k]..cuts[k + 1]]`; the first batch taken is
+    /// `position`, behind a loader that owes `leader_owes` batches.
     fn start_cut(
         dataset: Arc<dyn Dataset>,
         order: Vec<usize>,
         cuts: Vec<usize>,
         config: LoaderConfig,
-        position: usize,
+        (position, leader_owes): (usize, usize),
         free: Recycler,
     ) -> Loader {
         let order = Arc::new(order);
@@ -402,6 +447,7 @@ impl Loader {
                 next_to_deliver: position,
                 ready: BTreeMap::new(),
                 max_ready: 0,
+                leader_owes,
             }),
             free,
             window_opened: Condvar::new(),
@@ -410,6 +456,7 @@ impl Loader {
             bytes: AtomicU64::new(0),
             busy_nanos: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
+            follower: Mutex::new(None),
         });
         let workers = (0..config.workers.max(1))
             .map(|_| {
@@ -430,6 +477,7 @@ impl Loader {
             wait: Duration::ZERO,
             started: Instant::now(),
             finished: None,
+            clock_waits: false,
             dataset,
             config,
         }
@@ -476,6 +524,9 @@ impl Iterator for Loader {
 
     fn next(&mut self) -> Option<Self::Item> {
         let started = Instant::now();
+        if std::mem::take(&mut self.clock_waits) {
+            self.started = started;
+        }
         let mut state = lock(&self.shared.state);
         if state.next_to_deliver >= self.batches {
             return None;
@@ -485,8 +536,12 @@ impl Iterator for Loader {
             if let Some(item) = state.ready.remove(&number) {
                 state.next_to_deliver += 1;
                 drop(state);
-                // One batch taken opens one slot of the window: one worker.
+                // One batch taken opens one slot of the window: one worker,
+                // of this loader or of the next epoch's.
                 self.shared.window_opened.notify_one();
+                if let Some(follower) = lock(&self.shared.follower).as_ref() {
+                    follower.leader_delivered(false);
+                }
                 self.wait += started.elapsed();
                 if let Ok(batch) = &item {
                     self.samples += batch.indices.len() as u64;
@@ -504,6 +559,10 @@ impl Iterator for Loader {
 
 impl Loader {
     fn stop(&mut self) {
+        // What this loader still owed the next epoch's window is free now.
+        if let Some(follower) = lock(&self.shared.follower).take() {
+            follower.leader_delivered(true);
+        }
         self.shared.stop.store(true, Ordering::SeqCst);
         {
             // Under the lock, so no worker is between its check and its wait.
@@ -620,7 +679,7 @@ fn work(
                 if shared.stop.load(Ordering::SeqCst) || state.next_to_start >= batches {
                     return;
                 }
-                if state.next_to_start < state.next_to_deliver + prefetch {
+                if state.next_to_start + state.leader_owes < state.next_to_deliver + prefetch {
                     break;
                 }
                 state = shared.window_opened.wait(state).unwrap_or_else(|p| p.into_inner());
@@ -637,7 +696,11 @@ fn work(
         let mut out = buffers.take().unwrap_or_else(|| Batch {
             number,
             indices: Vec::new(),
-            x: Vec::with_capacity(batch * x_len),
+            x: {
+                let mut x = Vec::new();
+                crate::buffer::reserve(&mut x, batch * x_len);
+                x
+            },
             y: Vec::new(),
             y_offsets: Vec::new(),
             records: Vec::new(),

@@ -1,7 +1,8 @@
 //! The next epoch's loader started before this one is done
 //! ([`Loader::start_next_epoch`]) decodes its first batches while the
-//! consumer still holds this epoch's last, delivers its own order, and the
-//! workers of either run as batch work for the scheduler.
+//! consumer still holds this epoch's last, shares this one's prefetch
+//! window, delivers its own order, and the workers of either run as batch
+//! work for the scheduler.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
@@ -79,6 +80,60 @@ fn the_next_epoch_decodes_its_first_batch_while_this_ones_last_is_still_held() {
     assert!(this.next().is_none(), "this epoch ends after its own batches");
     assert_eq!([seen, last.indices.clone()].concat(), first);
     this.recycle(last);
+    drop(this);
+    assert_eq!(indices(&mut next, 4), second);
+    assert!(next.next().is_none());
+}
+
+/// Wait until `dataset` has read sample `i`.
+fn wait_for_read(dataset: &Noting, i: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !dataset.read.lock().unwrap().contains(&i) {
+        assert!(Instant::now() < deadline, "sample {i} was never read: {:?}", dataset.read);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Whether `dataset` has read sample `i`, after giving a worker that
+/// wrongly may read it ample time to.
+fn read_after_a_while(dataset: &Noting, i: usize) -> bool {
+    std::thread::sleep(Duration::from_millis(100));
+    dataset.read.lock().unwrap().contains(&i)
+}
+
+#[test]
+fn the_next_epoch_takes_up_the_window_place_by_place_as_this_one_delivers() {
+    let dataset = Arc::new(Noting::default());
+    // 4 batches of 2 each, a window of 2 batches.
+    let first: Vec<usize> = (0..8).collect();
+    let second: Vec<usize> = (8..16).collect();
+    let mut this = Loader::new(dataset.clone(), first.clone(), config());
+    let mut seen = indices(&mut this, 2);
+    // This epoch's last 2 batches fill the window: the next one waits.
+    wait_for_read(&dataset, 7);
+    let mut next = this.start_next_epoch(second.clone());
+    assert!(!read_after_a_while(&dataset, second[0]), "the next epoch read past a full window: {:?}", dataset.read);
+    // One delivered: one place for the next epoch's first batch, not its second.
+    seen.extend(indices(&mut this, 1));
+    wait_for_read(&dataset, second[1]);
+    assert!(!read_after_a_while(&dataset, second[2]), "two loaders held more than the window: {:?}", dataset.read);
+    seen.extend(indices(&mut this, 1));
+    assert_eq!(seen, first);
+    assert!(this.next().is_none());
+    wait_for_read(&dataset, second[3]);
+    assert_eq!(indices(&mut next, 4), second);
+    assert!(next.next().is_none());
+}
+
+#[test]
+fn an_epoch_left_before_its_end_gives_the_next_one_the_whole_window() {
+    let dataset = Arc::new(Noting::default());
+    let mut this = Loader::new(dataset.clone(), (0..8).collect(), config());
+    indices(&mut this, 1);
+    let second: Vec<usize> = (8..16).collect();
+    let mut next = this.start_next_epoch(second.clone());
+    assert!(!read_after_a_while(&dataset, second[0]), "the next epoch read past a full window: {:?}", dataset.read);
+    // A consumer that stops this epoch early (a step limit) drops it.
     drop(this);
     assert_eq!(indices(&mut next, 4), second);
     assert!(next.next().is_none());

@@ -29,9 +29,9 @@ pub struct EpochLoader {
     current: Option<Loader>,
     /// The epoch `current` loads.
     epoch: u64,
-    /// The next epoch, started when the current one delivered its last
-    /// batch: its first batches decode while the consumer works on the
-    /// last ones, so an epoch boundary costs no wait.
+    /// The next epoch, started when the current one has a prefetch window
+    /// of batches left to deliver: its first batches decode while the
+    /// consumer works on the last ones, so an epoch boundary costs no wait.
     ahead: Option<(u64, Loader)>,
     buffers: Recycler,
     /// Metrics of the epochs that ended or were stopped.
@@ -200,11 +200,15 @@ impl EpochLoader {
         let Some(item) = py.detach(|| current.next()) else {
             return Ok(None);
         };
-        let last = Loader::position(current) == current.batches();
+        // The next epoch's loader shares this one's prefetch window: started
+        // with a window's worth of batches left, its workers take up its
+        // first batches as this one's run out of work.
+        let near_end = Loader::position(current) + self.config.prefetch.max(1) >= current.batches();
         let batch = item.map_err(data_error)?;
-        if last && self.ahead.is_none() {
+        if near_end && self.ahead.is_none() {
             let next = self.epoch + 1;
-            self.ahead = Some((next, self.loader_of(next, 0)));
+            let order = self.config.order(&*self.sampler, next);
+            self.ahead = Some((next, current.start_next_epoch(order)));
         }
         let dataset = self.dataset.get();
         // The ids the sampler gave: a staged dataset's are the source dataset's.
