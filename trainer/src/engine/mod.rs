@@ -595,11 +595,11 @@ impl<M: TrainModel> Run<'_, M> {
                 let batch = batch.map_err(TrainError::from)?;
                 times.data_wait += t.elapsed().as_secs_f64();
                 taken += 1;
-                // The next epoch's loader shares this one's prefetch window:
-                // started with a window's worth of batches left, its workers
-                // take up its first batches as this one's run out of work.
-                let window = self.loader_config.prefetch.max(1) as u64;
-                if early.is_none() && epoch + 1 < self.config.epochs && taken + window >= remaining {
+                // The next epoch's loader starts at this one's last batch: on
+                // ranks whose cores all compute, starting it a prefetch window
+                // earlier (as the Python package does for its consumers)
+                // raised the data wait (docs/benchmarks.md, CosmoFlow).
+                if early.is_none() && epoch + 1 < self.config.epochs && taken >= remaining {
                     let order = self.loader_config.order(&*data.sampler, epoch + 1);
                     early = Some(batches.start_next_epoch(order));
                 }
