@@ -77,9 +77,11 @@ struct StageArgs {
     /// Read threads per rank.
     #[arg(long, default_value_t = 8)]
     threads: usize,
-    /// Bytes per chunk: per map or read, and per MPI message. Small enough
-    /// that a chunk is still in cache when the receiver hashes and writes it.
-    #[arg(long, value_parser = parse_bytes, default_value = "1MiB")]
+    /// Bytes per chunk: per map or read, and per MPI message. Each chunk is
+    /// hashed and written 256 KiB at a time; larger chunks mean fewer maps
+    /// and messages, smaller ones less memory per message (see
+    /// docs/tuning.md).
+    #[arg(long, value_parser = parse_bytes, default_value = "2MiB")]
     chunk_size: u64,
     /// Cap on bytes read but not yet sent, per rank (chunks in buffers or
     /// maps). A larger pool only touches more fresh memory, which costs
