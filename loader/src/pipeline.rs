@@ -215,6 +215,11 @@ impl Recycler {
         lock(&self.free).pop()
     }
 
+    /// Batch buffers held for reuse now.
+    pub fn held(&self) -> usize {
+        lock(&self.free).len()
+    }
+
     /// Make buffers for `count` batches of `batch` records of `dataset`
     /// now, each at the largest such batch's size with its pages in place,
     /// so that the first batches of the loaders recycling through this
@@ -372,12 +377,7 @@ impl Loader {
     /// the new epoch, as [`resume`](Self::resume) does.
     pub fn next_epoch_at(mut self, order: Vec<usize>, position: usize) -> Loader {
         self.stop();
-        let free = self.shared.free.clone();
-        let ready = std::mem::take(&mut lock(&self.shared.state).ready);
-        for batch in ready.into_values().filter_map(Result::ok) {
-            free.recycle(batch);
-        }
-        Self::start(self.dataset.clone(), order, self.config, position, free)
+        Self::start(self.dataset.clone(), order, self.config, position, self.shared.free.clone())
     }
 
     /// Like [`resume_with_buffers`](Self::resume_with_buffers), delivering
@@ -571,6 +571,13 @@ impl Loader {
         }
         for worker in self.workers.drain(..) {
             let _ = worker.join();
+        }
+        // Batches decoded but not delivered give their buffers back, for the
+        // next loader on them (the next epoch, a Python `close` then a new
+        // iteration, a restart mid-epoch) instead of to the allocator.
+        let ready = std::mem::take(&mut lock(&self.shared.state).ready);
+        for batch in ready.into_values().filter_map(Result::ok) {
+            self.shared.free.recycle(batch);
         }
     }
 }

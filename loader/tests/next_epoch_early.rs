@@ -139,6 +139,19 @@ fn an_epoch_left_before_its_end_gives_the_next_one_the_whole_window() {
     assert!(next.next().is_none());
 }
 
+#[test]
+fn a_loader_dropped_before_its_end_gives_its_decoded_batches_buffers_back() {
+    let dataset = Arc::new(Noting::default());
+    // 4 batches of 2, a window of 2: the first two are decoded, none taken.
+    let this = Loader::new(dataset.clone(), (0..8).collect(), config());
+    wait_for_read(&dataset, 3);
+    let buffers = this.recycler();
+    // The window's two batches are ready (nothing else is read meanwhile).
+    assert!(!read_after_a_while(&dataset, 4));
+    drop(this);
+    assert_eq!(buffers.held(), 2, "the undelivered batches' buffers are held for reuse");
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn loader_workers_run_as_batch_work() {
