@@ -70,7 +70,7 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// The consumer's wait for batches as a share of the time it ran.
-#[allow(dead_code, reason = "python-bench reads only the rate; its consumer is Python's")]
+#[allow(dead_code, reason = "python-bench times its loaders itself")]
 pub struct ConsumerWait {
     /// Over every epoch, the first batch of the first included: nothing can
     /// be prefetched before the loader starts, and the first epoch also
@@ -82,24 +82,13 @@ pub struct ConsumerWait {
 
 /// `reps` epochs through one loader (`next_epoch` between them, as a trainer
 /// runs); returns the median samples/s of an epoch and the consumer's wait.
-#[allow(dead_code, reason = "python-bench takes each epoch's rate")]
+#[allow(dead_code, reason = "python-bench times its loaders itself")]
 pub fn epochs<D: Dataset + 'static>(
     ds: Arc<D>,
     config: LoaderConfig,
     reps: usize,
     consumer_work: Duration,
 ) -> (f64, ConsumerWait) {
-    let (rates, wait) = epoch_rates(ds, config, reps, consumer_work);
-    (median(rates), wait)
-}
-
-/// [`epochs`] with each epoch's samples/s, in order.
-pub fn epoch_rates<D: Dataset + 'static>(
-    ds: Arc<D>,
-    config: LoaderConfig,
-    reps: usize,
-    consumer_work: Duration,
-) -> (Vec<f64>, ConsumerWait) {
     let order: Vec<usize> = (0..ds.len()).collect();
     let mut loader = Loader::new(ds.clone(), order.clone(), config);
     let mut rates = Vec::new();
@@ -124,5 +113,5 @@ pub fn epoch_rates<D: Dataset + 'static>(
     }
     let share = |t: &[(f64, f64)]| t.iter().map(|w| w.0).sum::<f64>() / t.iter().map(|w| w.1).sum::<f64>();
     let wait = ConsumerWait { all_epochs: share(&times), after_first: share(&times[1.min(times.len() - 1)..]) };
-    (rates, wait)
+    (median(rates), wait)
 }
