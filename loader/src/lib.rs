@@ -60,6 +60,7 @@ pub mod lmdb;
 pub mod massmaps;
 pub mod pipeline;
 pub mod records;
+mod recycler;
 pub mod sampler;
 pub mod served;
 pub mod source;

@@ -3,7 +3,7 @@
 //! are delivered in the sampler's order, errors travel to the consumer, and
 //! dropping the loader stops and joins every thread.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 use crate::dataset::{Dataset, DatasetError};
 use crate::sampler::Sampler;
+
+use crate::recycler::Turn;
+pub use crate::recycler::{Recycler, buffers_to_stock};
 
 /// How to load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,80 +197,11 @@ struct State {
     /// has still to deliver: they hold as many places of the prefetch
     /// window, which the two loaders share.
     leader_owes: usize,
-}
-
-/// Where a consumed batch's buffers go back for reuse: cloned out of a
-/// [`Loader`] (see [`Loader::recycler`]), so a consumer that hands batches
-/// on (the Python package gives them to NumPy) returns them when the last
-/// user is done, even after the loader moved to the next epoch or is gone.
-#[derive(Clone, Default)]
-pub struct Recycler {
-    free: Arc<Mutex<Vec<Batch>>>,
-}
-
-impl Recycler {
-    /// Give a batch's buffers back.
-    pub fn recycle(&self, batch: Batch) {
-        lock(&self.free).push(batch);
-    }
-
-    fn take(&self) -> Option<Batch> {
-        lock(&self.free).pop()
-    }
-
-    /// Batch buffers held for reuse now.
-    pub fn held(&self) -> usize {
-        lock(&self.free).len()
-    }
-
-    /// Make buffers for `count` batches of `batch` records of `dataset`
-    /// now, each at the largest such batch's size with its pages in place,
-    /// so that the first batches of the loaders recycling through this
-    /// one are read into memory that is ready rather than faulted in and
-    /// zeroed page by page as the bytes arrive (a UNet3D batch is about
-    /// 1 GB). Counts the buffers it holds already, and makes no more than
-    /// the machine's free memory holds ([`buffers_to_stock`]). For datasets
-    /// of records whose lengths are known; others get nothing. Returns the
-    /// bytes made.
-    pub fn stock(&self, dataset: &dyn Dataset, batch: usize, count: usize) -> usize {
-        let Some(bytes) = largest_batch_of_records(dataset, batch.max(1)) else {
-            return 0;
-        };
-        let held = lock(&self.free).len();
-        let missing = buffers_to_stock(count, held, bytes, cluster::memory::free_bytes());
-        let stocked: Vec<Batch> = (0..missing)
-            .map(|_| {
-                let mut records = Vec::new();
-                crate::buffer::reserve(&mut records, bytes);
-                crate::buffer::populate(&mut records);
-                Batch { records, ..Batch::default() }
-            })
-            .collect();
-        lock(&self.free).extend(stocked);
-        missing * bytes
-    }
-}
-
-/// Memory [`Recycler::stock`] leaves free: the process itself still
-/// allocates as it runs.
-const STOCK_MARGIN: u64 = 1 << 30;
-
-/// How many buffers of `bytes` to make so that `count` are held, `held`
-/// being held already, within `free` bytes of free memory less
-/// [`STOCK_MARGIN`] (no limit where the kernel does not say). Memory taken
-/// beyond what is free comes out of the page cache, where the dataset's
-/// files most likely are, and the first epoch reads them from disk again
-/// (`docs/benchmarks.md`, DLIO). A buffer not made here is made as its
-/// first batch arrives.
-pub fn buffers_to_stock(count: usize, held: usize, bytes: usize, free: Option<u64>) -> usize {
-    let missing = count.saturating_sub(held);
-    match free {
-        Some(free) if bytes > 0 => {
-            let room = free.saturating_sub(STOCK_MARGIN) / bytes as u64;
-            missing.min(usize::try_from(room).unwrap_or(usize::MAX))
-        }
-        _ => missing,
-    }
+    /// Batches workers have started and hold no buffer for yet (a bounded
+    /// recycler's buffers go to the earliest).
+    unbuffered: BTreeSet<usize>,
+    /// The consumer waits in [`Loader::next`] for the next batch.
+    consumer_waiting: bool,
 }
 
 struct Shared {
@@ -296,6 +230,30 @@ impl Shared {
             self.window_opened.notify_all();
         } else {
             self.window_opened.notify_one();
+        }
+        self.free.wake();
+    }
+
+    /// What a worker holding batch `number` may do for a buffer on a
+    /// bounded recycler ([`Recycler::take_or_wait`]): wait while the loader
+    /// this one follows has batches to deliver (the consumer takes them
+    /// first, [`Loader::start_next_epoch`], and its workers need the
+    /// buffers), or while an earlier batch of this one waits for a buffer
+    /// (it takes the next one that comes back: otherwise the consumer
+    /// would come to it while later batches hold every buffer). It makes
+    /// one only for the batch the consumer waits for: a batch delivered
+    /// gives its buffer back soon after (the consumer drops the one
+    /// before), and a buffer made meanwhile would be one too many.
+    fn turn(&self, number: usize) -> Turn {
+        let state = lock(&self.state);
+        if self.stop.load(Ordering::SeqCst) {
+            Turn::TakeOrMake
+        } else if state.leader_owes > 0 || state.unbuffered.first().is_some_and(|&first| first < number) {
+            Turn::Later
+        } else if number == state.next_to_deliver && state.consumer_waiting {
+            Turn::TakeOrMake
+        } else {
+            Turn::TakeOrWait
         }
     }
 }
@@ -448,6 +406,8 @@ impl Loader {
                 ready: BTreeMap::new(),
                 max_ready: 0,
                 leader_owes,
+                unbuffered: BTreeSet::new(),
+                consumer_waiting: false,
             }),
             free,
             window_opened: Condvar::new(),
@@ -535,6 +495,7 @@ impl Iterator for Loader {
             let number = state.next_to_deliver;
             if let Some(item) = state.ready.remove(&number) {
                 state.next_to_deliver += 1;
+                state.consumer_waiting = false;
                 drop(state);
                 // One batch taken opens one slot of the window: one worker,
                 // of this loader or of the next epoch's.
@@ -542,6 +503,8 @@ impl Iterator for Loader {
                 if let Some(follower) = lock(&self.shared.follower).as_ref() {
                     follower.leader_delivered(false);
                 }
+                // The next batch's worker no longer waits for a buffer.
+                self.shared.free.wake();
                 self.wait += started.elapsed();
                 if let Ok(batch) = &item {
                     self.samples += batch.indices.len() as u64;
@@ -551,6 +514,16 @@ impl Iterator for Loader {
                     tracing::info!("loader epoch done: {}", self.metrics().summary());
                 }
                 return Some(item);
+            }
+            if !state.consumer_waiting {
+                // The batch's worker, if it waits for a buffer, makes one
+                // now (tell it without the state lock: workers take the
+                // free list's lock, then the state's).
+                state.consumer_waiting = true;
+                drop(state);
+                self.shared.free.wake();
+                state = lock(&self.shared.state);
+                continue;
             }
             state = self.shared.batch_ready.wait(state).unwrap_or_else(|p| p.into_inner());
         }
@@ -569,6 +542,7 @@ impl Loader {
             let _state = lock(&self.shared.state);
             self.shared.window_opened.notify_all();
         }
+        self.shared.free.wake();
         for worker in self.workers.drain(..) {
             let _ = worker.join();
         }
@@ -588,7 +562,7 @@ impl Drop for Loader {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -634,7 +608,7 @@ struct Checks {
 /// buffer is made that large once, so a buffer recycled into a batch of
 /// longer records never grows, moving its pages (UNet3D's samples are
 /// 50-300 MB, its batches 0.5-1.6 GB).
-fn largest_batch_of_records(dataset: &dyn Dataset, batch: usize) -> Option<usize> {
+pub(crate) fn largest_batch_of_records(dataset: &dyn Dataset, batch: usize) -> Option<usize> {
     if !dataset.holds_records() {
         return None;
     }
@@ -693,8 +667,19 @@ fn work(
             }
             let number = state.next_to_start;
             state.next_to_start += 1;
+            state.unbuffered.insert(number);
             drop(state);
-            (number, shared.free.take())
+            let buffers = shared.free.take_or_wait(|| shared.turn(number));
+            lock(&shared.state).unbuffered.remove(&number);
+            // The next batch waiting for a buffer may take one now.
+            shared.free.wake();
+            if shared.stop.load(Ordering::SeqCst) {
+                if let Some(buffers) = buffers {
+                    shared.free.recycle(buffers);
+                }
+                return;
+            }
+            (number, buffers)
         };
         let started = Instant::now();
         let indices: Vec<usize> = order[cuts[number]..cuts[number + 1]].to_vec();

@@ -251,9 +251,10 @@ impl EpochLoader {
     fn stock_buffers(&self, py: Python<'_>) -> usize {
         let dataset = self.dataset.get().opened.dataset.clone();
         let (buffers, batch) = (self.buffers.clone(), self.config.batch);
-        // The batches in flight, and the one the consumer holds; never more
+        // The batches in flight, the one the consumer holds and the one
+        // before (a Python loop holds it until `next` returns); never more
         // than an epoch has (its workers stop with the epoch).
-        let count = (self.config.prefetch.max(1) + 1).min(self.batches());
+        let count = (self.config.prefetch.max(1) + 2).min(self.batches());
         py.detach(move || buffers.stock(&*dataset, batch, count))
     }
 

@@ -282,10 +282,13 @@ class Loader:
         the bytes are read into it: for batches of large records (DLIO's
         UNet3D, about 1 GB a batch) that is most of the first epoch's reading
         time. No more buffers than an epoch has batches, nor than the
-        machine's free memory holds less 1 GiB (memory beyond what is free
-        would come out of the page cache, where the dataset's files are).
-        For datasets of records whose lengths are known (NumPy ``.npz``
-        members, HDF5 rows); others are left as they are. Returns the bytes made.
+        machine's free memory holds less 1 GiB or one buffer, whichever is
+        more (memory beyond what is free would come out of the page cache,
+        where the dataset's files are). The loader then keeps to these
+        buffers: during an epoch it makes one only for a batch the consumer
+        waits for. For datasets of records whose lengths are known (NumPy
+        ``.npz`` members, HDF5 rows); others are left as they are. Returns
+        the bytes made.
         """
         return self._inner.stock_buffers()
 

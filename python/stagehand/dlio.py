@@ -26,6 +26,7 @@ from typing import Iterator, Optional
 
 from dlio_benchmark.common.enumerations import DataLoaderType, DatasetType, FormatType, Shuffle
 from dlio_benchmark.data_loader.base_data_loader import BaseDataLoader
+from dlio_benchmark.utils.utility import DLIOMPI
 
 from ._loader import Batch, Loader
 from ._stagehand import Dataset
@@ -94,6 +95,12 @@ class StagehandDataLoader(BaseDataLoader):
         # Before DLIO's first epoch, as its own readers open their files
         # and start their workers before the first step.
         self._loader.make_buffers()
+        # Making them takes a rank as long as its memory takes to map (on a
+        # VM whose fresh memory is slow, seconds for UNet3D's 1.8 GB
+        # batches) and the ranks finish apart; DLIO ends every step in a
+        # barrier, so a rank still making buffers would hold the others'
+        # first steps, counted against their accelerator utilisation.
+        DLIOMPI.get_instance().comm().barrier()
 
     def next(self) -> Iterator[Batch]:
         """One epoch of batches.

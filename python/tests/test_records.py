@@ -92,8 +92,9 @@ def test_buffers_made_before_the_first_epoch_carry_its_batches(tmp_path, tfrecor
     np.savez(paths[0], x=arrays[0])
     np.savez(paths[1], x=arrays[1])
     loader = stagehand.Loader(stagehand.Dataset.npz(paths), batch_size=3, prefetch=2, shuffle=True, seed=1, rank=0, world_size=1)
-    # Three buffers (two batches in flight, one held), each of three 20-byte samples.
-    assert loader.make_buffers() == 3 * 3 * 20
+    # Four buffers (two batches in flight, the one held and the one before it),
+    # each of three 20-byte samples: all four batches of the epoch.
+    assert loader.make_buffers() == 4 * 3 * 20
     assert loader.make_buffers() == 0
     expected = [a[..., k] for a in arrays for k in range(a.shape[-1])]
     seen = {}
