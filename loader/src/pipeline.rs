@@ -667,12 +667,19 @@ fn work(
             }
             let number = state.next_to_start;
             state.next_to_start += 1;
-            state.unbuffered.insert(number);
+            // Only a bounded recycler's workers wait for buffers, in the
+            // order of their batches; others take one or make one.
+            let bounded = shared.free.bounded();
+            if bounded {
+                state.unbuffered.insert(number);
+            }
             drop(state);
             let buffers = shared.free.take_or_wait(|| shared.turn(number));
-            lock(&shared.state).unbuffered.remove(&number);
-            // The next batch waiting for a buffer may take one now.
-            shared.free.wake();
+            if bounded {
+                lock(&shared.state).unbuffered.remove(&number);
+                // The next batch waiting for a buffer may take one now.
+                shared.free.wake();
+            }
             if shared.stop.load(Ordering::SeqCst) {
                 if let Some(buffers) = buffers {
                     shared.free.recycle(buffers);
