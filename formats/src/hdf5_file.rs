@@ -16,22 +16,81 @@
 use std::ffi::{c_int, c_void};
 use std::io;
 use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use hdf5_sys::h5f::H5Fget_vfd_handle;
 use hdf5_sys::h5p::H5P_DEFAULT;
 
 /// Open an existing file for reading, close-on-exec.
 pub fn open(path: impl AsRef<Path>) -> hdf5::Result<hdf5::File> {
-    let file = hdf5::File::with_options().with_fapl(|access| access.sec2()).open(path)?;
-    close_on_exec(&file)?;
-    Ok(file)
+    let path = path.as_ref();
+    retrying_a_child_mid_exec(|| {
+        // Opened and marked under one hold of libhdf5's lock: see [`spawn`].
+        hdf5::sync::sync(|| {
+            let file = hdf5::File::with_options().with_fapl(|access| access.sec2()).open(path)?;
+            close_on_exec(&file)?;
+            Ok(file)
+        })
+    })
 }
 
 /// Create (or truncate) a file for writing, close-on-exec.
 pub fn create(path: impl AsRef<Path>) -> hdf5::Result<hdf5::File> {
-    let file = hdf5::File::with_options().with_fapl(|access| access.sec2()).create(path)?;
-    close_on_exec(&file)?;
-    Ok(file)
+    let path = path.as_ref();
+    retrying_a_child_mid_exec(|| {
+        hdf5::sync::sync(|| {
+            let file = hdf5::File::with_options().with_fapl(|access| access.sec2()).create(path)?;
+            close_on_exec(&file)?;
+            Ok(file)
+        })
+    })
+}
+
+/// How long [`open`] and [`create`] retry a file whose lock is held, in
+/// all: far longer than a child takes from its fork to its `exec`, far
+/// shorter than any real writer holds a file.
+const LOCK_RETRY_FOR: Duration = Duration::from_millis(250);
+
+/// `attempt`, again while it fails on libhdf5's non-blocking `flock` and
+/// [`LOCK_RETRY_FOR`] has not passed. Close-on-exec descriptors are still
+/// copied into a child forked by another thread, and the kernel closes
+/// them (releasing their share of the lock) only after `exec` has let the
+/// parent's `spawn` return; an open in that window fails with errno 11
+/// although nothing holds the file. libhdf5 says so only in its message,
+/// so the message is what is matched.
+fn retrying_a_child_mid_exec(mut attempt: impl FnMut() -> hdf5::Result<hdf5::File>) -> hdf5::Result<hdf5::File> {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match attempt() {
+            Err(e) if e.to_string().contains("unable to lock file") && start.elapsed() < LOCK_RETRY_FOR => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
+            result => return result,
+        }
+    }
+}
+
+/// Start `command` as a child process at a moment when no file of [`open`]
+/// or [`create`] is between libhdf5's `open` and the `fcntl` that marks it
+/// close-on-exec. Marking it afterwards is all libhdf5 allows (it takes no
+/// `O_CLOEXEC`), so a child forked by another thread in that window would
+/// keep the descriptor and its lock for its whole life; both steps run
+/// under libhdf5's (reentrant) lock, and so does this fork. (The child
+/// still holds its copies until its `exec` closes them, just after this
+/// returns: [`open`] and [`create`] wait that out.) A process that opens
+/// HDF5 files on some threads while it starts children on others starts
+/// them here.
+pub fn spawn(command: &mut Command) -> io::Result<Child> {
+    hdf5::sync::sync(|| command.spawn())
+}
+
+/// [`spawn`], waiting for the child and collecting its output as
+/// [`Command::output`] does.
+pub fn output(command: &mut Command) -> io::Result<Output> {
+    spawn(command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()))?.wait_with_output()
 }
 
 /// Set `FD_CLOEXEC` on the descriptor of `file`, which must have been
@@ -69,13 +128,16 @@ mod tests {
     /// a file was being written kept libhdf5's exclusive lock on it, and
     /// a reader of the finished file failed with "unable to lock file,
     /// errno = 11". Here the child is spawned from inside the write.
+    /// (The children of these tests start through [`super::spawn`]: a CI
+    /// run failed here when the other test's child was forked between
+    /// this file's open and its close-on-exec mark.)
     #[test]
     fn a_child_spawned_during_a_write_does_not_keep_the_file_locked() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("written.h5");
         let mut child = None;
         write_atomically(&path, |file, path| {
-            child = Some(Command::new("sleep").arg("30").stdin(Stdio::null()).spawn().unwrap());
+            child = Some(super::spawn(Command::new("sleep").arg("30").stdin(Stdio::null())).unwrap());
             let values = file.new_dataset::<f32>().shape([4]).create("values");
             values.and_then(|d| d.write_raw(&[1f32, 2.0, 3.0, 4.0])).map_err(h5err(path, "writing"))
         })
@@ -99,7 +161,7 @@ mod tests {
         file.new_dataset::<f32>().shape([2]).create("values").unwrap().write_raw(&[1f32, 2.0]).unwrap();
         drop(file);
         let reader = super::open(&path).unwrap();
-        let mut child = Command::new("sleep").arg("30").stdin(Stdio::null()).spawn().unwrap();
+        let mut child = super::spawn(Command::new("sleep").arg("30").stdin(Stdio::null())).unwrap();
         drop(reader);
         let rewritten = super::create(&path).and_then(|f| f.new_dataset::<f32>().shape([1]).create("other"));
         child.kill().unwrap();

@@ -221,11 +221,18 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sample-7.tfrecord");
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "mapped::tests::a_fault_on_a_truncated_map_prints_the_file_and_exits_1", "--nocapture"])
-            .env("FORMATS_SIGBUS_CHILD", &path)
-            .output()
-            .unwrap();
+        // Started through `hdf5_file::output`: this crate's HDF5 tests run
+        // beside it and their files must not leak into the child.
+        let out = crate::hdf5_file::output(
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "mapped::tests::a_fault_on_a_truncated_map_prints_the_file_and_exits_1",
+                    "--nocapture",
+                ])
+                .env("FORMATS_SIGBUS_CHILD", &path),
+        )
+        .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         let expected = format!("error: SIGBUS reading {} at byte 32773: the file was truncated", path.display());
