@@ -13,16 +13,27 @@
 //! weight's gradient is one product over all steps, Σ_t h_{t-1}ᵀ·dgates_t,
 //! instead of one product and one sum per step.
 //!
+//! In a reduced [`Precision`] the hidden product is that precision's, as
+//! [`kernels::linear`](super::linear) makes it on an unrolled step: h_{t-1}
+//! rounded before it, h_{t-1}·w + bias rounded after it, and in the
+//! backward pass the gradient reaching the product rounded, and the one
+//! it sends back to h_{t-1}. The caller rounds w and the bias (and their
+//! gradients, once for the sequence where the unrolled steps rounded each
+//! step's share).
+//!
 //! ```
 //! use trainer::kernels::lstm_sequence::{Sequence, forward};
 //!
 //! // One sample, one unit, two steps, all gate inputs and weights 0:
 //! // c_1 = 0.5·0 + 0.5·tanh(0) = 0, h_1 = 0.5·tanh(0) = 0, and again.
-//! let seq = Sequence { batch: 1, steps: 2, units: 1 };
+//! let seq = Sequence { batch: 1, steps: 2, units: 1, precision: Default::default() };
 //! let (out, _) = forward(seq, &[0.0; 8], &[0.0; 4], &[0.0; 4]);
 //! assert_eq!(out, [0.0, 0.0]);
 //! ```
 
+use std::borrow::Cow;
+
+use super::precision::Precision;
 use super::strided_gemm::{self, View};
 use super::{dense_input_grad, lstm_cell};
 
@@ -35,6 +46,16 @@ pub struct Sequence {
     pub steps: usize,
     /// Hidden units (U).
     pub units: usize,
+    /// What the hidden product's operands and result are rounded to.
+    pub precision: Precision,
+}
+
+/// `values` rounded to `precision`, borrowed as they are in f32.
+fn rounded(precision: Precision, values: &[f32]) -> Cow<'_, [f32]> {
+    match precision {
+        Precision::F32 => Cow::Borrowed(values),
+        _ => Cow::Owned(precision.rounded(values)),
+    }
 }
 
 /// What the forward pass keeps for the backward one, step-major: each
@@ -54,7 +75,7 @@ pub struct Kept {
 /// If a slice's length is not the shape's (callers take them from tensors
 /// they have checked).
 pub fn forward(seq: Sequence, gates_in: &[f32], w: &[f32], bias: &[f32]) -> (Vec<f32>, Kept) {
-    let Sequence { batch: b, steps: t_len, units: u } = seq;
+    let Sequence { batch: b, steps: t_len, units: u, precision } = seq;
     let g = 4 * u;
     assert!(
         gates_in.len() == b * t_len * g && w.len() == u * g && bias.len() == g,
@@ -75,14 +96,14 @@ pub fn forward(seq: Sequence, gates_in: &[f32], w: &[f32], bias: &[f32]) -> (Vec
         let (product, c) = if t == 0 {
             (vec![0.0f32; b * g], &zeros[..])
         } else {
-            let h = &kept.hidden[(t - 1) * b * u..t * b * u];
-            let product = strided_gemm::product_of((h, View::rows(b, u)), (w, View::rows(u, g)), true);
+            let h = rounded(precision, &kept.hidden[(t - 1) * b * u..t * b * u]);
+            let product = strided_gemm::product_of((&h, View::rows(b, u)), (w, View::rows(u, g)), true);
             (product, &kept.cells[(t - 1) * b * u..t * b * u])
         };
         let mut gates = Vec::with_capacity(b * g);
         for (row, hw) in product.chunks_exact(g).enumerate() {
             let from = &gates_in[(row * t_len + t) * g..][..g];
-            gates.extend(from.iter().zip(hw.iter().zip(bias)).map(|(x, (p, bv))| x + (p + bv)));
+            gates.extend(from.iter().zip(hw.iter().zip(bias)).map(|(x, (p, bv))| x + precision.round(p + bv)));
         }
         let c_next = lstm_cell::state(&gates, c, u);
         let h_next = lstm_cell::output(&gates, &c_next, u);
@@ -99,7 +120,7 @@ pub fn forward(seq: Sequence, gates_in: &[f32], w: &[f32], bias: &[f32]) -> (Vec
 /// # Panics
 /// As [`forward`].
 pub fn backward(seq: Sequence, kept: &Kept, w: &[f32], d_out: &[f32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
-    let Sequence { batch: b, steps: t_len, units: u } = seq;
+    let Sequence { batch: b, steps: t_len, units: u, precision } = seq;
     let g = 4 * u;
     assert!(d_out.len() == b * t_len * u && w.len() == u * g, "lstm_sequence: {seq:?} backward");
     // Step-major gate gradients [T, B, 4U].
@@ -122,23 +143,31 @@ pub fn backward(seq: Sequence, kept: &Kept, w: &[f32], d_out: &[f32]) -> (Vec<f3
         }
         dc_next = dc_prev;
         if t > 0 {
+            // The gradient reaching the hidden product, and the one it
+            // sends back to h_{t-1}, rounded as the product's result and
+            // operand were.
+            let step = rounded(precision, step);
             dh_next = if dense_input_grad::pays([b, u, g]) {
-                dense_input_grad::input_grad(step, w, [b, u, g])
+                dense_input_grad::input_grad(&step, w, [b, u, g])
             } else {
-                strided_gemm::product_of((step, View::rows(b, g)), (w, View::columns(g, u)), true)
+                strided_gemm::product_of((&step, View::rows(b, g)), (w, View::columns(g, u)), true)
             };
+            precision.round_in_place(&mut dh_next);
         }
     }
+    // The gradients reaching every step's hidden product, and the h_{t-1}
+    // it multiplied, as the forward pass rounded them.
+    let d_products = rounded(precision, &d_gates);
     // Σ_{t ≥ 1} h_{t-1}ᵀ·dgates_t: the outputs of steps 0..T-1 against the
     // gate gradients of steps 1..T, each stacked step-major.
     let rows = (t_len.saturating_sub(1)) * b;
     let d_w = strided_gemm::product_of(
-        (&kept.hidden[..rows * u], View::columns(u, rows)),
-        (d_gates.get(b * g..).unwrap_or(&[]), View::rows(rows, g)),
+        (&rounded(precision, &kept.hidden[..rows * u]), View::columns(u, rows)),
+        (d_products.get(b * g..).unwrap_or(&[]), View::rows(rows, g)),
         true,
     );
     let mut d_bias = vec![0.0f32; g];
-    for row in d_gates.chunks_exact(g) {
+    for row in d_products.chunks_exact(g) {
         d_bias.iter_mut().zip(row).for_each(|(s, v)| *s += v);
     }
     (batch_first(&d_gates, b, t_len, g), d_w, d_bias)
@@ -173,7 +202,7 @@ mod tests {
     /// sample of every input's values.
     #[test]
     fn the_gradients_are_the_derivatives_of_the_sequence() {
-        let seq = Sequence { batch: 2, steps: 4, units: 3 };
+        let seq = Sequence { batch: 2, steps: 4, units: 3, precision: Precision::F32 };
         let (b, t, u) = (seq.batch, seq.steps, seq.units);
         let gates_in = values(b * t * 4 * u, 1);
         let w = values(u * 4 * u, 2);
@@ -201,7 +230,7 @@ mod tests {
 
     #[test]
     fn an_empty_sequence_has_no_outputs_and_zero_weight_gradients() {
-        let seq = Sequence { batch: 2, steps: 0, units: 3 };
+        let seq = Sequence { batch: 2, steps: 0, units: 3, precision: Precision::F32 };
         let (out, kept) = forward(seq, &[], &values(36, 1), &values(12, 2));
         assert!(out.is_empty());
         let (d_in, d_w, d_bias) = backward(seq, &kept, &values(36, 1), &[]);

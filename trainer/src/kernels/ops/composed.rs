@@ -199,7 +199,8 @@ pub(super) fn pool3d_2<B: Backend>(x: FloatTensor<B>, average: bool) -> FloatTen
 }
 
 /// The LSTM layer's steps unrolled into burn's operations: each step's
-/// gate inputs gates_in[:, t] + (h·w + bias), then the cell.
+/// gate inputs gates_in[:, t] + (h·w + bias), then the cell; the hidden
+/// product in this thread's precision, as the fused sequence computes it.
 pub(super) fn lstm_sequence<B: KernelOps>(
     gates_in: FloatTensor<B>,
     w: FloatTensor<B>,
@@ -213,12 +214,14 @@ pub(super) fn lstm_sequence<B: KernelOps>(
         return B::float_zeros(Shape::new([b, 0, u]), &device, dtype);
     }
     let bias = B::float_expand(B::float_reshape(bias, Shape::new([1, g])), Shape::new([b, g]));
+    let precision = crate::kernels::precision::current();
     let mut h = B::float_zeros(Shape::new([b, u]), &device, dtype);
     let mut c = B::float_zeros(Shape::new([b, u]), &device, dtype);
     let mut out = Vec::with_capacity(steps);
     for t in 0..steps {
         let step = B::float_slice(gates_in.clone(), &[(0..b).into(), (t..t + 1).into(), (0..g).into()]);
-        let hidden = B::float_add(B::float_matmul(h, w.clone()), bias.clone());
+        let product = B::float_matmul(B::round_to(h, precision), w.clone());
+        let hidden = B::round_to(B::float_add(product, bias.clone()), precision);
         let gates = B::float_add(B::float_reshape(step, Shape::new([b, g])), hidden);
         c = B::lstm_cell_state(gates.clone(), c);
         h = B::lstm_cell_output(gates, c.clone());

@@ -158,7 +158,12 @@ pub(super) fn lstm_sequence_shape(
     }
     let g = x[2];
     let fits = g % 4 == 0 && g > 0 && ws[0] == g / 4 && ws[1] == g && bs[0] == g;
-    fits.then_some(lstm_sequence::Sequence { batch: x[0], steps: x[1], units: g / 4 })
+    fits.then_some(lstm_sequence::Sequence {
+        batch: x[0],
+        steps: x[1],
+        units: g / 4,
+        precision: crate::kernels::precision::current(),
+    })
 }
 
 /// The first copies of a twin batch [2N, ...] ([`twin::first_copies`]).

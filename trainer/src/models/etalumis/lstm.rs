@@ -37,27 +37,18 @@ impl LstmLayer {
     }
 
     /// Run over `x` [batch, steps, inputs] from zero states: [batch, steps, units].
+    /// One node for the whole sequence (its backward pass linear in the
+    /// sequence's length), its hidden product in this thread's precision
+    /// as [`kernels::linear`] would make it; the weight and bias rounded
+    /// here, once for the sequence.
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        let [batch, steps, _] = x.dims();
         let units = self.units();
         let gates_in = kernels::linear(&self.input, x);
         let device = gates_in.device();
-        if kernels::precision::current() == kernels::precision::Precision::F32 {
-            // One node for the whole sequence (its backward pass linear in
-            // the sequence's length); other precisions round every step's
-            // products, so they stay unrolled.
-            let bias = self.hidden.bias.as_ref().map_or_else(|| Tensor::zeros([4 * units], &device), |b| b.val());
-            return kernels::lstm_sequence(gates_in, self.hidden.weight.val(), bias);
-        }
-        let mut h = Tensor::<2>::zeros([batch, units], &device);
-        let mut c = Tensor::<2>::zeros([batch, units], &device);
-        let mut out = Vec::with_capacity(steps);
-        for t in 0..steps {
-            let gates = gates_in.clone().narrow(1, t, 1).reshape([batch, 4 * units]) + kernels::linear(&self.hidden, h);
-            (h, c) = Self::cell(gates, c);
-            out.push(h.clone().unsqueeze_dim::<3>(1));
-        }
-        Tensor::cat(out, 1)
+        let precision = kernels::precision::current();
+        let bias = self.hidden.bias.as_ref().map_or_else(|| Tensor::zeros([4 * units], &device), |b| b.val());
+        let weight = kernels::rounded(self.hidden.weight.val(), precision);
+        kernels::lstm_sequence(gates_in, weight, kernels::rounded(bias, precision))
     }
 
     /// One step over `x` [batch, inputs] from `state` (zeros when `None`):
@@ -169,6 +160,77 @@ mod tests {
             let (i, g, o) = (s(pre(u)), pre(6 + u).tanh(), s(pre(9 + u)));
             let h = o * (i * g).tanh();
             assert!((got - h).abs() < 1e-6, "unit {u}: {got} vs {h}");
+        }
+    }
+
+    /// The layer's steps unrolled into the graph, each hidden product a
+    /// [`kernels::linear`] in this thread's precision: what the layer ran
+    /// in bf16 before its sequence node rounded as these do.
+    fn unrolled(layer: &LstmLayer, x: Tensor<3>) -> Tensor<3> {
+        let [batch, steps, _] = x.dims();
+        let units = layer.units();
+        let gates_in = kernels::linear(&layer.input, x);
+        let device = gates_in.device();
+        let (mut h, mut c) = (Tensor::<2>::zeros([batch, units], &device), Tensor::<2>::zeros([batch, units], &device));
+        let mut out = Vec::with_capacity(steps);
+        for t in 0..steps {
+            let gates =
+                gates_in.clone().narrow(1, t, 1).reshape([batch, 4 * units]) + kernels::linear(&layer.hidden, h);
+            (h, c) = LstmLayer::cell(gates, c);
+            out.push(h.clone().unsqueeze_dim::<3>(1));
+        }
+        Tensor::cat(out, 1)
+    }
+
+    fn flat<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+        t.into_data().try_to_vec::<f32>().unwrap()
+    }
+
+    fn largest_difference(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    }
+
+    /// In bf16 the sequence node gives the outputs and gradients of the
+    /// unrolled bf16 steps, within the bf16 rounding their different
+    /// orders of summation can move (a product's last bit moving its
+    /// rounding by one bf16 step; the hidden weight's gradient rounded
+    /// once for the sequence, not once a step), and, but for that
+    /// gradient, far closer to them than the f32 sequence is.
+    #[test]
+    fn a_bf16_sequence_is_the_unrolled_bf16_steps() {
+        use kernels::precision::{Precision, scoped};
+        let device = Device::flex().autodiff();
+        let layer = LstmLayer::new(4, 8, &device);
+        let x = Tensor::<3>::random([3, 6, 4], burn::tensor::Distribution::Uniform(-2.0, 2.0), &device).require_grad();
+        let up = Tensor::<3>::random([3, 6, 8], burn::tensor::Distribution::Uniform(-1.0, 1.0), &device);
+        let run = |precision, fused: bool| {
+            scoped(precision, || {
+                let y = if fused { layer.forward(x.clone()) } else { unrolled(&layer, x.clone()) };
+                let grads = (y.clone() * up.clone()).sum().backward();
+                let grad_of = |t: Option<Tensor<2>>| flat(t.unwrap());
+                [
+                    flat(y),
+                    flat(x.grad(&grads).unwrap()),
+                    grad_of(layer.input.weight.grad(&grads)),
+                    grad_of(layer.hidden.weight.grad(&grads)),
+                ]
+            })
+        };
+        let (fused, steps, single) =
+            (run(Precision::Bf16, true), run(Precision::Bf16, false), run(Precision::F32, true));
+        for (k, what) in ["outputs", "x's gradient", "the input weight's gradient", "the hidden weight's gradient"]
+            .iter()
+            .enumerate()
+        {
+            let scale = steps[k].iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            let (ours, f32s) = (largest_difference(&fused[k], &steps[k]), largest_difference(&single[k], &steps[k]));
+            eprintln!("{what}: bf16 sequence {ours}, f32 sequence {f32s} from the unrolled bf16 steps (scale {scale})");
+            assert!(ours <= 2e-2 * scale, "{what}: the bf16 sequence differs by {ours} (scale {scale})");
+            // The hidden weight's gradient is the one rounded differently
+            // (once, not once a step), by as much as f32 differs from it.
+            if k < 3 {
+                assert!(ours < f32s / 4.0, "{what}: {ours} from the unrolled bf16 steps, the f32 sequence {f32s}");
+            }
         }
     }
 
