@@ -266,11 +266,14 @@ mod tests {
             return;
         }
         // All samples in one product; one product per sample with an odd
-        // number of input channels (a pair padded with zero); an odd
-        // kernel and stride with a channel block past the first.
+        // number of input channels (a pair padded with zero), one sample
+        // after another and, with as many samples as threads, a task per
+        // sample; an odd kernel and stride with a channel block past the
+        // first.
         let cases = [
             ([16, 8, 4, 4], 32, [5, 5], [2, 2], [2, 2], [1, 1]),
             ([3, 5, 17, 9], 16, [5, 5], [2, 2], [2, 2], [1, 1]),
+            ([rayon::current_num_threads(), 5, 17, 9], 32, [5, 5], [2, 2], [2, 2], [1, 1]),
             ([1, 3, 9, 8], 48, [3, 4], [3, 2], [1, 2], [2, 1]),
         ];
         for (dims, c_out, kernel, stride, padding, out_padding) in cases {

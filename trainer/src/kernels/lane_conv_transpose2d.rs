@@ -73,7 +73,9 @@ pub(crate) fn forward(
         let all_samples_at_once = plane < SMALL_PLANE && n > 1 && row * plane * n <= max_column_floats;
         if bf16_gemm::native_here() {
             let samples = if all_samples_at_once { n } else { 1 };
-            bf16_columns_gathered(x, [n, c_in, plane], (&by_tap, row, c_out), samples, &gather, planes);
+            let threads = rayon::current_num_threads();
+            let per_task = !all_samples_at_once && n >= threads && c_out / LANES < 2 * threads;
+            bf16_columns_gathered(x, [n, c_in, plane], (&by_tap, row, c_out), (samples, per_task), &gather, planes);
         } else if all_samples_at_once {
             // x as [C_in, N·H·W], so that one product makes the columns of
             // every sample, rows sample by sample.
@@ -124,18 +126,33 @@ pub(crate) fn forward(
 /// ([`bf16_gemm`], under `--precision bf16` on a CPU that computes it):
 /// the input turned position-major, [N][H·W][C_in], so that a sample's
 /// positions are the rows of A, times the weight relaid [C_in][tap, co]
-/// and packed once; `samples` samples' columns at a time.
+/// and packed once; `samples` samples' columns at a time, or, if
+/// `per_task`, each sample's made and gathered by a task of its own, as
+/// the f32 route shares samples: one sample after another, each product
+/// and gather shared among the threads, left threads idle in the gathers
+/// of layers with fewer blocks of channels than twice the threads
+/// (CosmoGAN `small`'s), which is where [`forward`] asks for it. A
+/// column's sums are the same whichever rows a product holds.
 fn bf16_columns_gathered(
     x: &[f32],
     [n, c_in, plane]: [usize; 3],
     (by_tap, row, c_out): (&[f32], usize, usize),
-    samples: usize,
+    (samples, per_task): (usize, bool),
     gather: &Gather,
     y: &mut [MaybeUninit<f32>],
 ) {
     let weight = bf16_gemm::PackedB::new(by_tap, [c_in, row]);
     let by_position = positions_major(x, [n, c_in, plane]);
     let (blocks, sample_floats) = (c_out / LANES, c_out * gather.out[0] * gather.out[1]);
+    if per_task {
+        y.par_chunks_mut(sample_floats).enumerate().for_each_init(Vec::new, |staged, (sample, out)| {
+            let cols = weight.multiply(&by_position[sample * plane * c_in..][..plane * c_in], plane);
+            for (block, planes) in out.chunks_mut(sample_floats / blocks).enumerate() {
+                gather.block(&cols, block, planes, staged);
+            }
+        });
+        return;
+    }
     for (group, out) in y.chunks_mut(samples * sample_floats).enumerate() {
         let in_group = out.len() / sample_floats;
         let a = &by_position[group * samples * plane * c_in..][..in_group * plane * c_in];
