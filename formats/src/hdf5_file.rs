@@ -24,23 +24,24 @@ use hdf5_sys::h5p::H5P_DEFAULT;
 
 /// Open an existing file for reading, close-on-exec.
 pub fn open(path: impl AsRef<Path>) -> hdf5::Result<hdf5::File> {
-    let path = path.as_ref();
-    retrying_a_child_mid_exec(|| {
-        // Opened and marked under one hold of libhdf5's lock: see [`spawn`].
-        hdf5::sync::sync(|| {
-            let file = hdf5::File::with_options().with_fapl(|access| access.sec2()).open(path)?;
-            close_on_exec(&file)?;
-            Ok(file)
-        })
-    })
+    closed_on_exec(path.as_ref(), |builder, path| builder.open(path))
 }
 
 /// Create (or truncate) a file for writing, close-on-exec.
 pub fn create(path: impl AsRef<Path>) -> hdf5::Result<hdf5::File> {
-    let path = path.as_ref();
+    closed_on_exec(path.as_ref(), |builder, path| builder.create(path))
+}
+
+/// The file `how` opens at `path` on the POSIX driver, its descriptor
+/// marked close-on-exec under the same hold of libhdf5's lock (see
+/// [`spawn`]), retried while a child mid-exec holds its lock.
+fn closed_on_exec(
+    path: &Path,
+    how: impl Fn(&hdf5::FileBuilder, &Path) -> hdf5::Result<hdf5::File>,
+) -> hdf5::Result<hdf5::File> {
     retrying_a_child_mid_exec(|| {
         hdf5::sync::sync(|| {
-            let file = hdf5::File::with_options().with_fapl(|access| access.sec2()).create(path)?;
+            let file = how(hdf5::File::with_options().with_fapl(|access| access.sec2()), path)?;
             close_on_exec(&file)?;
             Ok(file)
         })
