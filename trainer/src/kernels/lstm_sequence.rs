@@ -141,23 +141,27 @@ pub fn backward(seq: Sequence, kept: &Kept, w: &[f32], d_out: &[f32]) -> (Vec<f3
         for ((out, o), ifg) in step.iter_mut().zip(&d_o).zip(&d_ifg) {
             *out = o + ifg;
         }
+        // The gradient reaching the step's products, rounded as their
+        // results were: once, here, for the hidden product's input and
+        // weight gradients and the bias's, and for the input product's,
+        // whose own backward pass would round it to the same bits.
+        precision.round_in_place(step);
         dc_next = dc_prev;
         if t > 0 {
-            // The gradient reaching the hidden product, and the one it
-            // sends back to h_{t-1}, rounded as the product's result and
-            // operand were.
-            let step = rounded(precision, step);
+            // The gradient it sends back to h_{t-1}, rounded as the
+            // product's operand was.
+            let step = &*step;
             dh_next = if dense_input_grad::pays([b, u, g]) {
-                dense_input_grad::input_grad(&step, w, [b, u, g])
+                dense_input_grad::input_grad(step, w, [b, u, g])
             } else {
-                strided_gemm::product_of((&step, View::rows(b, g)), (w, View::columns(g, u)), true)
+                strided_gemm::product_of((step, View::rows(b, g)), (w, View::columns(g, u)), true)
             };
             precision.round_in_place(&mut dh_next);
         }
     }
-    // The gradients reaching every step's hidden product, and the h_{t-1}
-    // it multiplied, as the forward pass rounded them.
-    let d_products = rounded(precision, &d_gates);
+    // The gradients reaching every step's hidden product (rounded in the
+    // loop), and the h_{t-1} it multiplied, as the forward pass rounded it.
+    let d_products = &d_gates;
     // Σ_{t ≥ 1} h_{t-1}ᵀ·dgates_t: the outputs of steps 0..T-1 against the
     // gate gradients of steps 1..T, each stacked step-major.
     let rows = (t_len.saturating_sub(1)) * b;
