@@ -14,7 +14,13 @@
 //! rounded values by rounding only; the weight gradient and every other
 //! pass are unchanged.
 //!
+//! The 3-D "same" and valid convolutions of [`direct_conv`] take the same
+//! tiles ([`volume_block`]): an output plane at depth z is a 2-D
+//! convolution whose taps are (ci, kd, kh, kw), each reading its padded
+//! input plane ci at depth z + kd.
+//!
 //! [`direct_conv2d`]: super::direct_conv2d
+//! [`direct_conv`]: super::direct_conv
 //! [`round_bf16`]: super::precision::round_bf16
 
 #![cfg(target_arch = "x86_64")]
@@ -23,9 +29,11 @@ use std::mem::MaybeUninit;
 
 use std::arch::x86_64::{
     __m512, __m512bh, __m512i, _mm512_cvtne2ps_pbh, _mm512_dpbf16_ps, _mm512_loadu_ps, _mm512_loadu_si512,
-    _mm512_permutexvar_epi16, _mm512_set1_epi32, _mm512_setzero_ps, _mm512_setzero_si512, _mm512_storeu_ps,
+    _mm512_permutexvar_epi16, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_ps, _mm512_setzero_si512,
+    _mm512_storeu_ps,
 };
 
+use super::conv_shape::ConvShape;
 use super::direct_conv2d::{CO_BLOCK, Job};
 use super::precision::round_bf16;
 
@@ -77,15 +85,76 @@ pub(super) unsafe fn block(job: &Job<'_>, sample: usize, pairs: &[u32], planes: 
     assert!(takes(out_w), "bf16 direct tiles need rows of at least {LANES} outputs, not {out_w}");
     let (starts, row_step) = job.padded.tap_starts(sample, job.c_in, job.window);
     let reads = Reads { values: job.padded.values(), starts: &starts, row_step };
-    for oh in 0..out_h {
+    rows(&reads, pairs, &[0.0; CO_BLOCK], [out_h, out_w], job.out, planes)
+}
+
+/// The [`CO_BLOCK`] output volumes `volumes` (output channels `co..`,
+/// each [D, H, W] as `shape.volume`, W at least [`LANES`]: [`takes`]) of
+/// sample `sample` of a 3-D convolution of edge `shape.kernel` with
+/// stride 1, from `padded` ([batch, c_in] volumes of `shape.padded()`,
+/// as [`direct_conv`](super::direct_conv) pads them or a valid
+/// convolution reads its input), the block's weight pairs (taps in the
+/// weight's order, ci, kd, kh, kw) and its `bias`, summed first.
+///
+/// # Safety
+/// The CPU must have AVX-512 (F, BW) and AVX512_BF16.
+#[allow(unsafe_code)]
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+pub(super) unsafe fn volume_block(
+    shape: &ConvShape,
+    padded: &[f32],
+    sample: usize,
+    pairs: &[u32],
+    bias: &[f32; CO_BLOCK],
+    volumes: &mut [MaybeUninit<f32>],
+) {
+    let [d, h, w] = shape.volume;
+    let [pd, ph, pw] = shape.padded();
+    let k = shape.kernel;
+    assert!(takes(w), "bf16 direct tiles need rows of at least {LANES} outputs, not {w}");
+    assert_eq!(volumes.len(), CO_BLOCK * d * h * w, "bf16 direct tiles of {shape:?}");
+    let input = &padded[sample * shape.c_in * pd * ph * pw..][..shape.c_in * pd * ph * pw];
+    let mut starts = Vec::with_capacity(shape.c_in * k * k * k);
+    for ci in 0..shape.c_in {
+        for kd in 0..k {
+            for kh in 0..k {
+                let row = ((ci * pd + kd) * ph + kh) * pw;
+                starts.extend(row..row + k);
+            }
+        }
+    }
+    for z in 0..d {
+        // Depth z's taps read from plane z + kd: the same starts, z
+        // planes on. Its outputs are rows z·H.. of [D·H, W] planes.
+        let reads = Reads { values: &input[z * ph * pw..], starts: &starts, row_step: pw };
+        rows(&reads, pairs, bias, [h, w], [d * h, w], &mut volumes[z * h * w..]);
+    }
+}
+
+/// Rows `0..rows` of outputs `width` wide of the block's planes (each
+/// `out`: [rows of a plane, width]), in tiles of 2 × 16 outputs, a row's
+/// end on a 16-wide tile overlapping the one before (the same sums,
+/// written again with the same bits).
+#[inline]
+#[allow(unsafe_code)]
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+fn rows(
+    reads: &Reads<'_>,
+    pairs: &[u32],
+    bias: &[f32; CO_BLOCK],
+    [rows, width]: [usize; 2],
+    out: [usize; 2],
+    planes: &mut [MaybeUninit<f32>],
+) {
+    for oh in 0..rows {
         let mut ow = 0;
-        while ow < out_w {
-            if out_w - ow >= 2 * LANES {
-                tile::<2>(&reads, pairs, [oh, ow], job.out, planes);
+        while ow < width {
+            if width - ow >= 2 * LANES {
+                tile::<2>(reads, pairs, bias, [oh, ow], out, planes);
                 ow += 2 * LANES;
             } else {
-                let at = ow.min(out_w - LANES);
-                tile::<1>(&reads, pairs, [oh, at], job.out, planes);
+                let at = ow.min(width - LANES);
+                tile::<1>(reads, pairs, bias, [oh, at], out, planes);
                 ow = at + LANES;
             }
         }
@@ -115,13 +184,15 @@ fn inputs<const V: usize>(reads: &Reads<'_>, t: usize, [oh, ow]: [usize; 2]) -> 
     vectors
 }
 
-/// Outputs `ow..ow + V·16` of row `oh` of the block's planes.
+/// Outputs `ow..ow + V·16` of row `oh` of the block's planes, each
+/// channel's sum started at its `bias`.
 #[inline]
 #[allow(unsafe_code)]
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 fn tile<const V: usize>(
     reads: &Reads<'_>,
     pairs: &[u32],
+    bias: &[f32; CO_BLOCK],
     at: [usize; 2],
     [out_h, out_w]: [usize; 2],
     planes: &mut [MaybeUninit<f32>],
@@ -130,7 +201,12 @@ fn tile<const V: usize>(
     let per_channel = taps.div_ceil(2);
     // SAFETY: INTERLEAVE holds 32 u16, 64 bytes, which the load reads.
     let interleave: __m512i = unsafe { _mm512_loadu_si512(INTERLEAVE.as_ptr().cast()) };
+    // A loop, not `bias.map`: a closure without this function's target
+    // features returns its vectors through memory.
     let mut acc = [[_mm512_setzero_ps(); V]; CO_BLOCK];
+    for (a, &b) in acc.iter_mut().zip(bias) {
+        *a = [_mm512_set1_ps(b); V];
+    }
     for pair in 0..per_channel {
         let even = inputs::<V>(reads, 2 * pair, at);
         let odd = if 2 * pair + 1 < taps { inputs::<V>(reads, 2 * pair + 1, at) } else { [_mm512_setzero_ps(); V] };
