@@ -238,6 +238,13 @@ unsafe fn write_block(
     rows: &[f32],
     vector: bool,
 ) {
+    #[cfg(target_arch = "x86_64")]
+    if vector {
+        // SAFETY: `vector` is set only where the CPU computes bf16
+        // natively (AVX512_BF16, AVX-512 F and BW); the lanes are the
+        // caller's (the contract).
+        return unsafe { avx512::write_block(dest.0, [panels, lanes, n], (first, pairs), rows) };
+    }
     let row_count = rows.len() / n.max(1);
     for panel in 0..panels {
         let start = panel * NR;
@@ -908,6 +915,57 @@ mod avx512 {
             }
         }
         super::pack_pairs_portable(&row[32 * whole..], &mut out[16 * whole..]);
+    }
+
+    /// [`write_block`](super::write_block) in one call: each panel's 32
+    /// lanes of a pair of rows as two 16-lane halves, the columns past n
+    /// loaded as zeros by a mask (the portable route's zero lanes). One
+    /// call per block, where a call per panel and pair cost as much as the
+    /// 32 lanes it wrote.
+    ///
+    /// # Safety
+    /// The CPU must have AVX512_BF16 and AVX-512 F and BW; as
+    /// [`write_block`](super::write_block)'s contract.
+    #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+    pub(super) unsafe fn write_block(
+        dest: *mut super::Lane,
+        [panels, lanes, n]: [usize; 3],
+        (first, pairs): (usize, usize),
+        rows: &[f32],
+    ) {
+        const HALF: usize = NR / 2;
+        // Lane i takes halves i (even) and 16 + i (odd).
+        let order = _mm512_set_epi16(
+            31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17,
+            1, 16, 0,
+        );
+        let row_count = rows.len() / n.max(1);
+        for panel in 0..panels {
+            for p in 0..pairs {
+                // Pointers made with wrapping arithmetic: past n they are
+                // never read (the mask), and may point past the rows.
+                let even = rows.as_ptr().wrapping_add(2 * p * n);
+                let odd = (2 * p + 1 < row_count).then(|| rows.as_ptr().wrapping_add((2 * p + 1) * n));
+                let out = dest.wrapping_add((panel * lanes + first + p) * NR);
+                for half in 0..2 {
+                    let at = panel * NR + half * HALF;
+                    let valid = n.saturating_sub(at).min(HALF);
+                    let mask: __mmask16 = if valid == HALF { u16::MAX } else { (1u16 << valid) - 1 };
+                    // SAFETY: the mask reads only the `valid` values of
+                    // each row from column `at`, which lie within `rows`;
+                    // the 16 lanes written lie within the contract's.
+                    unsafe {
+                        let e = _mm512_maskz_loadu_ps(mask, even.wrapping_add(at));
+                        let o = match odd {
+                            Some(odd) => _mm512_maskz_loadu_ps(mask, odd.wrapping_add(at)),
+                            None => _mm512_setzero_ps(),
+                        };
+                        let halves: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(o, e));
+                        _mm512_storeu_si512(out.add(half * HALF).cast(), _mm512_permutexvar_epi16(order, halves));
+                    }
+                }
+            }
+        }
     }
 
     /// [`interleave_pairs`](super::interleave_pairs) 16 lanes at a time:
