@@ -21,11 +21,11 @@ use rayon::prelude::*;
 
 use super::columns::fill;
 use super::cpu::{self, KernelPath, wide};
-#[cfg(target_arch = "x86_64")]
-use super::direct_conv2d_bf16;
 use super::lanes::load;
 use super::uninit;
 use super::{channel_conv, channel_tile_conv, pair_weight_grad3d};
+#[cfg(target_arch = "x86_64")]
+use super::{direct_conv2d_bf16, pair_weight_grad3d_bf16};
 
 /// Lanes of the weight-gradient accumulators (fixed, for reproducibility).
 pub(super) const LANES: usize = 8;
@@ -539,6 +539,52 @@ fn pair_blocks_apply(shape: &ConvShape) -> bool {
         && !cpu::weight_grad_3d_on_avx2()
 }
 
+/// Whether the weight gradient of `shape` runs on
+/// [`pair_weight_grad3d_bf16`]'s blocks in bf16 products: as
+/// [`pair_blocks_apply`] (the AVX-512 path, whatever the calibration chose
+/// for f32) under `--precision bf16` on a CPU with AVX512_BF16.
+#[cfg(target_arch = "x86_64")]
+fn pair_bf16_applies(shape: &ConvShape) -> bool {
+    shape.kernel == 3
+        && shape.c_out.is_multiple_of(pair_weight_grad3d::BLOCK)
+        && cpu::path() == KernelPath::Avx512
+        && super::bf16_gemm::native_here()
+}
+
+/// The weight gradient of `shape` from the tiles `tiles(blocks, inputs)`
+/// gives ([`pair_weight_grad3d::tiles`]' order), in tasks of
+/// [`pair_tasks`], into [C_out, C_in, 27].
+#[cfg(target_arch = "x86_64")]
+fn pair_weight_grad(
+    shape: &ConvShape,
+    tiles: impl Fn(std::ops::Range<usize>, std::ops::Range<usize>) -> Vec<[[f32; 27]; pair_weight_grad3d::BLOCK]> + Sync,
+) -> Vec<f32> {
+    use pair_weight_grad3d::BLOCK;
+    let mut grad = vec![0.0; shape.weight_len()];
+    let (c_in, blocks) = (shape.c_in, shape.c_out / BLOCK);
+    let (blocks_per_task, inputs_per_task) = pair_tasks(blocks, c_in, rayon::current_num_threads());
+    let inputs_tasks = c_in.div_ceil(inputs_per_task);
+    let tasks: Vec<Vec<[[f32; 27]; BLOCK]>> = (0..blocks.div_ceil(blocks_per_task) * inputs_tasks)
+        .into_par_iter()
+        .map(|t| {
+            let b = t / inputs_tasks * blocks_per_task;
+            let ci = t % inputs_tasks * inputs_per_task;
+            tiles(b..(b + blocks_per_task).min(blocks), ci..(ci + inputs_per_task).min(c_in))
+        })
+        .collect();
+    for (t, tiles) in tasks.iter().enumerate() {
+        let (b0, ci0) = (t / inputs_tasks * blocks_per_task, t % inputs_tasks * inputs_per_task);
+        let inputs = (ci0 + inputs_per_task).min(c_in) - ci0;
+        for (k, tile) in tiles.iter().enumerate() {
+            let (co, ci) = ((b0 + k / inputs) * BLOCK, ci0 + k % inputs);
+            for (j, taps) in tile.iter().enumerate() {
+                grad[((co + j) * c_in + ci) * 27..][..27].copy_from_slice(taps);
+            }
+        }
+    }
+    grad
+}
+
 /// (blocks, input channels) of one task of [`pair_weight_grad3d`]'s
 /// weight gradient over `blocks` blocks and `c_in` input channels on
 /// `threads` threads: up to 4 × 16, so that a task reads its blocks' output
@@ -644,45 +690,35 @@ pub fn weight_grad_from_padded(input: &PaddedInput, out_grad: &[f32]) -> Vec<f32
     if channel_conv::applies(shape) {
         return channel_conv::weight_grad(shape, padded, out_grad);
     }
-    let mut grad = vec![0.0; shape.weight_len()];
+    #[cfg(target_arch = "x86_64")]
+    if pair_bf16_applies(shape) {
+        // SAFETY: `pair_bf16_applies` holds only on the AVX-512 path (F,
+        // BW, VL, DQ) of a CPU with AVX512_BF16 (`native_here`).
+        #[allow(unsafe_code)]
+        let (padded, pairs) = unsafe {
+            (pair_weight_grad3d_bf16::padded_values(padded), pair_weight_grad3d_bf16::channel_pairs(shape, out_grad))
+        };
+        return pair_weight_grad(shape, |blocks, inputs| {
+            // SAFETY: as above.
+            #[allow(unsafe_code)]
+            unsafe {
+                pair_weight_grad3d_bf16::tiles(shape, &padded, &pairs, blocks, inputs)
+            }
+        });
+    }
     #[cfg(target_arch = "x86_64")]
     if pair_blocks_apply(shape) {
-        use pair_weight_grad3d::BLOCK;
         let pairs = pair_weight_grad3d::channel_pairs(shape, out_grad);
-        let (c_in, blocks) = (shape.c_in, shape.c_out / BLOCK);
-        let (blocks_per_task, inputs_per_task) = pair_tasks(blocks, c_in, rayon::current_num_threads());
-        let inputs_tasks = c_in.div_ceil(inputs_per_task);
-        let tasks: Vec<Vec<[[f32; 27]; BLOCK]>> = (0..blocks.div_ceil(blocks_per_task) * inputs_tasks)
-            .into_par_iter()
-            .map(|t| {
-                let b = t / inputs_tasks * blocks_per_task;
-                let ci = t % inputs_tasks * inputs_per_task;
-                // SAFETY: `pair_blocks_apply` holds only on the AVX-512
-                // path, whose CPUs have AVX-512 F and DQ, AVX2 and FMA.
-                #[allow(unsafe_code)]
-                unsafe {
-                    pair_weight_grad3d::tiles(
-                        shape,
-                        padded,
-                        &pairs,
-                        b..(b + blocks_per_task).min(blocks),
-                        ci..(ci + inputs_per_task).min(c_in),
-                    )
-                }
-            })
-            .collect();
-        for (t, tiles) in tasks.iter().enumerate() {
-            let (b0, ci0) = (t / inputs_tasks * blocks_per_task, t % inputs_tasks * inputs_per_task);
-            let inputs = (ci0 + inputs_per_task).min(c_in) - ci0;
-            for (k, tile) in tiles.iter().enumerate() {
-                let (co, ci) = ((b0 + k / inputs) * BLOCK, ci0 + k % inputs);
-                for (j, taps) in tile.iter().enumerate() {
-                    grad[((co + j) * c_in + ci) * 27..][..27].copy_from_slice(taps);
-                }
+        return pair_weight_grad(shape, |blocks, inputs| {
+            // SAFETY: `pair_blocks_apply` holds only on the AVX-512
+            // path, whose CPUs have AVX-512 F and DQ, AVX2 and FMA.
+            #[allow(unsafe_code)]
+            unsafe {
+                pair_weight_grad3d::tiles(shape, padded, &pairs, blocks, inputs)
             }
-        }
-        return grad;
+        });
     }
+    let mut grad = vec![0.0; shape.weight_len()];
     if shape.kernel == 3 && shape.c_out.is_multiple_of(CO_BLOCK) {
         let (c_in, blocks) = (shape.c_in, shape.c_out / CO_BLOCK);
         let tiles: Vec<[[f32; 27]; CO_BLOCK]> = (0..blocks * c_in)
@@ -1538,6 +1574,47 @@ mod tests {
             for (k, what) in [(0, "forward"), (2, "input gradient")].into_iter().take(1 + usize::from(gradient_too)) {
                 assert!(bf16s[k] != f32s[k], "{shape:?}: the bf16 {what} gave the f32 kernel's bits");
             }
+        }
+    }
+
+    /// Under bf16 on a CPU with AVX512_BF16, the weight gradient of blocks
+    /// of 8 output channels runs in bf16 products
+    /// (`pair_weight_grad3d_bf16`): on bf16 operands, the f32 kernel's
+    /// sums in another order, within f32 rounding of the sum of the
+    /// products' magnitudes. Rows of whole chunks (32), a chunk and a tail
+    /// (20), a tail alone (9), 16 output channels (two blocks).
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn in_bf16_the_pair_weight_gradient_sums_the_rounded_operands_as_the_f32_kernel_does() {
+        use crate::kernels::precision::{Precision, scoped};
+        if !Precision::Bf16.native() || cpu::path() != KernelPath::Avx512 {
+            e2e::skip(
+                "in_bf16_the_pair_weight_gradient_sums_the_rounded_operands_as_the_f32_kernel_does",
+                "no AVX512_BF16 on this CPU, or not on the AVX-512 path",
+            );
+            return;
+        }
+        let shapes = [
+            ConvShape { batch: 2, c_in: 3, c_out: 8, volume: [3, 4, 32], kernel: 3 },
+            ConvShape { batch: 1, c_in: 2, c_out: 16, volume: [2, 3, 20], kernel: 3 },
+            ConvShape { batch: 2, c_in: 1, c_out: 8, volume: [4, 5, 9], kernel: 3 },
+        ];
+        for shape in shapes {
+            assert!(pair_blocks_apply(&shape) || cpu::weight_grad_3d_on_avx2(), "{shape:?}");
+            assert!(!channel_conv::applies(&shape), "{shape:?}");
+            let x = Precision::Bf16.rounded(&values(shape.input_len(), 6));
+            let out_grad = Precision::Bf16.rounded(&values(shape.output_len(), 7));
+            let want = weight_grad(&shape, &x, &out_grad);
+            let got = scoped(Precision::Bf16, || weight_grad(&shape, &x, &out_grad));
+            let magnitudes = weight_grad(
+                &shape,
+                &x.iter().map(|v| v.abs()).collect::<Vec<_>>(),
+                &out_grad.iter().map(|v| v.abs()).collect::<Vec<_>>(),
+            );
+            for (k, ((a, b), m)) in got.iter().zip(&want).zip(&magnitudes).enumerate() {
+                assert!((a - b).abs() <= 1e-5 * m, "{shape:?}: dw[{k}] = {a}, the f32 kernel {b} (Σ|products| {m})");
+            }
+            assert!(got != want, "{shape:?}: the bf16 weight gradient gave the f32 kernel's bits");
         }
     }
 

@@ -48,6 +48,7 @@ pub mod lstm_cell;
 pub mod lstm_sequence;
 pub mod ops;
 mod pair_weight_grad3d;
+mod pair_weight_grad3d_bf16;
 pub mod precision;
 mod shifted_weight_grad2d;
 pub mod strided_gemm;

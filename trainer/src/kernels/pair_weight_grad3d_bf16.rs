@@ -1,0 +1,269 @@
+//! [`pair_weight_grad3d`]'s 3³ weight gradient with bf16 products, under
+//! `--precision bf16` on a CPU with AVX512_BF16: the same registers of 8
+//! lanes of two output channels, but each lane sums two neighbouring
+//! columns' products (`VDPBF16PS`), so a chunk of a row is 16 columns and
+//! an instruction does twice an FMA's work. An input row's 16 columns from
+//! a shift are one 256-bit load, broadcast to both channels' halves.
+//!
+//! The operands are bf16 values already (the model rounds a convolution's
+//! input and the gradient reaching it: `docs/precision.md`); they are
+//! copied once per call into bf16 arrays, the output gradient in the
+//! channel-pair layout. The sums are f32, in the instruction's order
+//! (denormals read and written as zero), so they differ from the f32
+//! kernel's on the same values by rounding only.
+//!
+//! [`pair_weight_grad3d`]: super::pair_weight_grad3d
+
+#![cfg(target_arch = "x86_64")]
+
+use rayon::prelude::*;
+
+use super::conv_shape::ConvShape;
+use super::pair_weight_grad3d::BLOCK;
+
+/// Columns of a row in one chunk: 8 lanes of column pairs.
+const CHUNK: usize = 16;
+
+/// The output gradient [batch, c_out, D, H, W] in bf16 as [batch, D,
+/// c_out / 2, H, chunks, 2, CHUNK]: each row in chunks of [`CHUNK`]
+/// columns, channel `2q`'s chunk then channel `2q + 1`'s, the row's last
+/// chunk padded with zeros ([`pair_weight_grad3d::channel_pairs`]'s
+/// layout, in chunks of 16). `c_out` must be even.
+///
+/// # Safety
+/// The CPU must have AVX-512 F, BW and VL and AVX512_BF16.
+///
+/// [`pair_weight_grad3d::channel_pairs`]: super::pair_weight_grad3d::channel_pairs
+#[allow(unsafe_code)]
+pub(super) unsafe fn channel_pairs(shape: &ConvShape, out_grad: &[f32]) -> Vec<u16> {
+    let [d, h, w] = shape.volume;
+    assert!(shape.c_out.is_multiple_of(2) && out_grad.len() == shape.output_len(), "output gradient of {shape:?}");
+    let (voxels, chunks) = (d * h * w, w.div_ceil(CHUNK));
+    let row_len = chunks * 2 * CHUNK;
+    let plane_len = shape.c_out / 2 * h * row_len;
+    let mut planes = vec![0u16; shape.batch * d * plane_len];
+    planes.par_chunks_mut(plane_len.max(1)).enumerate().for_each(|(p, dst)| {
+        let (n, z) = (p / d, p % d);
+        for (r, dst_row) in dst.chunks_mut(row_len).enumerate() {
+            let (q, y) = (r / h, r % h);
+            for half in 0..2 {
+                let src = &out_grad[(n * shape.c_out + 2 * q + half) * voxels + (z * h + y) * w..][..w];
+                for c in 0..chunks {
+                    let columns = &src[c * CHUNK..w.min((c + 1) * CHUNK)];
+                    // SAFETY: the CPU's features are this function's
+                    // contract; the chunk holds CHUNK values.
+                    unsafe { avx512::to_bf16(columns, &mut dst_row[(2 * c + half) * CHUNK..][..CHUNK]) };
+                }
+            }
+        }
+    });
+    planes
+}
+
+/// `padded` (the forward pass's padded input, [batch, c_in] volumes) in
+/// bf16.
+///
+/// # Safety
+/// As [`channel_pairs`].
+#[allow(unsafe_code)]
+pub(super) unsafe fn padded_values(padded: &[f32]) -> Vec<u16> {
+    let mut values = vec![0u16; padded.len()];
+    values.par_chunks_mut(1 << 14).zip(padded.par_chunks(1 << 14)).for_each(|(dst, src)| {
+        for (dst, src) in dst.chunks_mut(CHUNK).zip(src.chunks(CHUNK)) {
+            // SAFETY: the caller's contract; `dst` holds `src.len()` values.
+            unsafe { avx512::to_bf16(src, dst) };
+        }
+    });
+    values
+}
+
+/// The 27 taps' gradients of output channels `blocks.start * BLOCK..
+/// blocks.end * BLOCK` from input channels `inputs`, from [`padded_values`]
+/// and [`channel_pairs`]: one tile per (block, input channel), block-major,
+/// as [`pair_weight_grad3d::tiles`] gives them.
+///
+/// # Safety
+/// As [`channel_pairs`], and the CPU must have AVX-512 DQ.
+///
+/// [`pair_weight_grad3d::tiles`]: super::pair_weight_grad3d::tiles
+#[allow(unsafe_code)]
+pub(super) unsafe fn tiles(
+    shape: &ConvShape,
+    padded: &[u16],
+    pairs: &[u16],
+    blocks: std::ops::Range<usize>,
+    inputs: std::ops::Range<usize>,
+) -> Vec<[[f32; 27]; BLOCK]> {
+    let [d, h, w] = shape.volume;
+    let [pd, ph, pw] = shape.padded();
+    assert!(shape.kernel == 3 && blocks.end * BLOCK <= shape.c_out && inputs.end <= shape.c_in);
+    assert!(padded.len() >= shape.batch * shape.c_in * pd * ph * pw);
+    assert!(pairs.len() >= shape.c_out / 2 * shape.batch * d * h * w.div_ceil(CHUNK) * 2 * CHUNK);
+    // SAFETY: the CPU features are this function's contract; the
+    // assertions bound every offset `tiles_unchecked` reads.
+    unsafe { avx512::tiles_unchecked(shape, padded, pairs, blocks, inputs) }
+}
+
+#[allow(unsafe_code)]
+mod avx512 {
+    use std::arch::x86_64::{
+        __m512, __m512bh, __m512i, __mmask16, _mm256_loadu_si256, _mm256_maskz_loadu_epi16, _mm256_storeu_si256,
+        _mm512_add_ps, _mm512_broadcast_i32x8, _mm512_cvtneps_pbh, _mm512_dpbf16_ps, _mm512_loadu_ps,
+        _mm512_loadu_si512, _mm512_maskz_loadu_ps, _mm512_setzero_ps, _mm512_setzero_si512, _mm512_storeu_ps,
+    };
+
+    use super::{BLOCK, CHUNK, ConvShape};
+
+    /// Registers of channel pairs in a block.
+    const PAIRS: usize = BLOCK / 2;
+
+    /// Lanes of one channel in a register.
+    const LANES: usize = CHUNK / 2;
+
+    /// Running totals of one (block, input channel) per kernel row, pair
+    /// and shift: two channels' 8 lanes each.
+    type Totals = [[[[f32; 2 * LANES]; 3]; PAIRS]; 9];
+
+    /// `src` (at most [`CHUNK`] values) rounded to bf16 (`VCVTNEPS2BF16`,
+    /// as [`round_bf16`](crate::kernels::precision::round_bf16) rounds)
+    /// into `dst`'s first values, zeros after them in `dst`'s first
+    /// [`CHUNK`].
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+    pub(super) fn to_bf16(src: &[f32], dst: &mut [u16]) {
+        assert!(src.len() <= CHUNK && dst.len() >= src.len());
+        let mask: __mmask16 = if src.len() == CHUNK { u16::MAX } else { (1u16 << src.len()) - 1 };
+        // SAFETY: the mask reads `src.len()` values of `src`.
+        let values = unsafe { _mm512_maskz_loadu_ps(mask, src.as_ptr()) };
+        let halves: std::arch::x86_64::__m256i = unsafe { std::mem::transmute(_mm512_cvtneps_pbh(values)) };
+        if dst.len() >= CHUNK {
+            // SAFETY: `dst` holds CHUNK values, 256 bits.
+            unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), halves) };
+        } else {
+            let mut chunk = [0u16; CHUNK];
+            // SAFETY: `chunk` holds CHUNK values.
+            unsafe { _mm256_storeu_si256(chunk.as_mut_ptr().cast(), halves) };
+            let len = dst.len();
+            dst.copy_from_slice(&chunk[..len]);
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")]
+    pub(super) fn tiles_unchecked(
+        shape: &ConvShape,
+        padded: &[u16],
+        pairs: &[u16],
+        blocks: std::ops::Range<usize>,
+        inputs: std::ops::Range<usize>,
+    ) -> Vec<[[f32; 27]; BLOCK]> {
+        let d = shape.volume[0];
+        let [pd, ph, pw] = shape.padded();
+        let c_in = shape.c_in;
+        let mut totals: Vec<Totals> = vec![[[[[0.0; 2 * LANES]; 3]; PAIRS]; 9]; blocks.len() * inputs.len()];
+        // Plane by plane outside, as the f32 kernel runs (its doc says why).
+        for n in 0..shape.batch {
+            for z in 0..d {
+                for (b, block_totals) in blocks.clone().zip(totals.chunks_mut(inputs.len())) {
+                    for (ci, kept) in inputs.clone().zip(block_totals.iter_mut()) {
+                        let input = &padded[(n * c_in + ci) * pd * ph * pw..][..pd * ph * pw];
+                        plane(shape, input, pairs, b * BLOCK, n, z, kept);
+                    }
+                }
+            }
+        }
+        totals
+            .iter()
+            .map(|kept| {
+                let mut tile = [[0.0; 27]; BLOCK];
+                for (kernel_row, pairs_of_row) in kept.iter().enumerate() {
+                    for (q, shifts) in pairs_of_row.iter().enumerate() {
+                        for (s, lanes) in shifts.iter().enumerate() {
+                            for half in 0..2 {
+                                tile[2 * q + half][kernel_row * 3 + s] = lanes[half * LANES..][..LANES].iter().sum();
+                            }
+                        }
+                    }
+                }
+                tile
+            })
+            .collect()
+    }
+
+    /// Plane `z` of sample `n`: its partial sums for output channels
+    /// `co..co + BLOCK` against one input channel's padded volume `input`,
+    /// added to `kept`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")]
+    fn plane(shape: &ConvShape, input: &[u16], pairs: &[u16], co: usize, n: usize, z: usize, kept: &mut Totals) {
+        let [d, h, w] = shape.volume;
+        let [_, ph, pw] = shape.padded();
+        let (full, chunks) = (w / CHUNK, w.div_ceil(CHUNK));
+        let row_len = chunks * 2 * CHUNK;
+        let plane = ((n * d + z) * shape.c_out / 2 + co / 2) * h * row_len;
+        let tail = w - CHUNK * full;
+        let tail_mask: __mmask16 = (1u16 << tail) - 1;
+        for (kernel_row, kept_row) in kept.iter_mut().enumerate() {
+            let (kd, kh) = (kernel_row / 3, kernel_row % 3);
+            let mut acc = [[_mm512_setzero_ps(); 3]; PAIRS];
+            for yy in 0..h {
+                let row = &input[((z + kd) * ph + yy + kh) * pw..][..pw];
+                let first = plane + yy * row_len;
+                let mut g: [&[u16]; PAIRS] = [&[]; PAIRS];
+                for (q, gq) in g.iter_mut().enumerate() {
+                    *gq = &pairs[first + q * h * row_len..][..row_len];
+                }
+                for c in 0..chunks {
+                    let mut r = [from_bits(_mm512_setzero_si512()); 3];
+                    let mut gv = [from_bits(_mm512_setzero_si512()); PAIRS];
+                    // SAFETY: a whole chunk reads columns CHUNK·c + s ..
+                    // CHUNK·(c + 1) + s <= w + 2 = pw of the row for s <= 2;
+                    // the tail's mask reads its `tail` columns from there,
+                    // within the row too. Chunk c's 2·CHUNK values lie in
+                    // each pair's row of `row_len`.
+                    unsafe {
+                        let p = row.as_ptr().add(CHUNK * c);
+                        for (s, v) in r.iter_mut().enumerate() {
+                            let columns = if c < full {
+                                _mm256_loadu_si256(p.add(s).cast())
+                            } else {
+                                _mm256_maskz_loadu_epi16(tail_mask, p.add(s).cast())
+                            };
+                            *v = from_bits(_mm512_broadcast_i32x8(columns));
+                        }
+                        for (v, gq) in gv.iter_mut().zip(&g) {
+                            *v = from_bits(_mm512_loadu_si512(gq.as_ptr().add(2 * CHUNK * c).cast()));
+                        }
+                    }
+                    add_products(&mut acc, &r, &gv);
+                }
+            }
+            // The plane's partial sums join the running totals.
+            for (q, shifts) in kept_row.iter_mut().enumerate() {
+                for (s, lanes) in shifts.iter_mut().enumerate() {
+                    // SAFETY: `lanes` holds 2 · LANES = 16 floats.
+                    unsafe {
+                        let total = _mm512_add_ps(_mm512_loadu_ps(lanes.as_ptr()), acc[q][s]);
+                        _mm512_storeu_ps(lanes.as_mut_ptr(), total);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `acc[q][s] += gv[q] · r[s]` in column pairs, for every pair and shift.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    #[inline]
+    fn add_products(acc: &mut [[__m512; 3]; PAIRS], r: &[__m512bh; 3], gv: &[__m512bh; PAIRS]) {
+        for (a, g) in acc.iter_mut().zip(gv) {
+            for (lanes, shifted) in a.iter_mut().zip(r) {
+                *lanes = _mm512_dpbf16_ps(*lanes, *g, *shifted);
+            }
+        }
+    }
+
+    /// 512 bits as 32 bf16 values.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn from_bits(v: __m512i) -> __m512bh {
+        // SAFETY: both are 512-bit vectors with no invalid bit patterns.
+        unsafe { std::mem::transmute::<__m512i, __m512bh>(v) }
+    }
+}
