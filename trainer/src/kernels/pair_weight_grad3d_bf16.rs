@@ -48,12 +48,9 @@ pub(super) unsafe fn channel_pairs(shape: &ConvShape, out_grad: &[f32]) -> Vec<u
             let (q, y) = (r / h, r % h);
             for half in 0..2 {
                 let src = &out_grad[(n * shape.c_out + 2 * q + half) * voxels + (z * h + y) * w..][..w];
-                for c in 0..chunks {
-                    let columns = &src[c * CHUNK..w.min((c + 1) * CHUNK)];
-                    // SAFETY: the CPU's features are this function's
-                    // contract; the chunk holds CHUNK values.
-                    unsafe { avx512::to_bf16(columns, &mut dst_row[(2 * c + half) * CHUNK..][..CHUNK]) };
-                }
+                // SAFETY: the CPU's features are this function's contract;
+                // the row holds 2 · CHUNK values per chunk of `src`.
+                unsafe { avx512::row_in_chunks(src, half, dst_row) };
             }
         }
     });
@@ -69,10 +66,8 @@ pub(super) unsafe fn channel_pairs(shape: &ConvShape, out_grad: &[f32]) -> Vec<u
 pub(super) unsafe fn padded_values(padded: &[f32]) -> Vec<u16> {
     let mut values = vec![0u16; padded.len()];
     values.par_chunks_mut(1 << 14).zip(padded.par_chunks(1 << 14)).for_each(|(dst, src)| {
-        for (dst, src) in dst.chunks_mut(CHUNK).zip(src.chunks(CHUNK)) {
-            // SAFETY: the caller's contract; `dst` holds `src.len()` values.
-            unsafe { avx512::to_bf16(src, dst) };
-        }
+        // SAFETY: the caller's contract; `dst` is as long as `src`.
+        unsafe { avx512::values_to_bf16(src, dst) };
     });
     values
 }
@@ -129,7 +124,8 @@ mod avx512 {
     /// into `dst`'s first values, zeros after them in `dst`'s first
     /// [`CHUNK`].
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
-    pub(super) fn to_bf16(src: &[f32], dst: &mut [u16]) {
+    #[inline]
+    fn to_bf16(src: &[f32], dst: &mut [u16]) {
         assert!(src.len() <= CHUNK && dst.len() >= src.len());
         let mask: __mmask16 = if src.len() == CHUNK { u16::MAX } else { (1u16 << src.len()) - 1 };
         // SAFETY: the mask reads `src.len()` values of `src`.
@@ -144,6 +140,26 @@ mod avx512 {
             unsafe { _mm256_storeu_si256(chunk.as_mut_ptr().cast(), halves) };
             let len = dst.len();
             dst.copy_from_slice(&chunk[..len]);
+        }
+    }
+
+    /// `src` rounded to bf16 into `dst` (as long), [`CHUNK`] at a time.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+    pub(super) fn values_to_bf16(src: &[f32], dst: &mut [u16]) {
+        assert_eq!(src.len(), dst.len());
+        for (src, dst) in src.chunks(CHUNK).zip(dst.chunks_mut(CHUNK)) {
+            to_bf16(src, dst);
+        }
+    }
+
+    /// One channel's row `src` rounded to bf16 into its `half` of each
+    /// chunk of `dst` ([`channel_pairs`](super::channel_pairs)' row: per
+    /// chunk, [`CHUNK`] values of each channel of the pair), zeros past the
+    /// row's end.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+    pub(super) fn row_in_chunks(src: &[f32], half: usize, dst: &mut [u16]) {
+        for (c, columns) in src.chunks(CHUNK).enumerate() {
+            to_bf16(columns, &mut dst[(2 * c + half) * CHUNK..][..CHUNK]);
         }
     }
 
