@@ -164,6 +164,24 @@ fn packed_whole(len: usize, pack: impl FnOnce(&mut [Lane])) -> Vec<u32> {
     }
 }
 
+/// Rows of `len` values (`values`, in groups of `group` rows) in pairs:
+/// each group's row 2p in the low halves and row 2p + 1 (zeros past the
+/// group's last row) in the high halves of its ⌈group/2⌉ rows of lanes,
+/// rounded to bf16. The channel-pair operands of the 3-D channel tiles.
+pub(super) fn row_pairs(values: &[f32], len: usize, group: usize) -> Vec<u32> {
+    let groups = values.len() / (len * group).max(1);
+    let pairs = group.div_ceil(2);
+    let vector = super::Precision::Bf16.native();
+    packed_whole(groups * pairs * len, |packed| {
+        packed.par_chunks_mut(len.max(1)).enumerate().for_each(|(row, out)| {
+            let (g, p) = (row / pairs, row % pairs);
+            let rows = &values[g * group * len..][..group * len];
+            let odd = (2 * p + 1 < group).then(|| &rows[(2 * p + 1) * len..][..len]);
+            interleave_pairs(&rows[2 * p * len..][..len], odd, out, vector);
+        });
+    })
+}
+
 /// `lanes` written with zeros.
 fn zeros(lanes: &mut [Lane]) {
     lanes.fill(MaybeUninit::new(0));

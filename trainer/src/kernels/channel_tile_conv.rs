@@ -121,49 +121,222 @@ pub(super) fn forward_padded<S: F32Slot>(
     let group = group(shape.c_out);
     let groups = shape.c_out / group;
     let skip = skipped_share(shape, border) >= SKIP_AT_LEAST;
+    #[cfg(target_arch = "x86_64")]
+    if super::bf16_gemm::native_here() {
+        // Input channels in pairs, each lane of the weights' and each
+        // input value a bf16 pair of two channels' (an odd last channel
+        // paired with zeros): the same tiles in half the multiply-adds.
+        let rows = shape.c_in.div_ceil(2);
+        let input = super::bf16_gemm::row_pairs(padded, volume, shape.c_in);
+        let weights = super::bf16_gemm::row_pairs(weights, TAPS * shape.c_out, shape.c_in);
+        return y.par_chunks_mut(group * voxels).enumerate().for_each(|(task, out)| {
+            let (n, co) = (task / groups, task % groups * group);
+            let input = &input[n * rows * volume..][..rows * volume];
+            let tile = avx512::Operands { shape, input, weights: &weights, bias, co, border };
+            // SAFETY: as below, and `native_here` holds only where the
+            // CPU has AVX512_BF16.
+            #[allow(unsafe_code)]
+            unsafe {
+                forward_group::<S, avx512::Bf16Pairs>(tile, (group, skip), out)
+            };
+        });
+    }
     y.par_chunks_mut(group * voxels).enumerate().for_each(|(task, out)| {
         let (n, co) = (task / groups, task % groups * group);
         let input = &padded[n * shape.c_in * volume..][..shape.c_in * volume];
-        // SAFETY: `applies` held, so the CPU has AVX-512; the slices'
-        // lengths were checked above against `shape`, and `co + group`
-        // is at most `c_out`. Tiles of R voxels × V vectors: V·R
-        // accumulators and V weight vectors within the 32 registers.
         #[cfg(target_arch = "x86_64")]
-        #[allow(unsafe_code)]
-        unsafe {
-            match (group, skip) {
-                (64, false) => avx512::forward_group::<4, 6, false, S>(shape, input, weights, bias, border, co, out),
-                (64, true) => avx512::forward_group::<4, 6, true, S>(shape, input, weights, bias, border, co, out),
-                (32, false) => avx512::forward_group::<2, 12, false, S>(shape, input, weights, bias, border, co, out),
-                (32, true) => avx512::forward_group::<2, 12, true, S>(shape, input, weights, bias, border, co, out),
-                (_, false) => avx512::forward_group::<1, 16, false, S>(shape, input, weights, bias, border, co, out),
-                (_, true) => avx512::forward_group::<1, 16, true, S>(shape, input, weights, bias, border, co, out),
-            }
-        };
+        {
+            let tile = avx512::Operands { shape, input, weights, bias, co, border };
+            // SAFETY: `applies` held, so the CPU has AVX-512; the slices'
+            // lengths were checked above against `shape`, and `co + group`
+            // is at most `c_out`.
+            #[allow(unsafe_code)]
+            unsafe {
+                forward_group::<S, avx512::F32>(tile, (group, skip), out)
+            };
+        }
         #[cfg(not(target_arch = "x86_64"))]
         unreachable!("AVX-512 kernels chosen on {} for {input:p} {out:p} {co}", std::env::consts::ARCH);
     });
 }
 
+/// [`avx512::forward_group`] for a group of `group` channels: tiles of R
+/// voxels × V vectors, V·R accumulators and V weight vectors within the
+/// 32 registers.
+///
+/// # Safety
+/// As [`avx512::forward_group`].
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+unsafe fn forward_group<S: F32Slot, P: avx512::Products>(
+    tile: avx512::Operands<'_, P::Value>,
+    (group, skip): (usize, bool),
+    out: &mut [S],
+) {
+    // SAFETY: the caller's.
+    unsafe {
+        match (group, skip) {
+            (64, false) => avx512::forward_group::<4, 6, false, S, P>(tile, out),
+            (64, true) => avx512::forward_group::<4, 6, true, S, P>(tile, out),
+            (32, false) => avx512::forward_group::<2, 12, false, S, P>(tile, out),
+            (32, true) => avx512::forward_group::<2, 12, true, S, P>(tile, out),
+            (_, false) => avx512::forward_group::<1, 16, false, S, P>(tile, out),
+            (_, true) => avx512::forward_group::<1, 16, true, S, P>(tile, out),
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod avx512 {
-    use std::arch::x86_64::{_mm512_fmadd_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_setzero_ps, _mm512_storeu_ps};
+    use std::arch::x86_64::{
+        __m512, __m512bh, __m512i, _mm512_dpbf16_ps, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_set1_epi32,
+        _mm512_set1_ps, _mm512_setzero_ps, _mm512_storeu_ps,
+    };
 
     use super::{ConvShape, F32Slot, IN_BLOCK, LANES, TAPS};
 
-    /// Where a tile reads and writes, for groups of `V` vectors.
-    struct Tile<'a, const V: usize> {
-        shape: &'a ConvShape,
-        /// The sample's padded input [c_in, PD, PH, PW].
-        input: &'a [f32],
-        /// Channels-last weights [c_in, 27, c_out].
-        weights: &'a [f32],
+    /// What a group's tiles read, in rows of `E` (an input channel's f32
+    /// values, or [`Bf16Pairs`]' pairs of two channels' bf16 values).
+    #[derive(Clone, Copy)]
+    pub(super) struct Operands<'a, E> {
+        pub(super) shape: &'a ConvShape,
+        /// The sample's padded input [rows, PD, PH, PW].
+        pub(super) input: &'a [E],
+        /// Channels-last weights [rows, 27, c_out].
+        pub(super) weights: &'a [E],
+        pub(super) bias: Option<&'a [f32]>,
         /// The group's first output channel.
-        co: usize,
+        pub(super) co: usize,
         /// Planes and rows of zeros at the input's edges, whose taps are
         /// skipped.
-        border: usize,
+        pub(super) border: usize,
+    }
+
+    /// How a tile multiplies: its operands' rows and its multiply-add.
+    /// The tiles' loops are written once ([`add_taps`]); each kind's
+    /// [`Products::add_taps`] builds them for its instructions' CPU
+    /// features (a trait method cannot carry target features itself).
+    pub(super) trait Products {
+        /// One value of an operand's row.
+        type Value: Copy + Sync;
+        /// Input channels in one row.
+        const CHANNELS: usize;
+        /// A weight vector of 16 output channels from `at`.
+        ///
+        /// # Safety
+        /// 16 values from `at` are readable, on a CPU with the features.
+        unsafe fn weights(at: *const Self::Value) -> __m512;
+        /// One input value (or pair) in every lane.
+        fn input(value: Self::Value) -> __m512;
+        /// `acc` + the products of `w` and `x`, lane by lane.
+        ///
+        /// # Safety
+        /// On a CPU with the kind's features.
+        unsafe fn add(acc: __m512, w: __m512, x: __m512) -> __m512;
+        /// [`add_taps`] built with this kind's features.
+        ///
+        /// # Safety
+        /// As [`add_taps`], on a CPU with the features.
+        unsafe fn add_taps<const V: usize, const T: usize, const SKIP: bool>(
+            tile: &Operands<'_, Self::Value>,
+            at: [usize; 3],
+            rows: std::ops::Range<usize>,
+            sums: &mut [f32],
+        );
+    }
+
+    /// f32 values, a fused multiply-add per input channel.
+    pub(super) struct F32;
+
+    impl Products for F32 {
+        type Value = f32;
+        const CHANNELS: usize = 1;
+        #[inline(always)]
+        unsafe fn weights(at: *const f32) -> __m512 {
+            // SAFETY: the caller's.
+            unsafe { _mm512_loadu_ps(at) }
+        }
+        #[inline(always)]
+        fn input(value: f32) -> __m512 {
+            // SAFETY: AVX-512 F, which every caller's features include.
+            unsafe { _mm512_set1_ps(value) }
+        }
+        #[inline(always)]
+        unsafe fn add(acc: __m512, w: __m512, x: __m512) -> __m512 {
+            // SAFETY: the caller's.
+            unsafe { _mm512_fmadd_ps(w, x, acc) }
+        }
+        #[inline(always)]
+        unsafe fn add_taps<const V: usize, const T: usize, const SKIP: bool>(
+            tile: &Operands<'_, f32>,
+            at: [usize; 3],
+            rows: std::ops::Range<usize>,
+            sums: &mut [f32],
+        ) {
+            #[target_feature(enable = "avx512f,avx2,fma")]
+            #[inline]
+            unsafe fn built<const V: usize, const T: usize, const SKIP: bool>(
+                tile: &Operands<'_, f32>,
+                at: [usize; 3],
+                rows: std::ops::Range<usize>,
+                sums: &mut [f32],
+            ) {
+                // SAFETY: the caller's.
+                unsafe { add_taps::<F32, V, T, SKIP>(tile, at, rows, sums) }
+            }
+            // SAFETY: the caller's.
+            unsafe { built::<V, T, SKIP>(tile, at, rows, sums) }
+        }
+    }
+
+    /// Two input channels' bf16 values in each lane (the even channel in
+    /// the low half), `VDPBF16PS` summing both channels' products: half the
+    /// multiply-adds of [`F32`] (`--precision bf16`, AVX512_BF16).
+    pub(super) struct Bf16Pairs;
+
+    impl Products for Bf16Pairs {
+        type Value = u32;
+        const CHANNELS: usize = 2;
+        #[inline(always)]
+        unsafe fn weights(at: *const u32) -> __m512 {
+            // SAFETY: the caller's; the pairs' bits read as floats.
+            unsafe { _mm512_loadu_ps(at.cast()) }
+        }
+        #[inline(always)]
+        fn input(value: u32) -> __m512 {
+            // SAFETY: AVX-512 F; 512 bits either way.
+            unsafe { std::mem::transmute::<__m512i, __m512>(_mm512_set1_epi32(value as i32)) }
+        }
+        #[inline(always)]
+        unsafe fn add(acc: __m512, w: __m512, x: __m512) -> __m512 {
+            // SAFETY: the caller's; the vectors' bits are bf16 pairs.
+            unsafe {
+                let (w, x) = (std::mem::transmute::<__m512, __m512bh>(w), std::mem::transmute::<__m512, __m512bh>(x));
+                _mm512_dpbf16_ps(acc, w, x)
+            }
+        }
+        #[inline(always)]
+        unsafe fn add_taps<const V: usize, const T: usize, const SKIP: bool>(
+            tile: &Operands<'_, u32>,
+            at: [usize; 3],
+            rows: std::ops::Range<usize>,
+            sums: &mut [f32],
+        ) {
+            #[target_feature(enable = "avx512f,avx512bf16,avx2,fma")]
+            #[inline]
+            unsafe fn built<const V: usize, const T: usize, const SKIP: bool>(
+                tile: &Operands<'_, u32>,
+                at: [usize; 3],
+                rows: std::ops::Range<usize>,
+                sums: &mut [f32],
+            ) {
+                // SAFETY: the caller's.
+                unsafe { add_taps::<Bf16Pairs, V, T, SKIP>(tile, at, rows, sums) }
+            }
+            // SAFETY: the caller's.
+            unsafe { built::<V, T, SKIP>(tile, at, rows, sums) }
+        }
     }
 
     /// Output channels `co..co + V·LANES` of one sample into `out` (those
@@ -175,26 +348,22 @@ mod avx512 {
     ///
     /// # Safety
     ///
-    /// The CPU must have AVX-512 F; `input` must hold one sample's padded
-    /// input of `shape`, `weights` its channels-last weights, `out` the
-    /// group's planes, `co + V·LANES <= shape.c_out`.
+    /// The CPU must have AVX-512 F and `P`'s features; `input` must hold
+    /// one sample's padded input of `shape` in `P`'s rows, `weights` its
+    /// channels-last weights, `out` the group's planes,
+    /// `co + V·LANES <= shape.c_out`.
     #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(super) unsafe fn forward_group<const V: usize, const R: usize, const SKIP: bool, S: F32Slot>(
-        shape: &ConvShape,
-        input: &[f32],
-        weights: &[f32],
-        bias: Option<&[f32]>,
-        border: usize,
-        co: usize,
+    pub(super) unsafe fn forward_group<const V: usize, const R: usize, const SKIP: bool, S: F32Slot, P: Products>(
+        tile: Operands<'_, P::Value>,
         out: &mut [S],
     ) {
+        let Operands { shape, bias, co, .. } = tile;
         let width = V * LANES;
         let bias = match bias {
             Some(b) => b[co..co + width].to_vec(),
             None => vec![0.0; width],
         };
         assert_eq!(out.len(), width * shape.voxels(), "the planes of a group of {width} channels");
-        let tile = Tile::<V> { shape, input, weights, co, border };
         let [d, h, w] = shape.volume;
         let plane = h * w;
         // Whole cache lines: a tile loads and stores its sums 16 lanes at
@@ -204,8 +373,9 @@ mod avx512 {
             for voxel in sums.chunks_exact_mut(width) {
                 voxel.copy_from_slice(&bias);
             }
-            for first in (0..shape.c_in).step_by(IN_BLOCK) {
-                let channels = first..(first + IN_BLOCK).min(shape.c_in);
+            let (rows, block) = (shape.c_in.div_ceil(P::CHANNELS), IN_BLOCK / P::CHANNELS);
+            for first in (0..rows).step_by(block) {
+                let channels = first..(first + block).min(rows);
                 for yy in 0..h {
                     let row = &mut sums[yy * w * width..][..w * width];
                     let mut x = 0;
@@ -213,23 +383,23 @@ mod avx512 {
                     // voxels remain in the row (x + T <= w).
                     unsafe {
                         while x + R <= w {
-                            add_taps::<V, R, SKIP>(&tile, z, yy, x, channels.clone(), row);
+                            P::add_taps::<V, R, SKIP>(&tile, [z, yy, x], channels.clone(), row);
                             x += R;
                         }
                         if R > 8 && w - x >= 8 {
-                            add_taps::<V, 8, SKIP>(&tile, z, yy, x, channels.clone(), row);
+                            P::add_taps::<V, 8, SKIP>(&tile, [z, yy, x], channels.clone(), row);
                             x += 8;
                         }
                         if R > 4 && w - x >= 4 {
-                            add_taps::<V, 4, SKIP>(&tile, z, yy, x, channels.clone(), row);
+                            P::add_taps::<V, 4, SKIP>(&tile, [z, yy, x], channels.clone(), row);
                             x += 4;
                         }
                         if R > 2 && w - x >= 2 {
-                            add_taps::<V, 2, SKIP>(&tile, z, yy, x, channels.clone(), row);
+                            P::add_taps::<V, 2, SKIP>(&tile, [z, yy, x], channels.clone(), row);
                             x += 2;
                         }
                         if w - x >= 1 {
-                            add_taps::<V, 1, SKIP>(&tile, z, yy, x, channels.clone(), row);
+                            P::add_taps::<V, 1, SKIP>(&tile, [z, yy, x], channels.clone(), row);
                         }
                     }
                 }
@@ -255,14 +425,13 @@ mod avx512 {
     ///
     /// # Safety
     ///
-    /// As [`forward_group`], `channels` within `c_in`, and `x + T <= W`.
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    #[inline]
-    unsafe fn add_taps<const V: usize, const T: usize, const SKIP: bool>(
-        tile: &Tile<'_, V>,
-        z: usize,
-        yy: usize,
-        x: usize,
+    /// As [`forward_group`], `channels` (rows of `P`'s operands) within
+    /// theirs, and `x + T <= W`; built only inside a function with `P`'s
+    /// features ([`Products::add_taps`]).
+    #[inline(always)]
+    unsafe fn add_taps<P: Products, const V: usize, const T: usize, const SKIP: bool>(
+        tile: &Operands<'_, P::Value>,
+        [z, yy, x]: [usize; 3],
         channels: std::ops::Range<usize>,
         row: &mut [f32],
     ) {
@@ -271,7 +440,8 @@ mod avx512 {
         let (c_out, volume) = (shape.c_out, pd * ph * pw);
         assert!(row.len() >= (x + T) * V * LANES, "a row of sums for voxels up to {}", x + T);
         let sums = row[x * V * LANES..].as_mut_ptr();
-        let mut acc = [[_mm512_setzero_ps(); V]; T];
+        // SAFETY: AVX-512 F, in every kind's features.
+        let mut acc = [[unsafe { _mm512_setzero_ps() }; V]; T];
         for (t, a) in acc.iter_mut().enumerate() {
             for (k, lanes) in a.iter_mut().enumerate() {
                 // SAFETY: voxel x + t's V vectors of sums, inside `row`
@@ -309,14 +479,14 @@ mod avx512 {
                     let row = unsafe { channel.add(kd * ph * pw + kh * pw) };
                     for kw in 0..3 {
                         let at = unsafe { taps.add(((kd * 3 + kh) * 3 + kw) * c_out) };
-                        let mut wv = [_mm512_setzero_ps(); V];
+                        let mut wv = [unsafe { _mm512_setzero_ps() }; V];
                         for (k, v) in wv.iter_mut().enumerate() {
-                            *v = unsafe { _mm512_loadu_ps(at.add(LANES * k)) };
+                            *v = unsafe { P::weights(at.add(LANES * k)) };
                         }
                         for (t, a) in acc.iter_mut().enumerate() {
-                            let xv = _mm512_set1_ps(unsafe { *row.add(t + kw) });
+                            let xv = P::input(unsafe { *row.add(t + kw) });
                             for (lanes, wk) in a.iter_mut().zip(&wv) {
-                                *lanes = _mm512_fmadd_ps(*wk, xv, *lanes);
+                                *lanes = unsafe { P::add(*lanes, *wk, xv) };
                             }
                         }
                     }

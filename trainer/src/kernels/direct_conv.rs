@@ -1577,6 +1577,56 @@ mod tests {
         }
     }
 
+    /// Under bf16 on a CPU with AVX512_BF16, the channel tiles
+    /// (`channel_tile_conv`) take input channels in pairs into
+    /// `VDPBF16PS`: forward passes and input gradients on bf16 operands
+    /// within f32 rounding of the sum of the products' magnitudes of the
+    /// f32 tiles' sums. An odd input channel count (the last pair half
+    /// zero), groups of 16, 32 and 64 channels, rows with tails, a bias.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn in_bf16_the_channel_tiles_sum_the_rounded_operands_as_the_f32_tiles_do() {
+        use crate::kernels::precision::{Precision, scoped};
+        if !Precision::Bf16.native() || cpu::path() != KernelPath::Avx512 {
+            e2e::skip(
+                "in_bf16_the_channel_tiles_sum_the_rounded_operands_as_the_f32_tiles_do",
+                "no AVX512_BF16 on this CPU, or not on the AVX-512 path",
+            );
+            return;
+        }
+        let shapes = [
+            ConvShape { batch: 2, c_in: 3, c_out: 16, volume: [3, 4, 5], kernel: 3 },
+            ConvShape { batch: 1, c_in: 16, c_out: 32, volume: [2, 3, 7], kernel: 3 },
+            ConvShape { batch: 1, c_in: 4, c_out: 64, volume: [2, 2, 9], kernel: 3 },
+        ];
+        let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
+        for shape in shapes {
+            assert!(channel_tile_conv::applies(&shape), "{shape:?}");
+            let x = Precision::Bf16.rounded(&values(shape.input_len(), 8));
+            let weight = Precision::Bf16.rounded(&values(shape.weight_len(), 9));
+            let bias = values(shape.c_out, 10);
+            let out_grad = Precision::Bf16.rounded(&values(shape.output_len(), 11));
+            let passes = || [forward(&shape, &x, &weight, Some(&bias)), input_grad(&shape, &weight, &out_grad)];
+            let (want, got) = (passes(), scoped(Precision::Bf16, passes));
+            let magnitudes = [
+                forward(&shape, &abs(&x), &abs(&weight), Some(&abs(&bias))),
+                input_grad(&shape, &abs(&weight), &abs(&out_grad)),
+            ];
+            // The input gradient runs on the tiles where the layer's input
+            // channels come in groups of 16.
+            let passes_on_tiles = if channel_tile_conv::applies(&shape.transposed()) { 2 } else { 1 };
+            for (k, what) in ["forward", "input gradient"].iter().enumerate().take(passes_on_tiles) {
+                for (j, ((a, b), m)) in got[k].iter().zip(&want[k]).zip(&magnitudes[k]).enumerate() {
+                    assert!(
+                        (a - b).abs() <= 1e-5 * m,
+                        "{shape:?} {what}: [{j}] = {a}, the f32 tiles {b} (Σ|products| {m})"
+                    );
+                }
+                assert!(got[k] != want[k], "{shape:?}: the bf16 {what} gave the f32 tiles' bits");
+            }
+        }
+    }
+
     /// Under bf16 on a CPU with AVX512_BF16, the weight gradient of blocks
     /// of 8 output channels runs in bf16 products
     /// (`pair_weight_grad3d_bf16`): on bf16 operands, the f32 kernel's

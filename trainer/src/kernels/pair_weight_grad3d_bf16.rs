@@ -103,8 +103,9 @@ pub(super) unsafe fn tiles(
 mod avx512 {
     use std::arch::x86_64::{
         __m512, __m512bh, __m512i, __mmask16, _mm256_loadu_si256, _mm256_maskz_loadu_epi16, _mm256_storeu_si256,
-        _mm512_add_ps, _mm512_broadcast_i32x8, _mm512_cvtneps_pbh, _mm512_dpbf16_ps, _mm512_loadu_ps,
-        _mm512_loadu_si512, _mm512_maskz_loadu_ps, _mm512_setzero_ps, _mm512_setzero_si512, _mm512_storeu_ps,
+        _mm512_add_ps, _mm512_broadcast_i32x8, _mm512_cvtne2ps_pbh, _mm512_cvtneps_pbh, _mm512_dpbf16_ps,
+        _mm512_loadu_ps, _mm512_loadu_si512, _mm512_maskz_loadu_ps, _mm512_setzero_ps, _mm512_setzero_si512,
+        _mm512_storeu_ps, _mm512_storeu_si512,
     };
 
     use super::{BLOCK, CHUNK, ConvShape};
@@ -143,11 +144,23 @@ mod avx512 {
         }
     }
 
-    /// `src` rounded to bf16 into `dst` (as long), [`CHUNK`] at a time.
+    /// `src` rounded to bf16 into `dst` (as long), 32 values a
+    /// conversion (`VCVTNE2PS2BF16`, the same rounding), the rest
+    /// [`CHUNK`] at a time.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
     pub(super) fn values_to_bf16(src: &[f32], dst: &mut [u16]) {
         assert_eq!(src.len(), dst.len());
-        for (src, dst) in src.chunks(CHUNK).zip(dst.chunks_mut(CHUNK)) {
+        let whole = src.len() / (2 * CHUNK);
+        for (src, dst) in src.chunks_exact(2 * CHUNK).zip(dst.chunks_exact_mut(2 * CHUNK)) {
+            // SAFETY: both chunks hold 32 values (64 bytes of `dst`).
+            unsafe {
+                let (low, high) = (_mm512_loadu_ps(src.as_ptr()), _mm512_loadu_ps(src.as_ptr().add(CHUNK)));
+                let values: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(high, low));
+                _mm512_storeu_si512(dst.as_mut_ptr().cast(), values);
+            }
+        }
+        let rest = 2 * CHUNK * whole;
+        for (src, dst) in src[rest..].chunks(CHUNK).zip(dst[rest..].chunks_mut(CHUNK)) {
             to_bf16(src, dst);
         }
     }
