@@ -1616,13 +1616,7 @@ mod tests {
             // channels come in groups of 16.
             let passes_on_tiles = if channel_tile_conv::applies(&shape.transposed()) { 2 } else { 1 };
             for (k, what) in ["forward", "input gradient"].iter().enumerate().take(passes_on_tiles) {
-                for (j, ((a, b), m)) in got[k].iter().zip(&want[k]).zip(&magnitudes[k]).enumerate() {
-                    assert!(
-                        (a - b).abs() <= 1e-5 * m,
-                        "{shape:?} {what}: [{j}] = {a}, the f32 tiles {b} (Σ|products| {m})"
-                    );
-                }
-                assert!(got[k] != want[k], "{shape:?}: the bf16 {what} gave the f32 tiles' bits");
+                assert_bf16_sums(&got[k], &want[k], &magnitudes[k], &format!("{shape:?} {what}"));
             }
         }
     }
@@ -1656,16 +1650,22 @@ mod tests {
             let out_grad = Precision::Bf16.rounded(&values(shape.output_len(), 7));
             let want = weight_grad(&shape, &x, &out_grad);
             let got = scoped(Precision::Bf16, || weight_grad(&shape, &x, &out_grad));
-            let magnitudes = weight_grad(
-                &shape,
-                &x.iter().map(|v| v.abs()).collect::<Vec<_>>(),
-                &out_grad.iter().map(|v| v.abs()).collect::<Vec<_>>(),
-            );
-            for (k, ((a, b), m)) in got.iter().zip(&want).zip(&magnitudes).enumerate() {
-                assert!((a - b).abs() <= 1e-5 * m, "{shape:?}: dw[{k}] = {a}, the f32 kernel {b} (Σ|products| {m})");
-            }
-            assert!(got != want, "{shape:?}: the bf16 weight gradient gave the f32 kernel's bits");
+            let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
+            let magnitudes = weight_grad(&shape, &abs(&x), &abs(&out_grad));
+            assert_bf16_sums(&got, &want, &magnitudes, &format!("{shape:?} weight gradient"));
         }
+    }
+
+    /// `got` (a bf16 kernel's sums) within f32 rounding (10⁻⁵) of the sum
+    /// of the products' `magnitudes` of `want` (the f32 kernel's on the
+    /// same bf16 operands), and not its bits (the bf16 kernel ran: its
+    /// sums are in another order).
+    fn assert_bf16_sums(got: &[f32], want: &[f32], magnitudes: &[f32], what: &str) {
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (k, ((a, b), m)) in got.iter().zip(want).zip(magnitudes).enumerate() {
+            assert!((a - b).abs() <= 1e-5 * m, "{what}: [{k}] = {a}, the f32 kernel {b} (Σ|products| {m})");
+        }
+        assert!(got != want, "{what}: the bf16 kernel gave the f32 kernel's bits");
     }
 
     #[test]

@@ -26,6 +26,73 @@ use super::uninit;
 /// Output channels of one block.
 pub(super) const BLOCK: usize = 8;
 
+/// Running totals of one (block, input channel) per kernel row, channel
+/// pair and shift: two channels' [`LANES`] lanes each.
+pub(super) type Totals = [[[[f32; 2 * LANES]; 3]; BLOCK / 2]; 9];
+
+/// A plane's partial sums `acc` (per channel pair and shift) added to a
+/// kernel row's running `totals`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(super) fn add_to_totals(
+    acc: &[[std::arch::x86_64::__m512; 3]; BLOCK / 2],
+    totals: &mut [[[f32; 2 * LANES]; 3]; BLOCK / 2],
+) {
+    use std::arch::x86_64::{_mm512_add_ps, _mm512_loadu_ps, _mm512_storeu_ps};
+    for (sums, shifts) in acc.iter().zip(totals.iter_mut()) {
+        for (sum, lanes) in sums.iter().zip(shifts.iter_mut()) {
+            // SAFETY: `lanes` holds 2 · LANES = 16 floats.
+            #[allow(unsafe_code)]
+            unsafe {
+                _mm512_storeu_ps(lanes.as_mut_ptr(), _mm512_add_ps(_mm512_loadu_ps(lanes.as_ptr()), *sum));
+            }
+        }
+    }
+}
+
+/// The tiles of output-channel `blocks` × `inputs` (block-major), from
+/// `plane(n, z, block, ci, totals)` adding plane z of sample n's partial
+/// sums to a tile's running totals: called plane by plane outside, so a
+/// plane of the output gradient is read from cache for every input
+/// channel of the task rather than the whole batch's streamed from memory
+/// once per input channel (each tap's lanes still see the planes in
+/// order); then each channel's lanes summed in order. Shared by the f32
+/// and bf16 blocks, whose lanes sum the same columns' products.
+pub(super) fn tiles_by_plane(
+    shape: &ConvShape,
+    blocks: std::ops::Range<usize>,
+    inputs: std::ops::Range<usize>,
+    mut plane: impl FnMut(usize, usize, usize, usize, &mut Totals),
+) -> Vec<[[f32; 27]; BLOCK]> {
+    let mut totals: Vec<Totals> = vec![[[[[0.0; 2 * LANES]; 3]; BLOCK / 2]; 9]; blocks.len() * inputs.len()];
+    for n in 0..shape.batch {
+        for z in 0..shape.volume[0] {
+            for (b, block_totals) in blocks.clone().zip(totals.chunks_mut(inputs.len())) {
+                for (ci, kept) in inputs.clone().zip(block_totals.iter_mut()) {
+                    plane(n, z, b, ci, kept);
+                }
+            }
+        }
+    }
+    totals
+        .iter()
+        .map(|kept| {
+            let mut tile = [[0.0; 27]; BLOCK];
+            for (kernel_row, pairs_of_row) in kept.iter().enumerate() {
+                for (q, shifts) in pairs_of_row.iter().enumerate() {
+                    for (s, lanes) in shifts.iter().enumerate() {
+                        for half in 0..2 {
+                            tile[2 * q + half][kernel_row * 3 + s] = lanes[half * LANES..][..LANES].iter().sum();
+                        }
+                    }
+                }
+            }
+            tile
+        })
+        .collect()
+}
+
 /// The output gradient [batch, c_out, D, H, W] as [batch, D, c_out / 2, H,
 /// chunks, 2, LANES]: each row in chunks of [`LANES`] columns, channel `2q`'s
 /// chunk then channel `2q + 1`'s, the row's last chunk padded with zeros.
@@ -105,19 +172,14 @@ pub(super) unsafe fn tiles(
 #[allow(unsafe_code)]
 mod avx512 {
     use std::arch::x86_64::{
-        __m512, _mm256_maskload_ps, _mm512_add_ps, _mm512_broadcast_f32x8, _mm512_fmadd_ps, _mm512_loadu_ps,
-        _mm512_setzero_ps, _mm512_storeu_ps,
+        __m512, _mm256_maskload_ps, _mm512_broadcast_f32x8, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_setzero_ps,
     };
 
     use super::super::direct_conv::weight_grad_avx2::tail_mask;
-    use super::{BLOCK, ConvShape, LANES};
+    use super::{BLOCK, ConvShape, LANES, Totals};
 
     /// Registers of channel pairs in a block.
     const PAIRS: usize = BLOCK / 2;
-
-    /// Running totals of one (block, input channel) per kernel row, pair
-    /// and shift: two channels' LANES lanes each.
-    type Totals = [[[[f32; 2 * LANES]; 3]; PAIRS]; 9];
 
     #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
     pub(super) fn tiles_unchecked(
@@ -127,36 +189,12 @@ mod avx512 {
         blocks: std::ops::Range<usize>,
         inputs: std::ops::Range<usize>,
     ) -> Vec<[[f32; 27]; BLOCK]> {
-        let d = shape.volume[0];
         let [pd, ph, pw] = shape.padded();
-        let c_in = shape.c_in;
-        let mut totals: Vec<Totals> = vec![[[[[0.0; 2 * LANES]; 3]; PAIRS]; 9]; blocks.len() * inputs.len()];
-        for n in 0..shape.batch {
-            for z in 0..d {
-                for (b, block_totals) in blocks.clone().zip(totals.chunks_mut(inputs.len())) {
-                    for (ci, kept) in inputs.clone().zip(block_totals.iter_mut()) {
-                        let input = &padded[(n * c_in + ci) * pd * ph * pw..][..pd * ph * pw];
-                        plane(shape, input, pairs, b * BLOCK, n, z, kept);
-                    }
-                }
-            }
-        }
-        totals
-            .iter()
-            .map(|kept| {
-                let mut tile = [[0.0; 27]; BLOCK];
-                for (kernel_row, pairs_of_row) in kept.iter().enumerate() {
-                    for (q, shifts) in pairs_of_row.iter().enumerate() {
-                        for (s, lanes) in shifts.iter().enumerate() {
-                            for half in 0..2 {
-                                tile[2 * q + half][kernel_row * 3 + s] = lanes[half * LANES..][..LANES].iter().sum();
-                            }
-                        }
-                    }
-                }
-                tile
-            })
-            .collect()
+        super::tiles_by_plane(shape, blocks, inputs, |n, z, b, ci, kept| {
+            let input = &padded[(n * shape.c_in + ci) * pd * ph * pw..][..pd * ph * pw];
+            // The closure has this function's features.
+            plane(shape, input, pairs, b * BLOCK, n, z, kept)
+        })
     }
 
     /// Plane `z` of sample `n`: its partial sums for output channels
@@ -217,15 +255,7 @@ mod avx512 {
                 }
             }
             // The plane's partial sums join the running totals.
-            for (q, shifts) in kept_row.iter_mut().enumerate() {
-                for (s, lanes) in shifts.iter_mut().enumerate() {
-                    // SAFETY: `lanes` holds 2 · LANES = 16 floats.
-                    unsafe {
-                        let total = _mm512_add_ps(_mm512_loadu_ps(lanes.as_ptr()), acc[q][s]);
-                        _mm512_storeu_ps(lanes.as_mut_ptr(), total);
-                    }
-                }
-            }
+            super::add_to_totals(&acc, kept_row);
         }
     }
 

@@ -24,6 +24,10 @@ use super::pair_weight_grad3d::BLOCK;
 /// Columns of a row in one chunk: 8 lanes of column pairs.
 const CHUNK: usize = 16;
 
+// Each channel's half of a register holds as many lanes as the f32
+// kernel's, so both share `tiles_by_plane`'s totals and lane sums.
+const _: () = assert!(CHUNK / 2 == super::direct_conv::LANES);
+
 /// The output gradient [batch, c_out, D, H, W] in bf16 as [batch, D,
 /// c_out / 2, H, chunks, 2, CHUNK]: each row in chunks of [`CHUNK`]
 /// columns, channel `2q`'s chunk then channel `2q + 1`'s, the row's last
@@ -103,22 +107,15 @@ pub(super) unsafe fn tiles(
 mod avx512 {
     use std::arch::x86_64::{
         __m512, __m512bh, __m512i, __mmask16, _mm256_loadu_si256, _mm256_maskz_loadu_epi16, _mm256_storeu_si256,
-        _mm512_add_ps, _mm512_broadcast_i32x8, _mm512_cvtne2ps_pbh, _mm512_cvtneps_pbh, _mm512_dpbf16_ps,
-        _mm512_loadu_ps, _mm512_loadu_si512, _mm512_maskz_loadu_ps, _mm512_setzero_ps, _mm512_setzero_si512,
-        _mm512_storeu_ps, _mm512_storeu_si512,
+        _mm512_broadcast_i32x8, _mm512_cvtne2ps_pbh, _mm512_cvtneps_pbh, _mm512_dpbf16_ps, _mm512_loadu_ps,
+        _mm512_loadu_si512, _mm512_maskz_loadu_ps, _mm512_setzero_ps, _mm512_setzero_si512, _mm512_storeu_si512,
     };
 
+    use super::super::pair_weight_grad3d::{Totals, add_to_totals, tiles_by_plane};
     use super::{BLOCK, CHUNK, ConvShape};
 
     /// Registers of channel pairs in a block.
     const PAIRS: usize = BLOCK / 2;
-
-    /// Lanes of one channel in a register.
-    const LANES: usize = CHUNK / 2;
-
-    /// Running totals of one (block, input channel) per kernel row, pair
-    /// and shift: two channels' 8 lanes each.
-    type Totals = [[[[f32; 2 * LANES]; 3]; PAIRS]; 9];
 
     /// `src` (at most [`CHUNK`] values) rounded to bf16 (`VCVTNEPS2BF16`,
     /// as [`round_bf16`](crate::kernels::precision::round_bf16) rounds)
@@ -184,37 +181,12 @@ mod avx512 {
         blocks: std::ops::Range<usize>,
         inputs: std::ops::Range<usize>,
     ) -> Vec<[[f32; 27]; BLOCK]> {
-        let d = shape.volume[0];
         let [pd, ph, pw] = shape.padded();
-        let c_in = shape.c_in;
-        let mut totals: Vec<Totals> = vec![[[[[0.0; 2 * LANES]; 3]; PAIRS]; 9]; blocks.len() * inputs.len()];
-        // Plane by plane outside, as the f32 kernel runs (its doc says why).
-        for n in 0..shape.batch {
-            for z in 0..d {
-                for (b, block_totals) in blocks.clone().zip(totals.chunks_mut(inputs.len())) {
-                    for (ci, kept) in inputs.clone().zip(block_totals.iter_mut()) {
-                        let input = &padded[(n * c_in + ci) * pd * ph * pw..][..pd * ph * pw];
-                        plane(shape, input, pairs, b * BLOCK, n, z, kept);
-                    }
-                }
-            }
-        }
-        totals
-            .iter()
-            .map(|kept| {
-                let mut tile = [[0.0; 27]; BLOCK];
-                for (kernel_row, pairs_of_row) in kept.iter().enumerate() {
-                    for (q, shifts) in pairs_of_row.iter().enumerate() {
-                        for (s, lanes) in shifts.iter().enumerate() {
-                            for half in 0..2 {
-                                tile[2 * q + half][kernel_row * 3 + s] = lanes[half * LANES..][..LANES].iter().sum();
-                            }
-                        }
-                    }
-                }
-                tile
-            })
-            .collect()
+        tiles_by_plane(shape, blocks, inputs, |n, z, b, ci, kept| {
+            let input = &padded[(n * shape.c_in + ci) * pd * ph * pw..][..pd * ph * pw];
+            // The closure has this function's features.
+            plane(shape, input, pairs, b * BLOCK, n, z, kept)
+        })
     }
 
     /// Plane `z` of sample `n`: its partial sums for output channels
@@ -265,15 +237,7 @@ mod avx512 {
                 }
             }
             // The plane's partial sums join the running totals.
-            for (q, shifts) in kept_row.iter_mut().enumerate() {
-                for (s, lanes) in shifts.iter_mut().enumerate() {
-                    // SAFETY: `lanes` holds 2 · LANES = 16 floats.
-                    unsafe {
-                        let total = _mm512_add_ps(_mm512_loadu_ps(lanes.as_ptr()), acc[q][s]);
-                        _mm512_storeu_ps(lanes.as_mut_ptr(), total);
-                    }
-                }
-            }
+            add_to_totals(&acc, kept_row);
         }
     }
 
