@@ -31,7 +31,10 @@
 //! input channel, depth, height, width, each a fused multiply-add: the
 //! order of the row and channel kernels (a sum left in the buffer between
 //! blocks is an f32, as in a register), so every path gives the same bits
-//! and which one runs may depend on the CPU.
+//! and which one runs may depend on the CPU. Under `--precision bf16` on a
+//! CPU with AVX512_BF16 the tiles take the input channels in pairs, each
+//! `VDPBF16PS` summing two channels' products of bf16 operands: the same
+//! loops, other sums (`docs/precision.md`).
 
 use rayon::prelude::*;
 
@@ -228,7 +231,10 @@ mod avx512 {
         /// 16 values from `at` are readable, on a CPU with the features.
         unsafe fn weights(at: *const Self::Value) -> __m512;
         /// One input value (or pair) in every lane.
-        fn input(value: Self::Value) -> __m512;
+        ///
+        /// # Safety
+        /// On a CPU with the kind's features.
+        unsafe fn input(value: Self::Value) -> __m512;
         /// `acc` + the products of `w` and `x`, lane by lane.
         ///
         /// # Safety
@@ -258,8 +264,8 @@ mod avx512 {
             unsafe { _mm512_loadu_ps(at) }
         }
         #[inline(always)]
-        fn input(value: f32) -> __m512 {
-            // SAFETY: AVX-512 F, which every caller's features include.
+        unsafe fn input(value: f32) -> __m512 {
+            // SAFETY: the caller's.
             unsafe { _mm512_set1_ps(value) }
         }
         #[inline(always)]
@@ -304,8 +310,8 @@ mod avx512 {
             unsafe { _mm512_loadu_ps(at.cast()) }
         }
         #[inline(always)]
-        fn input(value: u32) -> __m512 {
-            // SAFETY: AVX-512 F; 512 bits either way.
+        unsafe fn input(value: u32) -> __m512 {
+            // SAFETY: the caller's; 512 bits either way.
             unsafe { std::mem::transmute::<__m512i, __m512>(_mm512_set1_epi32(value as i32)) }
         }
         #[inline(always)]
@@ -484,7 +490,7 @@ mod avx512 {
                             *v = unsafe { P::weights(at.add(LANES * k)) };
                         }
                         for (t, a) in acc.iter_mut().enumerate() {
-                            let xv = P::input(unsafe { *row.add(t + kw) });
+                            let xv = unsafe { P::input(*row.add(t + kw)) };
                             for (lanes, wk) in a.iter_mut().zip(&wv) {
                                 *lanes = unsafe { P::add(*lanes, *wk, xv) };
                             }
