@@ -157,8 +157,8 @@ fn forward_on(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[
     // channels whatever the rows' width (in bf16 too), and ran CosmoFlow's
     // second layer (16 channels of 16³) faster than these row tiles.
     #[cfg(target_arch = "x86_64")]
-    if let Some(y) = forward_bf16(shape, padded, weight, bias) {
-        return y;
+    if bf16_rows_apply(shape) {
+        return forward_bf16(shape, padded, weight, bias);
     }
     let mut y = vec![0.0; shape.output_len()];
     if channel_conv::applies(shape) {
@@ -170,21 +170,26 @@ fn forward_on(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[
     y
 }
 
-/// The forward pass in bf16 products ([`direct_conv2d_bf16::volume_block`],
-/// `VDPBF16PS`) under `--precision bf16` on a CPU that has them, where
-/// rows hold a whole vector and output channels come in whole blocks;
-/// `None` elsewhere. Its operands are bf16 values already (the model
-/// rounds them), so its sums differ from the f32 kernels' in order only.
+/// Whether a forward pass of `shape` (or an input gradient, a forward
+/// pass of the transposed shape) runs in [`forward_bf16`]: under
+/// `--precision bf16` on a CPU that computes it, rows holding a whole
+/// vector, output channels in whole blocks, and an output to make.
 #[cfg(target_arch = "x86_64")]
-fn forward_bf16(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[f32]>) -> Option<Vec<f32>> {
-    use super::direct_conv2d::CO_BLOCK as BLOCK;
-    let applies = super::bf16_gemm::native_here()
+fn bf16_rows_apply(shape: &ConvShape) -> bool {
+    super::bf16_gemm::native_here()
         && direct_conv2d_bf16::takes(shape.volume[2])
-        && shape.c_out.is_multiple_of(BLOCK)
-        && !channel_conv::applies(shape);
-    if !applies || shape.output_len() == 0 {
-        return None;
-    }
+        && shape.c_out.is_multiple_of(super::direct_conv2d::CO_BLOCK)
+        && !channel_conv::applies(shape)
+        && shape.output_len() > 0
+}
+
+/// The forward pass in bf16 products ([`direct_conv2d_bf16::volume_block`],
+/// `VDPBF16PS`) of a shape [`bf16_rows_apply`] takes. Its operands are
+/// bf16 values already (the model rounds them), so its sums differ from
+/// the f32 kernels' in order only.
+#[cfg(target_arch = "x86_64")]
+fn forward_bf16(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<&[f32]>) -> Vec<f32> {
+    use super::direct_conv2d::CO_BLOCK as BLOCK;
     let taps = shape.c_in * shape.kernel.pow(3);
     let blocks = shape.c_out / BLOCK;
     let pairs: Vec<Vec<u32>> =
@@ -205,7 +210,9 @@ fn forward_bf16(shape: &ConvShape, padded: &[f32], weight: &[f32], bias: Option<
     // SAFETY: every block of BLOCK output volumes of every sample goes to
     // `volume_block`, which writes every output of every row of them.
     #[allow(unsafe_code)]
-    Some(unsafe { uninit::written_whole(shape.output_len(), tiles) })
+    unsafe {
+        uninit::written_whole(shape.output_len(), tiles)
+    }
 }
 
 /// Gradient of the input: a convolution of the padded output gradient with
@@ -240,9 +247,10 @@ fn input_grad_of_padded(shape: &ConvShape, weight: &[f32], padded: &[f32], borde
             })
         };
     }
+    // The flipped kernel is made only for the route that reads it.
     #[cfg(target_arch = "x86_64")]
-    if let Some(x_grad) = forward_bf16(&t, padded, &flipped(shape, weight), None) {
-        return x_grad;
+    if bf16_rows_apply(&t) {
+        return forward_bf16(&t, padded, &flipped(shape, weight), None);
     }
     let mut x_grad = vec![0.0; shape.input_len()];
     if channel_conv::applies(&t) {
@@ -534,10 +542,15 @@ fn forward_block_wide(
 /// gradient (same bits as the blocks of 4 below).
 #[cfg(target_arch = "x86_64")]
 fn pair_blocks_apply(shape: &ConvShape) -> bool {
-    shape.kernel == 3
-        && shape.c_out.is_multiple_of(pair_weight_grad3d::BLOCK)
-        && cpu::path() == KernelPath::Avx512
-        && !cpu::weight_grad_3d_on_avx2()
+    pair_blocks_fit(shape) && !cpu::weight_grad_3d_on_avx2()
+}
+
+/// A 3³ kernel, output channels in whole blocks of
+/// [`pair_weight_grad3d::BLOCK`], on the AVX-512 path: what both pair
+/// kernels need.
+#[cfg(target_arch = "x86_64")]
+fn pair_blocks_fit(shape: &ConvShape) -> bool {
+    shape.kernel == 3 && shape.c_out.is_multiple_of(pair_weight_grad3d::BLOCK) && cpu::path() == KernelPath::Avx512
 }
 
 /// Whether the weight gradient of `shape` runs on
@@ -546,10 +559,7 @@ fn pair_blocks_apply(shape: &ConvShape) -> bool {
 /// for f32) under `--precision bf16` on a CPU with AVX512_BF16.
 #[cfg(target_arch = "x86_64")]
 fn pair_bf16_applies(shape: &ConvShape) -> bool {
-    shape.kernel == 3
-        && shape.c_out.is_multiple_of(pair_weight_grad3d::BLOCK)
-        && cpu::path() == KernelPath::Avx512
-        && super::bf16_gemm::native_here()
+    pair_blocks_fit(shape) && super::bf16_gemm::native_here()
 }
 
 /// The weight gradient of `shape` from the tiles `tiles(blocks, inputs)`
